@@ -1,0 +1,98 @@
+// Command localstack is `make run-local`: it starts etcd, kube-apiserver (with the
+// Gateway API CRDs) and a Consul dev agent on loopback with the test harness, writes a
+// kubeconfig, runs the controller in the foreground against them, applies the examples
+// once the controller is up, and stops everything on Ctrl-C.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
+)
+
+func main() {
+	stateDir := flag.String("state-dir", "_output/local", "where the servers keep data, certificates and logs")
+	controller := flag.String("controller", "bin/consul-gateway-controller", "the controller binary to run")
+	examples := flag.String("examples", "examples", "manifests to apply once the controller runs")
+	verbosity := flag.Int("v", 2, "the controller's klog verbosity")
+	flag.Parse()
+	if err := run(*stateDir, *controller, *examples, *verbosity); err != nil {
+		fmt.Fprintf(os.Stderr, "run-local: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run(stateDir, controller, examples string, verbosity int) error {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	// A state dir from an earlier run holds an etcd of an apiserver whose certificates
+	// and tokens are gone; start clean each time.
+	if err := os.RemoveAll(stateDir); err != nil {
+		return err
+	}
+	fmt.Println("starting etcd, kube-apiserver and Consul...")
+	env, err := testenv.Start(ctx, testenv.Options{StateDir: stateDir})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		fmt.Println("stopping the servers...")
+		if err := env.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+		}
+	}()
+	kubeconfig := filepath.Join(env.Dir(), "kubeconfig")
+	if err := env.Kube.WriteKubeconfig(kubeconfig, testenv.AdminUser); err != nil {
+		return err
+	}
+
+	cmd := exec.CommandContext(ctx, controller, "--kubeconfig="+kubeconfig, fmt.Sprintf("-v=%d", verbosity))
+	cmd.Env = append(os.Environ(), "CONSUL_HTTP_ADDR="+env.Consul.HTTPAddr(), "CONSUL_HTTP_TOKEN="+env.Consul.ManagementToken())
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 10 * time.Second
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start the controller: %w", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+
+	// Give the controller a moment to connect, then apply the examples as a user would.
+	select {
+	case err := <-exited:
+		return fmt.Errorf("the controller exited: %v", err)
+	case <-time.After(2 * time.Second):
+	}
+	kubectl := filepath.Join(filepath.Dir(controller), "kubectl")
+	apply := exec.CommandContext(ctx, kubectl, "--kubeconfig="+kubeconfig, "apply", "-f", examples)
+	apply.Stdout, apply.Stderr = os.Stdout, os.Stderr
+	if err := apply.Run(); err != nil {
+		return fmt.Errorf("apply %s: %w", examples, err)
+	}
+	fmt.Printf(`
+The local stack is up. Look at it with:
+  %s --kubeconfig %s get gatewayclasses,gateways,httproutes -A
+  Consul UI: http://%s/ui
+Server logs are in %s. Press Ctrl-C to stop everything.
+
+`, kubectl, kubeconfig, env.Consul.HTTPAddr(), filepath.Join(env.Dir(), "logs"))
+
+	select {
+	case err := <-exited:
+		if ctx.Err() == nil {
+			return fmt.Errorf("the controller exited: %v", err)
+		}
+	case <-ctx.Done():
+		<-exited
+	}
+	return nil
+}

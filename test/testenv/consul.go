@@ -1,0 +1,125 @@
+package testenv
+
+import (
+	"fmt"
+	"path/filepath"
+	"time"
+
+	consulapi "github.com/hashicorp/consul/api"
+)
+
+// ConsulAgent is a `consul agent -dev` on loopback ports. A dev agent keeps its state in
+// memory, so a restart brings it back empty, as a Consul that lost its data would be.
+type ConsulAgent struct {
+	proc       *process
+	httpAddr   string
+	aclEnabled bool
+	token      string
+}
+
+func startConsul(logDir string, aclEnabled bool) (*ConsulAgent, error) {
+	consulBin, err := binary("consul")
+	if err != nil {
+		return nil, err
+	}
+	ports, err := freePorts(4)
+	if err != nil {
+		return nil, err
+	}
+	c := &ConsulAgent{httpAddr: fmt.Sprintf("127.0.0.1:%d", ports[0]), aclEnabled: aclEnabled}
+	config := fmt.Sprintf(`ports {
+  http = %d
+  serf_lan = %d
+  serf_wan = %d
+  server = %d
+  dns = -1
+  grpc = -1
+  grpc_tls = -1
+}`, ports[0], ports[1], ports[2], ports[3])
+	if aclEnabled {
+		if c.token, err = randomUUID(); err != nil {
+			return nil, err
+		}
+		config += fmt.Sprintf(`
+acl {
+  enabled = true
+  default_policy = "deny"
+  tokens { initial_management = %q }
+}`, c.token)
+	}
+	c.proc = &process{
+		name:    "consul",
+		path:    consulBin,
+		logPath: filepath.Join(logDir, "consul.log"),
+		args:    []string{"agent", "-dev", "-bind=127.0.0.1", "-client=127.0.0.1", "-hcl=" + config},
+		// The agent must not pick up a token or address from the developer's shell.
+		env: []string{"CONSUL_HTTP_TOKEN=", "CONSUL_HTTP_ADDR="},
+	}
+	if err := c.Start(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Start starts the agent (again) and waits until it has a leader and, with ACLs, until
+// the management token is accepted.
+func (c *ConsulAgent) Start() error {
+	if err := c.proc.start(); err != nil {
+		return err
+	}
+	client, err := c.Client()
+	if err != nil {
+		return err
+	}
+	return c.proc.waitFor(30*time.Second, func() error {
+		leader, err := client.Status().Leader()
+		if err != nil {
+			return err
+		}
+		if leader == "" {
+			return fmt.Errorf("no leader yet")
+		}
+		if !c.aclEnabled {
+			return nil
+		}
+		_, _, err = client.ACL().TokenReadSelf(nil)
+		return err
+	})
+}
+
+// Stop stops the agent gracefully; Kill stops it as a crash would.
+func (c *ConsulAgent) Stop() error { return c.proc.stop(10 * time.Second) }
+
+// Kill stops the agent with SIGKILL.
+func (c *ConsulAgent) Kill() error { return c.proc.kill() }
+
+// HTTPAddr is host:port of the agent's HTTP API.
+func (c *ConsulAgent) HTTPAddr() string { return c.httpAddr }
+
+// ManagementToken is the bootstrap token when ACLs are on, and "" otherwise.
+func (c *ConsulAgent) ManagementToken() string { return c.token }
+
+// Client returns a consul/api client with the management token (if any).
+func (c *ConsulAgent) Client() (*consulapi.Client, error) {
+	return c.ClientWithToken(c.token)
+}
+
+// ClientWithToken returns a consul/api client that authenticates with token.
+func (c *ConsulAgent) ClientWithToken(token string) (*consulapi.Client, error) {
+	cfg := consulapi.DefaultNonPooledConfig()
+	cfg.Address = c.httpAddr
+	cfg.Scheme = "http"
+	cfg.Token = token
+	cfg.TokenFile = ""
+	cfg.TLSConfig = consulapi.TLSConfig{}
+	cfg.HttpAuth = nil
+	return consulapi.NewClient(cfg)
+}
+
+func randomUUID() (string, error) {
+	hex, err := randomToken()
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s-%s-%s-%s-%s", hex[0:8], hex[8:12], hex[12:16], hex[16:20], hex[20:32]), nil
+}
