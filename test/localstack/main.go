@@ -69,7 +69,7 @@ func run(stateDir, controller, examples string, verbosity int) error {
 	// Give the controller a moment to connect, then apply the examples as a user would.
 	select {
 	case err := <-exited:
-		return fmt.Errorf("the controller exited: %v", err)
+		return fmt.Errorf("the controller exited: %w", err)
 	case <-time.After(2 * time.Second):
 	}
 	kubectl := filepath.Join(filepath.Dir(controller), "kubectl")
@@ -89,10 +89,12 @@ Server logs are in %s. Press Ctrl-C to stop everything.
 	select {
 	case err := <-exited:
 		if ctx.Err() == nil {
-			return fmt.Errorf("the controller exited: %v", err)
+			return fmt.Errorf("the controller exited: %w", err)
 		}
 	case <-ctx.Done():
-		<-exited
+		if err := <-exited; err != nil {
+			fmt.Fprintf(os.Stderr, "run-local: the controller: %v\n", err)
+		}
 	}
 	return nil
 }

@@ -104,5 +104,5 @@ func (p *process) waitFor(timeout time.Duration, ready func() error) error {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	return fmt.Errorf("%s not ready after %s: %v (log: %s)", p.name, timeout, last, p.logPath)
+	return fmt.Errorf("%s not ready after %s: %w (log: %s)", p.name, timeout, last, p.logPath)
 }

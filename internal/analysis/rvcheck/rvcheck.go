@@ -320,7 +320,7 @@ func (c *checker) checkOpAssign(n *ast.AssignStmt) {
 // float64(rv): both treat the value as a number.
 func (c *checker) checkConversion(call *ast.CallExpr) {
 	arg, target, ok := c.conversion(call)
-	if !ok || !(isNumeric(target) || isJSONNumber(target)) || !c.isRV(arg) {
+	if !ok || (!isNumeric(target) && !isJSONNumber(target)) || !c.isRV(arg) {
 		return
 	}
 	qualifier := func(p *types.Package) string { return p.Name() }
