@@ -2,4 +2,8 @@
 // factories for the Gateway API and core kinds, the transforms that trim what they
 // cache, the indexers that answer "which objects refer to this one", and the event
 // handlers that map each event to the queue keys it affects. It makes no decisions.
+//
+// New builds every informer and its indexes (factory.go, indexers.go); AddEventHandlers
+// connects them to the work queues (handlers.go); Start and WaitForCacheSync run them.
+// Only kubernetes.io/tls Secrets are cached, and no cached object keeps managedFields.
 package informers

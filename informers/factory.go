@@ -1,0 +1,185 @@
+package informers
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	kubeinformers "k8s.io/client-go/informers"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
+	gatewayfactory "sigs.k8s.io/gateway-api/pkg/client/informers/externalversions"
+	gatewayinformers "sigs.k8s.io/gateway-api/pkg/client/informers/externalversions/apis/v1"
+)
+
+// tlsSecretSelector limits the Secret informer to kubernetes.io/tls Secrets: the only
+// type a listener certificateRef may name, and a small part of every Secret in the
+// cluster. A Secret's type is immutable, so no Secret ever moves in or out of it.
+var tlsSecretSelector = fields.OneTermEqualSelector("type", string(corev1.SecretTypeTLS)).String()
+
+// Informers holds the shared informers of every kind the controller reads. Listers and
+// indexers come from these fields; nothing else in the controller builds an informer.
+type Informers struct {
+	GatewayClasses  gatewayinformers.GatewayClassInformer
+	Gateways        gatewayinformers.GatewayInformer
+	HTTPRoutes      gatewayinformers.HTTPRouteInformer
+	TCPRoutes       gatewayinformers.TCPRouteInformer
+	GRPCRoutes      gatewayinformers.GRPCRouteInformer
+	ReferenceGrants gatewayinformers.ReferenceGrantInformer
+	Namespaces      coreinformers.TypedNamespaceInformer
+	Services        coreinformers.TypedServiceInformer
+	// Secrets caches only kubernetes.io/tls Secrets. A certificateRef to a Secret of
+	// any other type finds nothing here, and is invalid either way.
+	Secrets coreinformers.TypedSecretInformer
+
+	gatewayFactory gatewayfactory.SharedInformerFactory
+	coreFactory    kubeinformers.SharedInformerFactory
+	secretFactory  kubeinformers.SharedInformerFactory
+
+	mu sync.Mutex
+	// handlersSynced holds the HasSynced of every handler AddEventHandlers registered:
+	// true once the handler has been handed the informer's initial list.
+	handlersSynced []cache.InformerSynced
+}
+
+// New builds the informers and their indexers; nothing talks to the API server until
+// Start. resync is the period at which every cached object is delivered again as an
+// update, the safety net for any event the mapping in handlers.go misses.
+func New(kube kubernetes.Interface, gateway gatewayclient.Interface, resync time.Duration) *Informers {
+	gatewayFactory := gatewayfactory.NewSharedInformerFactoryWithOptions(gateway, resync,
+		gatewayfactory.WithTransform(dropManagedFields))
+	coreFactory := kubeinformers.NewSharedInformerFactoryWithOptions(kube, resync,
+		kubeinformers.WithTransform(dropManagedFields))
+	// Secrets get a factory of their own because a factory's list options apply to
+	// every informer it makes, and Namespaces and Services must not be filtered.
+	secretFactory := kubeinformers.NewSharedInformerFactoryWithOptions(kube, resync,
+		kubeinformers.WithTransform(dropManagedFields),
+		kubeinformers.WithTweakListOptions(func(options *metav1.ListOptions) {
+			options.FieldSelector = tlsSecretSelector
+		}))
+
+	gatewayV1 := gatewayFactory.Gateway().V1()
+	coreV1 := coreFactory.Core().V1()
+	i := &Informers{
+		GatewayClasses:  gatewayV1.GatewayClasses(),
+		Gateways:        gatewayV1.Gateways(),
+		HTTPRoutes:      gatewayV1.HTTPRoutes(),
+		TCPRoutes:       gatewayV1.TCPRoutes(),
+		GRPCRoutes:      gatewayV1.GRPCRoutes(),
+		ReferenceGrants: gatewayV1.ReferenceGrants(),
+		Namespaces:      coreV1.Namespaces(),
+		Services:        coreV1.Services(),
+		Secrets:         secretFactory.Core().V1().Secrets(),
+		gatewayFactory:  gatewayFactory,
+		coreFactory:     coreFactory,
+		secretFactory:   secretFactory,
+	}
+	i.addIndexers()
+	return i
+}
+
+// addIndexers installs the indexers of indexers.go. It also registers every informer
+// with its factory: a factory starts only the informers whose Informer() was called.
+//
+// The generated informers already carry cache.NamespaceIndex; adding it again would be
+// an indexer conflict, so only the controller's own indexes are added here.
+func (i *Informers) addIndexers() {
+	routeIndexers := cache.Indexers{
+		RouteParentGatewayIndex:  IndexRouteParentGateways,
+		RouteBackendServiceIndex: IndexRouteBackendServices,
+	}
+	mustAddIndexers(i.GatewayClasses.Informer(), nil)
+	mustAddIndexers(i.Gateways.Informer(), cache.Indexers{
+		GatewayClassNameIndex:         IndexGatewayClassName,
+		GatewayCertificateSecretIndex: IndexGatewayCertificateSecrets,
+		GatewaySelectsNamespacesIndex: IndexGatewaySelectsNamespaces,
+	})
+	mustAddIndexers(i.HTTPRoutes.Informer(), routeIndexers)
+	mustAddIndexers(i.TCPRoutes.Informer(), routeIndexers)
+	mustAddIndexers(i.GRPCRoutes.Informer(), routeIndexers)
+	mustAddIndexers(i.ReferenceGrants.Informer(), nil)
+	mustAddIndexers(i.Namespaces.Informer(), nil)
+	mustAddIndexers(i.Services.Informer(), nil)
+	mustAddIndexers(i.Secrets.Informer(), nil)
+}
+
+// mustAddIndexers panics on failure: the informers are fresh and not started, so the
+// only possible error is an index name added twice, a bug in this file.
+func mustAddIndexers(informer cache.SharedIndexInformer, indexers cache.Indexers) {
+	if len(indexers) == 0 {
+		return
+	}
+	if err := informer.AddIndexers(indexers); err != nil {
+		panic(fmt.Sprintf("informers: add indexers: %v", err))
+	}
+}
+
+// Start starts every informer; it does not block. The informers run until stopCh is
+// closed.
+func (i *Informers) Start(stopCh <-chan struct{}) {
+	i.gatewayFactory.Start(stopCh)
+	i.coreFactory.Start(stopCh)
+	i.secretFactory.Start(stopCh)
+}
+
+// Shutdown blocks until every informer goroutine has returned. Close the channel given
+// to Start first, or Shutdown waits forever.
+func (i *Informers) Shutdown() {
+	i.gatewayFactory.Shutdown()
+	i.coreFactory.Shutdown()
+	i.secretFactory.Shutdown()
+}
+
+// HasSynced lists every informer's HasSynced and, once AddEventHandlers has run, every
+// event handler's, for cache.WaitForCacheSync. An informer syncs when its cache holds
+// the initial list, a handler when it has been handed that list; waiting for both means
+// the keys of every object that existed at start-up are in the queues.
+func (i *Informers) HasSynced() []cache.InformerSynced {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return append([]cache.InformerSynced{
+		i.GatewayClasses.Informer().HasSynced,
+		i.Gateways.Informer().HasSynced,
+		i.HTTPRoutes.Informer().HasSynced,
+		i.TCPRoutes.Informer().HasSynced,
+		i.GRPCRoutes.Informer().HasSynced,
+		i.ReferenceGrants.Informer().HasSynced,
+		i.Namespaces.Informer().HasSynced,
+		i.Services.Informer().HasSynced,
+		i.Secrets.Informer().HasSynced,
+	}, i.handlersSynced...)
+}
+
+// WaitForCacheSync blocks until every informer has synced, and reports false if ctx
+// ended first. Workers must not start before it returns true: a decision made on a
+// half-filled cache reports objects missing that merely have not arrived yet.
+func (i *Informers) WaitForCacheSync(ctx context.Context) bool {
+	return cache.WaitForNamedCacheSyncWithContext(ctx, i.HasSynced()...)
+}
+
+// dropManagedFields is the transform of every factory. managedFields is often the
+// largest part of an object's metadata and the controller never reads it, so it is
+// not kept in the caches.
+//
+// A DeletedFinalStateUnknown tombstone passes through untouched: its object came from
+// the cache and was transformed when it went in. Anything without object metadata
+// passes through too: trimming is an optimisation, and failing the transform would
+// fail the informer.
+func dropManagedFields(obj any) (any, error) {
+	if _, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		return obj, nil
+	}
+	accessor, err := meta.Accessor(obj)
+	if err != nil {
+		return obj, nil
+	}
+	accessor.SetManagedFields(nil)
+	return obj, nil
+}

@@ -1,0 +1,388 @@
+package informers
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gatewayfake "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned/fake"
+)
+
+// fieldSelectors records the field selector of every list and watch, per resource.
+type fieldSelectors struct {
+	mu       sync.Mutex
+	selected map[string][]string // "list secrets" -> selectors
+}
+
+func (f *fieldSelectors) record(verb, resource, selector string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	key := verb + " " + resource
+	f.selected[key] = append(f.selected[key], selector)
+}
+
+func (f *fieldSelectors) get(verb, resource string) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.selected[verb+" "+resource]...)
+}
+
+func recordFieldSelectors(fake *k8stesting.Fake) *fieldSelectors {
+	f := &fieldSelectors{selected: map[string][]string{}}
+	fake.PrependReactor("list", "*", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		list := action.(k8stesting.ListAction)
+		f.record("list", list.GetResource().Resource, list.GetListRestrictions().Fields.String())
+		return false, nil, nil
+	})
+	fake.PrependWatchReactor("*", func(action k8stesting.Action) (bool, watch.Interface, error) {
+		w := action.(k8stesting.WatchAction)
+		f.record("watch", w.GetResource().Resource, w.GetWatchRestrictions().Fields.String())
+		return false, nil, nil
+	})
+	return f
+}
+
+// The Secret informer must ask the API server for TLS Secrets only, and the Namespace
+// and Service informers, from the other core factory, for everything.
+func TestSecretInformerSelectsTLSSecrets(t *testing.T) {
+	kube := kubefake.NewClientset()
+	selectors := recordFieldSelectors(&kube.Fake)
+	startInformers(t, New(kube, gatewayfake.NewClientset(), 0))
+
+	// The watch starts after the list that syncs the cache; wait for it too.
+	waitFor(t, "the Secret watch", func() bool { return len(selectors.get("watch", "secrets")) > 0 })
+
+	for _, call := range []struct{ verb, resource, want string }{
+		{"list", "secrets", "type=kubernetes.io/tls"},
+		{"watch", "secrets", "type=kubernetes.io/tls"},
+		{"list", "services", ""},
+		{"list", "namespaces", ""},
+	} {
+		got := selectors.get(call.verb, call.resource)
+		if len(got) == 0 {
+			t.Errorf("no %s of %s", call.verb, call.resource)
+		}
+		for _, selector := range got {
+			if selector != call.want {
+				t.Errorf("%s %s: field selector %q, want %q", call.verb, call.resource, selector, call.want)
+			}
+		}
+	}
+}
+
+// Nothing in any cache keeps managedFields.
+func TestInformersDropManagedFields(t *testing.T) {
+	managed := []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply, APIVersion: "v1"}}
+	withManagedFields := func(obj runtime.Object) {
+		accessor, err := meta.Accessor(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		accessor.SetManagedFields(managed)
+	}
+	var kubeObjects, gatewayObjects []runtime.Object
+	objects := append(world(),
+		referenceGrant("data", "routes", grantFrom("HTTPRoute", "apps")),
+		service("apps", "web-svc"),
+		secret("infra", "cert"))
+	for _, obj := range objects {
+		withManagedFields(obj)
+		if isCore(obj) {
+			kubeObjects = append(kubeObjects, obj)
+			continue
+		}
+		gatewayObjects = append(gatewayObjects, obj)
+	}
+
+	kube := kubefake.NewClientset(kubeObjects...)
+	gateway := newGatewayClientset(t, gatewayObjects...)
+	// The fakes must serve managedFields, or this test proves nothing.
+	served, err := kube.CoreV1().Services("apps").Get(context.Background(), "web-svc", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(served.ManagedFields) == 0 {
+		t.Fatal("the fake clientset dropped managedFields itself")
+	}
+	servedGateway, err := gateway.GatewayV1().Gateways("infra").Get(context.Background(), "public", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(servedGateway.ManagedFields) == 0 {
+		t.Fatal("the fake Gateway API clientset dropped managedFields itself")
+	}
+
+	i := startInformers(t, New(kube, gateway, 0))
+
+	for kind, informer := range map[string]cache.SharedIndexInformer{
+		"GatewayClass":   i.GatewayClasses.Informer(),
+		"Gateway":        i.Gateways.Informer(),
+		"HTTPRoute":      i.HTTPRoutes.Informer(),
+		"TCPRoute":       i.TCPRoutes.Informer(),
+		"GRPCRoute":      i.GRPCRoutes.Informer(),
+		"ReferenceGrant": i.ReferenceGrants.Informer(),
+		"Namespace":      i.Namespaces.Informer(),
+		"Service":        i.Services.Informer(),
+		"Secret":         i.Secrets.Informer(),
+	} {
+		objs := informer.GetStore().List()
+		if len(objs) == 0 {
+			t.Errorf("%s: cache is empty", kind)
+		}
+		for _, obj := range objs {
+			accessor, err := meta.Accessor(obj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if accessor.GetManagedFields() != nil {
+				t.Errorf("%s %s/%s kept managedFields", kind, accessor.GetNamespace(), accessor.GetName())
+			}
+		}
+	}
+}
+
+// isCore reports whether obj is served by the core clientset.
+func isCore(obj runtime.Object) bool {
+	switch obj.(type) {
+	case *corev1.Namespace, *corev1.Service, *corev1.Secret:
+		return true
+	}
+	return false
+}
+
+func TestDropManagedFields(t *testing.T) {
+	managed := []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}
+
+	t.Run("object", func(t *testing.T) {
+		svc := service("apps", "web")
+		svc.ManagedFields = managed
+		got, err := dropManagedFields(svc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.(*corev1.Service).ManagedFields != nil {
+			t.Error("managedFields kept")
+		}
+	})
+
+	t.Run("tombstone passes through untouched", func(t *testing.T) {
+		svc := service("apps", "web")
+		svc.ManagedFields = managed
+		in := cache.DeletedFinalStateUnknown{Key: "apps/web", Obj: svc}
+		got, err := dropManagedFields(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(in, got); diff != "" {
+			t.Errorf("tombstone changed (-want +got):\n%s", diff)
+		}
+		if svc.ManagedFields == nil {
+			t.Error("the tombstone's object was transformed")
+		}
+	})
+
+	t.Run("no object metadata", func(t *testing.T) {
+		got, err := dropManagedFields("not an object")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != "not an object" {
+			t.Errorf("got %v", got)
+		}
+	})
+}
+
+func TestNewInstallsIndexers(t *testing.T) {
+	i := New(kubefake.NewClientset(), gatewayfake.NewClientset(), 0)
+	routes := []string{cache.NamespaceIndex, RouteParentGatewayIndex, RouteBackendServiceIndex}
+	for kind, tt := range map[string]struct {
+		informer cache.SharedIndexInformer
+		want     []string
+	}{
+		"GatewayClass": {i.GatewayClasses.Informer(), []string{cache.NamespaceIndex}},
+		"Gateway": {i.Gateways.Informer(), []string{
+			cache.NamespaceIndex, GatewayClassNameIndex, GatewayCertificateSecretIndex, GatewaySelectsNamespacesIndex,
+		}},
+		"HTTPRoute":      {i.HTTPRoutes.Informer(), routes},
+		"TCPRoute":       {i.TCPRoutes.Informer(), routes},
+		"GRPCRoute":      {i.GRPCRoutes.Informer(), routes},
+		"ReferenceGrant": {i.ReferenceGrants.Informer(), []string{cache.NamespaceIndex}},
+		"Namespace":      {i.Namespaces.Informer(), []string{cache.NamespaceIndex}},
+		"Service":        {i.Services.Informer(), []string{cache.NamespaceIndex}},
+		"Secret":         {i.Secrets.Informer(), []string{cache.NamespaceIndex}},
+	} {
+		got := sets.List(sets.KeySet(tt.informer.GetIndexer().GetIndexers()))
+		if diff := cmp.Diff(sets.List(sets.New(tt.want...)), got); diff != "" {
+			t.Errorf("%s indexes (-want +got):\n%s", kind, diff)
+		}
+	}
+}
+
+func TestHasSyncedCoversHandlers(t *testing.T) {
+	i := New(kubefake.NewClientset(), gatewayfake.NewClientset(), 0)
+	if got := len(i.HasSynced()); got != 9 {
+		t.Errorf("before AddEventHandlers: %d HasSynced, want one per informer (9)", got)
+	}
+	if err := i.AddEventHandlers(newQueues(t)); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(i.HasSynced()); got != 18 {
+		t.Errorf("after AddEventHandlers: %d HasSynced, want one per informer and handler (18)", got)
+	}
+}
+
+// The handlers AddEventHandlers registers see the running informers' events: the
+// initial list, and a Secret created and deleted afterwards.
+func TestAddEventHandlersOnRunningInformers(t *testing.T) {
+	kube := kubefake.NewClientset()
+	secretWatch := make(chan struct{})
+	var once sync.Once
+	// Serve the Secret watch here to know when it is open: the fake clientset drops an
+	// event that comes before its watch.
+	kube.PrependWatchReactor("secrets", func(action k8stesting.Action) (bool, watch.Interface, error) {
+		w, err := kube.Tracker().Watch(action.GetResource(), action.GetNamespace())
+		once.Do(func() { close(secretWatch) })
+		return true, w, err
+	})
+	gateway := newGatewayClientset(t,
+		gatewayClass("consul"),
+		gateway("infra", "public", "consul", "", gatewayv1.SecretObjectReference{Name: "cert"}),
+		httpRoute("apps", "web", []gatewayv1.ParentReference{{Namespace: new(gatewayv1.Namespace("infra")), Name: "public"}}),
+	)
+	i := New(kube, gateway, 0)
+	queues := newQueues(t)
+	if err := i.AddEventHandlers(queues); err != nil {
+		t.Fatal(err)
+	}
+	startInformers(t, i)
+
+	// HasSynced covers the handlers, so the initial list is in the queues now.
+	if diff := cmp.Diff(enqueued{
+		GatewayClasses: []string{"consul"},
+		Gateways:       []string{"infra/public"},
+		HTTPRoutes:     []string{"apps/web"},
+	}, drain(queues), cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("initial list (-want +got):\n%s", diff)
+	}
+
+	select {
+	case <-secretWatch:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the Secret informer never watched")
+	}
+	want := enqueued{Gateways: []string{"infra/public"}, HTTPRoutes: []string{"apps/web"}}
+	ctx := context.Background()
+
+	if _, err := kube.CoreV1().Secrets("infra").Create(ctx, secret("infra", "cert"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitForKeys(t, queues, want)
+
+	if err := kube.CoreV1().Secrets("infra").Delete(ctx, "cert", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitForKeys(t, queues, want)
+}
+
+// newGatewayClientset returns a fake clientset serving objs. It creates them under
+// explicit resources because the fake's own guess from the kind turns Gateway into
+// "gatewaies", where no list ever looks.
+func newGatewayClientset(t *testing.T, objs ...runtime.Object) *gatewayfake.Clientset {
+	t.Helper()
+	client := gatewayfake.NewSimpleClientset()
+	for _, obj := range objs {
+		var resource string
+		switch obj.(type) {
+		case *gatewayv1.GatewayClass:
+			resource = "gatewayclasses"
+		case *gatewayv1.Gateway:
+			resource = "gateways"
+		case *gatewayv1.HTTPRoute:
+			resource = "httproutes"
+		case *gatewayv1.TCPRoute:
+			resource = "tcproutes"
+		case *gatewayv1.GRPCRoute:
+			resource = "grpcroutes"
+		case *gatewayv1.ReferenceGrant:
+			resource = "referencegrants"
+		default:
+			t.Fatalf("no Gateway API resource for %T", obj)
+		}
+		accessor, err := meta.Accessor(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gvr := schema.GroupVersionResource{Group: gatewayv1.GroupName, Version: "v1", Resource: resource}
+		if err := client.Tracker().Create(gvr, obj, accessor.GetNamespace()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return client
+}
+
+// startInformers starts i, waits for its caches, and stops it when the test ends.
+func startInformers(t *testing.T, i *Informers) *Informers {
+	t.Helper()
+	stop := make(chan struct{})
+	t.Cleanup(func() {
+		close(stop)
+		i.Shutdown()
+	})
+	i.Start(stop)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if !i.WaitForCacheSync(ctx) {
+		t.Fatal("caches did not sync")
+	}
+	return i
+}
+
+// waitForKeys drains the queues until they have held exactly want.
+func waitForKeys(t *testing.T, q Queues, want enqueued) {
+	t.Helper()
+	var got enqueued
+	ok := func() bool {
+		more := drain(q)
+		got = enqueued{
+			GatewayClasses: union(got.GatewayClasses, more.GatewayClasses),
+			Gateways:       union(got.Gateways, more.Gateways),
+			HTTPRoutes:     union(got.HTTPRoutes, more.HTTPRoutes),
+			TCPRoutes:      union(got.TCPRoutes, more.TCPRoutes),
+			GRPCRoutes:     union(got.GRPCRoutes, more.GRPCRoutes),
+		}
+		return cmp.Equal(want, got, cmpopts.EquateEmpty())
+	}
+	err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 10*time.Second, true,
+		func(context.Context) (bool, error) { return ok(), nil })
+	if err != nil {
+		t.Fatalf("enqueued keys (-want +got):\n%s", cmp.Diff(want, got, cmpopts.EquateEmpty()))
+	}
+}
+
+func union(a, b []string) []string {
+	return sets.List(sets.New(a...).Insert(b...))
+}
+
+func waitFor(t *testing.T, what string, done func() bool) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 10*time.Second, true,
+		func(context.Context) (bool, error) { return done(), nil })
+	if err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
+	}
+}

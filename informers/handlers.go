@@ -1,0 +1,341 @@
+package informers
+
+import (
+	"fmt"
+	"maps"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+// Queues are the work queues the event handlers feed, one per kind with a status to
+// write. A key is an object's name; a worker reads the object itself from the lister.
+type Queues struct {
+	GatewayClasses workqueue.TypedInterface[string] // key: class name
+	Gateways       workqueue.TypedInterface[cache.ObjectName]
+	HTTPRoutes     workqueue.TypedInterface[cache.ObjectName]
+	TCPRoutes      workqueue.TypedInterface[cache.ObjectName]
+	GRPCRoutes     workqueue.TypedInterface[cache.ObjectName]
+}
+
+// AddEventHandlers registers on every informer a handler that adds to q the key of
+// each object an event may affect. The handlers decide nothing: a key enqueued for an
+// object that turns out unaffected costs one sync, a key missed costs a stale status
+// until the next resync. So they err towards enqueueing, and every update, a periodic
+// resync included, enqueues; the one exception is a Namespace update that leaves its
+// labels alone, the only part of a Namespace the controller reads.
+//
+// It may be called before or after Start: a handler added to a running informer is
+// first handed every cached object as an add.
+func (i *Informers) AddEventHandlers(q Queues) error {
+	h := i.eventHandlers(q)
+	registrations := []struct {
+		kind     string
+		informer cache.SharedIndexInformer
+		handler  cache.ResourceEventHandler
+	}{
+		{"GatewayClass", i.GatewayClasses.Informer(), h.gatewayClasses},
+		{"Gateway", i.Gateways.Informer(), h.gateways},
+		{"HTTPRoute", i.HTTPRoutes.Informer(), h.httpRoutes},
+		{"TCPRoute", i.TCPRoutes.Informer(), h.tcpRoutes},
+		{"GRPCRoute", i.GRPCRoutes.Informer(), h.grpcRoutes},
+		{"ReferenceGrant", i.ReferenceGrants.Informer(), h.referenceGrants},
+		{"Namespace", i.Namespaces.Informer(), h.namespaces},
+		{"Service", i.Services.Informer(), h.services},
+		{"Secret", i.Secrets.Informer(), h.secrets},
+	}
+	synced := make([]cache.InformerSynced, 0, len(registrations))
+	for _, r := range registrations {
+		registration, err := r.informer.AddEventHandler(r.handler)
+		if err != nil {
+			return fmt.Errorf("add %s event handler: %w", r.kind, err)
+		}
+		synced = append(synced, registration.HasSynced)
+	}
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.handlersSynced = append(i.handlersSynced, synced...)
+	return nil
+}
+
+// eventHandlers holds one handler per informer; tests call them directly.
+type eventHandlers struct {
+	gatewayClasses  cache.ResourceEventHandler
+	gateways        cache.ResourceEventHandler
+	httpRoutes      cache.ResourceEventHandler
+	tcpRoutes       cache.ResourceEventHandler
+	grpcRoutes      cache.ResourceEventHandler
+	referenceGrants cache.ResourceEventHandler
+	namespaces      cache.ResourceEventHandler
+	services        cache.ResourceEventHandler
+	secrets         cache.ResourceEventHandler
+}
+
+func (i *Informers) eventHandlers(q Queues) eventHandlers {
+	m := &keyMapper{
+		queues:     q,
+		gateways:   i.Gateways.Informer().GetIndexer(),
+		httpRoutes: i.HTTPRoutes.Informer().GetIndexer(),
+		tcpRoutes:  i.TCPRoutes.Informer().GetIndexer(),
+		grpcRoutes: i.GRPCRoutes.Informer().GetIndexer(),
+		logger:     klog.Background().WithName("informers"),
+	}
+	return eventHandlers{
+		gatewayClasses:  m.forEachName(m.gatewayClassChanged),
+		gateways:        m.forEachName(m.gatewayChanged),
+		httpRoutes:      m.forEachObject(m.httpRouteChanged),
+		tcpRoutes:       m.forEachObject(m.tcpRouteChanged),
+		grpcRoutes:      m.forEachObject(m.grpcRouteChanged),
+		referenceGrants: m.forEachObject(m.referenceGrantChanged),
+		namespaces:      m.onNamespaceLabels(m.namespaceChanged),
+		services:        m.forEachName(m.serviceChanged),
+		secrets:         m.forEachName(m.secretChanged),
+	}
+}
+
+// keyMapper maps a changed object to the keys it affects, looking up the objects that
+// refer to it in the indexes of indexers.go.
+type keyMapper struct {
+	queues     Queues
+	gateways   cache.Indexer
+	httpRoutes cache.Indexer
+	tcpRoutes  cache.Indexer
+	grpcRoutes cache.Indexer
+	logger     klog.Logger
+}
+
+// gatewayClassChanged enqueues the class and every Gateway of it, with their routes.
+//
+// A Gateway's change enqueues no class in return: a class's status (Accepted,
+// SupportedVersion, supportedFeatures) does not depend on its Gateways. If the class
+// sync ever manages the gateway-exists finalizer, gatewayChanged must enqueue the old
+// and new class names, which needs the Gateway objects and not only their name.
+func (m *keyMapper) gatewayClassChanged(class cache.ObjectName) {
+	m.queues.GatewayClasses.Add(class.Name)
+	for _, gateway := range m.indexed(m.gateways, GatewayClassNameIndex, class.Name) {
+		m.enqueueGatewayAndRoutes(gateway)
+	}
+}
+
+func (m *keyMapper) gatewayChanged(gateway cache.ObjectName) {
+	m.enqueueGatewayAndRoutes(gateway)
+}
+
+// enqueueGatewayAndRoutes enqueues the gateway and every route naming it as a parent.
+// A route is judged from its parents' specs, their class and the references their
+// listeners resolve, never from their status; so whatever may change a gateway's
+// verdict may change its routes' verdicts too, and must reach them directly.
+func (m *keyMapper) enqueueGatewayAndRoutes(gateway cache.ObjectName) {
+	m.queues.Gateways.Add(gateway)
+	m.enqueueRoutesIndexed(RouteParentGatewayIndex, gateway.String())
+}
+
+func (m *keyMapper) httpRouteChanged(obj any) {
+	routeChanged(m, obj, m.queues.HTTPRoutes, func(route *gatewayv1.HTTPRoute) []cache.ObjectName {
+		return parentGateways(route.Namespace, route.Spec.ParentRefs)
+	})
+}
+
+func (m *keyMapper) tcpRouteChanged(obj any) {
+	routeChanged(m, obj, m.queues.TCPRoutes, func(route *gatewayv1.TCPRoute) []cache.ObjectName {
+		return parentGateways(route.Namespace, route.Spec.ParentRefs)
+	})
+}
+
+func (m *keyMapper) grpcRouteChanged(obj any) {
+	routeChanged(m, obj, m.queues.GRPCRoutes, func(route *gatewayv1.GRPCRoute) []cache.ObjectName {
+		return parentGateways(route.Namespace, route.Spec.ParentRefs)
+	})
+}
+
+// routeChanged enqueues the route in queue and every gateway it names as a parent: a
+// gateway's listener status counts the routes attached to it.
+//
+// The route's own key comes from the tombstone when the deleted object is unknown, but
+// its parents cannot: those gateways catch up at their next resync.
+func routeChanged[R any](m *keyMapper, obj any, queue workqueue.TypedInterface[cache.ObjectName], parents func(R) []cache.ObjectName) {
+	name, err := cache.DeletionHandlingObjectToName(obj)
+	if err != nil {
+		m.reportUnmapped(err, obj)
+		return
+	}
+	queue.Add(name)
+	route, err := objectAs[R](obj)
+	if err != nil {
+		m.reportUnmapped(err, obj)
+		return
+	}
+	m.enqueue(m.queues.Gateways, parents(route))
+}
+
+// namespaceChanged enqueues the gateways that select namespaces by label and every
+// route in the namespace: whether such a gateway admits a route of the namespace
+// depends on the namespace's labels. The gateways' other routes live in other
+// namespaces and are unaffected.
+func (m *keyMapper) namespaceChanged(namespace cache.ObjectName) {
+	m.enqueue(m.queues.Gateways, m.indexed(m.gateways, GatewaySelectsNamespacesIndex, SelectsNamespaces))
+	m.enqueueRoutesIndexed(cache.NamespaceIndex, namespace.Name)
+}
+
+// serviceChanged enqueues every route with the service as a backend: its
+// ResolvedRefs condition depends on the service existing.
+func (m *keyMapper) serviceChanged(service cache.ObjectName) {
+	m.enqueueRoutesIndexed(RouteBackendServiceIndex, service.String())
+}
+
+// secretChanged enqueues every gateway with the secret as a listener certificate, with
+// their routes: a listener whose certificate does not resolve is not valid.
+func (m *keyMapper) secretChanged(secret cache.ObjectName) {
+	for _, gateway := range m.indexed(m.gateways, GatewayCertificateSecretIndex, secret.String()) {
+		m.enqueueGatewayAndRoutes(gateway)
+	}
+}
+
+// referenceGrantChanged enqueues every object of a kind the grant trusts in the
+// namespace it trusts it from (gateways with their routes): a grant is what lets such
+// an object refer across namespaces. The old and new grant both come through, so an
+// entry removed from spec.from is mapped too. Only Gateway API kinds are mapped; a grant
+// from any other group cannot concern them.
+func (m *keyMapper) referenceGrantChanged(obj any) {
+	grant, err := objectAs[*gatewayv1.ReferenceGrant](obj)
+	if err != nil {
+		m.reportUnmapped(err, obj)
+		return
+	}
+	for _, from := range grant.Spec.From {
+		if from.Group != gatewayv1.GroupName {
+			continue
+		}
+		namespace := string(from.Namespace)
+		switch from.Kind {
+		case "Gateway":
+			for _, gateway := range m.indexed(m.gateways, cache.NamespaceIndex, namespace) {
+				m.enqueueGatewayAndRoutes(gateway)
+			}
+		case "HTTPRoute":
+			m.enqueue(m.queues.HTTPRoutes, m.indexed(m.httpRoutes, cache.NamespaceIndex, namespace))
+		case "TCPRoute":
+			m.enqueue(m.queues.TCPRoutes, m.indexed(m.tcpRoutes, cache.NamespaceIndex, namespace))
+		case "GRPCRoute":
+			m.enqueue(m.queues.GRPCRoutes, m.indexed(m.grpcRoutes, cache.NamespaceIndex, namespace))
+		}
+	}
+}
+
+// enqueueRoutesIndexed enqueues the routes of all three kinds whose index holds value.
+func (m *keyMapper) enqueueRoutesIndexed(index, value string) {
+	m.enqueue(m.queues.HTTPRoutes, m.indexed(m.httpRoutes, index, value))
+	m.enqueue(m.queues.TCPRoutes, m.indexed(m.tcpRoutes, index, value))
+	m.enqueue(m.queues.GRPCRoutes, m.indexed(m.grpcRoutes, index, value))
+}
+
+func (m *keyMapper) enqueue(queue workqueue.TypedInterface[cache.ObjectName], names []cache.ObjectName) {
+	for _, name := range names {
+		queue.Add(name)
+	}
+}
+
+// indexed returns the names of the objects in indexer whose index holds value.
+func (m *keyMapper) indexed(indexer cache.Indexer, index, value string) []cache.ObjectName {
+	keys, err := indexer.IndexKeys(index, value)
+	if err != nil {
+		utilruntime.HandleErrorWithLogger(m.logger, err, "Index lookup failed", "index", index, "value", value)
+		return nil
+	}
+	names := make([]cache.ObjectName, 0, len(keys))
+	for _, key := range keys {
+		name, err := cache.ParseObjectName(key)
+		if err != nil {
+			utilruntime.HandleErrorWithLogger(m.logger, err, "Malformed cache key", "index", index, "key", key)
+			continue
+		}
+		names = append(names, name)
+	}
+	return names
+}
+
+// forEachName returns a handler calling changed with the name of the object of every
+// add, update and delete. A deletion tombstone's key serves when the deleted object
+// is unknown. The old and new objects of an update share their name, so one call
+// covers both.
+func (m *keyMapper) forEachName(changed func(cache.ObjectName)) cache.ResourceEventHandlerFuncs {
+	call := func(obj any) {
+		name, err := cache.DeletionHandlingObjectToName(obj)
+		if err != nil {
+			m.reportUnmapped(err, obj)
+			return
+		}
+		changed(name)
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    call,
+		UpdateFunc: func(_, newObj any) { call(newObj) },
+		DeleteFunc: call,
+	}
+}
+
+// forEachObject returns a handler calling changed with the object of every add and
+// delete, tombstones included, and with both the old and the new object of every
+// update: what an update affects can depend on either, as a route that drops a
+// parentRef still affects the gateway it leaves.
+func (m *keyMapper) forEachObject(changed func(obj any)) cache.ResourceEventHandlerFuncs {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: changed,
+		UpdateFunc: func(oldObj, newObj any) {
+			changed(oldObj)
+			changed(newObj)
+		},
+		DeleteFunc: changed,
+	}
+}
+
+// onNamespaceLabels is forEachName, except that an update calls changed only when the
+// labels changed: labels are all of a Namespace the controller reads, and most
+// Namespace updates (annotations, status, resyncs) would otherwise enqueue every route
+// of the namespace.
+func (m *keyMapper) onNamespaceLabels(changed func(cache.ObjectName)) cache.ResourceEventHandlerFuncs {
+	handler := m.forEachName(changed)
+	onUpdate := handler.UpdateFunc
+	handler.UpdateFunc = func(oldObj, newObj any) {
+		if !labelsChanged(oldObj, newObj) {
+			return
+		}
+		onUpdate(oldObj, newObj)
+	}
+	return handler
+}
+
+// labelsChanged reports whether two versions of an object have different labels, and
+// true when it cannot tell: enqueueing too much is the safe mistake.
+func labelsChanged(oldObj, newObj any) bool {
+	oldMeta, err := meta.Accessor(oldObj)
+	if err != nil {
+		return true
+	}
+	newMeta, err := meta.Accessor(newObj)
+	if err != nil {
+		return true
+	}
+	return !maps.Equal(oldMeta.GetLabels(), newMeta.GetLabels())
+}
+
+func (m *keyMapper) reportUnmapped(err error, obj any) {
+	utilruntime.HandleErrorWithLogger(m.logger, err, "Event not mapped to queue keys", "type", fmt.Sprintf("%T", obj))
+}
+
+// objectAs returns obj as a T, unwrapping a deletion tombstone.
+func objectAs[T any](obj any) (T, error) {
+	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tombstone.Obj
+	}
+	typed, ok := obj.(T)
+	if !ok {
+		var zero T
+		return zero, fmt.Errorf("expected %T, got %T", zero, obj)
+	}
+	return typed, nil
+}

@@ -1,0 +1,160 @@
+package sync
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gatewaylisters "sigs.k8s.io/gateway-api/pkg/client/listers/apis/v1"
+)
+
+// backendProblem says why a backendRef cannot be resolved; Reason is one of the Gateway
+// API route ResolvedRefs reasons.
+type backendProblem struct {
+	Reason  gatewayv1.RouteConditionReason // RouteReasonInvalidKind, RouteReasonRefNotPermitted, RouteReasonBackendNotFound, RouteReasonUnsupportedProtocol
+	Message string
+}
+
+// unsupportedAppProtocols lists, per route kind, the Service port appProtocols that
+// Consul 1.15's API gateway cannot speak. For an http-route Consul synthesizes
+// service-defaults with protocol "http" for every backend
+// (agent/consul/discoverychain/gateway_httproute.go:103-108, 149-154), so upstreams get
+// HTTP/1.1 without TLS to the application, and nothing in agent/xds configures
+// WebSocket upgrades. TCP routes forward bytes and accept any appProtocol. GRPCRoute has
+// no Consul 1.15 route at all; it is refused where routes bind, not here.
+// Values are compared lower-cased: IANA service names are case-insensitive.
+var unsupportedAppProtocols = map[gatewayv1.Kind][]string{
+	"HTTPRoute": {
+		"kubernetes.io/h2c", "kubernetes.io/ws", "kubernetes.io/wss", // KEP-3726 standard names
+		"https", "http2", "h2c", "grpc", // common unprefixed names for the same needs
+	},
+}
+
+// resolveBackendRef checks one backendRef of a route of routeKind ("HTTPRoute",
+// "TCPRoute", "GRPCRoute") in routeNamespace. Only core Services are supported (group ""
+// and kind "Service", the defaults): anything else is InvalidKind. A ref to another
+// namespace needs a ReferenceGrant, else RefNotPermitted. The Service must exist, else
+// BackendNotFound. Port must be set and be one of the Service's ports, else
+// BackendNotFound. A port whose appProtocol Consul cannot speak for routeKind is
+// UnsupportedProtocol. Returns nil when resolved. A lister error other than NotFound is
+// returned as error.
+//
+// The checks run in that order on purpose: the grant is checked before the Service is
+// looked up, so a route without permission learns nothing about what exists in the
+// other namespace.
+func resolveBackendRef(routeKind gatewayv1.Kind, routeNamespace string, ref gatewayv1.BackendObjectReference, services corelisters.ServiceLister, grants gatewaylisters.ReferenceGrantLister) (*backendProblem, error) {
+	namespace := routeNamespace
+	if ref.Namespace != nil && *ref.Namespace != "" {
+		namespace = string(*ref.Namespace)
+	}
+	name := namespace + "/" + string(ref.Name)
+
+	if p := backendKindProblem(ref, name); p != nil {
+		return p, nil
+	}
+	permitted, err := referencePermitted(grants,
+		referenceFrom{Group: gatewayv1.GroupName, Kind: string(routeKind), Namespace: routeNamespace},
+		referenceTo{Group: "", Kind: "Service", Namespace: namespace, Name: string(ref.Name)})
+	if err != nil {
+		return nil, err
+	}
+	if !permitted {
+		return &backendProblem{
+			Reason:  gatewayv1.RouteReasonRefNotPermitted,
+			Message: fmt.Sprintf("backendRef %s is not permitted: no ReferenceGrant in namespace %s allows %s from namespace %s to refer to it", name, namespace, routeKind, routeNamespace),
+		}, nil
+	}
+	svc, err := services.Services(namespace).Get(string(ref.Name))
+	if apierrors.IsNotFound(err) {
+		return &backendProblem{
+			Reason:  gatewayv1.RouteReasonBackendNotFound,
+			Message: fmt.Sprintf("backendRef %s refers to a Service that does not exist", name),
+		}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get Service %s: %w", name, err)
+	}
+	return servicePortProblem(routeKind, svc, ref.Port, name), nil
+}
+
+// backendKindProblem accepts only core Services, defaulting group and kind the way the
+// CRD does (group "", kind "Service") so objects read without defaulting behave the same.
+func backendKindProblem(ref gatewayv1.BackendObjectReference, name string) *backendProblem {
+	group, kind := gatewayv1.Group(""), gatewayv1.Kind("Service")
+	if ref.Group != nil {
+		group = *ref.Group
+	}
+	if ref.Kind != nil {
+		kind = *ref.Kind
+	}
+	if group == "" && kind == "Service" {
+		return nil
+	}
+	groupKind := string(kind)
+	if group != "" {
+		groupKind += "." + string(group)
+	}
+	return &backendProblem{
+		Reason:  gatewayv1.RouteReasonInvalidKind,
+		Message: fmt.Sprintf("backendRef %s has kind %s, but only core Services are supported", name, groupKind),
+	}
+}
+
+// servicePortProblem checks the Service itself: its type, the port the ref names, and
+// that port's appProtocol.
+func servicePortProblem(routeKind gatewayv1.Kind, svc *corev1.Service, port *gatewayv1.PortNumber, name string) *backendProblem {
+	// The spec says implementations SHOULD NOT support ExternalName Services (they can
+	// point outside the cluster, CVE-2021-25740), and Consul has no mesh service behind
+	// one. InvalidKind is the reason the spec gives for an unsupported kind of backend.
+	if svc.Spec.Type == corev1.ServiceTypeExternalName {
+		return &backendProblem{
+			Reason:  gatewayv1.RouteReasonInvalidKind,
+			Message: fmt.Sprintf("backendRef %s refers to an ExternalName Service, which is not supported", name),
+		}
+	}
+	if port == nil {
+		return &backendProblem{
+			Reason:  gatewayv1.RouteReasonBackendNotFound,
+			Message: fmt.Sprintf("backendRef %s has no port, but a Service backendRef needs one", name),
+		}
+	}
+	sp := findServicePort(svc, *port)
+	if sp == nil {
+		return &backendProblem{
+			Reason:  gatewayv1.RouteReasonBackendNotFound,
+			Message: fmt.Sprintf("backendRef %s names port %d, which the Service does not have", name, *port),
+		}
+	}
+	return appProtocolProblem(routeKind, sp, name)
+}
+
+// findServicePort matches the Service port, not the target port: the spec defines
+// BackendObjectReference.Port as "the service port number".
+func findServicePort(svc *corev1.Service, port int32) *corev1.ServicePort {
+	for i := range svc.Spec.Ports {
+		if svc.Spec.Ports[i].Port == port {
+			return &svc.Spec.Ports[i]
+		}
+	}
+	return nil
+}
+
+// appProtocolProblem reports a port whose appProtocol Consul cannot speak for the route
+// kind. The spec requires UnsupportedProtocol when a route cannot send traffic to the
+// backend using the protocol the Service declares.
+func appProtocolProblem(routeKind gatewayv1.Kind, sp *corev1.ServicePort, name string) *backendProblem {
+	if sp.AppProtocol == nil {
+		return nil
+	}
+	if !slices.Contains(unsupportedAppProtocols[routeKind], strings.ToLower(*sp.AppProtocol)) {
+		return nil
+	}
+	return &backendProblem{
+		Reason:  gatewayv1.RouteReasonUnsupportedProtocol,
+		Message: fmt.Sprintf("backendRef %s port %d has appProtocol %s, which Consul's API gateway cannot use for a %s", name, sp.Port, *sp.AppProtocol, routeKind),
+	}
+}

@@ -1,0 +1,230 @@
+package sync
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+// serviceListerOf returns a Service lister over exactly the given Services.
+func serviceListerOf(t *testing.T, services ...*corev1.Service) corelisters.ServiceLister {
+	t.Helper()
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	for _, s := range services {
+		if err := indexer.Add(s); err != nil {
+			t.Fatalf("seed Service %s/%s: %v", s.Namespace, s.Name, err)
+		}
+	}
+	return corelisters.NewServiceLister(indexer)
+}
+
+// testService builds a ClusterIP Service with the given ports.
+func testService(namespace, name string, ports ...corev1.ServicePort) *corev1.Service {
+	return &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, Ports: ports},
+	}
+}
+
+// failingServiceLister fails every read, to check that cache errors are passed on.
+type failingServiceLister struct{ err error }
+
+func (f failingServiceLister) List(labels.Selector) ([]*corev1.Service, error) { return nil, f.err }
+
+func (f failingServiceLister) Services(string) corelisters.ServiceNamespaceLister {
+	return failingServiceNamespaceLister(f)
+}
+
+type failingServiceNamespaceLister struct{ err error }
+
+func (f failingServiceNamespaceLister) List(labels.Selector) ([]*corev1.Service, error) {
+	return nil, f.err
+}
+
+func (f failingServiceNamespaceLister) Get(string) (*corev1.Service, error) { return nil, f.err }
+
+func TestResolveBackendRef(t *testing.T) {
+	web := testService("apps", "web", corev1.ServicePort{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080)})
+	h2c := testService("apps", "grpc", corev1.ServicePort{Port: 9000, AppProtocol: new("kubernetes.io/h2c")})
+	ws := testService("apps", "chat", corev1.ServicePort{Port: 80, AppProtocol: new("kubernetes.io/WS")})
+	plainHTTP := testService("apps", "plain", corev1.ServicePort{Port: 80, AppProtocol: new("http")})
+	external := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "ext"},
+		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "example.com", Ports: []corev1.ServicePort{{Port: 80}}},
+	}
+	otherNS := testService("backend", "db", corev1.ServicePort{Port: 5432})
+	grant := refGrant("backend", "routes",
+		[]gatewayv1.ReferenceGrantFrom{{Group: gatewayv1.GroupName, Kind: "TCPRoute", Namespace: "apps"}},
+		[]gatewayv1.ReferenceGrantTo{{Kind: "Service"}})
+
+	tests := []struct {
+		name      string
+		routeKind gatewayv1.Kind
+		ref       gatewayv1.BackendObjectReference
+		want      *backendProblem
+	}{
+		{
+			name:      "defaults resolve to a local Service",
+			routeKind: "HTTPRoute",
+			ref:       gatewayv1.BackendObjectReference{Name: "web", Port: new(gatewayv1.PortNumber(80))},
+		},
+		{
+			name:      "explicit core group and Service kind",
+			routeKind: "HTTPRoute",
+			ref: gatewayv1.BackendObjectReference{Group: new(gatewayv1.Group("")), Kind: new(gatewayv1.Kind("Service")),
+				Name: "web", Namespace: new(gatewayv1.Namespace("apps")), Port: new(gatewayv1.PortNumber(80))},
+		},
+		{
+			name:      "another kind",
+			routeKind: "HTTPRoute",
+			ref:       gatewayv1.BackendObjectReference{Kind: new(gatewayv1.Kind("ConfigMap")), Name: "web", Port: new(gatewayv1.PortNumber(80))},
+			want: &backendProblem{Reason: gatewayv1.RouteReasonInvalidKind,
+				Message: "backendRef apps/web has kind ConfigMap, but only core Services are supported"},
+		},
+		{
+			name:      "Service kind in another group",
+			routeKind: "HTTPRoute",
+			ref: gatewayv1.BackendObjectReference{Group: new(gatewayv1.Group("multicluster.x-k8s.io")), Kind: new(gatewayv1.Kind("ServiceImport")),
+				Name: "web", Port: new(gatewayv1.PortNumber(80))},
+			want: &backendProblem{Reason: gatewayv1.RouteReasonInvalidKind,
+				Message: "backendRef apps/web has kind ServiceImport.multicluster.x-k8s.io, but only core Services are supported"},
+		},
+		{
+			name:      "core group spelled core is not core",
+			routeKind: "HTTPRoute",
+			ref:       gatewayv1.BackendObjectReference{Group: new(gatewayv1.Group("core")), Name: "web", Port: new(gatewayv1.PortNumber(80))},
+			want: &backendProblem{Reason: gatewayv1.RouteReasonInvalidKind,
+				Message: "backendRef apps/web has kind Service.core, but only core Services are supported"},
+		},
+		{
+			name:      "kind is checked before the grant",
+			routeKind: "HTTPRoute",
+			ref:       gatewayv1.BackendObjectReference{Kind: new(gatewayv1.Kind("Pod")), Name: "x", Namespace: new(gatewayv1.Namespace("elsewhere"))},
+			want: &backendProblem{Reason: gatewayv1.RouteReasonInvalidKind,
+				Message: "backendRef elsewhere/x has kind Pod, but only core Services are supported"},
+		},
+		{
+			name:      "cross namespace with grant for the route kind",
+			routeKind: "TCPRoute",
+			ref:       gatewayv1.BackendObjectReference{Name: "db", Namespace: new(gatewayv1.Namespace("backend")), Port: new(gatewayv1.PortNumber(5432))},
+		},
+		{
+			name:      "cross namespace, grant is for another route kind",
+			routeKind: "HTTPRoute",
+			ref:       gatewayv1.BackendObjectReference{Name: "db", Namespace: new(gatewayv1.Namespace("backend")), Port: new(gatewayv1.PortNumber(5432))},
+			want: &backendProblem{Reason: gatewayv1.RouteReasonRefNotPermitted,
+				Message: "backendRef backend/db is not permitted: no ReferenceGrant in namespace backend allows HTTPRoute from namespace apps to refer to it"},
+		},
+		{
+			name:      "grant is checked before existence",
+			routeKind: "HTTPRoute",
+			ref:       gatewayv1.BackendObjectReference{Name: "missing", Namespace: new(gatewayv1.Namespace("secret-ns")), Port: new(gatewayv1.PortNumber(80))},
+			want: &backendProblem{Reason: gatewayv1.RouteReasonRefNotPermitted,
+				Message: "backendRef secret-ns/missing is not permitted: no ReferenceGrant in namespace secret-ns allows HTTPRoute from namespace apps to refer to it"},
+		},
+		{
+			name:      "Service does not exist",
+			routeKind: "HTTPRoute",
+			ref:       gatewayv1.BackendObjectReference{Name: "missing", Port: new(gatewayv1.PortNumber(80))},
+			want: &backendProblem{Reason: gatewayv1.RouteReasonBackendNotFound,
+				Message: "backendRef apps/missing refers to a Service that does not exist"},
+		},
+		{
+			name:      "port missing",
+			routeKind: "HTTPRoute",
+			ref:       gatewayv1.BackendObjectReference{Name: "web"},
+			want: &backendProblem{Reason: gatewayv1.RouteReasonBackendNotFound,
+				Message: "backendRef apps/web has no port, but a Service backendRef needs one"},
+		},
+		{
+			name:      "target port is not a service port",
+			routeKind: "HTTPRoute",
+			ref:       gatewayv1.BackendObjectReference{Name: "web", Port: new(gatewayv1.PortNumber(8080))},
+			want: &backendProblem{Reason: gatewayv1.RouteReasonBackendNotFound,
+				Message: "backendRef apps/web names port 8080, which the Service does not have"},
+		},
+		{
+			name:      "ExternalName Service",
+			routeKind: "HTTPRoute",
+			ref:       gatewayv1.BackendObjectReference{Name: "ext", Port: new(gatewayv1.PortNumber(80))},
+			want: &backendProblem{Reason: gatewayv1.RouteReasonInvalidKind,
+				Message: "backendRef apps/ext refers to an ExternalName Service, which is not supported"},
+		},
+		{
+			name:      "h2c backend for an HTTPRoute",
+			routeKind: "HTTPRoute",
+			ref:       gatewayv1.BackendObjectReference{Name: "grpc", Port: new(gatewayv1.PortNumber(9000))},
+			want: &backendProblem{Reason: gatewayv1.RouteReasonUnsupportedProtocol,
+				Message: "backendRef apps/grpc port 9000 has appProtocol kubernetes.io/h2c, which Consul's API gateway cannot use for a HTTPRoute"},
+		},
+		{
+			name:      "appProtocol compared case-insensitively",
+			routeKind: "HTTPRoute",
+			ref:       gatewayv1.BackendObjectReference{Name: "chat", Port: new(gatewayv1.PortNumber(80))},
+			want: &backendProblem{Reason: gatewayv1.RouteReasonUnsupportedProtocol,
+				Message: "backendRef apps/chat port 80 has appProtocol kubernetes.io/WS, which Consul's API gateway cannot use for a HTTPRoute"},
+		},
+		{
+			name:      "http appProtocol for an HTTPRoute",
+			routeKind: "HTTPRoute",
+			ref:       gatewayv1.BackendObjectReference{Name: "plain", Port: new(gatewayv1.PortNumber(80))},
+		},
+		{
+			name:      "any appProtocol for a TCPRoute",
+			routeKind: "TCPRoute",
+			ref:       gatewayv1.BackendObjectReference{Name: "grpc", Port: new(gatewayv1.PortNumber(9000))},
+		},
+	}
+	services := serviceListerOf(t, web, h2c, ws, plainHTTP, external, otherNS)
+	grants := grantListerOf(t, grant)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := resolveBackendRef(tt.routeKind, "apps", tt.ref, services, grants)
+			if err != nil {
+				t.Fatalf("resolveBackendRef: %v", err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("resolveBackendRef (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestResolveBackendRefListerErrors(t *testing.T) {
+	boom := errors.New("cache broken")
+	tests := []struct {
+		name     string
+		ref      gatewayv1.BackendObjectReference
+		services corelisters.ServiceLister
+	}{
+		{
+			name:     "Service lister error",
+			ref:      gatewayv1.BackendObjectReference{Name: "web", Port: new(gatewayv1.PortNumber(80))},
+			services: failingServiceLister{err: boom},
+		},
+		{
+			name:     "ReferenceGrant lister error",
+			ref:      gatewayv1.BackendObjectReference{Name: "web", Namespace: new(gatewayv1.Namespace("backend")), Port: new(gatewayv1.PortNumber(80))},
+			services: serviceListerOf(t),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := resolveBackendRef("HTTPRoute", "apps", tt.ref, tt.services, failingGrantLister{err: boom})
+			if !errors.Is(err, boom) {
+				t.Errorf("error = %v, want %v", err, boom)
+			}
+			if got != nil {
+				t.Errorf("problem = %+v, want nil with an error", got)
+			}
+		})
+	}
+}

@@ -1,0 +1,209 @@
+package sync
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+// gatewayVerdict is the decision on a Gateway of one of our classes.
+type gatewayVerdict struct {
+	accepted  bool
+	reason    gatewayv1.GatewayConditionReason
+	message   string
+	listeners []listenerState
+}
+
+// evaluateGateway judges gw, whose class is ours, from its class and its listeners.
+func (d *decider) evaluateGateway(gw *gatewayv1.Gateway, class *gatewayv1.GatewayClass) (gatewayVerdict, error) {
+	listeners, err := evaluateListeners(gw, d.refs)
+	if err != nil {
+		return gatewayVerdict{}, err
+	}
+	v := gatewayVerdict{listeners: listeners}
+	if class.Spec.ParametersRef != nil {
+		v.reason, v.message = gatewayv1.GatewayReasonInvalid, fmt.Sprintf("GatewayClass %s is not accepted: it has a parametersRef", class.Name)
+		return v, nil
+	}
+	if len(gw.Spec.Addresses) > 0 {
+		v.reason = gatewayv1.GatewayReasonUnsupportedAddress
+		v.message = "spec.addresses is not supported: Consul's API gateway does not take requested addresses"
+		return v, nil
+	}
+	var invalid []string
+	for _, l := range listeners {
+		if !l.programmable() {
+			invalid = append(invalid, string(l.listener.Name))
+		}
+	}
+	switch {
+	case len(invalid) == 0:
+		v.accepted, v.reason, v.message = true, gatewayv1.GatewayReasonAccepted, "Gateway is valid"
+	case len(invalid) < len(listeners):
+		v.accepted, v.reason = true, gatewayv1.GatewayReasonListenersNotValid
+		v.message = fmt.Sprintf("listeners %s are not valid; the others are served", strings.Join(invalid, ", "))
+	default:
+		v.reason, v.message = gatewayv1.GatewayReasonListenersNotValid, "no listener is valid"
+	}
+	return v, nil
+}
+
+// routeView is what binding needs to know of a route of any kind.
+type routeView struct {
+	kind       gatewayv1.Kind
+	namespace  string
+	name       string
+	parentRefs []gatewayv1.ParentReference
+	hostnames  []gatewayv1.Hostname // HTTPRoute only
+}
+
+// parentBinding is the decision on one parentRef of a route that names one of our
+// Gateways.
+type parentBinding struct {
+	ref       gatewayv1.ParentReference
+	listeners []gatewayv1.SectionName // the listeners the route attaches to
+	accepted  bool
+	reason    gatewayv1.RouteConditionReason
+	message   string
+}
+
+// bindParent decides whether the route attaches to gw through ref, per the Gateway API:
+// the listeners ref selects (sectionName, port), then those whose allowedRoutes admit
+// the route's kind and namespace, then those whose hostname intersects the route's.
+// Attachment ignores listener validity; acceptance needs at least one attached listener
+// that can be programmed.
+func (d *decider) bindParent(route routeView, ref gatewayv1.ParentReference, gw *gatewayv1.Gateway, v gatewayVerdict) (parentBinding, error) {
+	b := parentBinding{ref: ref}
+	if !v.accepted {
+		b.reason, b.message = gatewayv1.RouteReasonNoMatchingParent, fmt.Sprintf("Gateway %s/%s is not accepted: %s", gw.Namespace, gw.Name, v.message)
+		return b, nil
+	}
+	selected := selectListeners(ref, v.listeners)
+	if len(selected) == 0 {
+		b.reason, b.message = gatewayv1.RouteReasonNoMatchingParent, "no listener matches the parentRef's sectionName and port"
+		return b, nil
+	}
+	allowed, why, err := d.allowedListeners(route, gw, selected)
+	if err != nil {
+		return b, err
+	}
+	if len(allowed) == 0 {
+		b.reason, b.message = gatewayv1.RouteReasonNotAllowedByListeners, why
+		return b, nil
+	}
+	var attached []*listenerState
+	for _, st := range allowed {
+		if _, ok := intersectHostnames(st.listener.Hostname, route.hostnames); ok || route.kind != "HTTPRoute" {
+			attached = append(attached, st)
+		}
+	}
+	if len(attached) == 0 {
+		b.reason, b.message = gatewayv1.RouteReasonNoMatchingListenerHostname, "no listener hostname intersects the route's hostnames"
+		return b, nil
+	}
+	programmable := false
+	for _, st := range attached {
+		b.listeners = append(b.listeners, st.listener.Name)
+		programmable = programmable || st.programmable()
+	}
+	if !programmable {
+		b.reason, b.message = gatewayv1.RouteReasonNoMatchingParent, fmt.Sprintf("the listeners the route attaches to (%s) are not valid", joinNames(b.listeners))
+		return b, nil
+	}
+	b.accepted, b.reason, b.message = true, gatewayv1.RouteReasonAccepted, "Route is accepted"
+	return b, nil
+}
+
+// selectListeners returns the listeners named by ref's sectionName and port (all when
+// unset).
+func selectListeners(ref gatewayv1.ParentReference, listeners []listenerState) []*listenerState {
+	var selected []*listenerState
+	for i := range listeners {
+		l := listeners[i].listener
+		if ref.SectionName != nil && *ref.SectionName != l.Name {
+			continue
+		}
+		if ref.Port != nil && *ref.Port != l.Port {
+			continue
+		}
+		selected = append(selected, &listeners[i])
+	}
+	return selected
+}
+
+// allowedListeners filters listeners by allowedRoutes (kinds and namespaces) and, when
+// none is left, says why.
+func (d *decider) allowedListeners(route routeView, gw *gatewayv1.Gateway, listeners []*listenerState) ([]*listenerState, string, error) {
+	var allowed []*listenerState
+	kindServed := false
+	for _, st := range listeners {
+		if !servesKind(st.supportedKinds, route.kind) {
+			continue
+		}
+		kindServed = true
+		ok, err := d.namespaceAllowed(st.listener.AllowedRoutes, gw.Namespace, route.namespace)
+		if err != nil {
+			return nil, "", err
+		}
+		if ok {
+			allowed = append(allowed, st)
+		}
+	}
+	if !kindServed {
+		if route.kind == "GRPCRoute" {
+			return nil, "Consul's API gateway has no gRPC routes: GRPCRoute is not supported", nil
+		}
+		return nil, fmt.Sprintf("no selected listener serves %s", route.kind), nil
+	}
+	if len(allowed) == 0 {
+		return nil, fmt.Sprintf("no selected listener allows routes from namespace %s", route.namespace), nil
+	}
+	return allowed, "", nil
+}
+
+func servesKind(kinds []gatewayv1.RouteGroupKind, kind gatewayv1.Kind) bool {
+	return slices.ContainsFunc(kinds, func(k gatewayv1.RouteGroupKind) bool { return k.Kind == kind })
+}
+
+// namespaceAllowed applies allowedRoutes.namespaces: Same (the default), All, Selector.
+func (d *decider) namespaceAllowed(allowed *gatewayv1.AllowedRoutes, gatewayNamespace, routeNamespace string) (bool, error) {
+	from := gatewayv1.NamespacesFromSame
+	if allowed != nil && allowed.Namespaces != nil && allowed.Namespaces.From != nil {
+		from = *allowed.Namespaces.From
+	}
+	switch from {
+	case gatewayv1.NamespacesFromAll:
+		return true, nil
+	case gatewayv1.NamespacesFromSelector:
+		if allowed.Namespaces.Selector == nil {
+			return false, nil
+		}
+		selector, err := metav1.LabelSelectorAsSelector(allowed.Namespaces.Selector)
+		if err != nil {
+			return false, nil // an invalid selector selects nothing
+		}
+		ns, err := d.namespaces.Get(routeNamespace)
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("get Namespace %s: %w", routeNamespace, err)
+		}
+		return selector.Matches(labels.Set(ns.Labels)), nil
+	default: // Same, and any value a newer API adds that we do not know
+		return gatewayNamespace == routeNamespace, nil
+	}
+}
+
+func joinNames(names []gatewayv1.SectionName) string {
+	s := make([]string, len(names))
+	for i, n := range names {
+		s[i] = string(n)
+	}
+	return strings.Join(s, ", ")
+}

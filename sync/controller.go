@@ -1,0 +1,339 @@
+package sync
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/cache"
+	kworkqueue "k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/informers"
+	"github.com/consul-gateway-controller/consul-gateway-controller/workqueue"
+)
+
+// Confirmation is an object whose status the API server holds exactly as this
+// controller computed it: the object a status write returned, or a cached object whose
+// stored status already equals the computed one. Object is nil when the object was
+// deleted or is no longer ours; whatever was derived from it must go.
+type Confirmation struct {
+	Kind   gatewayv1.Kind
+	Key    cache.ObjectName
+	Object runtime.Object
+}
+
+// Publisher receives confirmations. For one key they arrive in the order the API server
+// confirmed them, because one key is synced by one worker at a time.
+type Publisher interface {
+	Publish(ctx context.Context, c Confirmation)
+}
+
+// Workers is the number of workers per kind.
+type Workers struct {
+	GatewayClasses, Gateways, HTTPRoutes, TCPRoutes, GRPCRoutes int
+}
+
+// Config is what NewController needs.
+type Config struct {
+	ControllerName gatewayv1.GatewayController
+	Capabilities   Capabilities
+	Informers      *informers.Informers
+	GatewayClient  gatewayclient.Interface
+	Publisher      Publisher
+	Workers        Workers
+	// BundleVersion returns the bundle-version annotation of the installed Gateway API
+	// CRDs, "" when unknown.
+	BundleVersion func() string
+	Clock         clock.PassiveClock
+}
+
+// Controller writes the status of GatewayClasses, Gateways and routes of our classes
+// and publishes what the API server confirmed.
+type Controller struct {
+	decider
+	client        gatewayclient.Interface
+	publisher     Publisher
+	bundleVersion func() string
+	clock         clock.PassiveClock
+	informers     *informers.Informers
+	workers       Workers
+
+	gatewayClassQueue kworkqueue.TypedRateLimitingInterface[string]
+	gatewayQueue      kworkqueue.TypedRateLimitingInterface[cache.ObjectName]
+	httpRouteQueue    kworkqueue.TypedRateLimitingInterface[cache.ObjectName]
+	tcpRouteQueue     kworkqueue.TypedRateLimitingInterface[cache.ObjectName]
+	grpcRouteQueue    kworkqueue.TypedRateLimitingInterface[cache.ObjectName]
+}
+
+// NewController builds the controller and registers its event handlers.
+func NewController(cfg Config) (*Controller, error) {
+	inf := cfg.Informers
+	c := &Controller{
+		decider: decider{
+			controllerName: cfg.ControllerName,
+			caps:           cfg.Capabilities,
+			classes:        inf.GatewayClasses.Lister(),
+			gateways:       inf.Gateways.Lister(),
+			namespaces:     inf.Namespaces.Lister(),
+			services:       inf.Services.Lister(),
+			refs:           listenerRefs{secrets: inf.Secrets.Lister(), grants: inf.ReferenceGrants.Lister()},
+			routeIndexers: map[gatewayv1.Kind]cache.Indexer{
+				"HTTPRoute": inf.HTTPRoutes.Informer().GetIndexer(),
+				"TCPRoute":  inf.TCPRoutes.Informer().GetIndexer(),
+				"GRPCRoute": inf.GRPCRoutes.Informer().GetIndexer(),
+			},
+		},
+		client:            cfg.GatewayClient,
+		publisher:         cfg.Publisher,
+		bundleVersion:     cfg.BundleVersion,
+		clock:             cfg.Clock,
+		informers:         inf,
+		workers:           cfg.Workers,
+		gatewayClassQueue: workqueue.New[string]("gatewayclass"),
+		gatewayQueue:      workqueue.New[cache.ObjectName]("gateway"),
+		httpRouteQueue:    workqueue.New[cache.ObjectName]("httproute"),
+		tcpRouteQueue:     workqueue.New[cache.ObjectName]("tcproute"),
+		grpcRouteQueue:    workqueue.New[cache.ObjectName]("grpcroute"),
+	}
+	if c.clock == nil {
+		c.clock = clock.RealClock{}
+	}
+	err := inf.AddEventHandlers(informers.Queues{
+		GatewayClasses: c.gatewayClassQueue,
+		Gateways:       c.gatewayQueue,
+		HTTPRoutes:     c.httpRouteQueue,
+		TCPRoutes:      c.tcpRouteQueue,
+		GRPCRoutes:     c.grpcRouteQueue,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("add event handlers: %w", err)
+	}
+	return c, nil
+}
+
+// EnqueueAllGatewayClasses asks for every class to be judged again, for example when
+// the installed CRDs' bundle version changes.
+func (c *Controller) EnqueueAllGatewayClasses() {
+	for _, key := range c.informers.GatewayClasses.Informer().GetStore().ListKeys() {
+		c.gatewayClassQueue.Add(key)
+	}
+}
+
+// Run waits for the caches, runs the workers until ctx is done, and returns once every
+// in-flight sync has finished.
+func (c *Controller) Run(ctx context.Context) error {
+	logger := klog.FromContext(ctx)
+	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.informers.HasSynced()...) {
+		return fmt.Errorf("caches did not sync: %w", context.Cause(ctx))
+	}
+	logger.Info("Starting status workers", "workers", c.workers)
+	done := make(chan struct{})
+	run := func(f func()) {
+		go func() { f(); done <- struct{}{} }()
+	}
+	run(func() { workqueue.Run(ctx, c.gatewayClassQueue, c.workers.GatewayClasses, c.syncGatewayClass) })
+	run(func() { workqueue.Run(ctx, c.gatewayQueue, c.workers.Gateways, c.syncGateway) })
+	run(func() { workqueue.Run(ctx, c.httpRouteQueue, c.workers.HTTPRoutes, c.syncHTTPRoute) })
+	run(func() { workqueue.Run(ctx, c.tcpRouteQueue, c.workers.TCPRoutes, c.syncTCPRoute) })
+	run(func() { workqueue.Run(ctx, c.grpcRouteQueue, c.workers.GRPCRoutes, c.syncGRPCRoute) })
+	for range 5 {
+		<-done
+	}
+	logger.Info("Status workers stopped")
+	return nil
+}
+
+func (c *Controller) now() metav1.Time {
+	return metav1.NewTime(c.clock.Now().Truncate(time.Second))
+}
+
+func (c *Controller) syncGatewayClass(ctx context.Context, name string) error {
+	key := cache.ObjectName{Name: name}
+	class, err := c.classes.Get(name)
+	if apierrors.IsNotFound(err) {
+		c.publisher.Publish(ctx, Confirmation{Kind: "GatewayClass", Key: key})
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if class.Spec.ControllerName != c.controllerName {
+		return nil // another controller's class: never touched, never published
+	}
+	status := gatewayClassStatus(class, c.bundleVersion(), c.caps, c.now())
+	return c.confirm(ctx, "GatewayClass", class, apiequality.Semantic.DeepEqual(status, class.Status), func() (runtime.Object, error) {
+		update := class.DeepCopy()
+		update.Status = status
+		return c.client.GatewayV1().GatewayClasses().UpdateStatus(ctx, update, metav1.UpdateOptions{})
+	})
+}
+
+func (c *Controller) syncGateway(ctx context.Context, key cache.ObjectName) error {
+	gw, err := c.gateways.Gateways(key.Namespace).Get(key.Name)
+	if apierrors.IsNotFound(err) {
+		c.publisher.Publish(ctx, Confirmation{Kind: "Gateway", Key: key})
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	class, ours, err := c.ourClass(string(gw.Spec.GatewayClassName))
+	if err != nil {
+		return err
+	}
+	if !ours {
+		// Not ours (any more): what was derived from it must go, its status is not ours
+		// to write.
+		c.publisher.Publish(ctx, Confirmation{Kind: "Gateway", Key: key})
+		return nil
+	}
+	status, err := c.gatewayStatus(gw, class, c.now())
+	if err != nil {
+		return err
+	}
+	return c.confirm(ctx, "Gateway", gw, apiequality.Semantic.DeepEqual(status, gw.Status), func() (runtime.Object, error) {
+		update := gw.DeepCopy()
+		update.Status = status
+		return c.client.GatewayV1().Gateways(gw.Namespace).UpdateStatus(ctx, update, metav1.UpdateOptions{})
+	})
+}
+
+func (c *Controller) syncHTTPRoute(ctx context.Context, key cache.ObjectName) error {
+	route, err := c.informers.HTTPRoutes.Lister().HTTPRoutes(key.Namespace).Get(key.Name)
+	if apierrors.IsNotFound(err) {
+		c.publisher.Publish(ctx, Confirmation{Kind: "HTTPRoute", Key: key})
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	parents, err := c.routeStatus(ctx, route, route.Status.Parents, route.Generation)
+	if err != nil {
+		return err
+	}
+	return c.confirmRoute(ctx, "HTTPRoute", route, parents, route.Status.Parents, func() (runtime.Object, error) {
+		update := route.DeepCopy()
+		update.Status.Parents = parents
+		return c.client.GatewayV1().HTTPRoutes(route.Namespace).UpdateStatus(ctx, update, metav1.UpdateOptions{})
+	})
+}
+
+func (c *Controller) syncTCPRoute(ctx context.Context, key cache.ObjectName) error {
+	route, err := c.informers.TCPRoutes.Lister().TCPRoutes(key.Namespace).Get(key.Name)
+	if apierrors.IsNotFound(err) {
+		c.publisher.Publish(ctx, Confirmation{Kind: "TCPRoute", Key: key})
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	parents, err := c.routeStatus(ctx, route, route.Status.Parents, route.Generation)
+	if err != nil {
+		return err
+	}
+	return c.confirmRoute(ctx, "TCPRoute", route, parents, route.Status.Parents, func() (runtime.Object, error) {
+		update := route.DeepCopy()
+		update.Status.Parents = parents
+		return c.client.GatewayV1().TCPRoutes(route.Namespace).UpdateStatus(ctx, update, metav1.UpdateOptions{})
+	})
+}
+
+func (c *Controller) syncGRPCRoute(ctx context.Context, key cache.ObjectName) error {
+	route, err := c.informers.GRPCRoutes.Lister().GRPCRoutes(key.Namespace).Get(key.Name)
+	if apierrors.IsNotFound(err) {
+		c.publisher.Publish(ctx, Confirmation{Kind: "GRPCRoute", Key: key})
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	parents, err := c.routeStatus(ctx, route, route.Status.Parents, route.Generation)
+	if err != nil {
+		return err
+	}
+	return c.confirmRoute(ctx, "GRPCRoute", route, parents, route.Status.Parents, func() (runtime.Object, error) {
+		update := route.DeepCopy()
+		update.Status.Parents = parents
+		return c.client.GatewayV1().GRPCRoutes(route.Namespace).UpdateStatus(ctx, update, metav1.UpdateOptions{})
+	})
+}
+
+// routeStatus computes a route's status.parents and logs each parent that did not
+// accept it.
+func (c *Controller) routeStatus(ctx context.Context, obj metav1.Object, existing []gatewayv1.RouteParentStatus, generation int64) ([]gatewayv1.RouteParentStatus, error) {
+	view, rules, err := c.viewRoute(obj)
+	if err != nil {
+		return nil, err
+	}
+	parents, err := c.routeParentStatuses(view, rules, existing, generation, c.now())
+	if err != nil {
+		return nil, err
+	}
+	logger := klog.FromContext(ctx)
+	if logger.V(4).Enabled() {
+		for _, p := range parents {
+			accepted := findCondition(p.Conditions, string(gatewayv1.RouteConditionAccepted))
+			if p.ControllerName == c.controllerName && accepted != nil && accepted.Status != metav1.ConditionTrue {
+				logger.V(4).Info("Route not accepted by parent", "kind", view.kind, "route", klog.KObj(obj),
+					"parent", p.ParentRef.Name, "sectionName", p.ParentRef.SectionName, "reason", accepted.Reason, "message", accepted.Message)
+			}
+		}
+	}
+	return parents, nil
+}
+
+// confirmRoute writes a route's parents when they changed. A route none of whose
+// parents is ours, before and after, is not ours: nothing is written or published.
+func (c *Controller) confirmRoute(ctx context.Context, kind gatewayv1.Kind, route runtime.Object, parents, existing []gatewayv1.RouteParentStatus, update func() (runtime.Object, error)) error {
+	if !c.hasOurParent(parents) && !c.hasOurParent(existing) {
+		c.publisher.Publish(ctx, Confirmation{Kind: kind, Key: objectName(route)})
+		return nil
+	}
+	return c.confirm(ctx, kind, route, apiequality.Semantic.DeepEqual(parents, existing), update)
+}
+
+func (c *Controller) hasOurParent(parents []gatewayv1.RouteParentStatus) bool {
+	for _, p := range parents {
+		if p.ControllerName == c.controllerName {
+			return true
+		}
+	}
+	return false
+}
+
+// confirm publishes current when its stored status is already the computed one, and
+// otherwise writes the status and publishes what the server returned. The write
+// carries the lister's resourceVersion; a Conflict is returned as is, so the worker
+// requeues the key and the informer's newer object is judged next time. No GET, no
+// retry here.
+func (c *Controller) confirm(ctx context.Context, kind gatewayv1.Kind, current runtime.Object, unchanged bool, update func() (runtime.Object, error)) error {
+	key := objectName(current)
+	if unchanged {
+		c.publisher.Publish(ctx, Confirmation{Kind: kind, Key: key, Object: current})
+		return nil
+	}
+	updated, err := update()
+	if err != nil {
+		return fmt.Errorf("update status of %s %s: %w", kind, key, err)
+	}
+	klog.FromContext(ctx).V(2).Info("Status updated", "kind", kind, "object", key)
+	c.publisher.Publish(ctx, Confirmation{Kind: kind, Key: key, Object: updated})
+	return nil
+}
+
+func objectName(obj runtime.Object) cache.ObjectName {
+	o, err := meta.Accessor(obj)
+	if err != nil {
+		return cache.ObjectName{}
+	}
+	return cache.MetaObjectToName(o)
+}

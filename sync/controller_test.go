@@ -1,0 +1,216 @@
+package sync
+
+import (
+	"context"
+	gosync "sync"
+	"testing"
+	"time"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
+	clocktesting "k8s.io/utils/clock/testing"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gatewayfake "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned/fake"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/informers"
+)
+
+// recordingPublisher keeps every confirmation.
+type recordingPublisher struct {
+	mu   gosync.Mutex
+	seen []Confirmation
+}
+
+func (p *recordingPublisher) Publish(_ context.Context, c Confirmation) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.seen = append(p.seen, c)
+}
+
+// newTestController returns a controller on fake clientsets whose caches hold objs;
+// the API server (the fake's tracker) holds them too.
+func newTestController(t *testing.T, objs ...runtime.Object) (*Controller, *gatewayfake.Clientset, *recordingPublisher) {
+	t.Helper()
+	// Objects go into the tracker under an explicit v1 resource: the scheme also knows
+	// the v1beta1 aliases of these types, and the tracker would guess another version.
+	gwClient := gatewayfake.NewSimpleClientset()
+	inf := informers.New(kubefake.NewClientset(), gwClient, 0)
+	pub := &recordingPublisher{}
+	c, err := NewController(Config{
+		ControllerName: testController,
+		Capabilities:   Consul115,
+		Informers:      inf,
+		GatewayClient:  gwClient,
+		Publisher:      pub,
+		BundleVersion:  func() string { return "v1.6.3" },
+		Clock:          clocktesting.NewFakePassiveClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, obj := range objs {
+		var store cache.Store
+		var resource string
+		switch obj.(type) {
+		case *gatewayv1.GatewayClass:
+			store, resource = inf.GatewayClasses.Informer().GetStore(), "gatewayclasses"
+		case *gatewayv1.Gateway:
+			store, resource = inf.Gateways.Informer().GetStore(), "gateways"
+		case *gatewayv1.HTTPRoute:
+			store, resource = inf.HTTPRoutes.Informer().GetStore(), "httproutes"
+		default:
+			t.Fatalf("no store for %T", obj)
+		}
+		if err := store.Add(obj); err != nil {
+			t.Fatal(err)
+		}
+		ns := obj.(metav1.Object).GetNamespace()
+		if err := gwClient.Tracker().Create(schema.GroupVersionResource{Group: gatewayv1.GroupName, Version: "v1", Resource: resource}, obj, ns); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gwClient.ClearActions()
+	return c, gwClient, pub
+}
+
+func TestSyncGatewayConflictRequeuesWithoutGetOrPublish(t *testing.T) {
+	gw := gateway("infra", "gw", httpListener("http", 80, ""))
+	gw.ResourceVersion = "7"
+	c, client, pub := newTestController(t, ourClass(), gw)
+	var sentVersion string
+	client.PrependReactor("update", "gateways", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		if action.GetSubresource() != "status" {
+			return false, nil, nil
+		}
+		sentVersion = action.(k8stesting.UpdateAction).GetObject().(*gatewayv1.Gateway).ResourceVersion
+		return true, nil, apierrors.NewConflict(schema.GroupResource{Group: gatewayv1.GroupName, Resource: "gateways"}, gw.Name, nil)
+	})
+
+	err := c.syncGateway(t.Context(), cache.MetaObjectToName(gw))
+	if !apierrors.IsConflict(err) {
+		t.Fatalf("syncGateway returned %v, want a Conflict the worker requeues", err)
+	}
+	if sentVersion != gw.ResourceVersion {
+		t.Errorf("UpdateStatus carried resourceVersion %q, want the lister's %q", sentVersion, gw.ResourceVersion)
+	}
+	for _, a := range client.Actions() {
+		if a.GetVerb() != "update" {
+			t.Errorf("unexpected %s %s: a conflict is answered by the informer, not a fresh read", a.GetVerb(), a.GetResource().Resource)
+		}
+	}
+	if len(pub.seen) != 0 {
+		t.Errorf("published %d confirmations after a conflict, want none", len(pub.seen))
+	}
+}
+
+func TestSyncGatewayWritesOnceThenConfirmsWithoutWriting(t *testing.T) {
+	gw := gateway("infra", "gw", httpListener("http", 80, ""))
+	c, client, pub := newTestController(t, ourClass(), gw)
+	key := cache.MetaObjectToName(gw)
+
+	if err := c.syncGateway(t.Context(), key); err != nil {
+		t.Fatal(err)
+	}
+	if n := countVerb(client.Actions(), "update"); n != 1 {
+		t.Fatalf("first sync made %d status writes, want 1", n)
+	}
+	if len(pub.seen) != 1 || pub.seen[0].Object == nil {
+		t.Fatalf("first sync published %+v, want the written Gateway", pub.seen)
+	}
+	written := pub.seen[0].Object.(*gatewayv1.Gateway)
+	if len(written.Status.Conditions) == 0 {
+		t.Fatal("the published Gateway carries no status")
+	}
+
+	// The informer delivers the written object; a second sync must not write again.
+	if err := c.informers.Gateways.Informer().GetStore().Update(written); err != nil {
+		t.Fatal(err)
+	}
+	client.ClearActions()
+	if err := c.syncGateway(t.Context(), key); err != nil {
+		t.Fatal(err)
+	}
+	if n := countVerb(client.Actions(), "update"); n != 0 {
+		t.Errorf("second sync of an unchanged system made %d writes, want 0", n)
+	}
+	if len(pub.seen) != 2 || pub.seen[1].Object != runtime.Object(written) {
+		t.Errorf("second sync should publish the cached object as confirmed; got %+v", pub.seen)
+	}
+}
+
+func TestSyncDeletedAndForeignObjects(t *testing.T) {
+	foreign := gateway("infra", "foreign", httpListener("http", 80, ""))
+	foreign.Spec.GatewayClassName = "other"
+	c, client, pub := newTestController(t, ourClass(), otherClass(), foreign)
+
+	if err := c.syncGateway(t.Context(), cache.ObjectName{Namespace: "infra", Name: "deleted"}); err != nil {
+		t.Fatalf("a deleted Gateway is not an error: %v", err)
+	}
+	if err := c.syncGateway(t.Context(), cache.MetaObjectToName(foreign)); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.syncGatewayClass(t.Context(), "other"); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(client.Actions()); n != 0 {
+		t.Errorf("made %d API calls for deleted and foreign objects, want 0", n)
+	}
+	want := []cache.ObjectName{{Namespace: "infra", Name: "deleted"}, {Namespace: "infra", Name: "foreign"}}
+	if len(pub.seen) != len(want) {
+		t.Fatalf("published %+v, want removals of %v", pub.seen, want)
+	}
+	for i, c := range pub.seen {
+		if c.Key != want[i] || c.Object != nil {
+			t.Errorf("confirmation %d = %+v, want a removal of %v", i, c, want[i])
+		}
+	}
+}
+
+func TestSyncHTTPRouteKeepsOtherControllersEntries(t *testing.T) {
+	route := httpRoute("infra", "r", nil, parentRef("", "gw", ""), parentRef("", "foreign", ""))
+	theirs := gatewayv1.RouteParentStatus{
+		ParentRef:      parentRef("", "foreign", ""),
+		ControllerName: "other.example.com/controller",
+		Conditions: []metav1.Condition{{Type: "Accepted", Status: metav1.ConditionFalse, Reason: "Whatever",
+			Message: "theirs", LastTransitionTime: metav1.NewTime(time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC))}},
+	}
+	route.Status.Parents = []gatewayv1.RouteParentStatus{theirs}
+	c, client, _ := newTestController(t, ourClass(), gateway("infra", "gw", httpListener("http", 80, "")), route)
+
+	if err := c.syncHTTPRoute(t.Context(), cache.MetaObjectToName(route)); err != nil {
+		t.Fatal(err)
+	}
+	var written *gatewayv1.HTTPRoute
+	for _, a := range client.Actions() {
+		if u, ok := a.(k8stesting.UpdateAction); ok {
+			written = u.GetObject().(*gatewayv1.HTTPRoute)
+		}
+	}
+	if written == nil {
+		t.Fatal("no status write")
+	}
+	if len(written.Status.Parents) != 2 {
+		t.Fatalf("parents = %+v, want theirs and ours", written.Status.Parents)
+	}
+	if !apiequalSemantic(written.Status.Parents[0], theirs) {
+		t.Errorf("another controller's entry changed: %+v", written.Status.Parents[0])
+	}
+}
+
+func countVerb(actions []k8stesting.Action, verb string) int {
+	n := 0
+	for _, a := range actions {
+		if a.GetVerb() == verb {
+			n++
+		}
+	}
+	return n
+}
+
+func apiequalSemantic(a, b any) bool { return apiequality.Semantic.DeepEqual(a, b) }

@@ -1,0 +1,299 @@
+package sync
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gatewaylisters "sigs.k8s.io/gateway-api/pkg/client/listers/apis/v1"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/informers"
+)
+
+// decider computes status from cached objects. It reads listers and indexers only: it
+// has no clients and writes nothing.
+type decider struct {
+	controllerName gatewayv1.GatewayController
+	caps           Capabilities
+
+	classes    gatewaylisters.GatewayClassLister
+	gateways   gatewaylisters.GatewayLister
+	namespaces corelisters.NamespaceLister
+	services   corelisters.ServiceLister
+	refs       listenerRefs
+	// routeIndexers hold each route kind's cache, indexed by
+	// informers.RouteParentGatewayIndex.
+	routeIndexers map[gatewayv1.Kind]cache.Indexer
+}
+
+// ourGateway resolves a parentRef to a Gateway whose class is ours; ok is false for
+// parents of any other kind, missing Gateways and other controllers' Gateways.
+func (d *decider) ourGateway(ref gatewayv1.ParentReference, routeNamespace string) (*gatewayv1.Gateway, *gatewayv1.GatewayClass, bool, error) {
+	if (ref.Group != nil && *ref.Group != gatewayv1.GroupName) || (ref.Kind != nil && *ref.Kind != "Gateway") {
+		return nil, nil, false, nil
+	}
+	namespace := routeNamespace
+	if ref.Namespace != nil {
+		namespace = string(*ref.Namespace)
+	}
+	gw, err := d.gateways.Gateways(namespace).Get(string(ref.Name))
+	if apierrors.IsNotFound(err) {
+		return nil, nil, false, nil
+	}
+	if err != nil {
+		return nil, nil, false, fmt.Errorf("get Gateway %s/%s: %w", namespace, ref.Name, err)
+	}
+	class, ok, err := d.ourClass(string(gw.Spec.GatewayClassName))
+	return gw, class, ok, err
+}
+
+// ourClass returns the named GatewayClass when its controllerName is ours.
+func (d *decider) ourClass(name string) (*gatewayv1.GatewayClass, bool, error) {
+	class, err := d.classes.Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("get GatewayClass %s: %w", name, err)
+	}
+	return class, class.Spec.ControllerName == d.controllerName, nil
+}
+
+// routeRules is the decision on a route's rules and backends, which holds for every
+// parent alike.
+type routeRules struct {
+	count    int
+	problems []*ruleProblem // one per rule; nil for a rule Consul can program
+	backend  *backendProblem
+}
+
+func (r routeRules) invalid() []string {
+	var msgs []string
+	for _, p := range r.problems {
+		if p != nil {
+			msgs = append(msgs, p.Message)
+		}
+	}
+	return msgs
+}
+
+// allInvalid reports whether no rule can be programmed.
+func (r routeRules) allInvalid() bool { return r.count > 0 && len(r.invalid()) == r.count }
+
+// parentConditions builds a route's conditions for one parent.
+func (r routeRules) parentConditions(b parentBinding, generation int64) []metav1.Condition {
+	invalid := r.invalid()
+	var conds []metav1.Condition
+	switch {
+	case !b.accepted:
+		conds = append(conds, condition(gatewayv1.RouteConditionAccepted, false, b.reason, b.message, generation))
+	case r.allInvalid():
+		conds = append(conds, condition(gatewayv1.RouteConditionAccepted, false, gatewayv1.RouteReasonUnsupportedValue, strings.Join(invalid, "; "), generation))
+	default:
+		conds = append(conds, condition(gatewayv1.RouteConditionAccepted, true, gatewayv1.RouteReasonAccepted, b.message, generation))
+		if len(invalid) > 0 {
+			conds = append(conds, condition(gatewayv1.RouteConditionPartiallyInvalid, true, gatewayv1.RouteReasonUnsupportedValue,
+				"Dropped rules Consul cannot program: "+strings.Join(invalid, "; "), generation))
+		}
+	}
+	if r.backend != nil {
+		conds = append(conds, condition(gatewayv1.RouteConditionResolvedRefs, false, r.backend.Reason, r.backend.Message, generation))
+	} else {
+		conds = append(conds, condition(gatewayv1.RouteConditionResolvedRefs, true, gatewayv1.RouteReasonResolvedRefs, "All references are resolved", generation))
+	}
+	return conds
+}
+
+// routeParentStatuses computes the route's status.parents: other controllers' entries
+// exactly as they are, then one entry of ours per parentRef that names one of our
+// Gateways. Our entries for parentRefs that are gone are dropped.
+func (d *decider) routeParentStatuses(route routeView, rules routeRules, existing []gatewayv1.RouteParentStatus, generation int64, now metav1.Time) ([]gatewayv1.RouteParentStatus, error) {
+	parents := make([]gatewayv1.RouteParentStatus, 0, len(existing))
+	for _, p := range existing {
+		if p.ControllerName != d.controllerName {
+			parents = append(parents, p)
+		}
+	}
+	verdicts := map[cache.ObjectName]gatewayVerdict{}
+	for _, ref := range route.parentRefs {
+		gw, class, ok, err := d.ourGateway(ref, route.namespace)
+		if err != nil || !ok {
+			if err != nil {
+				return nil, err
+			}
+			continue
+		}
+		key := cache.MetaObjectToName(gw)
+		v, seen := verdicts[key]
+		if !seen {
+			if v, err = d.evaluateGateway(gw, class); err != nil {
+				return nil, err
+			}
+			verdicts[key] = v
+		}
+		b, err := d.bindParent(route, ref, gw, v)
+		if err != nil {
+			return nil, err
+		}
+		previous := d.ourParentStatus(existing, ref)
+		parents = append(parents, gatewayv1.RouteParentStatus{
+			ParentRef:      ref,
+			ControllerName: d.controllerName,
+			Conditions:     mergeConditions(previous, rules.parentConditions(b, generation), now),
+		})
+	}
+	return parents, nil
+}
+
+func (d *decider) ourParentStatus(existing []gatewayv1.RouteParentStatus, ref gatewayv1.ParentReference) []metav1.Condition {
+	for _, p := range existing {
+		if p.ControllerName == d.controllerName && apiequality.Semantic.DeepEqual(p.ParentRef, ref) {
+			return p.Conditions
+		}
+	}
+	return nil
+}
+
+// attachedRoutes counts, per listener of gw, the routes accepted on gw that attach to
+// it. It decides from the routes' specs, never from their status, so a Gateway's and
+// its routes' status cannot chase each other.
+func (d *decider) attachedRoutes(gw *gatewayv1.Gateway, v gatewayVerdict) (map[gatewayv1.SectionName]int32, error) {
+	attached := map[gatewayv1.SectionName]sets.Set[string]{}
+	key := gw.Namespace + "/" + gw.Name
+	for _, kind := range sortedKinds(d.routeIndexers) {
+		objs, err := d.routeIndexers[kind].ByIndex(informers.RouteParentGatewayIndex, key)
+		if err != nil {
+			return nil, fmt.Errorf("list %s of Gateway %s: %w", kind, key, err)
+		}
+		for _, obj := range objs {
+			route, rules, err := d.viewRoute(obj)
+			if err != nil {
+				return nil, err
+			}
+			if rules.allInvalid() {
+				continue
+			}
+			for _, ref := range route.parentRefs {
+				if !refersTo(ref, route.namespace, gw) {
+					continue
+				}
+				b, err := d.bindParent(route, ref, gw, v)
+				if err != nil {
+					return nil, err
+				}
+				if !b.accepted {
+					continue
+				}
+				for _, l := range b.listeners {
+					if attached[l] == nil {
+						attached[l] = sets.New[string]()
+					}
+					attached[l].Insert(string(kind) + "/" + route.namespace + "/" + route.name)
+				}
+			}
+		}
+	}
+	counts := make(map[gatewayv1.SectionName]int32, len(attached))
+	for l, routes := range attached {
+		counts[l] = int32(routes.Len())
+	}
+	return counts, nil
+}
+
+// refersTo reports whether ref names gw.
+func refersTo(ref gatewayv1.ParentReference, routeNamespace string, gw *gatewayv1.Gateway) bool {
+	if (ref.Group != nil && *ref.Group != gatewayv1.GroupName) || (ref.Kind != nil && *ref.Kind != "Gateway") {
+		return false
+	}
+	namespace := routeNamespace
+	if ref.Namespace != nil {
+		namespace = string(*ref.Namespace)
+	}
+	return namespace == gw.Namespace && string(ref.Name) == gw.Name
+}
+
+func sortedKinds(m map[gatewayv1.Kind]cache.Indexer) []gatewayv1.Kind {
+	kinds := make([]gatewayv1.Kind, 0, len(m))
+	for k := range m {
+		kinds = append(kinds, k)
+	}
+	sort.Slice(kinds, func(i, j int) bool { return kinds[i] < kinds[j] })
+	return kinds
+}
+
+// viewRoute returns the binding view and the rule decision of a cached route object.
+func (d *decider) viewRoute(obj any) (routeView, routeRules, error) {
+	switch r := obj.(type) {
+	case *gatewayv1.HTTPRoute:
+		rules, err := d.httpRouteRules(r)
+		return routeView{kind: "HTTPRoute", namespace: r.Namespace, name: r.Name, parentRefs: r.Spec.ParentRefs, hostnames: r.Spec.Hostnames}, rules, err
+	case *gatewayv1.TCPRoute:
+		rules, err := d.tcpRouteRules(r)
+		return routeView{kind: "TCPRoute", namespace: r.Namespace, name: r.Name, parentRefs: r.Spec.ParentRefs}, rules, err
+	case *gatewayv1.GRPCRoute:
+		rules, err := d.grpcRouteRules(r)
+		return routeView{kind: "GRPCRoute", namespace: r.Namespace, name: r.Name, parentRefs: r.Spec.ParentRefs, hostnames: r.Spec.Hostnames}, rules, err
+	default:
+		return routeView{}, routeRules{}, fmt.Errorf("unexpected route object %T", obj)
+	}
+}
+
+func (d *decider) httpRouteRules(r *gatewayv1.HTTPRoute) (routeRules, error) {
+	rules := routeRules{count: len(r.Spec.Rules), problems: make([]*ruleProblem, len(r.Spec.Rules))}
+	for i, rule := range r.Spec.Rules {
+		rules.problems[i] = httpRuleProblem(i, rule, d.caps)
+		for _, ref := range rule.BackendRefs {
+			if err := d.checkBackend(&rules, "HTTPRoute", r.Namespace, ref.BackendObjectReference); err != nil {
+				return rules, err
+			}
+		}
+	}
+	return rules, nil
+}
+
+func (d *decider) tcpRouteRules(r *gatewayv1.TCPRoute) (routeRules, error) {
+	rules := routeRules{count: len(r.Spec.Rules), problems: make([]*ruleProblem, len(r.Spec.Rules))}
+	for i, rule := range r.Spec.Rules {
+		rules.problems[i] = tcpRuleProblem(i, rule, d.caps)
+		for _, ref := range rule.BackendRefs {
+			if err := d.checkBackend(&rules, "TCPRoute", r.Namespace, ref.BackendObjectReference); err != nil {
+				return rules, err
+			}
+		}
+	}
+	return rules, nil
+}
+
+// grpcRouteRules checks only backends: no GRPCRoute is ever accepted (see
+// allowedListeners), but its references are still reported.
+func (d *decider) grpcRouteRules(r *gatewayv1.GRPCRoute) (routeRules, error) {
+	rules := routeRules{count: len(r.Spec.Rules), problems: make([]*ruleProblem, len(r.Spec.Rules))}
+	for _, rule := range r.Spec.Rules {
+		for _, ref := range rule.BackendRefs {
+			if err := d.checkBackend(&rules, "GRPCRoute", r.Namespace, ref.BackendObjectReference); err != nil {
+				return rules, err
+			}
+		}
+	}
+	return rules, nil
+}
+
+// checkBackend records the first unresolved backend of a route.
+func (d *decider) checkBackend(rules *routeRules, kind gatewayv1.Kind, namespace string, ref gatewayv1.BackendObjectReference) error {
+	if rules.backend != nil {
+		return nil
+	}
+	problem, err := resolveBackendRef(kind, namespace, ref, d.services, d.refs.grants)
+	if err != nil {
+		return err
+	}
+	rules.backend = problem
+	return nil
+}

@@ -1,0 +1,236 @@
+package sync
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+type listenerSummary struct {
+	Name       string
+	Attached   int32
+	Kinds      []string
+	Conditions []summary
+}
+
+func summarizeListeners(ls []gatewayv1.ListenerStatus) []listenerSummary {
+	out := make([]listenerSummary, len(ls))
+	for i, l := range ls {
+		kinds := []string{}
+		for _, k := range l.SupportedKinds {
+			kinds = append(kinds, string(k.Kind))
+		}
+		out[i] = listenerSummary{string(l.Name), l.AttachedRoutes, kinds, summarize(l.Conditions)}
+	}
+	return out
+}
+
+// listenerOK is the conditions of a valid listener before Consul has answered.
+func listenerOK() []summary {
+	return []summary{
+		{"Accepted", "True", "Accepted"},
+		{"Programmed", "False", "Pending"},
+		{"ResolvedRefs", "True", "ResolvedRefs"},
+		{"Conflicted", "False", "NoConflicts"},
+	}
+}
+
+func TestGatewayStatus(t *testing.T) {
+	t.Parallel()
+	invalidKinds := httpListener("grpc", 80, "")
+	invalidKinds.AllowedRoutes = &gatewayv1.AllowedRoutes{Kinds: []gatewayv1.RouteGroupKind{{Kind: "GRPCRoute"}, {Kind: "HTTPRoute"}}}
+	passthrough := httpsListener("pass", 443, "", "cert")
+	passthrough.Protocol = gatewayv1.TLSProtocolType
+	withAddress := gateway("infra", "gw", httpListener("http", 80, ""))
+	withAddress.Spec.Addresses = []gatewayv1.GatewaySpecAddress{{Value: "10.0.0.1"}}
+
+	tests := []struct {
+		name       string
+		gateway    *gatewayv1.Gateway
+		objs       []runtime.Object
+		conditions []summary
+		listeners  []listenerSummary
+	}{{
+		name:       "HTTP, HTTPS and TCP listeners are valid",
+		gateway:    gateway("infra", "gw", httpListener("http", 80, ""), httpsListener("https", 443, "", "cert"), tcpListener("tcp", 5432)),
+		objs:       []runtime.Object{tlsSecret(t, "infra", "cert")},
+		conditions: []summary{{"Accepted", "True", "Accepted"}, {"Programmed", "False", "Pending"}},
+		listeners: []listenerSummary{
+			{"http", 0, []string{"HTTPRoute"}, listenerOK()},
+			{"https", 0, []string{"HTTPRoute"}, listenerOK()},
+			{"tcp", 0, []string{"TCPRoute"}, listenerOK()},
+		},
+	}, {
+		name:       "UDP and TLS listeners are unsupported protocols",
+		gateway:    gateway("infra", "gw", httpListener("http", 80, ""), gatewayv1.Listener{Name: "udp", Port: 53, Protocol: gatewayv1.UDPProtocolType}, passthrough),
+		conditions: []summary{{"Accepted", "True", "ListenersNotValid"}, {"Programmed", "False", "Pending"}},
+		listeners: []listenerSummary{
+			{"http", 0, []string{"HTTPRoute"}, listenerOK()},
+			{"udp", 0, []string{}, []summary{{"Accepted", "False", "UnsupportedProtocol"}, {"Programmed", "False", "Invalid"}, {"ResolvedRefs", "True", "ResolvedRefs"}, {"Conflicted", "False", "NoConflicts"}}},
+			{"pass", 0, []string{}, []summary{{"Accepted", "False", "UnsupportedProtocol"}, {"Programmed", "False", "Invalid"}, {"ResolvedRefs", "True", "ResolvedRefs"}, {"Conflicted", "False", "NoConflicts"}}},
+		},
+	}, {
+		name:       "missing certificate and a cross-namespace certificate without a grant",
+		gateway:    gateway("infra", "gw", httpsListener("missing", 443, "", "nope"), httpsListener("cross", 8443, "certs", "cert")),
+		objs:       []runtime.Object{tlsSecret(t, "certs", "cert")},
+		conditions: []summary{{"Accepted", "False", "ListenersNotValid"}, {"Programmed", "False", "Invalid"}},
+		listeners: []listenerSummary{
+			{"missing", 0, []string{"HTTPRoute"}, []summary{{"Accepted", "True", "Accepted"}, {"Programmed", "False", "Invalid"}, {"ResolvedRefs", "False", "InvalidCertificateRef"}, {"Conflicted", "False", "NoConflicts"}}},
+			{"cross", 0, []string{"HTTPRoute"}, []summary{{"Accepted", "True", "Accepted"}, {"Programmed", "False", "Invalid"}, {"ResolvedRefs", "False", "RefNotPermitted"}, {"Conflicted", "False", "NoConflicts"}}},
+		},
+	}, {
+		name:       "a ReferenceGrant permits the cross-namespace certificate",
+		gateway:    gateway("infra", "gw", httpsListener("cross", 443, "certs", "cert")),
+		objs:       []runtime.Object{tlsSecret(t, "certs", "cert"), grantSecretsTo("infra", "certs")},
+		conditions: []summary{{"Accepted", "True", "Accepted"}, {"Programmed", "False", "Pending"}},
+		listeners:  []listenerSummary{{"cross", 0, []string{"HTTPRoute"}, listenerOK()}},
+	}, {
+		name:       "unsupported route kinds",
+		gateway:    gateway("infra", "gw", invalidKinds),
+		conditions: []summary{{"Accepted", "False", "ListenersNotValid"}, {"Programmed", "False", "Invalid"}},
+		listeners: []listenerSummary{
+			{"grpc", 0, []string{"HTTPRoute"}, []summary{{"Accepted", "True", "Accepted"}, {"Programmed", "False", "Invalid"}, {"ResolvedRefs", "False", "InvalidRouteKinds"}, {"Conflicted", "False", "NoConflicts"}}},
+		},
+	}, {
+		name:       "protocol and hostname conflicts, and Consul's one hostname per port",
+		gateway:    gateway("infra", "gw", httpListener("a", 80, ""), tcpListener("b", 80), httpListener("c", 81, "x.example.com"), httpListener("d", 81, "x.example.com"), httpListener("e", 82, "e.example.com"), httpListener("f", 82, "f.example.com")),
+		conditions: []summary{{"Accepted", "True", "ListenersNotValid"}, {"Programmed", "False", "Pending"}},
+		listeners: []listenerSummary{
+			{"a", 0, []string{"HTTPRoute"}, []summary{{"Accepted", "False", "ProtocolConflict"}, {"Programmed", "False", "Invalid"}, {"ResolvedRefs", "True", "ResolvedRefs"}, {"Conflicted", "True", "ProtocolConflict"}}},
+			{"b", 0, []string{"TCPRoute"}, []summary{{"Accepted", "False", "ProtocolConflict"}, {"Programmed", "False", "Invalid"}, {"ResolvedRefs", "True", "ResolvedRefs"}, {"Conflicted", "True", "ProtocolConflict"}}},
+			{"c", 0, []string{"HTTPRoute"}, []summary{{"Accepted", "False", "HostnameConflict"}, {"Programmed", "False", "Invalid"}, {"ResolvedRefs", "True", "ResolvedRefs"}, {"Conflicted", "True", "HostnameConflict"}}},
+			{"d", 0, []string{"HTTPRoute"}, []summary{{"Accepted", "False", "HostnameConflict"}, {"Programmed", "False", "Invalid"}, {"ResolvedRefs", "True", "ResolvedRefs"}, {"Conflicted", "True", "HostnameConflict"}}},
+			{"e", 0, []string{"HTTPRoute"}, listenerOK()},
+			{"f", 0, []string{"HTTPRoute"}, []summary{{"Accepted", "False", "PortUnavailable"}, {"Programmed", "False", "Invalid"}, {"ResolvedRefs", "True", "ResolvedRefs"}, {"Conflicted", "False", "NoConflicts"}}},
+		},
+	}, {
+		name:       "requested addresses are unsupported",
+		gateway:    withAddress,
+		conditions: []summary{{"Accepted", "False", "UnsupportedAddress"}, {"Programmed", "False", "Invalid"}},
+		listeners:  []listenerSummary{{"http", 0, []string{"HTTPRoute"}, listenerOK()}},
+	}, {
+		name:    "attachedRoutes counts accepted routes per listener",
+		gateway: gateway("infra", "gw", allowAll(httpListener("all", 80, "")), httpListener("same", 81, ""), allowAll(httpListener("host", 82, "a.example.com"))),
+		objs: []runtime.Object{
+			service("apps", "echo", 8080), service("infra", "echo", 8080),
+			httpRoute("apps", "whole-gateway", nil, parentRef("infra", "gw", "")),             // all, host (same: other namespace)
+			httpRoute("infra", "same-ns", []string{"b.example.com"}, parentRef("", "gw", "")), // all, same; not host (hostname)
+			httpRoute("apps", "twice", nil, parentRef("infra", "gw", "all"), parentRef("infra", "gw", "host")),
+			httpRoute("apps", "other-gateway", nil, parentRef("infra", "elsewhere", "")),
+		},
+		conditions: []summary{{"Accepted", "True", "Accepted"}, {"Programmed", "False", "Pending"}},
+		listeners: []listenerSummary{
+			{"all", 3, []string{"HTTPRoute"}, listenerOK()},
+			{"same", 1, []string{"HTTPRoute"}, listenerOK()},
+			{"host", 2, []string{"HTTPRoute"}, listenerOK()},
+		},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			class := ourClass()
+			d := newTestDecider(t, append(tt.objs, class, tt.gateway)...)
+			status, err := d.gatewayStatus(tt.gateway, class, metav1.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.conditions, summarize(status.Conditions)); diff != "" {
+				t.Errorf("gateway conditions (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.listeners, summarizeListeners(status.Listeners)); diff != "" {
+				t.Errorf("listeners (-want +got):\n%s", diff)
+			}
+			for _, c := range status.Conditions {
+				if c.ObservedGeneration != tt.gateway.Generation {
+					t.Errorf("condition %s observedGeneration = %d, want %d", c.Type, c.ObservedGeneration, tt.gateway.Generation)
+				}
+			}
+		})
+	}
+}
+
+func TestGatewayClassStatus(t *testing.T) {
+	t.Parallel()
+	withParams := ourClass()
+	withParams.Spec.ParametersRef = &gatewayv1.ParametersReference{Group: "example.com", Kind: "Config", Name: "x"}
+	tests := []struct {
+		name          string
+		class         *gatewayv1.GatewayClass
+		bundleVersion string
+		want          []summary
+	}{
+		{"accepted", ourClass(), "v1.6.3", []summary{{"Accepted", "True", "Accepted"}, {"SupportedVersion", "True", "SupportedVersion"}}},
+		{"patch release", ourClass(), "v1.6.0", []summary{{"Accepted", "True", "Accepted"}, {"SupportedVersion", "True", "SupportedVersion"}}},
+		{"other minor release", ourClass(), "v1.5.1", []summary{{"Accepted", "True", "Accepted"}, {"SupportedVersion", "False", "UnsupportedVersion"}}},
+		{"unknown bundle", ourClass(), "", []summary{{"Accepted", "True", "Accepted"}, {"SupportedVersion", "False", "UnsupportedVersion"}}},
+		{"parametersRef", withParams, "v1.6.3", []summary{{"Accepted", "False", "InvalidParameters"}, {"SupportedVersion", "True", "SupportedVersion"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			status := gatewayClassStatus(tt.class, tt.bundleVersion, Consul115, metav1.Now())
+			if diff := cmp.Diff(tt.want, summarize(status.Conditions)); diff != "" {
+				t.Errorf("conditions (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestSupportedFeaturesAreSortedAndFollowCapabilities(t *testing.T) {
+	t.Parallel()
+	names := func(caps Capabilities) []string {
+		var out []string
+		for _, f := range supportedFeatures(caps) {
+			out = append(out, string(f.Name))
+		}
+		return out
+	}
+	want := []string{"Gateway", "HTTPRoute", "HTTPRouteBackendRequestHeaderModification", "HTTPRouteMethodMatching", "HTTPRouteQueryParamMatching", "ReferenceGrant", "TCPRoute"}
+	if diff := cmp.Diff(want, names(Consul115)); diff != "" {
+		t.Errorf("features for Consul 1.15 (-want +got):\n%s", diff)
+	}
+	all := names(Capabilities{ResponseHeaderModifier: true, FullPathRewrite: true})
+	for _, f := range []string{"HTTPRouteResponseHeaderModification", "HTTPRoutePathRewrite"} {
+		if !contains(all, f) {
+			t.Errorf("features with every capability lack %s: %v", f, all)
+		}
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+func TestMergeConditionsKeepsTransitionTimeWhileStatusHolds(t *testing.T) {
+	t.Parallel()
+	then := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	now := metav1.NewTime(then.Add(time.Hour))
+	existing := []metav1.Condition{
+		{Type: "Accepted", Status: metav1.ConditionTrue, Reason: "Accepted", LastTransitionTime: then},
+		{Type: "ResolvedRefs", Status: metav1.ConditionTrue, Reason: "ResolvedRefs", LastTransitionTime: then},
+	}
+	desired := []metav1.Condition{
+		{Type: "Accepted", Status: metav1.ConditionTrue, Reason: "Accepted", Message: "new message"},
+		{Type: "ResolvedRefs", Status: metav1.ConditionFalse, Reason: "BackendNotFound"},
+		{Type: "PartiallyInvalid", Status: metav1.ConditionTrue, Reason: "UnsupportedValue"},
+	}
+	got := mergeConditions(existing, desired, now)
+	wantTimes := []metav1.Time{then, now, now}
+	for i, c := range got {
+		if !c.LastTransitionTime.Equal(&wantTimes[i]) {
+			t.Errorf("%s lastTransitionTime = %v, want %v", c.Type, c.LastTransitionTime, wantTimes[i])
+		}
+	}
+	if got[0].Message != "new message" {
+		t.Errorf("message not updated: %q", got[0].Message)
+	}
+}

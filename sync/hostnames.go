@@ -1,0 +1,74 @@
+package sync
+
+import (
+	"slices"
+	"strings"
+
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+// intersectHostnames returns the hostnames a route serves through a listener, per the
+// Gateway API rules (HTTPRouteSpec.Hostnames, Listener.Hostname):
+//
+//   - a listener without hostname accepts every route hostname;
+//   - a route without hostnames takes the listener's hostname (or matches everything
+//     when both are empty);
+//   - a wildcard "*.example.com" on either side matches one or more labels in its
+//     place: "foo.example.com" and "foo.bar.example.com", never "example.com";
+//   - route hostnames that do not intersect are ignored, and ok is false when route
+//     hostnames are set and none intersect (the route is then not accepted, reason
+//     NoMatchingListenerHostname).
+//
+// For each route hostname that intersects it returns the more specific of the two,
+// deduplicated, in route order. Both empty: (nil, true).
+//
+// Note that Consul 1.15 rejects wildcard hostnames on an http-route
+// (config_entry_routes.go:135), so a wildcard in the result must reach Consul through
+// the listener, not the route entry.
+func intersectHostnames(listener *gatewayv1.Hostname, route []gatewayv1.Hostname) (hosts []gatewayv1.Hostname, ok bool) {
+	var listenerHost gatewayv1.Hostname
+	if listener != nil {
+		listenerHost = *listener
+	}
+	if len(route) == 0 {
+		if listenerHost == "" {
+			return nil, true
+		}
+		return []gatewayv1.Hostname{listenerHost}, true
+	}
+	for _, routeHost := range route {
+		host, ok := hostnameIntersection(listenerHost, routeHost)
+		if !ok || slices.Contains(hosts, host) {
+			continue
+		}
+		hosts = append(hosts, host)
+	}
+	return hosts, len(hosts) > 0
+}
+
+// hostnameIntersection returns the more specific of a listener and a route hostname
+// when they overlap; an empty listener hostname overlaps everything.
+func hostnameIntersection(listener, route gatewayv1.Hostname) (gatewayv1.Hostname, bool) {
+	switch {
+	case listener == "", listener == route:
+		return route, true
+	case wildcardMatches(listener, route):
+		return route, true
+	case wildcardMatches(route, listener):
+		return listener, true
+	}
+	return "", false
+}
+
+// wildcardMatches reports whether pattern is a wildcard ("*.example.com") that matches
+// host, which may itself be a narrower wildcard ("*.foo.example.com"). The wildcard
+// stands for at least one label, so host needs a non-empty part before the suffix;
+// matching on ".example.com" (with the dot) keeps "badexample.com" out.
+func wildcardMatches(pattern, host gatewayv1.Hostname) bool {
+	suffix, isWildcard := strings.CutPrefix(string(pattern), "*")
+	if !isWildcard {
+		return false
+	}
+	labels, found := strings.CutSuffix(string(host), suffix)
+	return found && labels != ""
+}

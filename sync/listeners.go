@@ -1,0 +1,249 @@
+package sync
+
+import (
+	"crypto/tls"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gatewaylisters "sigs.k8s.io/gateway-api/pkg/client/listers/apis/v1"
+)
+
+// routeKindsByProtocol are the route kinds each supported listener protocol serves.
+// Consul's API gateway has http and tcp listeners (HTTPS is http with certificates);
+// it has no gRPC, TLS-passthrough or UDP routes.
+var routeKindsByProtocol = map[gatewayv1.ProtocolType][]gatewayv1.Kind{
+	gatewayv1.HTTPProtocolType:  {"HTTPRoute"},
+	gatewayv1.HTTPSProtocolType: {"HTTPRoute"},
+	gatewayv1.TCPProtocolType:   {"TCPRoute"},
+}
+
+// listenerState is the verdict on one listener of a Gateway.
+type listenerState struct {
+	listener       gatewayv1.Listener
+	supportedKinds []gatewayv1.RouteGroupKind
+
+	accepted        bool
+	acceptedReason  gatewayv1.ListenerConditionReason
+	acceptedMessage string
+
+	conflictReason  gatewayv1.ListenerConditionReason // "" when there is no conflict
+	conflictMessage string
+
+	refsResolved bool
+	refsReason   gatewayv1.ListenerConditionReason
+	refsMessage  string
+}
+
+// programmable reports whether the listener can be written to Consul.
+func (l *listenerState) programmable() bool {
+	return l.accepted && l.conflictReason == "" && l.refsResolved
+}
+
+// listenerRefs are the caches a listener's references are resolved in.
+type listenerRefs struct {
+	secrets corelisters.SecretLister // holds only kubernetes.io/tls Secrets
+	grants  gatewaylisters.ReferenceGrantLister
+}
+
+// evaluateListeners judges every listener of gw: protocol, route kinds, certificate
+// references, and conflicts between listeners that share a port.
+func evaluateListeners(gw *gatewayv1.Gateway, refs listenerRefs) ([]listenerState, error) {
+	states := make([]listenerState, len(gw.Spec.Listeners))
+	for i, l := range gw.Spec.Listeners {
+		states[i] = listenerState{listener: l, accepted: true, acceptedReason: gatewayv1.ListenerReasonAccepted,
+			refsResolved: true, refsReason: gatewayv1.ListenerReasonResolvedRefs}
+		st := &states[i]
+		if _, ok := routeKindsByProtocol[l.Protocol]; !ok {
+			st.accepted, st.acceptedReason = false, gatewayv1.ListenerReasonUnsupportedProtocol
+			st.acceptedMessage = fmt.Sprintf("protocol %s is not supported by Consul's API gateway; use HTTP, HTTPS or TCP", l.Protocol)
+		}
+		st.supportedKinds, st.refsMessage = supportedKinds(l)
+		if st.refsMessage != "" {
+			st.refsResolved, st.refsReason = false, gatewayv1.ListenerReasonInvalidRouteKinds
+		}
+		if err := checkCertificates(gw, st, refs); err != nil {
+			return nil, err
+		}
+	}
+	markPortConflicts(states)
+	return states, nil
+}
+
+// supportedKinds returns the route kinds the listener serves, and a message naming the
+// requested kinds it cannot serve ("" when there are none).
+func supportedKinds(l gatewayv1.Listener) ([]gatewayv1.RouteGroupKind, string) {
+	served := routeKindsByProtocol[l.Protocol]
+	if l.AllowedRoutes == nil || len(l.AllowedRoutes.Kinds) == 0 {
+		kinds := make([]gatewayv1.RouteGroupKind, 0, len(served))
+		for _, k := range served {
+			kinds = append(kinds, gatewayv1.RouteGroupKind{Group: ptrTo(gatewayv1.Group(gatewayv1.GroupName)), Kind: k})
+		}
+		return kinds, ""
+	}
+	kinds := []gatewayv1.RouteGroupKind{}
+	var invalid []string
+	for _, k := range l.AllowedRoutes.Kinds {
+		group := gatewayv1.Group(gatewayv1.GroupName)
+		if k.Group != nil {
+			group = *k.Group
+		}
+		if group == gatewayv1.GroupName && slices.Contains(served, k.Kind) {
+			kinds = append(kinds, gatewayv1.RouteGroupKind{Group: ptrTo(group), Kind: k.Kind})
+			continue
+		}
+		invalid = append(invalid, fmt.Sprintf("%s/%s", group, k.Kind))
+	}
+	if len(invalid) == 0 {
+		return kinds, ""
+	}
+	return kinds, fmt.Sprintf("route kinds %v are not supported on a %s listener", invalid, l.Protocol)
+}
+
+// checkCertificates resolves an HTTPS listener's certificateRefs. Only the first
+// problem is reported; the listener cannot be programmed until all refs resolve.
+func checkCertificates(gw *gatewayv1.Gateway, st *listenerState, refs listenerRefs) error {
+	l := st.listener
+	if l.Protocol != gatewayv1.HTTPSProtocolType || !st.accepted {
+		return nil
+	}
+	if l.TLS == nil || (l.TLS.Mode != nil && *l.TLS.Mode != gatewayv1.TLSModeTerminate) {
+		st.accepted, st.acceptedReason = false, gatewayv1.ListenerReasonUnsupportedProtocol
+		st.acceptedMessage = "HTTPS listeners must terminate TLS; Consul's API gateway has no TLS passthrough"
+		return nil
+	}
+	if len(l.TLS.CertificateRefs) == 0 {
+		st.refsResolved, st.refsReason = false, gatewayv1.ListenerReasonInvalidCertificateRef
+		st.refsMessage = "an HTTPS listener needs at least one certificateRef"
+		return nil
+	}
+	for _, ref := range l.TLS.CertificateRefs {
+		reason, message, err := checkCertificateRef(gw, ref, refs)
+		if err != nil {
+			return err
+		}
+		if reason != "" {
+			st.refsResolved, st.refsReason, st.refsMessage = false, reason, message
+			return nil
+		}
+	}
+	return nil
+}
+
+func checkCertificateRef(gw *gatewayv1.Gateway, ref gatewayv1.SecretObjectReference, refs listenerRefs) (gatewayv1.ListenerConditionReason, string, error) {
+	namespace := gw.Namespace
+	if ref.Namespace != nil {
+		namespace = string(*ref.Namespace)
+	}
+	name := namespace + "/" + string(ref.Name)
+	if (ref.Group != nil && *ref.Group != "") || (ref.Kind != nil && *ref.Kind != "Secret") {
+		return gatewayv1.ListenerReasonInvalidCertificateRef, fmt.Sprintf("certificateRef %s must be a core Secret", name), nil
+	}
+	permitted, err := referencePermitted(refs.grants,
+		referenceFrom{Group: gatewayv1.GroupName, Kind: "Gateway", Namespace: gw.Namespace},
+		referenceTo{Group: "", Kind: "Secret", Namespace: namespace, Name: string(ref.Name)})
+	if err != nil {
+		return "", "", err
+	}
+	if !permitted {
+		return gatewayv1.ListenerReasonRefNotPermitted, fmt.Sprintf("no ReferenceGrant in namespace %s permits this Gateway to use Secret %s", namespace, name), nil
+	}
+	secret, err := refs.secrets.Secrets(namespace).Get(string(ref.Name))
+	if apierrors.IsNotFound(err) {
+		return gatewayv1.ListenerReasonInvalidCertificateRef, fmt.Sprintf("Secret %s does not exist or is not of type %s", name, corev1.SecretTypeTLS), nil
+	}
+	if err != nil {
+		return "", "", fmt.Errorf("get Secret %s: %w", name, err)
+	}
+	// The parse error is not passed on: it is not needed to fix the Secret, and status
+	// must never carry anything derived from key material.
+	if _, err := tls.X509KeyPair(secret.Data[corev1.TLSCertKey], secret.Data[corev1.TLSPrivateKeyKey]); err != nil {
+		return gatewayv1.ListenerReasonInvalidCertificateRef, fmt.Sprintf("Secret %s does not hold a valid PEM certificate and matching private key", name), nil
+	}
+	return "", "", nil
+}
+
+// markPortConflicts finds listeners that cannot share their port. Gateway API
+// conflicts: different protocols on one port (ProtocolConflict), or the same protocol
+// and hostname twice (HostnameConflict). Consul's API gateway adds one limit of its own:
+// it merges listeners on a port only when protocol and hostname are equal, so of
+// listeners on one port with different hostnames only the first can be programmed; the
+// others get PortUnavailable.
+func markPortConflicts(states []listenerState) {
+	byPort := map[gatewayv1.PortNumber][]int{}
+	for i := range states {
+		if states[i].accepted {
+			byPort[states[i].listener.Port] = append(byPort[states[i].listener.Port], i)
+		}
+	}
+	for port, idx := range byPort {
+		if len(idx) < 2 {
+			continue
+		}
+		if mixedProtocols(states, idx) {
+			for _, i := range idx {
+				states[i].conflictReason = gatewayv1.ListenerReasonProtocolConflict
+				states[i].conflictMessage = fmt.Sprintf("port %d is used by listeners of different protocols", port)
+			}
+			continue
+		}
+		markHostnameConflicts(states, idx, port)
+	}
+	for i := range states {
+		if states[i].conflictReason != "" {
+			states[i].accepted = false
+			states[i].acceptedReason = states[i].conflictReason
+			states[i].acceptedMessage = states[i].conflictMessage
+		}
+	}
+}
+
+func mixedProtocols(states []listenerState, idx []int) bool {
+	for _, i := range idx[1:] {
+		if states[i].listener.Protocol != states[idx[0]].listener.Protocol {
+			return true
+		}
+	}
+	return false
+}
+
+func markHostnameConflicts(states []listenerState, idx []int, port gatewayv1.PortNumber) {
+	seen := map[gatewayv1.Hostname]int{}
+	for _, i := range idx {
+		host := hostnameOf(states[i].listener)
+		if first, ok := seen[host]; ok {
+			for _, j := range []int{first, i} {
+				states[j].conflictReason = gatewayv1.ListenerReasonHostnameConflict
+				states[j].conflictMessage = fmt.Sprintf("another listener on port %d has hostname %q", port, host)
+			}
+			continue
+		}
+		seen[host] = i
+	}
+	var kept *listenerState
+	for _, i := range idx {
+		st := &states[i]
+		if st.conflictReason != "" {
+			continue
+		}
+		if kept == nil {
+			kept = st
+			continue
+		}
+		st.accepted, st.acceptedReason = false, gatewayv1.ListenerReasonPortUnavailable
+		st.acceptedMessage = fmt.Sprintf("Consul's API gateway serves one hostname per port; port %d is taken by listener %s", port, kept.listener.Name)
+	}
+}
+
+// hostnameOf is the listener's hostname for conflict purposes; TCP ignores hostnames.
+func hostnameOf(l gatewayv1.Listener) gatewayv1.Hostname {
+	if l.Hostname == nil || l.Protocol == gatewayv1.TCPProtocolType {
+		return ""
+	}
+	return *l.Hostname
+}
+
+func ptrTo[T any](v T) *T { return &v }

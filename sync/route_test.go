@@ -1,0 +1,201 @@
+package sync
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+type parentSummary struct {
+	Gateway    string
+	Section    string
+	Controller string
+	Conditions []summary
+}
+
+func summarizeParents(ps []gatewayv1.RouteParentStatus) []parentSummary {
+	out := make([]parentSummary, len(ps))
+	for i, p := range ps {
+		section := ""
+		if p.ParentRef.SectionName != nil {
+			section = string(*p.ParentRef.SectionName)
+		}
+		out[i] = parentSummary{string(p.ParentRef.Name), section, string(p.ControllerName), summarize(p.Conditions)}
+	}
+	return out
+}
+
+func accepted(reason string, resolved ...string) []summary {
+	s := []summary{{"Accepted", "True", reason}}
+	if len(resolved) == 0 {
+		return append(s, summary{"ResolvedRefs", "True", "ResolvedRefs"})
+	}
+	return append(s, summary{"ResolvedRefs", "False", resolved[0]})
+}
+
+func rejected(reason string) []summary {
+	return []summary{{"Accepted", "False", reason}, {"ResolvedRefs", "True", "ResolvedRefs"}}
+}
+
+func TestHTTPRouteParents(t *testing.T) {
+	t.Parallel()
+	otherGateway := gateway("infra", "foreign", httpListener("http", 80, ""))
+	otherGateway.Spec.GatewayClassName = "other"
+	base := []runtime.Object{
+		ourClass(), otherClass(), otherGateway,
+		namespace("apps", map[string]string{"team": "a"}), namespace("infra", nil),
+		service("apps", "echo", 8080), service("infra", "echo", 8080),
+		gateway("infra", "gw",
+			httpListener("same", 80, ""),
+			allowAll(httpListener("all", 81, "*.example.com")),
+			allowSelector(httpListener("team-a", 82, ""), map[string]string{"team": "a"}),
+			allowSelector(httpListener("team-b", 83, ""), map[string]string{"team": "b"}),
+			allowAll(tcpListener("tcp", 84)),
+			allowAll(gatewayv1.Listener{Name: "udp", Port: 85, Protocol: gatewayv1.UDPProtocolType}),
+		),
+	}
+	withRedirect := httpRoute("apps", "r", nil, parentRef("infra", "gw", "all"))
+	withRedirect.Spec.Rules = append(withRedirect.Spec.Rules, gatewayv1.HTTPRouteRule{
+		Filters: []gatewayv1.HTTPRouteFilter{{Type: gatewayv1.HTTPRouteFilterRequestRedirect, RequestRedirect: &gatewayv1.HTTPRequestRedirectFilter{}}},
+	})
+	onlyRedirect := httpRoute("apps", "r", nil, parentRef("infra", "gw", "all"))
+	onlyRedirect.Spec.Rules[0].Filters = []gatewayv1.HTTPRouteFilter{{Type: gatewayv1.HTTPRouteFilterRequestRedirect, RequestRedirect: &gatewayv1.HTTPRequestRedirectFilter{}}}
+	missingBackend := httpRoute("apps", "r", nil, parentRef("infra", "gw", "all"))
+	missingBackend.Spec.Rules[0].BackendRefs[0].Name = "nope"
+	crossBackend := httpRoute("apps", "r", nil, parentRef("infra", "gw", "all"))
+	crossBackend.Spec.Rules[0].BackendRefs[0].Namespace = ptrTo(gatewayv1.Namespace("infra"))
+	portRef := parentRef("infra", "gw", "")
+	portRef.Port = ptrTo(gatewayv1.PortNumber(9999))
+
+	theirs := gatewayv1.RouteParentStatus{
+		ParentRef:      parentRef("infra", "foreign", ""),
+		ControllerName: "other.example.com/controller",
+		Conditions:     []metav1.Condition{{Type: "Accepted", Status: metav1.ConditionTrue, Reason: "Accepted"}},
+	}
+	staleOurs := gatewayv1.RouteParentStatus{
+		ParentRef:      parentRef("infra", "gone", ""),
+		ControllerName: testController,
+		Conditions:     []metav1.Condition{{Type: "Accepted", Status: metav1.ConditionTrue, Reason: "Accepted"}},
+	}
+
+	tests := []struct {
+		name     string
+		route    *gatewayv1.HTTPRoute
+		existing []gatewayv1.RouteParentStatus
+		want     []parentSummary
+	}{
+		{"same namespace listener refuses another namespace", httpRoute("apps", "r", nil, parentRef("infra", "gw", "same")),
+			nil, []parentSummary{{"gw", "same", string(testController), rejected("NotAllowedByListeners")}}},
+		{"From All with intersecting hostname", httpRoute("apps", "r", []string{"a.example.com"}, parentRef("infra", "gw", "all")),
+			nil, []parentSummary{{"gw", "all", string(testController), accepted("Accepted")}}},
+		{"no intersecting hostname", httpRoute("apps", "r", []string{"a.example.org"}, parentRef("infra", "gw", "all")),
+			nil, []parentSummary{{"gw", "all", string(testController), rejected("NoMatchingListenerHostname")}}},
+		{"selector matches the namespace's labels", httpRoute("apps", "r", nil, parentRef("infra", "gw", "team-a")),
+			nil, []parentSummary{{"gw", "team-a", string(testController), accepted("Accepted")}}},
+		{"selector does not match", httpRoute("apps", "r", nil, parentRef("infra", "gw", "team-b")),
+			nil, []parentSummary{{"gw", "team-b", string(testController), rejected("NotAllowedByListeners")}}},
+		{"TCP listener does not serve HTTPRoutes", httpRoute("apps", "r", nil, parentRef("infra", "gw", "tcp")),
+			nil, []parentSummary{{"gw", "tcp", string(testController), rejected("NotAllowedByListeners")}}},
+		{"unknown sectionName", httpRoute("apps", "r", nil, parentRef("infra", "gw", "nope")),
+			nil, []parentSummary{{"gw", "nope", string(testController), rejected("NoMatchingParent")}}},
+		{"unknown port", httpRoute("apps", "r", nil, portRef),
+			nil, []parentSummary{{"gw", "", string(testController), rejected("NoMatchingParent")}}},
+		{"whole gateway attaches where allowed", httpRoute("apps", "r", []string{"a.example.com"}, parentRef("infra", "gw", "")),
+			nil, []parentSummary{{"gw", "", string(testController), accepted("Accepted")}}},
+		{"one unsupported rule among valid ones", withRedirect,
+			nil, []parentSummary{{"gw", "all", string(testController), []summary{{"Accepted", "True", "Accepted"}, {"PartiallyInvalid", "True", "UnsupportedValue"}, {"ResolvedRefs", "True", "ResolvedRefs"}}}}},
+		{"only unsupported rules", onlyRedirect,
+			nil, []parentSummary{{"gw", "all", string(testController), []summary{{"Accepted", "False", "UnsupportedValue"}, {"ResolvedRefs", "True", "ResolvedRefs"}}}}},
+		{"missing backend", missingBackend,
+			nil, []parentSummary{{"gw", "all", string(testController), accepted("Accepted", "BackendNotFound")}}},
+		{"cross-namespace backend without grant", crossBackend,
+			nil, []parentSummary{{"gw", "all", string(testController), accepted("Accepted", "RefNotPermitted")}}},
+		{"other controllers' entries are kept and our stale entry dropped",
+			httpRoute("apps", "r", nil, parentRef("infra", "foreign", ""), parentRef("infra", "gw", "all"), parentRef("infra", "missing", "")),
+			[]gatewayv1.RouteParentStatus{staleOurs, theirs},
+			[]parentSummary{
+				{"foreign", "", "other.example.com/controller", []summary{{"Accepted", "True", "Accepted"}}},
+				{"gw", "all", string(testController), accepted("Accepted")},
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			d := newTestDecider(t, append(base, tt.route)...)
+			view, rules, err := d.viewRoute(tt.route)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := d.routeParentStatuses(view, rules, tt.existing, tt.route.Generation, metav1.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, summarizeParents(got)); diff != "" {
+				t.Errorf("parents (-want +got):\n%s", diff)
+			}
+			for _, p := range got {
+				if p.ControllerName == testController && p.Conditions[0].ObservedGeneration != tt.route.Generation {
+					t.Errorf("observedGeneration = %d, want %d", p.Conditions[0].ObservedGeneration, tt.route.Generation)
+				}
+			}
+			for _, p := range tt.existing {
+				if p.ControllerName != testController && !cmp.Equal(p, got[0]) {
+					t.Errorf("another controller's entry changed:\n%s", cmp.Diff(p, got[0]))
+				}
+			}
+		})
+	}
+}
+
+func TestTCPAndGRPCRouteParents(t *testing.T) {
+	t.Parallel()
+	gw := gateway("infra", "gw", allowAll(tcpListener("tcp", 5432)), allowAll(httpListener("http", 80, "")))
+	tcp := &gatewayv1.TCPRoute{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "db", Generation: 1},
+		Spec: gatewayv1.TCPRouteSpec{
+			CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: []gatewayv1.ParentReference{parentRef("infra", "gw", "")}},
+			Rules: []gatewayv1.TCPRouteRule{{BackendRefs: []gatewayv1.BackendRef{{BackendObjectReference: gatewayv1.BackendObjectReference{
+				Name: "db", Port: ptrTo(gatewayv1.PortNumber(5432)),
+			}}}}},
+		},
+	}
+	grpc := &gatewayv1.GRPCRoute{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "rpc", Generation: 1},
+		Spec: gatewayv1.GRPCRouteSpec{
+			CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: []gatewayv1.ParentReference{parentRef("infra", "gw", "")}},
+		},
+	}
+	d := newTestDecider(t, ourClass(), gw, service("apps", "db", 5432), tcp, grpc)
+	for _, tt := range []struct {
+		route metav1.Object
+		want  []summary
+	}{
+		{tcp, accepted("Accepted")},
+		{grpc, rejected("NotAllowedByListeners")},
+	} {
+		view, rules, err := d.viewRoute(tt.route)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := d.routeParentStatuses(view, rules, nil, 1, metav1.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 1 {
+			t.Fatalf("%s: %d parents, want 1", view.kind, len(got))
+		}
+		if diff := cmp.Diff(tt.want, summarize(got[0].Conditions)); diff != "" {
+			t.Errorf("%s conditions (-want +got):\n%s", view.kind, diff)
+		}
+	}
+	status, err := d.gatewayStatus(gw, ourClass(), metav1.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status.Listeners[0].AttachedRoutes != 1 || status.Listeners[1].AttachedRoutes != 0 {
+		t.Errorf("attachedRoutes tcp=%d http=%d, want 1 and 0 (a GRPCRoute never attaches)", status.Listeners[0].AttachedRoutes, status.Listeners[1].AttachedRoutes)
+	}
+}

@@ -1,0 +1,144 @@
+package sync
+
+import (
+	"fmt"
+	"slices"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilversion "k8s.io/apimachinery/pkg/util/version"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	"sigs.k8s.io/gateway-api/pkg/consts"
+	"sigs.k8s.io/gateway-api/pkg/features"
+)
+
+// gatewayClassStatus computes the status of a class of ours. bundleVersion is the
+// bundle-version annotation of the installed Gateway API CRDs ("" when unknown).
+func gatewayClassStatus(class *gatewayv1.GatewayClass, bundleVersion string, caps Capabilities, now metav1.Time) gatewayv1.GatewayClassStatus {
+	gen := class.Generation
+	accepted := condition(gatewayv1.GatewayClassConditionStatusAccepted, true, gatewayv1.GatewayClassReasonAccepted, "GatewayClass is accepted", gen)
+	if class.Spec.ParametersRef != nil {
+		accepted = condition(gatewayv1.GatewayClassConditionStatusAccepted, false, gatewayv1.GatewayClassReasonInvalidParameters,
+			"parametersRef is not supported: this controller takes no parameters", gen)
+	}
+	supported, message := bundleSupported(bundleVersion)
+	reason := gatewayv1.GatewayClassReasonSupportedVersion
+	if !supported {
+		reason = gatewayv1.GatewayClassReasonUnsupportedVersion
+	}
+	return gatewayv1.GatewayClassStatus{
+		Conditions: mergeConditions(class.Status.Conditions, []metav1.Condition{
+			accepted,
+			condition(gatewayv1.GatewayClassConditionStatusSupportedVersion, supported, reason, message, gen),
+		}, now),
+		SupportedFeatures: supportedFeatures(caps),
+	}
+}
+
+// bundleSupported accepts CRDs of the Gateway API minor release this controller is
+// built against (any patch release of it): patch releases do not change the API.
+func bundleSupported(bundleVersion string) (bool, string) {
+	built := utilversion.MustParseSemantic(consts.BundleVersion)
+	installed, err := utilversion.ParseSemantic(bundleVersion)
+	if err != nil {
+		return false, fmt.Sprintf("the installed Gateway API CRDs have no valid bundle version (%q); this controller supports v%d.%d.x",
+			bundleVersion, built.Major(), built.Minor())
+	}
+	if installed.Major() != built.Major() || installed.Minor() != built.Minor() {
+		return false, fmt.Sprintf("the installed Gateway API CRDs are %s; this controller supports v%d.%d.x", bundleVersion, built.Major(), built.Minor())
+	}
+	return true, fmt.Sprintf("Gateway API %s is supported", bundleVersion)
+}
+
+// supportedFeatures lists, in the ascending order the API requires, the features
+// implemented end to end for caps.
+func supportedFeatures(caps Capabilities) []gatewayv1.SupportedFeature {
+	names := []features.FeatureName{
+		features.SupportGateway,
+		features.SupportHTTPRoute,
+		features.SupportHTTPRouteMethodMatching,
+		features.SupportHTTPRouteQueryParamMatching,
+		features.SupportHTTPRouteBackendRequestHeaderModification,
+		features.SupportReferenceGrant,
+		features.SupportTCPRoute,
+	}
+	if caps.ResponseHeaderModifier {
+		names = append(names, features.SupportHTTPRouteResponseHeaderModification)
+	}
+	// The conformance tests of HTTPRoutePathRewrite cover full-path rewrites too.
+	if caps.FullPathRewrite {
+		names = append(names, features.SupportHTTPRoutePathRewrite)
+	}
+	slices.Sort(names)
+	out := make([]gatewayv1.SupportedFeature, len(names))
+	for i, n := range names {
+		out[i] = gatewayv1.SupportedFeature{Name: gatewayv1.FeatureName(n)}
+	}
+	return out
+}
+
+// gatewayStatus computes the status of a Gateway of one of our classes.
+func (d *decider) gatewayStatus(gw *gatewayv1.Gateway, class *gatewayv1.GatewayClass, now metav1.Time) (gatewayv1.GatewayStatus, error) {
+	v, err := d.evaluateGateway(gw, class)
+	if err != nil {
+		return gatewayv1.GatewayStatus{}, err
+	}
+	attached, err := d.attachedRoutes(gw, v)
+	if err != nil {
+		return gatewayv1.GatewayStatus{}, err
+	}
+	gen := gw.Generation
+	programmed := condition(gatewayv1.GatewayConditionProgrammed, false, gatewayv1.GatewayReasonPending, "Waiting for Consul to accept the gateway", gen)
+	if !v.accepted {
+		programmed = condition(gatewayv1.GatewayConditionProgrammed, false, gatewayv1.GatewayReasonInvalid, "The Gateway is not accepted", gen)
+	}
+	status := gatewayv1.GatewayStatus{
+		Conditions: mergeConditions(gw.Status.Conditions, []metav1.Condition{
+			condition(gatewayv1.GatewayConditionAccepted, v.accepted, v.reason, v.message, gen),
+			programmed,
+		}, now),
+	}
+	for i := range v.listeners {
+		st := &v.listeners[i]
+		status.Listeners = append(status.Listeners, gatewayv1.ListenerStatus{
+			Name:           st.listener.Name,
+			SupportedKinds: st.supportedKinds,
+			AttachedRoutes: attached[st.listener.Name],
+			Conditions:     mergeConditions(existingListenerConditions(gw, st.listener.Name), listenerConditions(st, gen), now),
+		})
+	}
+	return status, nil
+}
+
+func existingListenerConditions(gw *gatewayv1.Gateway, name gatewayv1.SectionName) []metav1.Condition {
+	for _, l := range gw.Status.Listeners {
+		if l.Name == name {
+			return l.Conditions
+		}
+	}
+	return nil
+}
+
+func listenerConditions(st *listenerState, gen int64) []metav1.Condition {
+	accepted := condition(gatewayv1.ListenerConditionAccepted, st.accepted, st.acceptedReason, st.acceptedMessage, gen)
+	if st.accepted {
+		accepted.Message = "Listener is valid"
+	}
+	refsMessage := st.refsMessage
+	if st.refsResolved {
+		refsMessage = "All references are resolved"
+	}
+	conflicted := condition(gatewayv1.ListenerConditionConflicted, false, gatewayv1.ListenerReasonNoConflicts, "No conflicts", gen)
+	if st.conflictReason != "" {
+		conflicted = condition(gatewayv1.ListenerConditionConflicted, true, st.conflictReason, st.conflictMessage, gen)
+	}
+	programmed := condition(gatewayv1.ListenerConditionProgrammed, false, gatewayv1.ListenerReasonPending, "Waiting for Consul to accept the gateway", gen)
+	if !st.programmable() {
+		programmed = condition(gatewayv1.ListenerConditionProgrammed, false, gatewayv1.ListenerReasonInvalid, "The listener is not valid", gen)
+	}
+	return []metav1.Condition{
+		accepted,
+		programmed,
+		condition(gatewayv1.ListenerConditionResolvedRefs, st.refsResolved, st.refsReason, refsMessage, gen),
+		conflicted,
+	}
+}

@@ -1,0 +1,95 @@
+package workqueue
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"golang.org/x/time/rate"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	kworkqueue "k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+)
+
+// Retry policy, the same for every queue: a key whose sync fails is retried with
+// per-key exponential backoff from baseDelay, doubling up to maxDelay, for as long as it
+// keeps failing; a change is never dropped. An overall token bucket caps retries across
+// all keys of one queue so that an outage does not turn into a retry storm. A success
+// resets the key's backoff.
+const (
+	baseDelay   = 5 * time.Millisecond
+	maxDelay    = 5 * time.Minute
+	bucketQPS   = 10
+	bucketBurst = 100
+)
+
+// NewRateLimiter returns the retry policy above for keys of type T.
+func NewRateLimiter[T comparable]() kworkqueue.TypedRateLimiter[T] {
+	return kworkqueue.NewTypedMaxOfRateLimiter(
+		kworkqueue.NewTypedItemExponentialFailureRateLimiter[T](baseDelay, maxDelay),
+		&kworkqueue.TypedBucketRateLimiter[T]{Limiter: rate.NewLimiter(bucketQPS, bucketBurst)},
+	)
+}
+
+// New returns a typed rate-limited queue named name; the name labels its metrics.
+func New[T comparable](name string) kworkqueue.TypedRateLimitingInterface[T] {
+	return kworkqueue.NewTypedRateLimitingQueueWithConfig(NewRateLimiter[T](),
+		kworkqueue.TypedRateLimitingQueueConfig[T]{Name: name})
+}
+
+// SyncFunc handles one key. A nil error forgets the key's failures; any error requeues
+// it with backoff. NotFound must be handled by the SyncFunc: a deleted object is not an
+// error.
+type SyncFunc[T comparable] func(ctx context.Context, key T) error
+
+// Run drains queue with workers goroutines until ctx is done, then shuts the queue down
+// and waits for in-flight syncs to finish.
+func Run[T comparable](ctx context.Context, queue kworkqueue.TypedRateLimitingInterface[T], workers int, sync SyncFunc[T]) {
+	defer utilruntime.HandleCrashWithContext(ctx)
+	done := make(chan struct{})
+	for range workers {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			wait.UntilWithContext(ctx, func(ctx context.Context) {
+				for processNextItem(ctx, queue, sync) {
+				}
+			}, time.Second)
+		}()
+	}
+	<-ctx.Done()
+	queue.ShutDownWithDrain()
+	for range workers {
+		<-done
+	}
+}
+
+// processNextItem syncs one key and reports false once the queue is shut down.
+func processNextItem[T comparable](ctx context.Context, queue kworkqueue.TypedRateLimitingInterface[T], sync SyncFunc[T]) bool {
+	key, shutdown := queue.Get()
+	if shutdown {
+		return false
+	}
+	defer queue.Done(key)
+
+	err := sync(ctx, key)
+	if err == nil {
+		queue.Forget(key)
+		return true
+	}
+	logger := klog.FromContext(ctx)
+	switch {
+	case ctx.Err() != nil:
+		// Shutting down: the key is requeued below and dropped with the queue.
+		logger.V(4).Info("Sync interrupted by shutdown", "key", fmt.Sprint(key), "err", err)
+	case apierrors.IsConflict(err):
+		// The lister's copy was stale: the informer will deliver the newer object, and
+		// the retry works on that. Expected, so not an error.
+		logger.V(4).Info("Stale cache, requeueing", "key", fmt.Sprint(key), "err", err)
+	default:
+		utilruntime.HandleErrorWithContext(ctx, err, "Sync failed, requeueing", "key", fmt.Sprint(key), "retries", queue.NumRequeues(key))
+	}
+	queue.AddRateLimited(key)
+	return true
+}
