@@ -3,6 +3,7 @@ package sync
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -325,7 +326,7 @@ func (c *Controller) confirm(ctx context.Context, kind gatewayv1.Kind, current r
 	if err != nil {
 		return fmt.Errorf("update status of %s %s: %w", kind, key, err)
 	}
-	klog.FromContext(ctx).V(2).Info("Status updated", "kind", kind, "object", key)
+	klog.FromContext(ctx).V(2).Info("Status updated", "kind", kind, "object", key, "status", describeStatus(updated, c.controllerName))
 	c.publisher.Publish(ctx, Confirmation{Kind: kind, Key: key, Object: updated})
 	return nil
 }
@@ -336,4 +337,51 @@ func objectName(obj runtime.Object) cache.ObjectName {
 		return cache.ObjectName{}
 	}
 	return cache.MetaObjectToName(o)
+}
+
+// describeStatus is a one-line account of the status we wrote, for the log.
+func describeStatus(obj runtime.Object, controller gatewayv1.GatewayController) string {
+	var parts []string
+	switch o := obj.(type) {
+	case *gatewayv1.GatewayClass:
+		parts = append(parts, describeConditions(o.Status.Conditions))
+	case *gatewayv1.Gateway:
+		parts = append(parts, describeConditions(o.Status.Conditions))
+		for _, l := range o.Status.Listeners {
+			parts = append(parts, fmt.Sprintf("listener %s: %s attachedRoutes=%d", l.Name, describeConditions(l.Conditions), l.AttachedRoutes))
+		}
+	case *gatewayv1.HTTPRoute:
+		parts = describeParents(o.Status.Parents, controller)
+	case *gatewayv1.TCPRoute:
+		parts = describeParents(o.Status.Parents, controller)
+	case *gatewayv1.GRPCRoute:
+		parts = describeParents(o.Status.Parents, controller)
+	}
+	return strings.Join(parts, "; ")
+}
+
+func describeParents(parents []gatewayv1.RouteParentStatus, controller gatewayv1.GatewayController) []string {
+	var parts []string
+	for _, p := range parents {
+		if p.ControllerName != controller {
+			continue
+		}
+		name := string(p.ParentRef.Name)
+		if p.ParentRef.SectionName != nil {
+			name += "/" + string(*p.ParentRef.SectionName)
+		}
+		parts = append(parts, fmt.Sprintf("parent %s: %s", name, describeConditions(p.Conditions)))
+	}
+	if len(parts) == 0 {
+		parts = append(parts, "no parent of ours")
+	}
+	return parts
+}
+
+func describeConditions(conds []metav1.Condition) string {
+	parts := make([]string, len(conds))
+	for i, c := range conds {
+		parts[i] = fmt.Sprintf("%s=%s(%s)", c.Type, c.Status, c.Reason)
+	}
+	return strings.Join(parts, " ")
 }

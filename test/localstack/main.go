@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -92,7 +93,8 @@ Server logs are in %s. Press Ctrl-C to stop everything.
 			return fmt.Errorf("the controller exited: %w", err)
 		}
 	case <-ctx.Done():
-		if err := <-exited; err != nil {
+		// Wait reports the cancellation itself; anything else is the controller's.
+		if err := <-exited; err != nil && !errors.Is(err, context.Canceled) {
 			fmt.Fprintf(os.Stderr, "run-local: the controller: %v\n", err)
 		}
 	}
