@@ -67,7 +67,10 @@ type routeView struct {
 type parentBinding struct {
 	ref       gatewayv1.ParentReference
 	listeners []gatewayv1.SectionName // the listeners the route attaches to
-	accepted  bool
+	// programmableListeners are the attached listeners that can be programmed: where
+	// the route is served.
+	programmableListeners []gatewayv1.SectionName
+	accepted              bool
 	reason    gatewayv1.RouteConditionReason
 	message   string
 }
@@ -106,12 +109,13 @@ func (d *decider) bindParent(route routeView, ref gatewayv1.ParentReference, gw 
 		b.reason, b.message = gatewayv1.RouteReasonNoMatchingListenerHostname, "no listener hostname intersects the route's hostnames"
 		return b, nil
 	}
-	programmable := false
 	for _, st := range attached {
 		b.listeners = append(b.listeners, st.listener.Name)
-		programmable = programmable || st.programmable()
+		if st.programmable() {
+			b.programmableListeners = append(b.programmableListeners, st.listener.Name)
+		}
 	}
-	if !programmable {
+	if len(b.programmableListeners) == 0 {
 		b.reason, b.message = gatewayv1.RouteReasonNoMatchingParent, fmt.Sprintf("the listeners the route attaches to (%s) are not valid", joinNames(b.listeners))
 		return b, nil
 	}

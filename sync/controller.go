@@ -30,6 +30,25 @@ type Confirmation struct {
 	Kind   gatewayv1.Kind
 	Key    cache.ObjectName
 	Object runtime.Object
+	// Route is set for routes with an Object: the decision made together with the
+	// confirmed status, which the status itself does not spell out.
+	Route *RouteDecision
+}
+
+// RouteDecision is what a route's status implies for the data plane.
+type RouteDecision struct {
+	// Attachments are the listeners of each Gateway the route is accepted on and
+	// served by, in parentRef order.
+	Attachments []Attachment
+	// DroppedRules are the indexes of the rules that cannot be programmed (reported
+	// as PartiallyInvalid or, when all are, not Accepted).
+	DroppedRules []int
+}
+
+// Attachment is a Gateway and the listeners of it that serve a route.
+type Attachment struct {
+	Gateway   cache.ObjectName
+	Listeners []gatewayv1.SectionName
 }
 
 // Publisher receives confirmations. For one key they arrive in the order the API server
@@ -171,7 +190,7 @@ func (c *Controller) syncGatewayClass(ctx context.Context, name string) error {
 		return nil // another controller's class: never touched, never published
 	}
 	status := gatewayClassStatus(class, c.bundleVersion(), c.caps, c.now())
-	return c.confirm(ctx, "GatewayClass", class, apiequality.Semantic.DeepEqual(status, class.Status), func() (runtime.Object, error) {
+	return c.confirm(ctx, Confirmation{Kind: "GatewayClass"}, class, apiequality.Semantic.DeepEqual(status, class.Status), func() (runtime.Object, error) {
 		update := class.DeepCopy()
 		update.Status = status
 		return c.client.GatewayV1().GatewayClasses().UpdateStatus(ctx, update, metav1.UpdateOptions{})
@@ -201,7 +220,7 @@ func (c *Controller) syncGateway(ctx context.Context, key cache.ObjectName) erro
 	if err != nil {
 		return err
 	}
-	return c.confirm(ctx, "Gateway", gw, apiequality.Semantic.DeepEqual(status, gw.Status), func() (runtime.Object, error) {
+	return c.confirm(ctx, Confirmation{Kind: "Gateway"}, gw, apiequality.Semantic.DeepEqual(status, gw.Status), func() (runtime.Object, error) {
 		update := gw.DeepCopy()
 		update.Status = status
 		return c.client.GatewayV1().Gateways(gw.Namespace).UpdateStatus(ctx, update, metav1.UpdateOptions{})
@@ -217,11 +236,11 @@ func (c *Controller) syncHTTPRoute(ctx context.Context, key cache.ObjectName) er
 	if err != nil {
 		return err
 	}
-	parents, err := c.routeStatus(ctx, route, route.Status.Parents, route.Generation)
+	parents, decision, err := c.routeStatus(ctx, route, route.Status.Parents, route.Generation)
 	if err != nil {
 		return err
 	}
-	return c.confirmRoute(ctx, "HTTPRoute", route, parents, route.Status.Parents, func() (runtime.Object, error) {
+	return c.confirmRoute(ctx, Confirmation{Kind: "HTTPRoute", Route: decision}, route, parents, route.Status.Parents, func() (runtime.Object, error) {
 		update := route.DeepCopy()
 		update.Status.Parents = parents
 		return c.client.GatewayV1().HTTPRoutes(route.Namespace).UpdateStatus(ctx, update, metav1.UpdateOptions{})
@@ -237,11 +256,11 @@ func (c *Controller) syncTCPRoute(ctx context.Context, key cache.ObjectName) err
 	if err != nil {
 		return err
 	}
-	parents, err := c.routeStatus(ctx, route, route.Status.Parents, route.Generation)
+	parents, decision, err := c.routeStatus(ctx, route, route.Status.Parents, route.Generation)
 	if err != nil {
 		return err
 	}
-	return c.confirmRoute(ctx, "TCPRoute", route, parents, route.Status.Parents, func() (runtime.Object, error) {
+	return c.confirmRoute(ctx, Confirmation{Kind: "TCPRoute", Route: decision}, route, parents, route.Status.Parents, func() (runtime.Object, error) {
 		update := route.DeepCopy()
 		update.Status.Parents = parents
 		return c.client.GatewayV1().TCPRoutes(route.Namespace).UpdateStatus(ctx, update, metav1.UpdateOptions{})
@@ -257,11 +276,11 @@ func (c *Controller) syncGRPCRoute(ctx context.Context, key cache.ObjectName) er
 	if err != nil {
 		return err
 	}
-	parents, err := c.routeStatus(ctx, route, route.Status.Parents, route.Generation)
+	parents, decision, err := c.routeStatus(ctx, route, route.Status.Parents, route.Generation)
 	if err != nil {
 		return err
 	}
-	return c.confirmRoute(ctx, "GRPCRoute", route, parents, route.Status.Parents, func() (runtime.Object, error) {
+	return c.confirmRoute(ctx, Confirmation{Kind: "GRPCRoute", Route: decision}, route, parents, route.Status.Parents, func() (runtime.Object, error) {
 		update := route.DeepCopy()
 		update.Status.Parents = parents
 		return c.client.GatewayV1().GRPCRoutes(route.Namespace).UpdateStatus(ctx, update, metav1.UpdateOptions{})
@@ -270,14 +289,14 @@ func (c *Controller) syncGRPCRoute(ctx context.Context, key cache.ObjectName) er
 
 // routeStatus computes a route's status.parents and logs each parent that did not
 // accept it.
-func (c *Controller) routeStatus(ctx context.Context, obj metav1.Object, existing []gatewayv1.RouteParentStatus, generation int64) ([]gatewayv1.RouteParentStatus, error) {
+func (c *Controller) routeStatus(ctx context.Context, obj metav1.Object, existing []gatewayv1.RouteParentStatus, generation int64) ([]gatewayv1.RouteParentStatus, *RouteDecision, error) {
 	view, rules, err := c.viewRoute(obj)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	parents, err := c.routeParentStatuses(view, rules, existing, generation, c.now())
+	parents, decision, err := c.routeParentStatuses(view, rules, existing, generation, c.now())
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	logger := klog.FromContext(ctx)
 	if logger.V(4).Enabled() {
@@ -289,17 +308,17 @@ func (c *Controller) routeStatus(ctx context.Context, obj metav1.Object, existin
 			}
 		}
 	}
-	return parents, nil
+	return parents, &decision, nil
 }
 
 // confirmRoute writes a route's parents when they changed. A route none of whose
 // parents is ours, before and after, is not ours: nothing is written or published.
-func (c *Controller) confirmRoute(ctx context.Context, kind gatewayv1.Kind, route runtime.Object, parents, existing []gatewayv1.RouteParentStatus, update func() (runtime.Object, error)) error {
+func (c *Controller) confirmRoute(ctx context.Context, conf Confirmation, route runtime.Object, parents, existing []gatewayv1.RouteParentStatus, update func() (runtime.Object, error)) error {
 	if !c.hasOurParent(parents) && !c.hasOurParent(existing) {
-		c.publisher.Publish(ctx, Confirmation{Kind: kind, Key: objectName(route)})
+		c.publisher.Publish(ctx, Confirmation{Kind: conf.Kind, Key: objectName(route)})
 		return nil
 	}
-	return c.confirm(ctx, kind, route, apiequality.Semantic.DeepEqual(parents, existing), update)
+	return c.confirm(ctx, conf, route, apiequality.Semantic.DeepEqual(parents, existing), update)
 }
 
 func (c *Controller) hasOurParent(parents []gatewayv1.RouteParentStatus) bool {
@@ -316,18 +335,20 @@ func (c *Controller) hasOurParent(parents []gatewayv1.RouteParentStatus) bool {
 // carries the lister's resourceVersion; a Conflict is returned as is, so the worker
 // requeues the key and the informer's newer object is judged next time. No GET, no
 // retry here.
-func (c *Controller) confirm(ctx context.Context, kind gatewayv1.Kind, current runtime.Object, unchanged bool, update func() (runtime.Object, error)) error {
-	key := objectName(current)
+func (c *Controller) confirm(ctx context.Context, conf Confirmation, current runtime.Object, unchanged bool, update func() (runtime.Object, error)) error {
+	conf.Key = objectName(current)
 	if unchanged {
-		c.publisher.Publish(ctx, Confirmation{Kind: kind, Key: key, Object: current})
+		conf.Object = current
+		c.publisher.Publish(ctx, conf)
 		return nil
 	}
 	updated, err := update()
 	if err != nil {
-		return fmt.Errorf("update status of %s %s: %w", kind, key, err)
+		return fmt.Errorf("update status of %s %s: %w", conf.Kind, conf.Key, err)
 	}
-	klog.FromContext(ctx).V(2).Info("Status updated", "kind", kind, "object", key, "status", describeStatus(updated, c.controllerName))
-	c.publisher.Publish(ctx, Confirmation{Kind: kind, Key: key, Object: updated})
+	klog.FromContext(ctx).V(2).Info("Status updated", "kind", conf.Kind, "object", conf.Key, "status", describeStatus(updated, c.controllerName))
+	conf.Object = updated
+	c.publisher.Publish(ctx, conf)
 	return nil
 }
 

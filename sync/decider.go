@@ -84,6 +84,17 @@ func (r routeRules) invalid() []string {
 	return msgs
 }
 
+// dropped returns the indexes of the rules that cannot be programmed.
+func (r routeRules) dropped() []int {
+	var idx []int
+	for i, p := range r.problems {
+		if p != nil {
+			idx = append(idx, i)
+		}
+	}
+	return idx
+}
+
 // allInvalid reports whether no rule can be programmed.
 func (r routeRules) allInvalid() bool { return r.count > 0 && len(r.invalid()) == r.count }
 
@@ -114,7 +125,8 @@ func (r routeRules) parentConditions(b parentBinding, generation int64) []metav1
 // routeParentStatuses computes the route's status.parents: other controllers' entries
 // exactly as they are, then one entry of ours per parentRef that names one of our
 // Gateways. Our entries for parentRefs that are gone are dropped.
-func (d *decider) routeParentStatuses(route routeView, rules routeRules, existing []gatewayv1.RouteParentStatus, generation int64, now metav1.Time) ([]gatewayv1.RouteParentStatus, error) {
+func (d *decider) routeParentStatuses(route routeView, rules routeRules, existing []gatewayv1.RouteParentStatus, generation int64, now metav1.Time) ([]gatewayv1.RouteParentStatus, RouteDecision, error) {
+	decision := RouteDecision{DroppedRules: rules.dropped()}
 	parents := make([]gatewayv1.RouteParentStatus, 0, len(existing))
 	for _, p := range existing {
 		if p.ControllerName != d.controllerName {
@@ -126,7 +138,7 @@ func (d *decider) routeParentStatuses(route routeView, rules routeRules, existin
 		gw, class, ok, err := d.ourGateway(ref, route.namespace)
 		if err != nil || !ok {
 			if err != nil {
-				return nil, err
+				return nil, decision, err
 			}
 			continue
 		}
@@ -134,13 +146,16 @@ func (d *decider) routeParentStatuses(route routeView, rules routeRules, existin
 		v, seen := verdicts[key]
 		if !seen {
 			if v, err = d.evaluateGateway(gw, class); err != nil {
-				return nil, err
+				return nil, decision, err
 			}
 			verdicts[key] = v
 		}
 		b, err := d.bindParent(route, ref, gw, v)
 		if err != nil {
-			return nil, err
+			return nil, decision, err
+		}
+		if b.accepted && !rules.allInvalid() {
+			decision.Attachments = append(decision.Attachments, Attachment{Gateway: key, Listeners: b.programmableListeners})
 		}
 		previous := d.ourParentStatus(existing, ref)
 		parents = append(parents, gatewayv1.RouteParentStatus{
@@ -149,7 +164,7 @@ func (d *decider) routeParentStatuses(route routeView, rules routeRules, existin
 			Conditions:     mergeConditions(previous, rules.parentConditions(b, generation), now),
 		})
 	}
-	return parents, nil
+	return parents, decision, nil
 }
 
 func (d *decider) ourParentStatus(existing []gatewayv1.RouteParentStatus, ref gatewayv1.ParentReference) []metav1.Condition {

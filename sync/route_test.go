@@ -6,6 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
@@ -129,7 +130,7 @@ func TestHTTPRouteParents(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := d.routeParentStatuses(view, rules, tt.existing, tt.route.Generation, metav1.Now())
+			got, _, err := d.routeParentStatuses(view, rules, tt.existing, tt.route.Generation, metav1.Now())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -180,7 +181,7 @@ func TestTCPAndGRPCRouteParents(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := d.routeParentStatuses(view, rules, nil, 1, metav1.Now())
+		got, _, err := d.routeParentStatuses(view, rules, nil, 1, metav1.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -197,5 +198,33 @@ func TestTCPAndGRPCRouteParents(t *testing.T) {
 	}
 	if status.Listeners[0].AttachedRoutes != 1 || status.Listeners[1].AttachedRoutes != 0 {
 		t.Errorf("attachedRoutes tcp=%d http=%d, want 1 and 0 (a GRPCRoute never attaches)", status.Listeners[0].AttachedRoutes, status.Listeners[1].AttachedRoutes)
+	}
+}
+
+func TestRouteDecision(t *testing.T) {
+	t.Parallel()
+	gw := gateway("infra", "gw", allowAll(httpListener("a", 80, "")), allowAll(httpListener("b", 81, "")),
+		allowAll(gatewayv1.Listener{Name: "udp", Port: 82, Protocol: gatewayv1.UDPProtocolType}))
+	route := httpRoute("apps", "r", nil, parentRef("infra", "gw", ""), parentRef("infra", "gw", "nope"))
+	route.Spec.Rules = append(route.Spec.Rules, gatewayv1.HTTPRouteRule{
+		Filters: []gatewayv1.HTTPRouteFilter{{Type: gatewayv1.HTTPRouteFilterRequestMirror, RequestMirror: &gatewayv1.HTTPRequestMirrorFilter{}}},
+	})
+	d := newTestDecider(t, ourClass(), gw, service("apps", "echo", 8080), route)
+	view, rules, err := d.viewRoute(route)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, decision, err := d.routeParentStatuses(view, rules, nil, 1, metav1.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := RouteDecision{
+		// The whole-gateway parentRef is served by a and b; the udp listener is not
+		// valid and the second parentRef matches no listener.
+		Attachments:  []Attachment{{Gateway: cache.ObjectName{Namespace: "infra", Name: "gw"}, Listeners: []gatewayv1.SectionName{"a", "b"}}},
+		DroppedRules: []int{1},
+	}
+	if diff := cmp.Diff(want, decision); diff != "" {
+		t.Errorf("decision (-want +got):\n%s", diff)
 	}
 }
