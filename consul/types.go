@@ -1,0 +1,56 @@
+package consul
+
+import (
+	consulapi "github.com/hashicorp/consul/api"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/cache"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
+)
+
+// Snapshot is the confirmed state the translation reads: every Gateway and route of
+// ours as the API server confirmed it, and the certificate Secrets their listeners use.
+type Snapshot struct {
+	Gateways   map[cache.ObjectName]*gatewayv1.Gateway
+	HTTPRoutes map[cache.ObjectName]ConfirmedHTTPRoute
+	TCPRoutes  map[cache.ObjectName]ConfirmedTCPRoute
+	// Secrets holds the kubernetes.io/tls Secrets named by listeners' certificateRefs.
+	Secrets map[cache.ObjectName]*corev1.Secret
+	// Services holds the Services named by routes' backendRefs.
+	Services map[cache.ObjectName]*corev1.Service
+}
+
+// ConfirmedHTTPRoute is a confirmed HTTPRoute and the decision confirmed with it.
+type ConfirmedHTTPRoute struct {
+	Route    *gatewayv1.HTTPRoute
+	Decision gwsync.RouteDecision
+}
+
+// ConfirmedTCPRoute is a confirmed TCPRoute and the decision confirmed with it.
+type ConfirmedTCPRoute struct {
+	Route    *gatewayv1.TCPRoute
+	Decision gwsync.RouteDecision
+}
+
+// EntryKey names one Consul config entry.
+type EntryKey struct {
+	Kind      string // consulapi.APIGateway, consulapi.HTTPRoute, ...
+	Name      string
+	Namespace string // Consul Enterprise namespace; "" on Consul CE
+	Partition string // Consul Enterprise admin partition; "" on Consul CE
+}
+
+// KeyOf returns the key of entry.
+func KeyOf(entry consulapi.ConfigEntry) EntryKey {
+	return EntryKey{Kind: entry.GetKind(), Name: entry.GetName(), Namespace: entry.GetNamespace(), Partition: entry.GetPartition()}
+}
+
+// Owner identifies the Kubernetes object an entry was written for. It is recorded in
+// the entry's Meta (see ownership.go), so entries nobody owns can be found.
+type Owner struct {
+	Kind      string // "Gateway", "HTTPRoute", "TCPRoute", "Secret", "Service"
+	Namespace string
+	Name      string
+	UID       string
+}
