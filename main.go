@@ -1,9 +1,9 @@
 // Command consul-gateway-controller implements the Kubernetes Gateway API on top of
 // Consul's API gateway.
 //
-// Today it runs the status pipeline: it judges GatewayClasses, Gateways and routes of
-// its classes and writes their status. The Consul syncer, which programs Consul from
-// the confirmed objects, is not wired in yet; the binary only checks that Consul answers.
+// It runs two halves: the status pipeline judges GatewayClasses, Gateways and routes of
+// its classes and writes their status; the Consul syncer writes Consul config entries
+// from what the API server confirmed, and feeds Consul's verdicts back into status.
 package main
 
 import (
@@ -24,6 +24,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
+	"github.com/consul-gateway-controller/consul-gateway-controller/consul"
 	"github.com/consul-gateway-controller/consul-gateway-controller/informers"
 	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
 )
@@ -32,6 +33,10 @@ type options struct {
 	kubeconfig     string
 	controllerName string
 	workers        int
+	clusterID      string
+	consulWorkers  int
+	naming         consul.Naming
+	translation    consul.Options
 }
 
 func main() {
@@ -40,6 +45,14 @@ func main() {
 	flag.StringVar(&opts.kubeconfig, "kubeconfig", "", "path to a kubeconfig; empty means in-cluster configuration")
 	flag.StringVar(&opts.controllerName, "controller-name", string(gwsync.DefaultControllerName), "the GatewayClass controllerName this controller serves")
 	flag.IntVar(&opts.workers, "workers", 2, "status workers per kind")
+	flag.StringVar(&opts.clusterID, "cluster-id", "default", "names this cluster in the ownership meta of Consul entries; clusters sharing a Consul need different ids")
+	flag.IntVar(&opts.consulWorkers, "consul-workers", 2, "workers writing Consul config entries")
+	flag.StringVar(&opts.naming.Prefix, "consul-entry-prefix", "", "prefix of every Consul config entry name")
+	flag.StringVar(&opts.naming.Partition, "consul-partition", "", "Consul Enterprise admin partition of every entry")
+	flag.StringVar(&opts.naming.DestinationNamespace, "consul-destination-namespace", "", "Consul Enterprise namespace of every entry")
+	flag.BoolVar(&opts.naming.MirrorNamespaces, "consul-mirror-namespaces", false, "put entries into the Consul Enterprise namespace named like their Kubernetes namespace")
+	flag.StringVar(&opts.naming.MirrorPrefix, "consul-mirror-namespaces-prefix", "", "prefix of mirrored Consul namespaces")
+	flag.BoolVar(&opts.translation.ManageServiceDefaults, "manage-service-defaults", false, "write service-defaults with protocol http for HTTP backends that have none")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -78,18 +91,37 @@ func run(ctx context.Context, opts options) error {
 		return fmt.Errorf("find the Gateway API (%s); are its CRDs installed? %w", gatewayv1.GroupVersion, err)
 	}
 	logger.Info("Connected to Kubernetes", "host", cfg.Host, "version", version.GitVersion)
-	if err := checkConsul(ctx); err != nil {
-		return err
+	ownership := consul.Ownership{Controller: opts.controllerName, ClusterID: opts.clusterID}
+	if err := ownership.Validate(); err != nil {
+		return fmt.Errorf("invalid flags: %w", err)
+	}
+	// consul/api reads CONSUL_HTTP_ADDR, CONSUL_HTTP_TOKEN(_FILE), CONSUL_CACERT and the rest.
+	consulClient, err := consulapi.NewClient(consulapi.DefaultConfig())
+	if err != nil {
+		return fmt.Errorf("create consul client: %w", err)
 	}
 
 	inf := informers.New(kube, gateway, 0)
 	bundle := informers.NewBundleVersion(meta, 0)
-	controller, err := gwsync.NewController(gwsync.Config{
+	var controller *gwsync.Controller
+	syncer := consul.NewSyncer(consul.Config{
+		Client:        consulClient,
+		Naming:        opts.naming,
+		Ownership:     ownership,
+		Options:       opts.translation,
+		Secrets:       inf.Secrets.Lister(),
+		Services:      inf.Services.Lister(),
+		OwnerExists:   inf.Exists,
+		StatusChanged: func(kind gatewayv1.Kind, key cache.ObjectName) { controller.Enqueue(kind, key) },
+		Workers:       opts.consulWorkers,
+	})
+	controller, err = gwsync.NewController(gwsync.Config{
 		ControllerName: gatewayv1.GatewayController(opts.controllerName),
 		Capabilities:   gwsync.Consul115,
 		Informers:      inf,
 		GatewayClient:  gateway,
-		Publisher:      loggingPublisher{},
+		Publisher:      syncer,
+		DataPlane:      syncer,
 		Workers:        gwsync.Workers{GatewayClasses: 1, Gateways: opts.workers, HTTPRoutes: opts.workers, TCPRoutes: opts.workers, GRPCRoutes: opts.workers},
 		BundleVersion:  bundle.Get,
 		Clock:          clock.RealClock{},
@@ -100,33 +132,16 @@ func run(ctx context.Context, opts options) error {
 	if err := bundle.OnChange(controller.EnqueueAllGatewayClasses); err != nil {
 		return err
 	}
-	inf.Start(ctx.Done())
+	inf.StartWithContext(ctx)
 	defer inf.Shutdown()
 	go bundle.Run(ctx)
 	if !cache.WaitForNamedCacheSyncWithContext(ctx, bundle.HasSynced) {
 		return fmt.Errorf("gateway-api CRD cache did not sync: %w", context.Cause(ctx))
 	}
-	return controller.Run(ctx)
-}
-
-// checkConsul only checks that Consul answers until the syncer is wired in. consul/api
-// reads CONSUL_HTTP_ADDR, CONSUL_HTTP_TOKEN(_FILE), CONSUL_CACERT and the rest.
-func checkConsul(ctx context.Context) error {
-	consul, err := consulapi.NewClient(consulapi.DefaultConfig())
-	if err != nil {
-		return fmt.Errorf("create consul client: %w", err)
+	syncerDone := make(chan error, 1)
+	go func() { syncerDone <- syncer.Run(ctx, controller.InitialSyncDone()) }()
+	if err := controller.Run(ctx); err != nil {
+		return err
 	}
-	leader, err := consul.Status().Leader()
-	if err != nil {
-		return fmt.Errorf("reach Consul: %w", err)
-	}
-	klog.FromContext(ctx).Info("Connected to Consul", "leader", leader)
-	return nil
-}
-
-// loggingPublisher stands where the Consul syncer will consume confirmed objects.
-type loggingPublisher struct{}
-
-func (loggingPublisher) Publish(ctx context.Context, c gwsync.Confirmation) {
-	klog.FromContext(ctx).V(4).Info("Confirmed", "kind", c.Kind, "object", c.Key, "deleted", c.Object == nil)
+	return <-syncerDone
 }

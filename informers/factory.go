@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/util/wait"
 	kubeinformers "k8s.io/client-go/informers"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -124,9 +125,16 @@ func mustAddIndexers(informer cache.SharedIndexInformer, indexers cache.Indexers
 // Start starts every informer; it does not block. The informers run until stopCh is
 // closed.
 func (i *Informers) Start(stopCh <-chan struct{}) {
-	i.gatewayFactory.Start(stopCh)
-	i.coreFactory.Start(stopCh)
-	i.secretFactory.Start(stopCh)
+	i.StartWithContext(wait.ContextForChannel(stopCh))
+}
+
+// StartWithContext starts every informer; they stop when ctx is done. The Secret
+// informer's requests log with a logger that never reaches client-go's body logging
+// (verbosity 8 and up), so no private key is written to the log at any -v.
+func (i *Informers) StartWithContext(ctx context.Context) {
+	i.gatewayFactory.StartWithContext(ctx)
+	i.coreFactory.StartWithContext(ctx)
+	i.secretFactory.StartWithContext(withoutBodyLogging(ctx))
 }
 
 // Shutdown blocks until every informer goroutine has returned. Close the channel given

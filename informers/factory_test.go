@@ -386,3 +386,19 @@ func waitFor(t *testing.T, what string, done func() bool) {
 		t.Fatalf("waiting for %s: %v", what, err)
 	}
 }
+
+func TestExists(t *testing.T) {
+	inf := New(kubefake.NewClientset(), gatewayfake.NewSimpleClientset(), 0)
+	route := &gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "r"}}
+	if err := inf.HTTPRoutes.Informer().GetStore().Add(route); err != nil {
+		t.Fatal(err)
+	}
+	if !inf.Exists("HTTPRoute", cache.ObjectName{Namespace: "ns", Name: "r"}) {
+		t.Error("a cached HTTPRoute does not exist")
+	}
+	for _, kind := range []gatewayv1.Kind{"TCPRoute", "Gateway", "Unknown"} {
+		if inf.Exists(kind, cache.ObjectName{Namespace: "ns", Name: "r"}) {
+			t.Errorf("a %s ns/r exists though none was cached", kind)
+		}
+	}
+}

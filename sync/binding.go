@@ -71,8 +71,8 @@ type parentBinding struct {
 	// the route is served.
 	programmableListeners []gatewayv1.SectionName
 	accepted              bool
-	reason    gatewayv1.RouteConditionReason
-	message   string
+	reason                gatewayv1.RouteConditionReason
+	message               string
 }
 
 // bindParent decides whether the route attaches to gw through ref, per the Gateway API:

@@ -70,6 +70,8 @@ type Config struct {
 	GatewayClient  gatewayclient.Interface
 	Publisher      Publisher
 	Workers        Workers
+	// DataPlane reports Consul's verdicts; nil means none is wired in.
+	DataPlane DataPlane
 	// BundleVersion returns the bundle-version annotation of the installed Gateway API
 	// CRDs, "" when unknown.
 	BundleVersion func() string
@@ -87,6 +89,8 @@ type Controller struct {
 	informers     *informers.Informers
 	workers       Workers
 
+	initial *initialSync
+
 	gatewayClassQueue kworkqueue.TypedRateLimitingInterface[string]
 	gatewayQueue      kworkqueue.TypedRateLimitingInterface[cache.ObjectName]
 	httpRouteQueue    kworkqueue.TypedRateLimitingInterface[cache.ObjectName]
@@ -101,6 +105,7 @@ func NewController(cfg Config) (*Controller, error) {
 		decider: decider{
 			controllerName: cfg.ControllerName,
 			caps:           cfg.Capabilities,
+			dataPlane:      cfg.DataPlane,
 			classes:        inf.GatewayClasses.Lister(),
 			gateways:       inf.Gateways.Lister(),
 			namespaces:     inf.Namespaces.Lister(),
@@ -118,6 +123,7 @@ func NewController(cfg Config) (*Controller, error) {
 		clock:             cfg.Clock,
 		informers:         inf,
 		workers:           cfg.Workers,
+		initial:           newInitialSync(),
 		gatewayClassQueue: workqueue.New[string]("gatewayclass"),
 		gatewayQueue:      workqueue.New[cache.ObjectName]("gateway"),
 		httpRouteQueue:    workqueue.New[cache.ObjectName]("httproute"),
@@ -126,6 +132,9 @@ func NewController(cfg Config) (*Controller, error) {
 	}
 	if c.clock == nil {
 		c.clock = clock.RealClock{}
+	}
+	if c.dataPlane == nil {
+		c.dataPlane = noDataPlane{}
 	}
 	err := inf.AddEventHandlers(informers.Queues{
 		GatewayClasses: c.gatewayClassQueue,
@@ -138,6 +147,21 @@ func NewController(cfg Config) (*Controller, error) {
 		return nil, fmt.Errorf("add event handlers: %w", err)
 	}
 	return c, nil
+}
+
+// Enqueue asks for an object to be judged again, for example when the data plane's
+// verdict on it changed.
+func (c *Controller) Enqueue(kind gatewayv1.Kind, key cache.ObjectName) {
+	switch kind {
+	case "Gateway":
+		c.gatewayQueue.Add(key)
+	case "HTTPRoute":
+		c.httpRouteQueue.Add(key)
+	case "TCPRoute":
+		c.tcpRouteQueue.Add(key)
+	case "GRPCRoute":
+		c.grpcRouteQueue.Add(key)
+	}
 }
 
 // EnqueueAllGatewayClasses asks for every class to be judged again, for example when
@@ -155,21 +179,63 @@ func (c *Controller) Run(ctx context.Context) error {
 	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.informers.HasSynced()...) {
 		return fmt.Errorf("caches did not sync: %w", context.Cause(ctx))
 	}
-	logger.Info("Starting status workers", "workers", c.workers)
+	c.initial.expect(c.cachedKeys())
+	logger.Info("Starting status workers", "workers", c.workers, "objects", c.initial.remaining())
 	done := make(chan struct{})
 	run := func(f func()) {
 		go func() { f(); done <- struct{}{} }()
 	}
-	run(func() { workqueue.Run(ctx, c.gatewayClassQueue, c.workers.GatewayClasses, c.syncGatewayClass) })
-	run(func() { workqueue.Run(ctx, c.gatewayQueue, c.workers.Gateways, c.syncGateway) })
-	run(func() { workqueue.Run(ctx, c.httpRouteQueue, c.workers.HTTPRoutes, c.syncHTTPRoute) })
-	run(func() { workqueue.Run(ctx, c.tcpRouteQueue, c.workers.TCPRoutes, c.syncTCPRoute) })
-	run(func() { workqueue.Run(ctx, c.grpcRouteQueue, c.workers.GRPCRoutes, c.syncGRPCRoute) })
+	run(func() {
+		workqueue.Run(ctx, c.gatewayClassQueue, c.workers.GatewayClasses, func(ctx context.Context, name string) error {
+			return c.initial.track("GatewayClass", cache.ObjectName{Name: name}, c.syncGatewayClass(ctx, name))
+		})
+	})
+	run(func() { workqueue.Run(ctx, c.gatewayQueue, c.workers.Gateways, c.tracked("Gateway", c.syncGateway)) })
+	run(func() {
+		workqueue.Run(ctx, c.httpRouteQueue, c.workers.HTTPRoutes, c.tracked("HTTPRoute", c.syncHTTPRoute))
+	})
+	run(func() {
+		workqueue.Run(ctx, c.tcpRouteQueue, c.workers.TCPRoutes, c.tracked("TCPRoute", c.syncTCPRoute))
+	})
+	run(func() {
+		workqueue.Run(ctx, c.grpcRouteQueue, c.workers.GRPCRoutes, c.tracked("GRPCRoute", c.syncGRPCRoute))
+	})
 	for range 5 {
 		<-done
 	}
 	logger.Info("Status workers stopped")
 	return nil
+}
+
+// InitialSyncDone is closed once every object that was in the caches when they synced
+// has been synced once: from then on, an object without a confirmation either does not
+// exist or could not be confirmed.
+func (c *Controller) InitialSyncDone() <-chan struct{} { return c.initial.done }
+
+func (c *Controller) tracked(kind gatewayv1.Kind, sync workqueue.SyncFunc[cache.ObjectName]) workqueue.SyncFunc[cache.ObjectName] {
+	return func(ctx context.Context, key cache.ObjectName) error {
+		return c.initial.track(kind, key, sync(ctx, key))
+	}
+}
+
+// cachedKeys lists every object in the caches the status workers drain.
+func (c *Controller) cachedKeys() []objectKey {
+	var keys []objectKey
+	for kind, store := range map[gatewayv1.Kind]cache.Store{
+		"GatewayClass": c.informers.GatewayClasses.Informer().GetStore(),
+		"Gateway":      c.informers.Gateways.Informer().GetStore(),
+		"HTTPRoute":    c.informers.HTTPRoutes.Informer().GetStore(),
+		"TCPRoute":     c.informers.TCPRoutes.Informer().GetStore(),
+		"GRPCRoute":    c.informers.GRPCRoutes.Informer().GetStore(),
+	} {
+		for _, k := range store.ListKeys() {
+			name, err := cache.ParseObjectName(k)
+			if err == nil {
+				keys = append(keys, objectKey{kind, name})
+			}
+		}
+	}
+	return keys
 }
 
 func (c *Controller) now() metav1.Time {

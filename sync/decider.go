@@ -22,6 +22,7 @@ import (
 type decider struct {
 	controllerName gatewayv1.GatewayController
 	caps           Capabilities
+	dataPlane      DataPlane
 
 	classes    gatewaylisters.GatewayClassLister
 	gateways   gatewaylisters.GatewayLister
@@ -99,7 +100,7 @@ func (r routeRules) dropped() []int {
 func (r routeRules) allInvalid() bool { return r.count > 0 && len(r.invalid()) == r.count }
 
 // parentConditions builds a route's conditions for one parent.
-func (r routeRules) parentConditions(b parentBinding, generation int64) []metav1.Condition {
+func (r routeRules) parentConditions(b parentBinding, verdict Verdict, generation int64) []metav1.Condition {
 	invalid := r.invalid()
 	var conds []metav1.Condition
 	switch {
@@ -118,6 +119,9 @@ func (r routeRules) parentConditions(b parentBinding, generation int64) []metav1
 		conds = append(conds, condition(gatewayv1.RouteConditionResolvedRefs, false, r.backend.Reason, r.backend.Message, generation))
 	} else {
 		conds = append(conds, condition(gatewayv1.RouteConditionResolvedRefs, true, gatewayv1.RouteReasonResolvedRefs, "All references are resolved", generation))
+	}
+	if conds[0].Status == metav1.ConditionTrue {
+		conds = append(conds, consulCondition(verdict, generation))
 	}
 	return conds
 }
@@ -161,7 +165,7 @@ func (d *decider) routeParentStatuses(route routeView, rules routeRules, existin
 		parents = append(parents, gatewayv1.RouteParentStatus{
 			ParentRef:      ref,
 			ControllerName: d.controllerName,
-			Conditions:     mergeConditions(previous, rules.parentConditions(b, generation), now),
+			Conditions:     mergeConditions(previous, rules.parentConditions(b, d.dataPlane.Verdict(route.kind, cache.ObjectName{Namespace: route.namespace, Name: route.name}), generation), now),
 		})
 	}
 	return parents, decision, nil
@@ -311,4 +315,16 @@ func (d *decider) checkBackend(rules *routeRules, kind gatewayv1.Kind, namespace
 	}
 	rules.backend = problem
 	return nil
+}
+
+// consulCondition turns a data-plane verdict into the route condition that carries it.
+func consulCondition(v Verdict, generation int64) metav1.Condition {
+	switch {
+	case !v.Known:
+		return condition(ConsulAcceptedCondition, false, "Pending", "Waiting for Consul to accept the route", generation)
+	case v.Programmed:
+		return condition(ConsulAcceptedCondition, true, "Accepted", "Consul accepted the route", generation)
+	default:
+		return condition(ConsulAcceptedCondition, false, v.Reason, v.Message, generation)
+	}
 }

@@ -61,6 +61,7 @@ func newTestDecider(t *testing.T, objs ...runtime.Object) *decider {
 	return &decider{
 		controllerName: testController,
 		caps:           Consul115,
+		dataPlane:      noDataPlane{},
 		classes:        gatewaylisters.NewGatewayClassLister(idx["GatewayClass"]),
 		gateways:       gatewaylisters.NewGatewayLister(idx["Gateway"]),
 		namespaces:     corelisters.NewNamespaceLister(idx["Namespace"]),

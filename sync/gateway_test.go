@@ -111,7 +111,8 @@ func TestGatewayStatus(t *testing.T) {
 		name:       "requested addresses are unsupported",
 		gateway:    withAddress,
 		conditions: []summary{{"Accepted", "False", "UnsupportedAddress"}, {"Programmed", "False", "Invalid"}},
-		listeners:  []listenerSummary{{"http", 0, []string{"HTTPRoute"}, listenerOK()}},
+		// A listener of a Gateway that is not accepted is valid but not programmed.
+		listeners: []listenerSummary{{"http", 0, []string{"HTTPRoute"}, []summary{{"Accepted", "True", "Accepted"}, {"Programmed", "False", "Invalid"}, {"ResolvedRefs", "True", "ResolvedRefs"}, {"Conflicted", "False", "NoConflicts"}}}},
 	}, {
 		name:    "attachedRoutes counts accepted routes per listener",
 		gateway: gateway("infra", "gw", allowAll(httpListener("all", 80, "")), httpListener("same", 81, ""), allowAll(httpListener("host", 82, "a.example.com"))),

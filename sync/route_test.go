@@ -29,12 +29,15 @@ func summarizeParents(ps []gatewayv1.RouteParentStatus) []parentSummary {
 	return out
 }
 
+// consulPending is the condition of an accepted parent before Consul answered.
+var consulPending = summary{ConsulAcceptedCondition, "False", "Pending"}
+
 func accepted(reason string, resolved ...string) []summary {
 	s := []summary{{"Accepted", "True", reason}}
 	if len(resolved) == 0 {
-		return append(s, summary{"ResolvedRefs", "True", "ResolvedRefs"})
+		return append(s, summary{"ResolvedRefs", "True", "ResolvedRefs"}, consulPending)
 	}
-	return append(s, summary{"ResolvedRefs", "False", resolved[0]})
+	return append(s, summary{"ResolvedRefs", "False", resolved[0]}, consulPending)
 }
 
 func rejected(reason string) []summary {
@@ -107,7 +110,7 @@ func TestHTTPRouteParents(t *testing.T) {
 		{"whole gateway attaches where allowed", httpRoute("apps", "r", []string{"a.example.com"}, parentRef("infra", "gw", "")),
 			nil, []parentSummary{{"gw", "", string(testController), accepted("Accepted")}}},
 		{"one unsupported rule among valid ones", withRedirect,
-			nil, []parentSummary{{"gw", "all", string(testController), []summary{{"Accepted", "True", "Accepted"}, {"PartiallyInvalid", "True", "UnsupportedValue"}, {"ResolvedRefs", "True", "ResolvedRefs"}}}}},
+			nil, []parentSummary{{"gw", "all", string(testController), []summary{{"Accepted", "True", "Accepted"}, {"PartiallyInvalid", "True", "UnsupportedValue"}, {"ResolvedRefs", "True", "ResolvedRefs"}, consulPending}}}},
 		{"only unsupported rules", onlyRedirect,
 			nil, []parentSummary{{"gw", "all", string(testController), []summary{{"Accepted", "False", "UnsupportedValue"}, {"ResolvedRefs", "True", "ResolvedRefs"}}}}},
 		{"missing backend", missingBackend,

@@ -6,6 +6,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilversion "k8s.io/apimachinery/pkg/util/version"
+	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	"sigs.k8s.io/gateway-api/pkg/consts"
 	"sigs.k8s.io/gateway-api/pkg/features"
@@ -87,10 +88,8 @@ func (d *decider) gatewayStatus(gw *gatewayv1.Gateway, class *gatewayv1.GatewayC
 		return gatewayv1.GatewayStatus{}, err
 	}
 	gen := gw.Generation
-	programmed := condition(gatewayv1.GatewayConditionProgrammed, false, gatewayv1.GatewayReasonPending, "Waiting for Consul to accept the gateway", gen)
-	if !v.accepted {
-		programmed = condition(gatewayv1.GatewayConditionProgrammed, false, gatewayv1.GatewayReasonInvalid, "The Gateway is not accepted", gen)
-	}
+	verdict := d.dataPlane.Verdict("Gateway", cache.MetaObjectToName(gw))
+	programmed := gatewayProgrammed(v, verdict, gen)
 	status := gatewayv1.GatewayStatus{
 		Conditions: mergeConditions(gw.Status.Conditions, []metav1.Condition{
 			condition(gatewayv1.GatewayConditionAccepted, v.accepted, v.reason, v.message, gen),
@@ -103,7 +102,7 @@ func (d *decider) gatewayStatus(gw *gatewayv1.Gateway, class *gatewayv1.GatewayC
 			Name:           st.listener.Name,
 			SupportedKinds: st.supportedKinds,
 			AttachedRoutes: attached[st.listener.Name],
-			Conditions:     mergeConditions(existingListenerConditions(gw, st.listener.Name), listenerConditions(st, gen), now),
+			Conditions:     mergeConditions(existingListenerConditions(gw, st.listener.Name), listenerConditions(st, programmed, gen), now),
 		})
 	}
 	return status, nil
@@ -118,7 +117,22 @@ func existingListenerConditions(gw *gatewayv1.Gateway, name gatewayv1.SectionNam
 	return nil
 }
 
-func listenerConditions(st *listenerState, gen int64) []metav1.Condition {
+// gatewayProgrammed is the Gateway's Programmed condition: Consul's verdict on its
+// api-gateway entry once the Gateway is accepted.
+func gatewayProgrammed(v gatewayVerdict, verdict Verdict, gen int64) metav1.Condition {
+	switch {
+	case !v.accepted:
+		return condition(gatewayv1.GatewayConditionProgrammed, false, gatewayv1.GatewayReasonInvalid, "The Gateway is not accepted", gen)
+	case !verdict.Known:
+		return condition(gatewayv1.GatewayConditionProgrammed, false, gatewayv1.GatewayReasonPending, "Waiting for Consul to accept the gateway", gen)
+	case verdict.Programmed:
+		return condition(gatewayv1.GatewayConditionProgrammed, true, gatewayv1.GatewayReasonProgrammed, "Consul accepted the api-gateway entry", gen)
+	default:
+		return condition(gatewayv1.GatewayConditionProgrammed, false, verdict.Reason, verdict.Message, gen)
+	}
+}
+
+func listenerConditions(st *listenerState, gatewayProgrammed metav1.Condition, gen int64) []metav1.Condition {
 	accepted := condition(gatewayv1.ListenerConditionAccepted, st.accepted, st.acceptedReason, st.acceptedMessage, gen)
 	if st.accepted {
 		accepted.Message = "Listener is valid"
@@ -131,7 +145,9 @@ func listenerConditions(st *listenerState, gen int64) []metav1.Condition {
 	if st.conflictReason != "" {
 		conflicted = condition(gatewayv1.ListenerConditionConflicted, true, st.conflictReason, st.conflictMessage, gen)
 	}
-	programmed := condition(gatewayv1.ListenerConditionProgrammed, false, gatewayv1.ListenerReasonPending, "Waiting for Consul to accept the gateway", gen)
+	// A valid listener is programmed exactly when its Gateway is.
+	programmed := gatewayProgrammed
+	programmed.Type = string(gatewayv1.ListenerConditionProgrammed)
 	if !st.programmable() {
 		programmed = condition(gatewayv1.ListenerConditionProgrammed, false, gatewayv1.ListenerReasonInvalid, "The listener is not valid", gen)
 	}

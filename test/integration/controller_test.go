@@ -3,6 +3,7 @@ package integration
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -10,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	consulapi "github.com/hashicorp/consul/api"
+	"github.com/hashicorp/go-cleanhttp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -18,6 +21,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
+	"github.com/consul-gateway-controller/consul-gateway-controller/consul"
 	"github.com/consul-gateway-controller/consul-gateway-controller/informers"
 	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
 	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
@@ -29,6 +33,10 @@ type runningController struct {
 	published *confirmations
 	// statusWrites counts status PUTs by response code.
 	statusWrites *requestCounter
+	// consulWrites counts config entry writes and deletes by response code; nil
+	// without a syncer.
+	consulWrites *requestCounter
+	syncer       *consul.Syncer
 	stop         func()
 }
 
@@ -38,6 +46,17 @@ type controllerOptions struct {
 	// long before the informer sees it, so the cache lags the server.
 	watchDelay     time.Duration
 	delayResources []string
+	// consul runs the Consul syncer too, with these settings.
+	consul *consulOptions
+	// failStatusOf makes every status write of these routes ("namespace/name") fail.
+	failStatusOf []string
+}
+
+type consulOptions struct {
+	clusterID   string
+	translation consul.Options
+	// beforeWrite runs before each config entry write reaches Consul.
+	beforeWrite func(req *http.Request)
 }
 
 func startController(t *testing.T, name gatewayv1.GatewayController, opts controllerOptions) *runningController {
@@ -45,17 +64,36 @@ func startController(t *testing.T, name gatewayv1.GatewayController, opts contro
 	rc := &runningController{published: &confirmations{}, statusWrites: &requestCounter{}}
 	cfg := rest.CopyConfig(env.Kube.Config(testenv.AdminUser))
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return &observingTransport{next: rt, writes: rc.statusWrites, delay: opts.watchDelay, delayResources: opts.delayResources}
+		return &observingTransport{next: rt, writes: rc.statusWrites, delay: opts.watchDelay, delayResources: opts.delayResources, failStatusOf: opts.failStatusOf}
 	})
 	kube := kubernetes.NewForConfigOrDie(cfg)
 	gateway := gatewayclient.NewForConfigOrDie(cfg)
 	inf := informers.New(kube, gateway, 0)
+	var publisher gwsync.Publisher = rc.published
+	var dataPlane gwsync.DataPlane
+	var controller *gwsync.Controller
+	if opts.consul != nil {
+		rc.consulWrites = &requestCounter{}
+		rc.syncer = consul.NewSyncer(consul.Config{
+			Client:        consulClient(t, rc.consulWrites, opts.consul.beforeWrite),
+			Ownership:     consul.Ownership{Controller: string(name), ClusterID: opts.consul.clusterID},
+			Options:       opts.consul.translation,
+			Secrets:       inf.Secrets.Lister(),
+			Services:      inf.Services.Lister(),
+		OwnerExists:   inf.Exists,
+			StatusChanged: func(kind gatewayv1.Kind, key cache.ObjectName) { controller.Enqueue(kind, key) },
+			Workers:       2,
+		})
+		publisher = multiPublisher{rc.published, rc.syncer}
+		dataPlane = rc.syncer
+	}
 	controller, err := gwsync.NewController(gwsync.Config{
 		ControllerName: name,
 		Capabilities:   gwsync.Consul115,
 		Informers:      inf,
 		GatewayClient:  gateway,
-		Publisher:      rc.published,
+		DataPlane:      dataPlane,
+		Publisher:      publisher,
 		Workers:        gwsync.Workers{GatewayClasses: 1, Gateways: 2, HTTPRoutes: 2, TCPRoutes: 1, GRPCRoutes: 1},
 		BundleVersion:  func() string { return "v1.6.3" },
 	})
@@ -63,7 +101,7 @@ func startController(t *testing.T, name gatewayv1.GatewayController, opts contro
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	inf.Start(ctx.Done())
+	inf.StartWithContext(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -71,6 +109,20 @@ func startController(t *testing.T, name gatewayv1.GatewayController, opts contro
 			t.Errorf("controller: %v", err)
 		}
 	}()
+	if rc.syncer != nil {
+		syncerDone := make(chan struct{})
+		go func() {
+			defer close(syncerDone)
+			_ = rc.syncer.Run(ctx, controller.InitialSyncDone())
+		}()
+		statusDone := done
+		done = make(chan struct{})
+		go func() {
+			<-statusDone
+			<-syncerDone
+			close(done)
+		}()
+	}
 	var once gosync.Once
 	rc.stop = func() {
 		once.Do(func() {
@@ -81,6 +133,51 @@ func startController(t *testing.T, name gatewayv1.GatewayController, opts contro
 	}
 	t.Cleanup(rc.stop)
 	return rc
+}
+
+// multiPublisher hands each confirmation to several publishers in turn.
+type multiPublisher []gwsync.Publisher
+
+func (m multiPublisher) Publish(ctx context.Context, c gwsync.Confirmation) {
+	for _, p := range m {
+		p.Publish(ctx, c)
+	}
+}
+
+// consulClient is a client of the harness's Consul that counts config entry writes
+// and runs beforeWrite ahead of each.
+func consulClient(t *testing.T, writes *requestCounter, beforeWrite func(*http.Request)) *consulapi.Client {
+	t.Helper()
+	cfg := consulapi.DefaultNonPooledConfig()
+	cfg.Address = env.Consul.HTTPAddr()
+	cfg.Token = env.Consul.ManagementToken()
+	cfg.TokenFile = ""
+	cfg.TLSConfig = consulapi.TLSConfig{}
+	cfg.HttpClient = &http.Client{Transport: &consulWriteCounter{next: cleanhttp.DefaultTransport(), writes: writes, before: beforeWrite}}
+	client, err := consulapi.NewClient(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return client
+}
+
+// consulWriteCounter counts PUT and DELETE requests on /v1/config.
+type consulWriteCounter struct {
+	next   http.RoundTripper
+	writes *requestCounter
+	before func(*http.Request)
+}
+
+func (c *consulWriteCounter) RoundTrip(req *http.Request) (*http.Response, error) {
+	isWrite := (req.Method == http.MethodPut || req.Method == http.MethodDelete) && strings.HasPrefix(req.URL.Path, "/v1/config")
+	if isWrite && c.before != nil {
+		c.before(req)
+	}
+	resp, err := c.next.RoundTrip(req)
+	if err == nil && isWrite {
+		c.writes.add(resp.StatusCode)
+	}
+	return resp, err
 }
 
 // confirmations records what the controller published, in order.
@@ -141,12 +238,22 @@ func (r *requestCounter) total() int {
 // observingTransport counts status writes and delays watch streams of chosen resources.
 type observingTransport struct {
 	next           http.RoundTripper
+	failStatusOf   []string
 	writes         *requestCounter
 	delay          time.Duration
 	delayResources []string
 }
 
 func (o *observingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method == http.MethodPut && strings.HasSuffix(req.URL.Path, "/status") {
+		for _, route := range o.failStatusOf {
+			ns, name, _ := strings.Cut(route, "/")
+			if strings.HasSuffix(req.URL.Path, "/namespaces/"+ns+"/httproutes/"+name+"/status") {
+				o.writes.add(http.StatusServiceUnavailable)
+				return nil, fmt.Errorf("test: status writes of %s fail", route)
+			}
+		}
+	}
 	resp, err := o.next.RoundTrip(req)
 	if err != nil {
 		return resp, err

@@ -1,0 +1,251 @@
+package consul
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	gosync "sync"
+
+	consulapi "github.com/hashicorp/consul/api"
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	kworkqueue "k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
+	"github.com/consul-gateway-controller/consul-gateway-controller/workqueue"
+)
+
+// entryKinds are the Consul config entry kinds the syncer writes and watches.
+var entryKinds = []string{consulapi.APIGateway, consulapi.HTTPRoute, consulapi.TCPRoute, consulapi.InlineCertificate, consulapi.ServiceDefaults}
+
+// Config is what NewSyncer needs.
+type Config struct {
+	Client    *consulapi.Client
+	Naming    Naming
+	Ownership Ownership
+	Options   Options
+	// Secrets and Services are the caches certificate and backend data is read from.
+	Secrets  corelisters.SecretLister
+	Services corelisters.ServiceLister
+	// OwnerExists reports whether a Gateway or route is in the caches. An entry whose
+	// owner exists but was never confirmed (its status write keeps failing) is kept as
+	// it is rather than deleted; an entry whose owner is gone is deleted.
+	OwnerExists func(kind gatewayv1.Kind, key cache.ObjectName) bool
+	// StatusChanged asks the status pipeline to judge an object again because Consul's
+	// verdict on it changed.
+	StatusChanged func(kind gatewayv1.Kind, key cache.ObjectName)
+	Workers       int
+}
+
+// Syncer keeps Consul equal to the translation of the confirmed objects. It consumes
+// confirmations (Publish), keeps the confirmed snapshot, and writes the entries whose
+// desired state changed with check-and-set. Blocking queries on every kind it writes
+// bring back what drifted, and Consul's verdicts flow back to the status pipeline.
+type Syncer struct {
+	cfg   Config
+	queue kworkqueue.TypedRateLimitingInterface[EntryKey]
+
+	mu       gosync.Mutex
+	snapshot Snapshot
+	// confirmed holds every object a confirmation (of it or of its removal) named.
+	confirmed map[ownerKey]bool
+	desired   Desired
+	verdicts  *verdicts
+	// dirty wakes the translation loop; it holds at most one signal, so bursts of
+	// confirmations coalesce into one translation.
+	dirty chan struct{}
+}
+
+// NewSyncer builds a syncer; nothing talks to Consul until Run.
+func NewSyncer(cfg Config) *Syncer {
+	return &Syncer{
+		cfg:   cfg,
+		queue: workqueue.New[EntryKey]("consul"),
+		snapshot: Snapshot{
+			Gateways:   map[cache.ObjectName]*gatewayv1.Gateway{},
+			HTTPRoutes: map[cache.ObjectName]ConfirmedHTTPRoute{},
+			TCPRoutes:  map[cache.ObjectName]ConfirmedTCPRoute{},
+		},
+		confirmed: map[ownerKey]bool{},
+		desired:   Desired{Entries: map[EntryKey]consulapi.ConfigEntry{}},
+		verdicts:  newVerdicts(),
+		dirty:     make(chan struct{}, 1),
+	}
+}
+
+// Publish records a confirmation. It never blocks on Consul: an outage only delays the
+// writes, the latest confirmed state is always what gets written.
+func (s *Syncer) Publish(_ context.Context, c gwsync.Confirmation) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.confirmed[ownerKey{c.Kind, c.Key}] = true
+	switch c.Kind {
+	case "Gateway":
+		if gw, ok := c.Object.(*gatewayv1.Gateway); ok {
+			s.snapshot.Gateways[c.Key] = gw
+		} else {
+			delete(s.snapshot.Gateways, c.Key)
+		}
+	case "HTTPRoute":
+		if r, ok := c.Object.(*gatewayv1.HTTPRoute); ok && c.Route != nil {
+			s.snapshot.HTTPRoutes[c.Key] = ConfirmedHTTPRoute{Route: r, Decision: *c.Route}
+		} else {
+			delete(s.snapshot.HTTPRoutes, c.Key)
+		}
+	case "TCPRoute":
+		if r, ok := c.Object.(*gatewayv1.TCPRoute); ok && c.Route != nil {
+			s.snapshot.TCPRoutes[c.Key] = ConfirmedTCPRoute{Route: r, Decision: *c.Route}
+		} else {
+			delete(s.snapshot.TCPRoutes, c.Key)
+		}
+	default:
+		return // GatewayClasses and GRPCRoutes produce no entries
+	}
+	if c.Object == nil {
+		s.verdicts.forget(ownerKey{c.Kind, c.Key})
+	}
+	s.markDirty()
+}
+
+// Verdict implements the status pipeline's DataPlane.
+func (s *Syncer) Verdict(kind gatewayv1.Kind, key cache.ObjectName) gwsync.Verdict {
+	return s.verdicts.get(kind, key)
+}
+
+// Resync asks for a translation now, for example after a Secret or Service changed.
+func (s *Syncer) Resync() { s.markDirty() }
+
+func (s *Syncer) markDirty() {
+	select {
+	case s.dirty <- struct{}{}:
+	default:
+	}
+}
+
+// translate recomputes the desired entries and queues every entry whose desired state
+// changed, appeared or went away.
+func (s *Syncer) translate(ctx context.Context) {
+	s.mu.Lock()
+	snapshot := s.snapshotWithReferences()
+	previous := s.desired
+	s.mu.Unlock()
+
+	next := Translate(snapshot, s.cfg.Naming, s.cfg.Ownership, s.cfg.Options)
+	changed := 0
+	for key, entry := range next.Entries {
+		if old, ok := previous.Entries[key]; !ok || !apiequality.Semantic.DeepEqual(old, entry) {
+			s.queue.Add(key)
+			changed++
+		}
+	}
+	for key := range previous.Entries {
+		if _, ok := next.Entries[key]; !ok {
+			s.queue.Add(key)
+			changed++
+		}
+	}
+	s.mu.Lock()
+	s.desired = next
+	s.mu.Unlock()
+	s.verdicts.setProblems(next.Problems, s.cfg.StatusChanged)
+	klog.FromContext(ctx).V(4).Info("Translated confirmed objects", "entries", len(next.Entries), "changed", changed, "problems", len(next.Problems))
+}
+
+// snapshotWithReferences copies the confirmed snapshot and adds the Secrets and
+// Services it refers to, read from the caches now. Callers hold s.mu.
+func (s *Syncer) snapshotWithReferences() Snapshot {
+	snap := Snapshot{
+		Gateways:   maps.Clone(s.snapshot.Gateways),
+		HTTPRoutes: maps.Clone(s.snapshot.HTTPRoutes),
+		TCPRoutes:  maps.Clone(s.snapshot.TCPRoutes),
+		Secrets:    map[cache.ObjectName]*corev1.Secret{},
+		Services:   map[cache.ObjectName]*corev1.Service{},
+	}
+	for _, gw := range snap.Gateways {
+		for _, l := range gw.Spec.Listeners {
+			if l.TLS == nil {
+				continue
+			}
+			for _, ref := range l.TLS.CertificateRefs {
+				addObject(snap.Secrets, refName(gw.Namespace, ref.Namespace, ref.Name), s.cfg.Secrets.Secrets)
+			}
+		}
+	}
+	for _, r := range snap.HTTPRoutes {
+		for _, rule := range r.Route.Spec.Rules {
+			for _, b := range rule.BackendRefs {
+				addObject(snap.Services, refName(r.Route.Namespace, b.Namespace, b.Name), s.cfg.Services.Services)
+			}
+		}
+	}
+	for _, r := range snap.TCPRoutes {
+		for _, rule := range r.Route.Spec.Rules {
+			for _, b := range rule.BackendRefs {
+				addObject(snap.Services, refName(r.Route.Namespace, b.Namespace, b.Name), s.cfg.Services.Services)
+			}
+		}
+	}
+	return snap
+}
+
+func refName(defaultNamespace string, namespace *gatewayv1.Namespace, name gatewayv1.ObjectName) cache.ObjectName {
+	if namespace != nil {
+		return cache.ObjectName{Namespace: string(*namespace), Name: string(name)}
+	}
+	return cache.ObjectName{Namespace: defaultNamespace, Name: string(name)}
+}
+
+// addObject looks key up in a namespaced lister and adds what it finds to into.
+func addObject[T any, L interface{ Get(string) (T, error) }](into map[cache.ObjectName]T, key cache.ObjectName, lister func(string) L) {
+	if _, seen := into[key]; seen {
+		return
+	}
+	obj, err := lister(key.Namespace).Get(key.Name)
+	if err != nil {
+		if !apierrors.IsNotFound(err) {
+			utilruntime.HandleError(fmt.Errorf("read %s from cache: %w", key, err))
+		}
+		return
+	}
+	into[key] = obj
+}
+
+// unconfirmedOwner reports whether an entry belongs to a Gateway or route that exists
+// but has not been confirmed: nothing is known of what it should hold.
+func (s *Syncer) unconfirmedOwner(meta map[string]string) bool {
+	owner, ok := reportedOwner(meta)
+	if !ok || s.cfg.OwnerExists == nil {
+		return false
+	}
+	s.mu.Lock()
+	confirmed := s.confirmed[owner]
+	s.mu.Unlock()
+	return !confirmed && s.cfg.OwnerExists(owner.kind, owner.key)
+}
+
+// desiredEntry returns the entry Consul must hold under key, if any.
+func (s *Syncer) desiredEntry(key EntryKey) (consulapi.ConfigEntry, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.desired.Entries[key]
+	return e, ok
+}
+
+// desiredKeys lists every desired entry of kind.
+func (s *Syncer) desiredKeys(kind string) []EntryKey {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var keys []EntryKey
+	for k := range s.desired.Entries {
+		if k.Kind == kind {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}

@@ -1,0 +1,145 @@
+package consul
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	consulapi "github.com/hashicorp/consul/api"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/klog/v2"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/workqueue"
+)
+
+// watchWait is how long one blocking query may wait for a change.
+const watchWait = 5 * time.Minute
+
+// watchKind follows every entry of kind with blocking queries and queues what differs
+// from the desired state: an owned entry that drifted or is no longer desired, and a
+// desired entry that is missing. After an error, and when Consul's index goes back (it
+// lost its data), the next answer is treated as a fresh start: everything is compared.
+func (s *Syncer) watchKind(ctx context.Context, kind string) {
+	logger := klog.FromContext(ctx).WithValues("kind", kind)
+	backoff := wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.2, Steps: 12, Cap: 30 * time.Second}
+	var index uint64
+	for ctx.Err() == nil {
+		q := (&consulapi.QueryOptions{WaitIndex: index, WaitTime: watchWait, Partition: s.cfg.Naming.Partition}).WithContext(ctx)
+		if s.cfg.Naming.MirrorNamespaces || s.cfg.Naming.DestinationNamespace != "" {
+			q.Namespace = "*"
+		}
+		entries, meta, err := s.cfg.Client.ConfigEntries().List(kind, q)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			logger.V(2).Info("Watching Consul failed; retrying", "err", err)
+			index = 0
+			sleep(ctx, backoff.Step())
+			continue
+		}
+		backoff = wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.2, Steps: 12, Cap: 30 * time.Second}
+		if meta.LastIndex < index {
+			logger.Info("Consul's index went back; its data was reset, comparing everything", "from", index, "to", meta.LastIndex)
+			meta.LastIndex = 0
+		}
+		s.compareKind(ctx, kind, entries)
+		index = meta.LastIndex
+	}
+}
+
+// compareKind queues the keys of kind whose entry in Consul is not what is desired,
+// and records Consul's verdicts on our entries.
+func (s *Syncer) compareKind(ctx context.Context, kind string, entries []consulapi.ConfigEntry) {
+	seen := map[EntryKey]bool{}
+	queued := 0
+	for _, entry := range entries {
+		key := KeyOf(entry)
+		seen[key] = true
+		owned := s.cfg.Ownership.Owns(entry.GetMeta())
+		s.verdicts.observe(key, entry, owned, s.cfg.StatusChanged)
+		desired, want := s.desiredEntry(key)
+		switch {
+		case !owned && !want:
+		case !owned:
+			s.queue.Add(key) // reports the clash
+		case !want || !sameEntry(desired, entry):
+			s.queue.Add(key)
+			queued++
+		}
+	}
+	for _, key := range s.desiredKeys(kind) {
+		if !seen[key] {
+			s.queue.Add(key)
+			queued++
+		}
+	}
+	if queued > 0 {
+		klog.FromContext(ctx).V(2).Info("Consul differs from the desired state", "kind", kind, "entries", queued)
+	}
+}
+
+// Run detects the Consul server, waits until confirmedAll is closed (every object that
+// existed at start has been confirmed), then translates, writes and watches until ctx
+// is done. Before that a missing object may only be one not judged yet, and nothing is
+// written or deleted.
+func (s *Syncer) Run(ctx context.Context, confirmedAll <-chan struct{}) error {
+	logger := klog.FromContext(ctx)
+	select {
+	case <-ctx.Done():
+		return nil
+	case <-confirmedAll:
+	}
+	s.translate(ctx)
+	version, err := ServerVersion(s.cfg.Client)
+	switch {
+	case err != nil:
+		logger.Info("Consul's version is not known yet; continuing", "err", err)
+	default:
+		logger.Info("Connected to Consul", "version", version)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-s.dirty:
+				s.translate(ctx)
+			}
+		}
+	}()
+	for _, kind := range entryKinds {
+		go s.watchKind(ctx, kind)
+	}
+	workers := s.cfg.Workers
+	if workers < 1 {
+		workers = 1
+	}
+	workqueue.Run(ctx, s.queue, workers, s.syncEntry)
+	<-done
+	return nil
+}
+
+// ServerVersion asks the Consul agent for its version.
+func ServerVersion(client *consulapi.Client) (string, error) {
+	self, err := client.Agent().Self()
+	if err != nil {
+		return "", fmt.Errorf("ask Consul for its version: %w", err)
+	}
+	version, ok := self["Config"]["Version"].(string)
+	if !ok || version == "" {
+		return "", errors.New("the Consul agent did not report a version")
+	}
+	return strings.TrimPrefix(version, "v"), nil
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}

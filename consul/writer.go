@@ -1,0 +1,168 @@
+package consul
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"reflect"
+
+	consulapi "github.com/hashicorp/consul/api"
+	"k8s.io/klog/v2"
+)
+
+// errCASMismatch means someone wrote the entry between our read and our write. The
+// key is requeued; the next attempt reads again and decides again.
+var errCASMismatch = errors.New("check-and-set index did not match: the entry changed since it was read")
+
+// syncEntry makes Consul's entry under key equal to the desired one, or removes it when
+// nothing desires it. Every create, update and delete is a check-and-set on the
+// ModifyIndex just read (0 for a create). Entries that do not carry our ownership meta
+// are never changed or deleted.
+func (s *Syncer) syncEntry(ctx context.Context, key EntryKey) error {
+	logger := klog.FromContext(ctx).WithValues("kind", key.Kind, "entry", key.Name)
+	desired, want := s.desiredEntry(key)
+	actual, err := s.readEntry(ctx, key)
+	if err != nil {
+		return err
+	}
+	if actual != nil {
+		s.verdicts.observe(key, actual, s.cfg.Ownership.Owns(actual.GetMeta()), s.cfg.StatusChanged)
+	}
+	switch {
+	case !want && actual == nil:
+		return nil
+	case !want:
+		if !s.cfg.Ownership.Owns(actual.GetMeta()) {
+			return nil // not ours: never deleted
+		}
+		if s.unconfirmedOwner(actual.GetMeta()) {
+			logger.V(4).Info("Keeping the entry of an object not confirmed yet")
+			return nil
+		}
+		return s.write(ctx, logger, "Deleted", key, actual.GetMeta(), func(w *consulapi.WriteOptions) (bool, error) {
+			ok, _, err := s.cfg.Client.ConfigEntries().DeleteCAS(key.Kind, key.Name, actual.GetModifyIndex(), w)
+			return ok, err
+		})
+	case actual == nil:
+		return s.write(ctx, logger, "Created", key, desired.GetMeta(), func(w *consulapi.WriteOptions) (bool, error) {
+			ok, _, err := s.cfg.Client.ConfigEntries().CAS(Compact(desired), 0, w)
+			return ok, err
+		})
+	case !s.cfg.Ownership.Owns(actual.GetMeta()):
+		s.verdicts.foreign(key, desired, s.cfg.StatusChanged)
+		logger.V(4).Info("Entry exists and is not ours; leaving it alone")
+		return nil
+	case sameEntry(desired, actual):
+		return nil
+	default:
+		return s.write(ctx, logger, "Updated", key, desired.GetMeta(), func(w *consulapi.WriteOptions) (bool, error) {
+			ok, _, err := s.cfg.Client.ConfigEntries().CAS(Compact(desired), actual.GetModifyIndex(), w)
+			return ok, err
+		})
+	}
+}
+
+// readEntry returns the entry under key, or nil when there is none.
+func (s *Syncer) readEntry(ctx context.Context, key EntryKey) (consulapi.ConfigEntry, error) {
+	q := (&consulapi.QueryOptions{Namespace: key.Namespace, Partition: key.Partition}).WithContext(ctx)
+	entry, _, err := s.cfg.Client.ConfigEntries().Get(key.Kind, key.Name, q)
+	var status consulapi.StatusError
+	if errors.As(err, &status) && status.Code == http.StatusNotFound {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s %s from Consul: %w", key.Kind, key.Name, err)
+	}
+	return entry, nil
+}
+
+// write runs one check-and-set operation and logs the change.
+func (s *Syncer) write(ctx context.Context, logger klog.Logger, verb string, key EntryKey, meta map[string]string, op func(*consulapi.WriteOptions) (bool, error)) error {
+	w := (&consulapi.WriteOptions{Namespace: key.Namespace, Partition: key.Partition}).WithContext(ctx)
+	ok, err := op(w)
+	if err != nil {
+		s.verdicts.writeFailed(key, meta, err, s.cfg.StatusChanged)
+		return fmt.Errorf("%s %s %s in Consul: %w", verb, key.Kind, key.Name, err)
+	}
+	if !ok {
+		logger.V(4).Info("Check-and-set lost a race; reading again")
+		return errCASMismatch
+	}
+	s.verdicts.written(key, meta, s.cfg.StatusChanged)
+	logger.V(2).Info(verb + " Consul config entry")
+	return nil
+}
+
+// sameEntry reports whether Consul's entry already says what desired says. Both are
+// compared in the encoding the syncer writes, without the fields Consul manages
+// (indexes, status) and the defaults it fills in when it stores an entry.
+func sameEntry(desired, actual consulapi.ConfigEntry) bool {
+	want, err := comparable(desired)
+	if err != nil {
+		return false
+	}
+	got, err := comparable(actual)
+	if err != nil {
+		return false
+	}
+	return reflect.DeepEqual(want, got)
+}
+
+// serverManaged are top-level fields Consul sets on every entry it stores.
+var serverManaged = []string{"CreateIndex", "ModifyIndex", "Status", "Hash"}
+
+func comparable(entry consulapi.ConfigEntry) (map[string]any, error) {
+	raw, err := json.Marshal(Compact(entry))
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, err
+	}
+	for _, k := range serverManaged {
+		delete(m, k)
+	}
+	// Consul answers with empty objects for optional blocks nobody set (a
+	// service-defaults' TransparentProxy {}), which Compact keeps when written as
+	// non-nil pointers; both sides lose every zero value before comparing.
+	pruneZero(m)
+	// Consul CE reports the default namespace and partition by name on read.
+	for _, k := range []string{"Namespace", "Partition"} {
+		if m[k] == "default" {
+			delete(m, k)
+		}
+	}
+	return m, nil
+}
+
+// pruneZero removes, recursively, map keys whose values are null, false, 0, "", or
+// become empty objects or arrays.
+func pruneZero(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return true
+	case map[string]any:
+		for k, child := range x {
+			if pruneZero(child) {
+				delete(x, k)
+			}
+		}
+		return len(x) == 0
+	case []any:
+		for _, child := range x {
+			pruneZero(child)
+		}
+		return len(x) == 0
+	case bool:
+		return !x
+	case float64:
+		return x == 0
+	case string:
+		return x == ""
+	default:
+		return false
+	}
+}

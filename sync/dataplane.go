@@ -1,0 +1,30 @@
+package sync
+
+import (
+	"k8s.io/client-go/tools/cache"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+// ConsulAcceptedCondition is the route condition, per parent of ours, that carries
+// Consul's verdict on the route's entry; the Gateway API has no type for it.
+const ConsulAcceptedCondition = "consul-gateway-controller.github.io/ConsulAccepted"
+
+// Verdict is what the data plane said about the entries written for an object.
+type Verdict struct {
+	// Known is false until the data plane answered for the object's current entries.
+	Known      bool
+	Programmed bool
+	Reason     string
+	Message    string
+}
+
+// DataPlane reports verdicts. It is how Consul's answers reach status without this
+// package knowing Consul: the status workers read it like any other input.
+type DataPlane interface {
+	Verdict(kind gatewayv1.Kind, key cache.ObjectName) Verdict
+}
+
+// noDataPlane is used until a data plane is wired in: nothing is ever programmed.
+type noDataPlane struct{}
+
+func (noDataPlane) Verdict(gatewayv1.Kind, cache.ObjectName) Verdict { return Verdict{} }
