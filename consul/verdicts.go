@@ -159,14 +159,15 @@ func (v *verdicts) written(key EntryKey, desiredMeta map[string]string, changed 
 	})
 }
 
-// writeFailed records a write Consul refused, with its reason (never the entry).
+// writeFailed records a read or write Consul refused, with its reason (never the
+// entry).
 func (v *verdicts) writeFailed(key EntryKey, desiredMeta map[string]string, err error, changed func(gatewayv1.Kind, cache.ObjectName)) {
 	owner, ok := reportedOwner(desiredMeta)
 	if !ok {
 		return
 	}
 	v.update(owner, changed, func(o *ownerState) {
-		o.writeErr = fmt.Sprintf("writing %s %s failed: %v", key.Kind, key.Name, err)
+		o.writeErr = fmt.Sprintf("syncing %s %s failed: %v", key.Kind, key.Name, err)
 	})
 }
 

@@ -25,6 +25,9 @@ func (s *Syncer) syncEntry(ctx context.Context, key EntryKey) error {
 	desired, want := s.desiredEntry(key)
 	actual, err := s.readEntry(ctx, key)
 	if err != nil {
+		if want {
+			s.verdicts.writeFailed(key, desired.GetMeta(), err, s.cfg.StatusChanged)
+		}
 		return err
 	}
 	if actual != nil {

@@ -4,19 +4,20 @@
 #   consul acl token create -description consul-gateway-controller -policy-name consul-gateway-controller
 #
 # Give the token to the controller in CONSUL_HTTP_TOKEN_FILE (a mounted Secret) or
-# CONSUL_HTTP_TOKEN; it is never logged.
+# CONSUL_HTTP_TOKEN; it is never logged. With --manage-service-defaults, attach
+# consul-acl-policy-service-defaults.hcl as well.
 
-# api-gateway, http-route, tcp-route and inline-certificate config entries: read to
-# compare and watch, write to create, update and delete (all with check-and-set).
+# Create, update and delete the api-gateway, http-route, tcp-route and
+# inline-certificate config entries (all with check-and-set).
 mesh = "write"
+
+# Read those entries back: Consul authorizes reading an api-gateway or a route by
+# service:read on the names they use (the gateway, its backends).
+service_prefix "" {
+  policy = "read"
+}
 
 # The agent's version, to know what the connected Consul can program.
 agent_prefix "" {
   policy = "read"
-}
-
-# Only with --manage-service-defaults: service-defaults entries (protocol http) for
-# HTTP backends. Narrow the prefix to the backends' names where you can.
-service_prefix "" {
-  policy = "write"
 }

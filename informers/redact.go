@@ -14,7 +14,12 @@ const bodyLogVerbosity = 8
 // bodyLogVerbosity and above. client-go logs through the request context's logger, so
 // requests made with it never log a body: a Secret's body holds its private key.
 func withoutBodyLogging(ctx context.Context) context.Context {
-	return klog.NewContext(ctx, logr.New(cappedSink{sink: klog.FromContext(ctx).GetSink()}))
+	sink := klog.FromContext(ctx).GetSink()
+	// The wrapper adds a frame between the caller and the sink.
+	if d, ok := sink.(logr.CallDepthLogSink); ok {
+		sink = d.WithCallDepth(1)
+	}
+	return klog.NewContext(ctx, logr.New(cappedSink{sink: sink}))
 }
 
 var _ logr.CallDepthLogSink = cappedSink{}
@@ -26,7 +31,9 @@ type cappedSink struct {
 
 func (c cappedSink) allowed(level int) bool { return level < bodyLogVerbosity }
 
-func (c cappedSink) Init(info logr.RuntimeInfo) { c.sink.Init(info) }
+// Init does nothing: the wrapped sink was initialized by its own logger and is shared,
+// so initializing it again would race with its users.
+func (c cappedSink) Init(logr.RuntimeInfo) {}
 
 func (c cappedSink) Enabled(level int) bool { return c.allowed(level) && c.sink.Enabled(level) }
 

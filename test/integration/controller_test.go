@@ -53,6 +53,9 @@ type controllerOptions struct {
 }
 
 type consulOptions struct {
+	// agent and token select another Consul than the Env's, and the token to use.
+	agent       *testenv.ConsulAgent
+	token       string
 	clusterID   string
 	translation consul.Options
 	// beforeWrite runs before each config entry write reaches Consul.
@@ -75,12 +78,12 @@ func startController(t *testing.T, name gatewayv1.GatewayController, opts contro
 	if opts.consul != nil {
 		rc.consulWrites = &requestCounter{}
 		rc.syncer = consul.NewSyncer(consul.Config{
-			Client:        consulClient(t, rc.consulWrites, opts.consul.beforeWrite),
+			Client:        consulClient(t, opts.consul, rc.consulWrites),
 			Ownership:     consul.Ownership{Controller: string(name), ClusterID: opts.consul.clusterID},
 			Options:       opts.consul.translation,
 			Secrets:       inf.Secrets.Lister(),
 			Services:      inf.Services.Lister(),
-		OwnerExists:   inf.Exists,
+			OwnerExists:   inf.Exists,
 			StatusChanged: func(kind gatewayv1.Kind, key cache.ObjectName) { controller.Enqueue(kind, key) },
 			Workers:       2,
 		})
@@ -102,27 +105,25 @@ func startController(t *testing.T, name gatewayv1.GatewayController, opts contro
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	inf.StartWithContext(ctx)
-	done := make(chan struct{})
+	statusDone, syncerDone := make(chan struct{}), make(chan struct{})
 	go func() {
-		defer close(done)
+		defer close(statusDone)
 		if err := controller.Run(ctx); err != nil && ctx.Err() == nil {
 			t.Errorf("controller: %v", err)
 		}
 	}()
-	if rc.syncer != nil {
-		syncerDone := make(chan struct{})
-		go func() {
-			defer close(syncerDone)
+	go func() {
+		defer close(syncerDone)
+		if rc.syncer != nil {
 			_ = rc.syncer.Run(ctx, controller.InitialSyncDone())
-		}()
-		statusDone := done
-		done = make(chan struct{})
-		go func() {
-			<-statusDone
-			<-syncerDone
-			close(done)
-		}()
-	}
+		}
+	}()
+	done := make(chan struct{})
+	go func() {
+		<-statusDone
+		<-syncerDone
+		close(done)
+	}()
 	var once gosync.Once
 	rc.stop = func() {
 		once.Do(func() {
@@ -146,14 +147,18 @@ func (m multiPublisher) Publish(ctx context.Context, c gwsync.Confirmation) {
 
 // consulClient is a client of the harness's Consul that counts config entry writes
 // and runs beforeWrite ahead of each.
-func consulClient(t *testing.T, writes *requestCounter, beforeWrite func(*http.Request)) *consulapi.Client {
+func consulClient(t *testing.T, opts *consulOptions, writes *requestCounter) *consulapi.Client {
 	t.Helper()
+	agent, token := env.Consul, env.Consul.ManagementToken()
+	if opts.agent != nil {
+		agent, token = opts.agent, opts.token
+	}
 	cfg := consulapi.DefaultNonPooledConfig()
-	cfg.Address = env.Consul.HTTPAddr()
-	cfg.Token = env.Consul.ManagementToken()
+	cfg.Address = agent.HTTPAddr()
+	cfg.Token = token
 	cfg.TokenFile = ""
 	cfg.TLSConfig = consulapi.TLSConfig{}
-	cfg.HttpClient = &http.Client{Transport: &consulWriteCounter{next: cleanhttp.DefaultTransport(), writes: writes, before: beforeWrite}}
+	cfg.HttpClient = &http.Client{Transport: &consulWriteCounter{next: cleanhttp.DefaultTransport(), writes: writes, before: opts.beforeWrite}}
 	client, err := consulapi.NewClient(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -13,5 +13,11 @@ import (
 var env *testenv.Env
 
 func TestMain(m *testing.M) {
+	// Informers list with LIST and then WATCH, as they do against API servers without
+	// streaming lists: the path where client-go logs response bodies at -v=8 and up,
+	// which TestConsulACLs checks for key material.
+	if err := os.Setenv("KUBE_FEATURE_WatchListClient", "false"); err != nil {
+		panic(err)
+	}
 	os.Exit(testenv.Main(m, testenv.Options{Users: []string{"viewer"}}, &env))
 }

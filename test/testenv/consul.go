@@ -17,6 +17,13 @@ type ConsulAgent struct {
 	token      string
 }
 
+// StartConsul starts another Consul dev agent, for tests that need one besides the
+// Env's (for example with ACLs on). Its log goes to logDir/consul-<port>.log; the caller
+// stops it.
+func StartConsul(logDir string, aclEnabled bool) (*ConsulAgent, error) {
+	return startConsul(logDir, aclEnabled)
+}
+
 func startConsul(logDir string, aclEnabled bool) (*ConsulAgent, error) {
 	consulBin, err := binary("consul")
 	if err != nil {
@@ -50,7 +57,7 @@ acl {
 	c.proc = &process{
 		name:    "consul",
 		path:    consulBin,
-		logPath: filepath.Join(logDir, "consul.log"),
+		logPath: filepath.Join(logDir, consulLogName(aclEnabled, ports[0])),
 		args:    []string{"agent", "-dev", "-bind=127.0.0.1", "-client=127.0.0.1", "-hcl=" + config},
 		// The agent must not pick up a token or address from the developer's shell.
 		env: []string{"CONSUL_HTTP_TOKEN=", "CONSUL_HTTP_ADDR="},
@@ -122,4 +129,11 @@ func randomUUID() (string, error) {
 		return "", err
 	}
 	return fmt.Sprintf("%s-%s-%s-%s-%s", hex[0:8], hex[8:12], hex[12:16], hex[16:20], hex[20:32]), nil
+}
+
+func consulLogName(acl bool, port int) string {
+	if acl {
+		return fmt.Sprintf("consul-acl-%d.log", port)
+	}
+	return "consul.log"
 }

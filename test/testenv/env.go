@@ -104,6 +104,9 @@ func (e *Env) LogPaths() []string {
 	return paths
 }
 
+// LogDir is where the servers write their logs; Main keeps them when a test fails.
+func (e *Env) LogDir() string { return e.logDir }
+
 // Dir is the directory that holds the servers' state and logs.
 func (e *Env) Dir() string { return e.dir }
 

@@ -1,0 +1,186 @@
+package integration
+
+import (
+	"bytes"
+	"encoding/base64"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	gosync "sync"
+	"testing"
+	"time"
+
+	consulapi "github.com/hashicorp/consul/api"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/consul"
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/testcerts"
+	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
+)
+
+// aclToken creates a policy from rules and a token holding it.
+func aclToken(t *testing.T, client *consulapi.Client, name, rules string) string {
+	t.Helper()
+	policy, _, err := client.ACL().PolicyCreate(&consulapi.ACLPolicy{Name: name, Rules: rules}, nil)
+	if err != nil {
+		t.Fatalf("create policy %s: %v", name, err)
+	}
+	token, _, err := client.ACL().TokenCreate(&consulapi.ACLToken{Description: name, Policies: []*consulapi.ACLTokenPolicyLink{{ID: policy.ID}}}, nil)
+	if err != nil {
+		t.Fatalf("create token %s: %v", name, err)
+	}
+	return token.SecretID
+}
+
+// syncBuffer is a goroutine-safe log sink.
+type syncBuffer struct {
+	mu  gosync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// verboseLogs sends klog's output, at -v=10, to the returned buffer until the test ends.
+func verboseLogs(t *testing.T) *syncBuffer {
+	t.Helper()
+	var fs flag.FlagSet
+	klog.InitFlags(&fs)
+	out := &syncBuffer{}
+	for name, value := range map[string]string{"v": "10", "logtostderr": "false", "alsologtostderr": "false", "stderrthreshold": "FATAL"} {
+		if err := fs.Set(name, value); err != nil {
+			t.Fatal(err)
+		}
+	}
+	klog.SetOutput(out)
+	t.Cleanup(func() {
+		_ = fs.Set("v", "0")
+		_ = fs.Set("logtostderr", "true")
+		klog.SetOutput(os.Stderr)
+	})
+	return out
+}
+
+// TestConsulACLs runs the syncer against a Consul with ACLs on (default deny): the
+// policy in deploy/ is enough; a token without mesh:write gets a clear condition; and
+// at -v=10 neither token nor private key reaches the log.
+func TestConsulACLs(t *testing.T) {
+	agent, err := testenv.StartConsul(env.LogDir(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = agent.Stop() })
+	admin, err := agent.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules, err := os.ReadFile(filepath.Join(root, "deploy", "consul-acl-policy.hcl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	goodToken := aclToken(t, admin, "documented", string(rules))
+	readOnlyToken := aclToken(t, admin, "read-only", `mesh = "read"
+agent_prefix "" { policy = "read" }`)
+
+	s := newConsulStack(t, "cs-acl")
+	cert, key, err := testcerts.SelfSigned("secure.example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	createObject(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: "tls"}, Type: corev1.SecretTypeTLS,
+		Data: map[string][]byte{corev1.TLSCertKey: cert, corev1.TLSPrivateKeyKey: key}})
+	createObject(t, &gatewayv1.Gateway{
+		ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: "secure"},
+		Spec: gatewayv1.GatewaySpec{GatewayClassName: gatewayv1.ObjectName(s.ns), Listeners: []gatewayv1.Listener{{
+			Name: "https", Port: 18443, Protocol: gatewayv1.HTTPSProtocolType,
+			TLS: &gatewayv1.ListenerTLSConfig{CertificateRefs: []gatewayv1.SecretObjectReference{{Name: "tls"}}},
+		}}},
+	})
+	createObject(t, s.route("web"))
+
+	// A token without mesh:write: every write is refused and the Gateway says why.
+	denied := startController(t, s.controller, controllerOptions{consul: &consulOptions{agent: agent, token: readOnlyToken, clusterID: "acl"}})
+	eventually(t, 30*time.Second, "the refused write is reported on the Gateway", func() (bool, error) {
+		g, err := env.GatewayClient.GatewayV1().Gateways(s.ns).Get(t.Context(), "edge", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		c := findCondition(g.Status.Conditions, "Programmed")
+		if c == nil || c.Reason != consul.ReasonWriteFailed || !strings.Contains(c.Message, "Permission denied") {
+			return false, fmt.Errorf("Programmed = %+v", c)
+		}
+		return true, nil
+	})
+	denied.stop()
+
+	// The documented policy is enough, with every log line at -v=10 captured.
+	logs := verboseLogs(t)
+	rc := startController(t, s.controller, controllerOptions{consul: &consulOptions{agent: agent, token: goodToken, clusterID: "acl"}})
+	gwName := s.naming.EntryName(s.ns, "secure")
+	eventually(t, 30*time.Second, "entries written with the documented policy", func() (bool, error) {
+		for _, k := range []struct{ kind, name string }{
+			{consulapi.APIGateway, gwName},
+			{consulapi.InlineCertificate, s.naming.CertificateName(s.ns, "tls")},
+			{consulapi.HTTPRoute, s.naming.EntryName(s.ns, "web")},
+		} {
+			if _, _, err := admin.ConfigEntries().Get(k.kind, k.name, nil); err != nil {
+				return false, nil
+			}
+		}
+		g, err := env.GatewayClient.GatewayV1().Gateways(s.ns).Get(t.Context(), "secure", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return conditionReason(g.Status.Conditions, "Programmed") == "True/Programmed", nil
+	})
+	if n := rc.consulWrites.count(403); n != 0 {
+		t.Errorf("%d writes were refused with the documented policy", n)
+	}
+	rc.stop()
+
+	out := logs.String()
+	if len(out) < 10000 {
+		t.Fatalf("only %d bytes of logs at -v=10: the capture did not work", len(out))
+	}
+	keyBody := strings.TrimSpace(strings.Join(strings.Split(string(key), "\n")[1:3], ""))
+	for what, secret := range map[string]string{
+		"the Consul token":             goodToken,
+		"the Kubernetes token":         env.Kube.Token(testenv.AdminUser),
+		"the private key (PEM)":        keyBody[:40],
+		"the private key (base64)":     base64.StdEncoding.EncodeToString(key)[:40],
+		"a PEM private key header":     "PRIVATE KEY",
+		"the read-only Consul token":   readOnlyToken,
+		"the private key, JSON-quoted": strings.ReplaceAll(string(key[:60]), "\n", `\n`),
+	} {
+		if strings.Contains(out, secret) {
+			t.Errorf("%s appears in the -v=10 log", what)
+		}
+	}
+}
+
+func findCondition(conds []metav1.Condition, condType string) *metav1.Condition {
+	for i := range conds {
+		if conds[i].Type == condType {
+			return &conds[i]
+		}
+	}
+	return nil
+}
