@@ -86,17 +86,16 @@ func TestAPIGatewayEntryStatusFromConsul(t *testing.T) {
 	t.Cleanup(func() {
 		_, _ = env.ConsulClient.ConfigEntries().Delete(consulapi.APIGateway, name, nil)
 	})
-	// Check-and-set itself is proven on an entry kind no Consul controller touches:
-	// Consul 1.15 reconciles a new api-gateway at once and was seen to race with an
-	// immediate second write ("error deleting bound api gateway" in its log).
-	const defaults = `{"Kind": "service-defaults", "Name": "smoke-cas", "Protocol": "http"}`
-	if !putConfigEntryCAS(t, defaults, 0) {
+	// Check-and-set is proven on an entry kind no Consul controller touches. Consul
+	// answers true without writing when an upsert changes nothing, whatever the index,
+	// so the second write must differ to be refused.
+	if !putConfigEntryCAS(t, `{"Kind": "service-defaults", "Name": "smoke-cas", "Protocol": "http"}`, 0) {
 		t.Fatal("check-and-set with index 0 refused on a new service-defaults")
 	}
 	t.Cleanup(func() {
 		_, _ = env.ConsulClient.ConfigEntries().Delete(consulapi.ServiceDefaults, "smoke-cas", nil)
 	})
-	if putConfigEntryCAS(t, defaults, 0) {
+	if putConfigEntryCAS(t, `{"Kind": "service-defaults", "Name": "smoke-cas", "Protocol": "tcp"}`, 0) {
 		t.Error("a second check-and-set with index 0 succeeded; it must fail once the entry exists")
 	}
 
