@@ -32,10 +32,9 @@ func (n Naming) EntryName(namespace, name string) string {
 	return n.Prefix + name + "." + namespace
 }
 
-// CertificateName is the Consul name of the certificate entry for a Secret. The infix
-// keeps it apart from a Gateway of the same namespace/name when both kinds share a
-// Consul kind (file-system-certificate and inline-certificate do not, but a later
-// certificate kind may).
+// CertificateName is the Consul name of the certificate entry for a Secret.
+// Certificates are a Consul kind of their own, so EntryName's injectivity carries over
+// to them; the infix only makes them easy to tell apart in listings.
 func (n Naming) CertificateName(namespace, name string) string {
 	return n.Prefix + "secret." + name + "." + namespace
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	gosync "sync"
+	"sync/atomic"
 
 	consulapi "github.com/hashicorp/consul/api"
 	corev1 "k8s.io/api/core/v1"
@@ -57,6 +58,8 @@ type Syncer struct {
 	confirmed map[ownerKey]bool
 	desired   Desired
 	verdicts  *verdicts
+	// version is the Consul server's version, "" until known.
+	version atomic.Pointer[string]
 	// dirty wakes the translation loop; it holds at most one signal, so bursts of
 	// confirmations coalesce into one translation.
 	dirty chan struct{}

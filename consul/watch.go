@@ -40,6 +40,10 @@ func (s *Syncer) watchKind(ctx context.Context, kind string) {
 			sleep(ctx, backoff.Step())
 			continue
 		}
+		if index == 0 {
+			// A fresh start or a reconnect: the server may have been replaced.
+			s.checkVersion(ctx)
+		}
 		backoff = wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.2, Steps: 12, Cap: 30 * time.Second}
 		if meta.LastIndex < index {
 			logger.Info("Consul's index went back; its data was reset, comparing everything", "from", index, "to", meta.LastIndex)
@@ -86,20 +90,12 @@ func (s *Syncer) compareKind(ctx context.Context, kind string, entries []consula
 // is done. Before that a missing object may only be one not judged yet, and nothing is
 // written or deleted.
 func (s *Syncer) Run(ctx context.Context, confirmedAll <-chan struct{}) error {
-	logger := klog.FromContext(ctx)
 	select {
 	case <-ctx.Done():
 		return nil
 	case <-confirmedAll:
 	}
 	s.translate(ctx)
-	version, err := ServerVersion(s.cfg.Client)
-	switch {
-	case err != nil:
-		logger.Info("Consul's version is not known yet; continuing", "err", err)
-	default:
-		logger.Info("Connected to Consul", "version", version)
-	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -122,6 +118,20 @@ func (s *Syncer) Run(ctx context.Context, confirmedAll <-chan struct{}) error {
 	workqueue.Run(ctx, s.queue, workers, s.syncEntry)
 	<-done
 	return nil
+}
+
+// checkVersion logs the Consul server's version when it is first seen or changes.
+// Every version gets the entries Consul 1.15 accepts (see Compact and the status
+// pipeline's Consul115 capabilities), so a change needs no other action yet.
+func (s *Syncer) checkVersion(ctx context.Context) {
+	version, err := ServerVersion(s.cfg.Client)
+	if err != nil {
+		klog.FromContext(ctx).V(2).Info("Consul's version is not known", "err", err)
+		return
+	}
+	if previous := s.version.Swap(&version); previous == nil || *previous != version {
+		klog.FromContext(ctx).Info("Connected to Consul", "version", version)
+	}
 }
 
 // ServerVersion asks the Consul agent for its version.
