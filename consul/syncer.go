@@ -140,6 +140,12 @@ func (s *Syncer) translate(ctx context.Context) {
 	s.mu.Unlock()
 
 	next := Translate(snapshot, s.cfg.Naming, s.cfg.Ownership, s.cfg.Options)
+	// The new desired state is in place before any key is queued: a worker that takes
+	// a key at once must see it, or it would compare against the old state, find
+	// nothing to do, and the change would wait for the next drift check.
+	s.mu.Lock()
+	s.desired = next
+	s.mu.Unlock()
 	changed := 0
 	for key, entry := range next.Entries {
 		if old, ok := previous.Entries[key]; !ok || !apiequality.Semantic.DeepEqual(old, entry) {
@@ -153,9 +159,6 @@ func (s *Syncer) translate(ctx context.Context) {
 			changed++
 		}
 	}
-	s.mu.Lock()
-	s.desired = next
-	s.mu.Unlock()
 	s.verdicts.setProblems(next.Problems, s.cfg.StatusChanged)
 	klog.FromContext(ctx).V(4).Info("Translated confirmed objects", "entries", len(next.Entries), "changed", changed, "problems", len(next.Problems))
 }

@@ -293,64 +293,70 @@ func (c *Controller) syncGateway(ctx context.Context, key cache.ObjectName) erro
 	})
 }
 
-func (c *Controller) syncHTTPRoute(ctx context.Context, key cache.ObjectName) error {
-	route, err := c.informers.HTTPRoutes.Lister().HTTPRoutes(key.Namespace).Get(key.Name)
+// route is what a route sync needs of any route kind.
+type route interface {
+	runtime.Object
+	metav1.Object
+}
+
+// syncRoute judges one route of kind: get reads it from the lister, parents returns its
+// stored status.parents, update writes new parents on a copy of it.
+func syncRoute[R route](ctx context.Context, c *Controller, kind gatewayv1.Kind, key cache.ObjectName,
+	get func(namespace, name string) (R, error),
+	parents func(R) []gatewayv1.RouteParentStatus,
+	update func(context.Context, R, []gatewayv1.RouteParentStatus) (runtime.Object, error),
+) error {
+	r, err := get(key.Namespace, key.Name)
 	if apierrors.IsNotFound(err) {
-		c.publisher.Publish(ctx, Confirmation{Kind: "HTTPRoute", Key: key})
+		c.publisher.Publish(ctx, Confirmation{Kind: kind, Key: key})
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	parents, decision, err := c.routeStatus(ctx, route, route.Status.Parents, route.Generation)
+	computed, decision, err := c.routeStatus(ctx, r, parents(r), r.GetGeneration())
 	if err != nil {
 		return err
 	}
-	return c.confirmRoute(ctx, Confirmation{Kind: "HTTPRoute", Route: decision}, route, parents, route.Status.Parents, func() (runtime.Object, error) {
-		update := route.DeepCopy()
-		update.Status.Parents = parents
-		return c.client.GatewayV1().HTTPRoutes(route.Namespace).UpdateStatus(ctx, update, metav1.UpdateOptions{})
+	return c.confirmRoute(ctx, Confirmation{Kind: kind, Route: decision}, r, computed, parents(r), func() (runtime.Object, error) {
+		return update(ctx, r, computed)
 	})
+}
+
+func (c *Controller) syncHTTPRoute(ctx context.Context, key cache.ObjectName) error {
+	lister := c.informers.HTTPRoutes.Lister()
+	return syncRoute(ctx, c, "HTTPRoute", key,
+		func(ns, name string) (*gatewayv1.HTTPRoute, error) { return lister.HTTPRoutes(ns).Get(name) },
+		func(r *gatewayv1.HTTPRoute) []gatewayv1.RouteParentStatus { return r.Status.Parents },
+		func(ctx context.Context, r *gatewayv1.HTTPRoute, parents []gatewayv1.RouteParentStatus) (runtime.Object, error) {
+			update := r.DeepCopy()
+			update.Status.Parents = parents
+			return c.client.GatewayV1().HTTPRoutes(r.Namespace).UpdateStatus(ctx, update, metav1.UpdateOptions{})
+		})
 }
 
 func (c *Controller) syncTCPRoute(ctx context.Context, key cache.ObjectName) error {
-	route, err := c.informers.TCPRoutes.Lister().TCPRoutes(key.Namespace).Get(key.Name)
-	if apierrors.IsNotFound(err) {
-		c.publisher.Publish(ctx, Confirmation{Kind: "TCPRoute", Key: key})
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	parents, decision, err := c.routeStatus(ctx, route, route.Status.Parents, route.Generation)
-	if err != nil {
-		return err
-	}
-	return c.confirmRoute(ctx, Confirmation{Kind: "TCPRoute", Route: decision}, route, parents, route.Status.Parents, func() (runtime.Object, error) {
-		update := route.DeepCopy()
-		update.Status.Parents = parents
-		return c.client.GatewayV1().TCPRoutes(route.Namespace).UpdateStatus(ctx, update, metav1.UpdateOptions{})
-	})
+	lister := c.informers.TCPRoutes.Lister()
+	return syncRoute(ctx, c, "TCPRoute", key,
+		func(ns, name string) (*gatewayv1.TCPRoute, error) { return lister.TCPRoutes(ns).Get(name) },
+		func(r *gatewayv1.TCPRoute) []gatewayv1.RouteParentStatus { return r.Status.Parents },
+		func(ctx context.Context, r *gatewayv1.TCPRoute, parents []gatewayv1.RouteParentStatus) (runtime.Object, error) {
+			update := r.DeepCopy()
+			update.Status.Parents = parents
+			return c.client.GatewayV1().TCPRoutes(r.Namespace).UpdateStatus(ctx, update, metav1.UpdateOptions{})
+		})
 }
 
 func (c *Controller) syncGRPCRoute(ctx context.Context, key cache.ObjectName) error {
-	route, err := c.informers.GRPCRoutes.Lister().GRPCRoutes(key.Namespace).Get(key.Name)
-	if apierrors.IsNotFound(err) {
-		c.publisher.Publish(ctx, Confirmation{Kind: "GRPCRoute", Key: key})
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	parents, decision, err := c.routeStatus(ctx, route, route.Status.Parents, route.Generation)
-	if err != nil {
-		return err
-	}
-	return c.confirmRoute(ctx, Confirmation{Kind: "GRPCRoute", Route: decision}, route, parents, route.Status.Parents, func() (runtime.Object, error) {
-		update := route.DeepCopy()
-		update.Status.Parents = parents
-		return c.client.GatewayV1().GRPCRoutes(route.Namespace).UpdateStatus(ctx, update, metav1.UpdateOptions{})
-	})
+	lister := c.informers.GRPCRoutes.Lister()
+	return syncRoute(ctx, c, "GRPCRoute", key,
+		func(ns, name string) (*gatewayv1.GRPCRoute, error) { return lister.GRPCRoutes(ns).Get(name) },
+		func(r *gatewayv1.GRPCRoute) []gatewayv1.RouteParentStatus { return r.Status.Parents },
+		func(ctx context.Context, r *gatewayv1.GRPCRoute, parents []gatewayv1.RouteParentStatus) (runtime.Object, error) {
+			update := r.DeepCopy()
+			update.Status.Parents = parents
+			return c.client.GatewayV1().GRPCRoutes(r.Namespace).UpdateStatus(ctx, update, metav1.UpdateOptions{})
+		})
 }
 
 // routeStatus computes a route's status.parents and logs each parent that did not

@@ -4,8 +4,11 @@
 package integration
 
 import (
+	"flag"
 	"os"
 	"testing"
+
+	"k8s.io/klog/v2"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
 )
@@ -18,6 +21,14 @@ func TestMain(m *testing.M) {
 	// which TestConsulACLs checks for key material.
 	if err := os.Setenv("KUBE_FEATURE_WatchListClient", "false"); err != nil {
 		panic(err)
+	}
+	// TEST_V=4 shows the in-process controllers' logs at that verbosity.
+	if v := os.Getenv("TEST_V"); v != "" {
+		var fs flag.FlagSet
+		klog.InitFlags(&fs)
+		if err := fs.Set("v", v); err != nil {
+			panic(err)
+		}
 	}
 	os.Exit(testenv.Main(m, testenv.Options{Users: []string{"viewer"}}, &env))
 }
