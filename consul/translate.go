@@ -414,6 +414,9 @@ func (t *translator) httpRule(routeNamespace string, index int, rule gatewayv1.H
 	if err != nil {
 		return nil, nil, []string{fmt.Sprintf("rule %d: %v; the rule is left out of Consul", index, err)}
 	}
+	if !rewrites(rule) {
+		matches = segmentPrefixes(matches)
+	}
 	var services []consulapi.HTTPService
 	var used []cache.ObjectName
 	var invalid []string
@@ -535,6 +538,38 @@ func httpMatches(matches []gatewayv1.HTTPRouteMatch) ([]consulapi.HTTPMatch, err
 		out = append(out, match)
 	}
 	return out, nil
+}
+
+// rewrites reports whether a rule or one of its backendRefs rewrites the URL.
+func rewrites(rule gatewayv1.HTTPRouteRule) bool {
+	has := func(filters []gatewayv1.HTTPRouteFilter) bool {
+		return slices.ContainsFunc(filters, func(f gatewayv1.HTTPRouteFilter) bool { return f.Type == gatewayv1.HTTPRouteFilterURLRewrite })
+	}
+	return has(rule.Filters) || slices.ContainsFunc(rule.BackendRefs, func(b gatewayv1.HTTPBackendRef) bool { return has(b.Filters) })
+}
+
+// segmentPrefixes makes prefix matches match whole path segments, as Gateway API's
+// PathPrefix does: Consul (Envoy) matches a plain string prefix, so prefix "/v2" would
+// also match "/v2example". Prefix "/v2" (or "/v2/") becomes exact "/v2" or prefix
+// "/v2/", with the match's other conditions on both. Prefix "/" is already exact.
+//
+// Rules that rewrite the URL keep the plain prefix: Consul applies one prefix rewrite
+// to all matches of a rule, and the two matches would need different replacements.
+// That gap is documented in docs/consul.md.
+func segmentPrefixes(matches []consulapi.HTTPMatch) []consulapi.HTTPMatch {
+	out := make([]consulapi.HTTPMatch, 0, len(matches))
+	for _, m := range matches {
+		prefix := strings.TrimSuffix(m.Path.Value, "/")
+		if m.Path.Match != consulapi.HTTPPathMatchPrefix || prefix == "" {
+			out = append(out, m)
+			continue
+		}
+		exact, subtree := m, m
+		exact.Path = consulapi.HTTPPathMatch{Match: consulapi.HTTPPathMatchExact, Value: prefix}
+		subtree.Path = consulapi.HTTPPathMatch{Match: consulapi.HTTPPathMatchPrefix, Value: prefix + "/"}
+		out = append(out, exact, subtree)
+	}
+	return out
 }
 
 // httpMatch translates one match, applying the CRD defaults to unset fields (path

@@ -1258,3 +1258,29 @@ func TestSortProblems(t *testing.T) {
 		t.Error(diff)
 	}
 }
+
+func TestSegmentPrefixes(t *testing.T) {
+	prefix := func(v string) consulapi.HTTPMatch {
+		return consulapi.HTTPMatch{Path: consulapi.HTTPPathMatch{Match: consulapi.HTTPPathMatchPrefix, Value: v}, Method: consulapi.HTTPMatchMethodGet}
+	}
+	exact := func(v string) consulapi.HTTPMatch {
+		return consulapi.HTTPMatch{Path: consulapi.HTTPPathMatch{Match: consulapi.HTTPPathMatchExact, Value: v}, Method: consulapi.HTTPMatchMethodGet}
+	}
+	tests := []struct {
+		name string
+		in   []consulapi.HTTPMatch
+		want []consulapi.HTTPMatch
+	}{
+		{"root stays a prefix", []consulapi.HTTPMatch{prefix("/")}, []consulapi.HTTPMatch{prefix("/")}},
+		{"a segment becomes exact or subtree", []consulapi.HTTPMatch{prefix("/v2")}, []consulapi.HTTPMatch{exact("/v2"), prefix("/v2/")}},
+		{"a trailing slash is the same segment", []consulapi.HTTPMatch{prefix("/v2/")}, []consulapi.HTTPMatch{exact("/v2"), prefix("/v2/")}},
+		{"exact matches stay", []consulapi.HTTPMatch{exact("/a"), prefix("/b")}, []consulapi.HTTPMatch{exact("/a"), exact("/b"), prefix("/b/")}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := gocmp.Diff(tt.want, segmentPrefixes(tt.in)); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
