@@ -8,13 +8,15 @@ package main
 
 import (
 	"context"
-	"flag"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	consulapi "github.com/hashicorp/consul/api"
+	"github.com/spf13/pflag"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/cache"
@@ -26,34 +28,27 @@ import (
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul"
 	"github.com/consul-gateway-controller/consul-gateway-controller/informers"
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/options"
 	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
 )
 
-type options struct {
-	kubeconfig     string
-	controllerName string
-	workers        int
-	clusterID      string
-	consulWorkers  int
-	naming         consul.Naming
-	translation    consul.Options
-}
-
 func main() {
-	klog.InitFlags(nil)
-	var opts options
-	flag.StringVar(&opts.kubeconfig, "kubeconfig", "", "path to a kubeconfig; empty means in-cluster configuration")
-	flag.StringVar(&opts.controllerName, "controller-name", string(gwsync.DefaultControllerName), "the GatewayClass controllerName this controller serves")
-	flag.IntVar(&opts.workers, "workers", 2, "status workers per kind")
-	flag.StringVar(&opts.clusterID, "cluster-id", "default", "names this cluster in the ownership meta of Consul entries; clusters sharing a Consul need different ids")
-	flag.IntVar(&opts.consulWorkers, "consul-workers", 2, "workers writing Consul config entries")
-	flag.StringVar(&opts.naming.Prefix, "consul-entry-prefix", "", "prefix of every Consul config entry name")
-	flag.StringVar(&opts.naming.Partition, "consul-partition", "", "Consul Enterprise admin partition of every entry")
-	flag.StringVar(&opts.naming.DestinationNamespace, "consul-destination-namespace", "", "Consul Enterprise namespace of every entry")
-	flag.BoolVar(&opts.naming.MirrorNamespaces, "consul-mirror-namespaces", false, "put entries into the Consul Enterprise namespace named like their Kubernetes namespace")
-	flag.StringVar(&opts.naming.MirrorPrefix, "consul-mirror-namespaces-prefix", "", "prefix of mirrored Consul namespaces")
-	flag.BoolVar(&opts.translation.ManageServiceDefaults, "manage-service-defaults", false, "write service-defaults with protocol http for HTTP backends that have none")
-	flag.Parse()
+	opts := options.New()
+	fss := opts.Flags()
+	fs := pflag.NewFlagSet("consul-gateway-controller", pflag.ContinueOnError)
+	options.AddTo(fs, fss)
+	fs.Usage = func() { options.Usage(os.Stderr, fss) }
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			os.Exit(0)
+		}
+		fmt.Fprintf(os.Stderr, "consul-gateway-controller: %v\n", err)
+		os.Exit(2)
+	}
+	if err := opts.Validate(); err != nil {
+		fmt.Fprintf(os.Stderr, "consul-gateway-controller: invalid flags: %s\n", strings.ReplaceAll(err.Error(), "\n", "; "))
+		os.Exit(2)
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -65,12 +60,13 @@ func main() {
 	klog.Flush()
 }
 
-func run(ctx context.Context, opts options) error {
+func run(ctx context.Context, opts *options.Options) error {
 	logger := klog.FromContext(ctx)
-	cfg, err := clientcmd.BuildConfigFromFlags("", opts.kubeconfig)
+	cfg, err := clientcmd.BuildConfigFromFlags("", opts.Kubeconfig)
 	if err != nil {
 		return fmt.Errorf("load kubeconfig: %w", err)
 	}
+	cfg.QPS, cfg.Burst = opts.KubeAPIQPS, opts.KubeAPIBurst
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("create kubernetes client: %w", err)
@@ -91,12 +87,7 @@ func run(ctx context.Context, opts options) error {
 		return fmt.Errorf("find the Gateway API (%s); are its CRDs installed? %w", gatewayv1.GroupVersion, err)
 	}
 	logger.Info("Connected to Kubernetes", "host", cfg.Host, "version", version.GitVersion)
-	ownership := consul.Ownership{Controller: opts.controllerName, ClusterID: opts.clusterID}
-	if err := ownership.Validate(); err != nil {
-		return fmt.Errorf("invalid flags: %w", err)
-	}
-	// consul/api reads CONSUL_HTTP_ADDR, CONSUL_HTTP_TOKEN(_FILE), CONSUL_CACERT and the rest.
-	consulClient, err := consulapi.NewClient(consulapi.DefaultConfig())
+	consulClient, err := consulapi.NewClient(opts.ConsulConfig())
 	if err != nil {
 		return fmt.Errorf("create consul client: %w", err)
 	}
@@ -106,23 +97,23 @@ func run(ctx context.Context, opts options) error {
 	var controller *gwsync.Controller
 	syncer := consul.NewSyncer(consul.Config{
 		Client:        consulClient,
-		Naming:        opts.naming,
-		Ownership:     ownership,
-		Options:       opts.translation,
+		Naming:        opts.Naming,
+		Ownership:     opts.Ownership(),
+		Options:       opts.Translation,
 		Secrets:       inf.Secrets.Lister(),
 		Services:      inf.Services.Lister(),
 		OwnerExists:   inf.Exists,
 		StatusChanged: func(kind gatewayv1.Kind, key cache.ObjectName) { controller.Enqueue(kind, key) },
-		Workers:       opts.consulWorkers,
+		Workers:       opts.ConsulWorkers,
 	})
 	controller, err = gwsync.NewController(gwsync.Config{
-		ControllerName: gatewayv1.GatewayController(opts.controllerName),
+		ControllerName: gatewayv1.GatewayController(opts.ControllerName),
 		Capabilities:   gwsync.Consul115,
 		Informers:      inf,
 		GatewayClient:  gateway,
 		Publisher:      syncer,
 		DataPlane:      syncer,
-		Workers:        gwsync.Workers{GatewayClasses: 1, Gateways: opts.workers, HTTPRoutes: opts.workers, TCPRoutes: opts.workers, GRPCRoutes: opts.workers},
+		Workers:        gwsync.Workers{GatewayClasses: 1, Gateways: opts.GatewayWorkers, HTTPRoutes: opts.RouteWorkers, TCPRoutes: opts.RouteWorkers, GRPCRoutes: opts.RouteWorkers},
 		BundleVersion:  bundle.Get,
 		Clock:          clock.RealClock{},
 	})

@@ -1,0 +1,148 @@
+// Package options owns the controller's command-line flags: their defaults, their
+// grouping in --help, their validation, and how they become client configuration.
+package options
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	consulapi "github.com/hashicorp/consul/api"
+	"github.com/spf13/pflag"
+	cliflag "k8s.io/component-base/cli/flag"
+	"k8s.io/klog/v2"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/consul"
+	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
+)
+
+// Options are the controller's settings.
+type Options struct {
+	Kubeconfig     string
+	ControllerName string
+	KubeAPIQPS     float32
+	KubeAPIBurst   int
+
+	GatewayWorkers int
+	RouteWorkers   int
+	ConsulWorkers  int
+
+	ClusterID string
+	// Consul connection; empty values leave consul/api's environment conventions
+	// (CONSUL_HTTP_ADDR, CONSUL_HTTP_TOKEN_FILE, CONSUL_CACERT, ...) in force.
+	ConsulHTTPAddr  string
+	ConsulTokenFile string
+	ConsulCACert    string
+	Naming          consul.Naming
+	Translation     consul.Options
+}
+
+// New returns the defaults.
+func New() *Options {
+	return &Options{
+		ControllerName: string(gwsync.DefaultControllerName),
+		KubeAPIQPS:     20,
+		KubeAPIBurst:   30,
+		GatewayWorkers: 2,
+		RouteWorkers:   4,
+		ConsulWorkers:  2,
+		ClusterID:      "default",
+	}
+}
+
+// Flags returns the flags, in the sections --help prints.
+func (o *Options) Flags() cliflag.NamedFlagSets {
+	var fss cliflag.NamedFlagSets
+	fs := fss.FlagSet("kubernetes")
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "Path to a kubeconfig. Empty means the in-cluster configuration.")
+	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Queries per second to the Kubernetes API server.")
+	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Burst of queries to the Kubernetes API server.")
+
+	fs = fss.FlagSet("controller")
+	fs.StringVar(&o.ControllerName, "controller-name", o.ControllerName, "The GatewayClass controllerName this controller serves (DOMAIN/PATH).")
+	fs.IntVar(&o.GatewayWorkers, "gateway-workers", o.GatewayWorkers, "Status workers for Gateways (GatewayClasses get one).")
+	fs.IntVar(&o.RouteWorkers, "route-workers", o.RouteWorkers, "Status workers for each route kind (HTTPRoute, TCPRoute, GRPCRoute).")
+
+	fs = fss.FlagSet("consul")
+	fs.StringVar(&o.ConsulHTTPAddr, "consul-http-addr", o.ConsulHTTPAddr, "Consul HTTP API address (scheme://host:port). Overrides CONSUL_HTTP_ADDR.")
+	fs.StringVar(&o.ConsulTokenFile, "consul-token-file", o.ConsulTokenFile, "File holding the Consul ACL token. Overrides CONSUL_HTTP_TOKEN_FILE and CONSUL_HTTP_TOKEN.")
+	fs.StringVar(&o.ConsulCACert, "consul-cacert", o.ConsulCACert, "CA certificate to verify Consul's TLS certificate. Overrides CONSUL_CACERT.")
+	fs.IntVar(&o.ConsulWorkers, "consul-workers", o.ConsulWorkers, "Workers writing Consul config entries.")
+	fs.StringVar(&o.ClusterID, "cluster-id", o.ClusterID, "Names this cluster in the ownership meta of Consul entries. Clusters sharing a Consul need different ids.")
+	fs.StringVar(&o.Naming.Prefix, "consul-entry-prefix", o.Naming.Prefix, "Prefix of every Consul config entry name.")
+	fs.StringVar(&o.Naming.Partition, "consul-partition", o.Naming.Partition, "Consul Enterprise admin partition of every entry.")
+	fs.StringVar(&o.Naming.DestinationNamespace, "consul-destination-namespace", o.Naming.DestinationNamespace, "Consul Enterprise namespace of every entry.")
+	fs.BoolVar(&o.Naming.MirrorNamespaces, "consul-mirror-namespaces", o.Naming.MirrorNamespaces, "Put entries into the Consul Enterprise namespace named like their Kubernetes namespace.")
+	fs.StringVar(&o.Naming.MirrorPrefix, "consul-mirror-namespaces-prefix", o.Naming.MirrorPrefix, "Prefix of mirrored Consul namespaces (with --consul-mirror-namespaces).")
+	fs.BoolVar(&o.Translation.ManageServiceDefaults, "manage-service-defaults", o.Translation.ManageServiceDefaults, "Write service-defaults with protocol http for HTTP backends that have none.")
+
+	var klogFlags flag.FlagSet
+	klog.InitFlags(&klogFlags)
+	fss.FlagSet("logging").AddGoFlagSet(&klogFlags)
+	return fss
+}
+
+// Usage writes --help: what the command is, then every section of flags.
+func Usage(w io.Writer, fss cliflag.NamedFlagSets) {
+	fmt.Fprintf(w, "consul-gateway-controller implements the Gateway API on Consul's API gateway.\n\nUsage:\n  consul-gateway-controller [flags]\n")
+	cliflag.PrintSections(w, fss, 0)
+}
+
+// AddTo adds every section's flags to fs.
+func AddTo(fs *pflag.FlagSet, fss cliflag.NamedFlagSets) {
+	for _, name := range fss.Order {
+		fs.AddFlagSet(fss.FlagSets[name])
+	}
+}
+
+// Validate returns every invalid setting, one line each.
+func (o *Options) Validate() error {
+	var errs []error
+	if name := o.ControllerName; !strings.Contains(name, "/") || strings.HasPrefix(name, "/") || strings.HasSuffix(name, "/") {
+		errs = append(errs, fmt.Errorf("--controller-name %q: want DOMAIN/PATH", name))
+	}
+	for _, f := range []struct {
+		name string
+		n    int
+	}{{"--gateway-workers", o.GatewayWorkers}, {"--route-workers", o.RouteWorkers}, {"--consul-workers", o.ConsulWorkers}, {"--kube-api-burst", o.KubeAPIBurst}} {
+		if f.n < 1 {
+			errs = append(errs, fmt.Errorf("%s %d: want at least 1", f.name, f.n))
+		}
+	}
+	if o.KubeAPIQPS <= 0 {
+		errs = append(errs, fmt.Errorf("--kube-api-qps %v: want more than 0", o.KubeAPIQPS))
+	}
+	if err := (consul.Ownership{Controller: o.ControllerName, ClusterID: o.ClusterID}).Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("--cluster-id: %w", err))
+	}
+	if o.Naming.MirrorNamespaces && o.Naming.DestinationNamespace != "" {
+		errs = append(errs, errors.New("--consul-mirror-namespaces and --consul-destination-namespace: choose one"))
+	}
+	if !o.Naming.MirrorNamespaces && o.Naming.MirrorPrefix != "" {
+		errs = append(errs, errors.New("--consul-mirror-namespaces-prefix needs --consul-mirror-namespaces"))
+	}
+	return errors.Join(errs...)
+}
+
+// ConsulConfig is consul/api's configuration from the environment, with the flags
+// that were set on top.
+func (o *Options) ConsulConfig() *consulapi.Config {
+	cfg := consulapi.DefaultConfig()
+	if o.ConsulHTTPAddr != "" {
+		cfg.Address = o.ConsulHTTPAddr // consul/api takes a scheme:// prefix off itself
+	}
+	if o.ConsulTokenFile != "" {
+		cfg.Token, cfg.TokenFile = "", o.ConsulTokenFile
+	}
+	if o.ConsulCACert != "" {
+		cfg.TLSConfig.CAFile = o.ConsulCACert
+	}
+	return cfg
+}
+
+// Ownership is how entries written with these options are marked.
+func (o *Options) Ownership() consul.Ownership {
+	return consul.Ownership{Controller: o.ControllerName, ClusterID: o.ClusterID}
+}

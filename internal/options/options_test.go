@@ -1,0 +1,88 @@
+package options
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+)
+
+var update = flag.Bool("update", false, "rewrite docs/flags.md")
+
+// TestFlagsDocIsCurrent fails when docs/flags.md no longer shows what --help prints;
+// `go test ./internal/options -update` rewrites it.
+func TestFlagsDocIsCurrent(t *testing.T) {
+	var help bytes.Buffer
+	Usage(&help, New().Flags())
+	want := "# Flags\n\nGenerated from `consul-gateway-controller --help` by `go test ./internal/options -update`.\n\n```\n" + help.String() + "```\n"
+	path := filepath.Join("..", "..", "docs", "flags.md")
+	if *update {
+		if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run `go test ./internal/options -update`)", err)
+	}
+	if string(got) != want {
+		t.Errorf("docs/flags.md is stale: run `go test ./internal/options -update`")
+	}
+}
+
+func parse(t *testing.T, args ...string) *Options {
+	t.Helper()
+	o := New()
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	AddTo(fs, o.Flags())
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string // "" for valid
+	}{
+		{nil, ""},
+		{[]string{"--controller-name=no-slash"}, "--controller-name"},
+		{[]string{"--route-workers=0"}, "--route-workers 0"},
+		{[]string{"--consul-workers=-1"}, "--consul-workers -1"},
+		{[]string{"--kube-api-qps=0"}, "--kube-api-qps"},
+		{[]string{"--cluster-id="}, "--cluster-id"},
+		{[]string{"--consul-mirror-namespaces", "--consul-destination-namespace=x"}, "choose one"},
+		{[]string{"--consul-mirror-namespaces-prefix=k8s-"}, "needs --consul-mirror-namespaces"},
+		{[]string{"--consul-mirror-namespaces", "--consul-mirror-namespaces-prefix=k8s-", "--manage-service-defaults"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			err := parse(t, tt.args...).Validate()
+			switch {
+			case tt.want == "" && err != nil:
+				t.Errorf("Validate() = %v, want nil", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Errorf("Validate() = %v, want an error mentioning %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestConsulConfigFlagsOverrideEnvironment(t *testing.T) {
+	t.Setenv("CONSUL_HTTP_ADDR", "https://from-env:8501")
+	t.Setenv("CONSUL_HTTP_TOKEN", "env-token")
+	t.Setenv("CONSUL_CACERT", "/env/ca.pem")
+	if cfg := parse(t).ConsulConfig(); cfg.Address != "https://from-env:8501" || cfg.Token != "env-token" || cfg.TLSConfig.CAFile != "/env/ca.pem" {
+		t.Errorf("without flags the environment must hold: %+v", cfg)
+	}
+	cfg := parse(t, "--consul-http-addr=http://flag:8500", "--consul-token-file=/etc/token", "--consul-cacert=/etc/ca.pem").ConsulConfig()
+	if cfg.Address != "http://flag:8500" || cfg.Token != "" || cfg.TokenFile != "/etc/token" || cfg.TLSConfig.CAFile != "/etc/ca.pem" {
+		t.Errorf("flags must win over the environment: address=%q tokenFile=%q token set=%v ca=%q",
+			cfg.Address, cfg.TokenFile, cfg.Token != "", cfg.TLSConfig.CAFile)
+	}
+}
