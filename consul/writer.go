@@ -102,11 +102,11 @@ func (s *Syncer) write(ctx context.Context, logger klog.Logger, verb string, key
 // compared in the encoding the syncer writes, without the fields Consul manages
 // (indexes, status) and the defaults it fills in when it stores an entry.
 func sameEntry(desired, actual consulapi.ConfigEntry) bool {
-	want, err := comparable(desired)
+	want, err := comparableForm(desired)
 	if err != nil {
 		return false
 	}
-	got, err := comparable(actual)
+	got, err := comparableForm(actual)
 	if err != nil {
 		return false
 	}
@@ -116,7 +116,9 @@ func sameEntry(desired, actual consulapi.ConfigEntry) bool {
 // serverManaged are top-level fields Consul sets on every entry it stores.
 var serverManaged = []string{"CreateIndex", "ModifyIndex", "Status", "Hash"}
 
-func comparable(entry consulapi.ConfigEntry) (map[string]any, error) {
+// comparableForm is an entry as a generic map, in the encoding the syncer writes,
+// without what Consul manages or fills in.
+func comparableForm(entry consulapi.ConfigEntry) (map[string]any, error) {
 	raw, err := json.Marshal(Compact(entry))
 	if err != nil {
 		return nil, err
