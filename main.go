@@ -28,6 +28,7 @@ import (
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul"
 	"github.com/consul-gateway-controller/consul-gateway-controller/informers"
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/leader"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/options"
 	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
 )
@@ -129,10 +130,15 @@ func run(ctx context.Context, opts *options.Options) error {
 	if !cache.WaitForNamedCacheSyncWithContext(ctx, bundle.HasSynced) {
 		return fmt.Errorf("gateway-api CRD cache did not sync: %w", context.Cause(ctx))
 	}
-	syncerDone := make(chan error, 1)
-	go func() { syncerDone <- syncer.Run(ctx, controller.InitialSyncDone()) }()
-	if err := controller.Run(ctx); err != nil {
-		return err
+	// Informers warm up in every replica; only the leader runs the writers.
+	writers := func(ctx context.Context) error {
+		syncerDone := make(chan error, 1)
+		go func() { syncerDone <- syncer.Run(ctx, controller.InitialSyncDone()) }()
+		err := controller.Run(ctx)
+		return errors.Join(err, <-syncerDone)
 	}
-	return <-syncerDone
+	if !opts.LeaderElect {
+		return writers(ctx)
+	}
+	return leader.Run(ctx, kube, opts.LeaderConfig(), writers)
 }

@@ -7,7 +7,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
+	"time"
 
 	consulapi "github.com/hashicorp/consul/api"
 	"github.com/spf13/pflag"
@@ -15,6 +17,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul"
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/leader"
 	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
 )
 
@@ -28,6 +31,9 @@ type Options struct {
 	GatewayWorkers int
 	RouteWorkers   int
 	ConsulWorkers  int
+
+	LeaderElect bool
+	Leader      leader.Config
 
 	ClusterID string
 	// Consul connection; empty values leave consul/api's environment conventions
@@ -49,7 +55,30 @@ func New() *Options {
 		RouteWorkers:   4,
 		ConsulWorkers:  2,
 		ClusterID:      "default",
+		LeaderElect:    true,
+		// kube-controller-manager's timing: 5s of margin for writers to stop.
+		Leader: leader.Config{
+			Namespace:     "consul-gateway-controller",
+			Name:          "consul-gateway-controller",
+			LeaseDuration: 15 * time.Second,
+			RenewDeadline: 10 * time.Second,
+			RetryPeriod:   2 * time.Second,
+		},
 	}
+}
+
+// LeaderConfig is the election's configuration; an unset identity is the pod name in a
+// cluster ($HOSTNAME), else the host name. It is resolved here, not as the flag's
+// default, so --help does not depend on the machine.
+func (o *Options) LeaderConfig() leader.Config {
+	cfg := o.Leader
+	if cfg.Identity == "" {
+		cfg.Identity = os.Getenv("HOSTNAME")
+	}
+	if cfg.Identity == "" {
+		cfg.Identity, _ = os.Hostname()
+	}
+	return cfg
 }
 
 // Flags returns the flags, in the sections --help prints.
@@ -64,6 +93,15 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 	fs.StringVar(&o.ControllerName, "controller-name", o.ControllerName, "The GatewayClass controllerName this controller serves (DOMAIN/PATH).")
 	fs.IntVar(&o.GatewayWorkers, "gateway-workers", o.GatewayWorkers, "Status workers for Gateways (GatewayClasses get one).")
 	fs.IntVar(&o.RouteWorkers, "route-workers", o.RouteWorkers, "Status workers for each route kind (HTTPRoute, TCPRoute, GRPCRoute).")
+
+	fs = fss.FlagSet("leader election")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Run the writers only while holding a Lease, so replicas never write at once. Disable only for a single replica.")
+	fs.StringVar(&o.Leader.Namespace, "leader-elect-resource-namespace", o.Leader.Namespace, "Namespace of the Lease.")
+	fs.StringVar(&o.Leader.Name, "leader-elect-resource-name", o.Leader.Name, "Name of the Lease.")
+	fs.StringVar(&o.Leader.Identity, "leader-elect-identity", o.Leader.Identity, "This replica's identity in the Lease; unique per replica. Defaults to $HOSTNAME.")
+	fs.DurationVar(&o.Leader.LeaseDuration, "leader-elect-lease-duration", o.Leader.LeaseDuration, "How long followers wait before taking over a Lease that is not renewed.")
+	fs.DurationVar(&o.Leader.RenewDeadline, "leader-elect-renew-deadline", o.Leader.RenewDeadline, "How long the leader retries renewing before it stops its writers and exits.")
+	fs.DurationVar(&o.Leader.RetryPeriod, "leader-elect-retry-period", o.Leader.RetryPeriod, "How often candidates try to acquire or renew the Lease.")
 
 	fs = fss.FlagSet("consul")
 	fs.StringVar(&o.ConsulHTTPAddr, "consul-http-addr", o.ConsulHTTPAddr, "Consul HTTP API address (scheme://host:port). Overrides CONSUL_HTTP_ADDR.")
@@ -116,6 +154,11 @@ func (o *Options) Validate() error {
 	}
 	if err := (consul.Ownership{Controller: o.ControllerName, ClusterID: o.ClusterID}).Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("--cluster-id: %w", err))
+	}
+	if o.LeaderElect {
+		if err := o.LeaderConfig().Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("--leader-elect-*: %w", err))
+		}
 	}
 	if o.Naming.MirrorNamespaces && o.Naming.DestinationNamespace != "" {
 		errs = append(errs, errors.New("--consul-mirror-namespaces and --consul-destination-namespace: choose one"))

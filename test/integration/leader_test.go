@@ -1,0 +1,211 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	gosync "sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/informers"
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/leader"
+	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
+	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
+)
+
+// replica is one in-process controller under leader election, with a switch that cuts
+// it off from the API server and a record of its status writes.
+type replica struct {
+	identity    string
+	partitioned atomic.Bool
+
+	mu          gosync.Mutex
+	writes      []time.Time // status PUTs that left the replica, successful or not
+	leadStopped time.Time   // when its writers' context ended
+	result      chan error
+}
+
+type replicaTransport struct {
+	r    *replica
+	next http.RoundTripper
+}
+
+func (t replicaTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method == http.MethodPut && strings.HasSuffix(req.URL.Path, "/status") {
+		t.r.mu.Lock()
+		t.r.writes = append(t.r.writes, time.Now())
+		t.r.mu.Unlock()
+	}
+	if t.r.partitioned.Load() {
+		return nil, errors.New("test: replica cut off from the API server")
+	}
+	return t.next.RoundTrip(req)
+}
+
+func (r *replica) writesSince(t time.Time) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, w := range r.writes {
+		if !w.Before(t) {
+			n++
+		}
+	}
+	return n
+}
+
+// startReplica runs a status controller for controllerName under leader election on
+// the Lease ns/name until ctx is done.
+func startReplica(ctx context.Context, t *testing.T, identity string, controllerName gatewayv1.GatewayController, lease leader.Config) *replica {
+	t.Helper()
+	r := &replica{identity: identity, result: make(chan error, 1)}
+	cfg := rest.CopyConfig(env.Kube.Config(testenv.AdminUser))
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return replicaTransport{r: r, next: rt} })
+	kube := kubernetes.NewForConfigOrDie(cfg)
+	gateway := gatewayclient.NewForConfigOrDie(cfg)
+	lease.Identity = identity
+	go func() {
+		r.result <- leader.Run(ctx, kube, lease, func(ctx context.Context) error {
+			defer func() {
+				r.mu.Lock()
+				r.leadStopped = time.Now()
+				r.mu.Unlock()
+			}()
+			inf := informers.New(kube, gateway, 0)
+			controller, err := gwsync.NewController(gwsync.Config{
+				ControllerName: controllerName,
+				Capabilities:   gwsync.Consul115,
+				Informers:      inf,
+				GatewayClient:  gateway,
+				Publisher:      &confirmations{},
+				Workers:        gwsync.Workers{GatewayClasses: 1, Gateways: 1, HTTPRoutes: 1, TCPRoutes: 1, GRPCRoutes: 1},
+				BundleVersion:  func() string { return "v1.6.3" },
+			})
+			if err != nil {
+				return err
+			}
+			inf.StartWithContext(ctx)
+			defer inf.Shutdown()
+			return controller.Run(ctx)
+		})
+	}()
+	return r
+}
+
+func (r *replica) stoppedAt() time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.leadStopped
+}
+
+// TestLeaderElectionFencesTheOldLeader runs two replicas on one Lease, cuts the leader
+// off from the API server, and checks that the other takes over and converges, and
+// that the old leader's writers stopped and never wrote again.
+func TestLeaderElectionFencesTheOldLeader(t *testing.T) {
+	const ns = "leader"
+	controllerName := gatewayv1.GatewayController("test.example.com/" + ns)
+	createObject(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	createObject(t, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "echo"},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 8080}}}})
+	createObject(t, &gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: ns}, Spec: gatewayv1.GatewayClassSpec{ControllerName: controllerName}})
+	createObject(t, &gatewayv1.Gateway{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "gw"},
+		Spec: gatewayv1.GatewaySpec{GatewayClassName: ns, Listeners: []gatewayv1.Listener{
+			{Name: "http", Port: 80, Protocol: gatewayv1.HTTPProtocolType},
+		}},
+	})
+	e := exampleSet{}
+	createObject(t, e.httpRoute(ns, "r", gatewayv1.ParentReference{Name: "gw"}, "", nil))
+
+	lease := leader.Config{Namespace: ns, Name: "consul-gateway-controller", LeaseDuration: 4 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	a := startReplica(ctx, t, "a", controllerName, lease)
+	holder := func() string {
+		l, err := env.KubeClient.CoordinationV1().Leases(ns).Get(t.Context(), lease.Name, metav1.GetOptions{})
+		if err != nil || l.Spec.HolderIdentity == nil {
+			return ""
+		}
+		return *l.Spec.HolderIdentity
+	}
+	eventually(t, 20*time.Second, "replica a holds the Lease", func() (bool, error) { return holder() == "a", nil })
+	b := startReplica(ctx, t, "b", controllerName, lease)
+	routeGeneration := func() (int64, int64) {
+		r, err := env.GatewayClient.GatewayV1().HTTPRoutes(ns).Get(t.Context(), "r", metav1.GetOptions{})
+		if err != nil {
+			return 0, -1
+		}
+		for _, p := range r.Status.Parents {
+			if p.ControllerName == controllerName {
+				return r.Generation, p.Conditions[0].ObservedGeneration
+			}
+		}
+		return r.Generation, -1
+	}
+	eventually(t, 20*time.Second, "the leader converges the route", func() (bool, error) {
+		gen, observed := routeGeneration()
+		return gen == observed, nil
+	})
+	if n := b.writesSince(time.Time{}); n != 0 {
+		t.Errorf("the follower made %d status writes while a led", n)
+	}
+
+	// Cut the leader off: it must stop its writers, the follower must take over.
+	a.partitioned.Store(true)
+	select {
+	case err := <-a.result:
+		if !errors.Is(err, leader.ErrLeadershipLost) {
+			t.Fatalf("the cut-off leader returned %v, want ErrLeadershipLost", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the cut-off leader did not give up within 15s")
+	}
+	eventually(t, 20*time.Second, "replica b takes the Lease", func() (bool, error) { return holder() == "b", nil })
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		r, err := env.GatewayClient.GatewayV1().HTTPRoutes(ns).Get(t.Context(), "r", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		r.Spec.Hostnames = []gatewayv1.Hostname{"after.example.com"}
+		_, err = env.GatewayClient.GatewayV1().HTTPRoutes(ns).Update(t.Context(), r, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, "the new leader converges the edited route", func() (bool, error) {
+		gen, observed := routeGeneration()
+		return gen == observed && gen > 1, nil
+	})
+	if n := a.writesSince(a.stoppedAt()); n != 0 {
+		t.Errorf("the old leader attempted %d status writes after its writers stopped", n)
+	}
+	if b.writesSince(time.Time{}) == 0 {
+		t.Error("the new leader made no status write")
+	}
+
+	// SIGTERM: the leader drains and releases the Lease.
+	cancel()
+	select {
+	case err := <-b.result:
+		if err != nil {
+			t.Errorf("the leader's graceful shutdown returned %v, want nil", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the leader did not shut down within 15s")
+	}
+	if h := holder(); h != "" {
+		t.Errorf("after a graceful shutdown the Lease is still held by %q", h)
+	}
+}
