@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	consulapi "github.com/hashicorp/consul/api"
@@ -29,6 +30,7 @@ import (
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul"
 	"github.com/consul-gateway-controller/consul-gateway-controller/informers"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/leader"
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/metrics"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/options"
 	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
 )
@@ -130,8 +132,20 @@ func run(ctx context.Context, opts *options.Options) error {
 	if !cache.WaitForNamedCacheSyncWithContext(ctx, bundle.HasSynced) {
 		return fmt.Errorf("gateway-api CRD cache did not sync: %w", context.Cause(ctx))
 	}
+	var leading atomic.Bool
+	health := metrics.Handler(func() error { return ready(inf, consulClient, leading.Load()) })
+	for _, addr := range []string{opts.MetricsBindAddress, opts.HealthProbeBindAddress} {
+		go func() {
+			if err := metrics.Serve(ctx, addr, health); err != nil {
+				klog.FromContext(ctx).Error(err, "Serving metrics and health checks failed", "address", addr)
+			}
+		}()
+	}
+
 	// Informers warm up in every replica; only the leader runs the writers.
 	writers := func(ctx context.Context) error {
+		leading.Store(true)
+		defer leading.Store(false)
 		syncerDone := make(chan error, 1)
 		go func() { syncerDone <- syncer.Run(ctx, controller.InitialSyncDone()) }()
 		err := controller.Run(ctx)
@@ -141,4 +155,20 @@ func run(ctx context.Context, opts *options.Options) error {
 		return writers(ctx)
 	}
 	return leader.Run(ctx, kube, opts.LeaderConfig(), writers)
+}
+
+// ready is /readyz: the caches have synced and, while leading, Consul answers.
+func ready(inf *informers.Informers, consul *consulapi.Client, leading bool) error {
+	for _, synced := range inf.HasSynced() {
+		if !synced() {
+			return errors.New("the caches have not synced")
+		}
+	}
+	if !leading {
+		return nil
+	}
+	if _, err := consul.Status().Leader(); err != nil {
+		return fmt.Errorf("consul does not answer: %w", err)
+	}
+	return nil
 }

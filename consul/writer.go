@@ -10,6 +10,8 @@ import (
 
 	consulapi "github.com/hashicorp/consul/api"
 	"k8s.io/klog/v2"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/metrics"
 )
 
 // errCASMismatch means someone wrote the entry between our read and our write. The
@@ -49,6 +51,9 @@ func (s *Syncer) syncEntry(ctx context.Context, key EntryKey) error {
 			return ok, err
 		})
 	case actual == nil:
+		if err := s.dependenciesWritten(ctx, desired); err != nil {
+			return err
+		}
 		return s.write(ctx, logger, "Created", key, desired.GetMeta(), func(w *consulapi.WriteOptions) (bool, error) {
 			ok, _, err := s.cfg.Client.ConfigEntries().CAS(Compact(desired), 0, w)
 			return ok, err
@@ -60,11 +65,42 @@ func (s *Syncer) syncEntry(ctx context.Context, key EntryKey) error {
 	case sameEntry(desired, actual):
 		return nil
 	default:
+		if err := s.dependenciesWritten(ctx, desired); err != nil {
+			return err
+		}
 		return s.write(ctx, logger, "Updated", key, desired.GetMeta(), func(w *consulapi.WriteOptions) (bool, error) {
 			ok, _, err := s.cfg.Client.ConfigEntries().CAS(Compact(desired), actual.GetModifyIndex(), w)
 			return ok, err
 		})
 	}
+}
+
+// dependenciesWritten holds an http-route back until the service-defaults the syncer
+// writes for its backends exist: Consul judges a route against its backends' protocol
+// when the route is written, so a route written first is refused
+// (InvalidDiscoveryChain) and only later, if ever, judged again.
+func (s *Syncer) dependenciesWritten(ctx context.Context, desired consulapi.ConfigEntry) error {
+	route, ok := desired.(*consulapi.HTTPRouteConfigEntry)
+	if !ok {
+		return nil
+	}
+	for _, rule := range route.Rules {
+		for _, svc := range rule.Services {
+			dep := EntryKey{Kind: consulapi.ServiceDefaults, Name: svc.Name, Namespace: svc.Namespace, Partition: svc.Partition}
+			if _, wanted := s.desiredEntry(dep); !wanted {
+				continue
+			}
+			actual, err := s.readEntry(ctx, dep)
+			if err != nil {
+				return err
+			}
+			if actual == nil {
+				s.queue.Add(dep)
+				return fmt.Errorf("%s %s waits for service-defaults %s to be written first", route.Kind, route.Name, svc.Name)
+			}
+		}
+	}
+	return nil
 }
 
 // readEntry returns the entry under key, or nil when there is none.
@@ -85,6 +121,7 @@ func (s *Syncer) readEntry(ctx context.Context, key EntryKey) (consulapi.ConfigE
 func (s *Syncer) write(ctx context.Context, logger klog.Logger, verb string, key EntryKey, meta map[string]string, op func(*consulapi.WriteOptions) (bool, error)) error {
 	w := (&consulapi.WriteOptions{Namespace: key.Namespace, Partition: key.Partition}).WithContext(ctx)
 	ok, err := op(w)
+	metrics.ConsulWrites.WithLabelValues(key.Kind, operations[verb], consulWriteResult(ok, err)).Inc()
 	if err != nil {
 		s.verdicts.writeFailed(key, meta, err, s.cfg.StatusChanged)
 		return fmt.Errorf("%s %s %s in Consul: %w", verb, key.Kind, key.Name, err)
@@ -96,6 +133,20 @@ func (s *Syncer) write(ctx context.Context, logger klog.Logger, verb string, key
 	s.verdicts.written(key, meta, s.cfg.StatusChanged)
 	logger.V(2).Info(verb + " Consul config entry")
 	return nil
+}
+
+// operations names the write verbs in metrics.
+var operations = map[string]string{"Created": "create", "Updated": "update", "Deleted": "delete"}
+
+func consulWriteResult(ok bool, err error) string {
+	switch {
+	case err != nil:
+		return metrics.ResultError
+	case !ok:
+		return metrics.ResultConflict
+	default:
+		return metrics.ResultOK
+	}
 }
 
 // sameEntry reports whether Consul's entry already says what desired says. Both are

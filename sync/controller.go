@@ -19,6 +19,7 @@ import (
 	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/informers"
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/metrics"
 	"github.com/consul-gateway-controller/consul-gateway-controller/workqueue"
 )
 
@@ -415,6 +416,7 @@ func (c *Controller) confirm(ctx context.Context, conf Confirmation, current run
 		return nil
 	}
 	updated, err := update()
+	metrics.StatusWrites.WithLabelValues(string(conf.Kind), writeResult(err)).Inc()
 	if err != nil {
 		return fmt.Errorf("update status of %s %s: %w", conf.Kind, conf.Key, err)
 	}
@@ -422,6 +424,17 @@ func (c *Controller) confirm(ctx context.Context, conf Confirmation, current run
 	conf.Object = updated
 	c.publisher.Publish(ctx, conf)
 	return nil
+}
+
+func writeResult(err error) string {
+	switch {
+	case err == nil:
+		return metrics.ResultOK
+	case apierrors.IsConflict(err):
+		return metrics.ResultConflict
+	default:
+		return metrics.ResultError
+	}
 }
 
 func objectName(obj runtime.Object) cache.ObjectName {

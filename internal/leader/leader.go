@@ -14,6 +14,8 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/metrics"
 )
 
 // ErrLeadershipLost is returned when the Lease could not be renewed in time. The
@@ -91,7 +93,9 @@ func Run(ctx context.Context, client kubernetes.Interface, cfg Config, lead func
 				logger.Info("Started leading")
 				runCtx, cancel := context.WithCancel(leaseCtx)
 				stopOnShutdown := context.AfterFunc(ctx, cancel)
+				metrics.Leader.Set(1)
 				leadDone <- lead(runCtx)
+				metrics.Leader.Set(0)
 				stopOnShutdown()
 				cancel()
 				// The writers have stopped: now the Lease may be released.

@@ -32,6 +32,9 @@ type Options struct {
 	RouteWorkers   int
 	ConsulWorkers  int
 
+	MetricsBindAddress     string
+	HealthProbeBindAddress string
+
 	LeaderElect bool
 	Leader      leader.Config
 
@@ -48,14 +51,16 @@ type Options struct {
 // New returns the defaults.
 func New() *Options {
 	return &Options{
-		ControllerName: string(gwsync.DefaultControllerName),
-		KubeAPIQPS:     20,
-		KubeAPIBurst:   30,
-		GatewayWorkers: 2,
-		RouteWorkers:   4,
-		ConsulWorkers:  2,
-		ClusterID:      "default",
-		LeaderElect:    true,
+		ControllerName:         string(gwsync.DefaultControllerName),
+		KubeAPIQPS:             20,
+		KubeAPIBurst:           30,
+		GatewayWorkers:         2,
+		RouteWorkers:           4,
+		ConsulWorkers:          2,
+		ClusterID:              "default",
+		LeaderElect:            true,
+		MetricsBindAddress:     ":8080",
+		HealthProbeBindAddress: ":8081",
 		// kube-controller-manager's timing: 5s of margin for writers to stop.
 		Leader: leader.Config{
 			Namespace:     "consul-gateway-controller",
@@ -93,6 +98,9 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 	fs.StringVar(&o.ControllerName, "controller-name", o.ControllerName, "The GatewayClass controllerName this controller serves (DOMAIN/PATH).")
 	fs.IntVar(&o.GatewayWorkers, "gateway-workers", o.GatewayWorkers, "Status workers for Gateways (GatewayClasses get one).")
 	fs.IntVar(&o.RouteWorkers, "route-workers", o.RouteWorkers, "Status workers for each route kind (HTTPRoute, TCPRoute, GRPCRoute).")
+
+	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Address serving /metrics (Prometheus). \"0\" disables it.")
+	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "Address serving /healthz and /readyz. \"0\" disables it.")
 
 	fs = fss.FlagSet("leader election")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Run the writers only while holding a Lease, so replicas never write at once. Disable only for a single replica.")

@@ -59,7 +59,8 @@ func run(stateDir, controller, examples string, verbosity int) error {
 	// The example's backend has no service-defaults of its own; without one saying
 	// protocol http, Consul refuses an http-route to it.
 	cmd := exec.CommandContext(ctx, controller, "--kubeconfig="+kubeconfig, fmt.Sprintf("-v=%d", verbosity),
-		"--cluster-id=local", "--manage-service-defaults", "--leader-elect-resource-namespace=default")
+		"--cluster-id=local", "--manage-service-defaults", "--leader-elect-resource-namespace=default",
+		"--metrics-bind-address=127.0.0.1:0", "--health-probe-bind-address=127.0.0.1:0")
 	cmd.Env = append(os.Environ(), "CONSUL_HTTP_ADDR="+env.Consul.HTTPAddr(), "CONSUL_HTTP_TOKEN="+env.Consul.ManagementToken())
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }

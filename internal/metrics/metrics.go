@@ -1,0 +1,54 @@
+// Package metrics owns the controller's Prometheus series and the HTTP endpoints that
+// serve them and the health checks: /metrics, /healthz and /readyz.
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"k8s.io/client-go/util/workqueue"
+)
+
+const namespace = "consul_gateway_controller"
+
+// Results recorded on write counters.
+const (
+	ResultOK       = "ok"
+	ResultConflict = "conflict" // a 409 on a status write, a lost check-and-set in Consul
+	ResultError    = "error"
+)
+
+var (
+	// Registry holds every series /metrics serves.
+	Registry = prometheus.NewRegistry()
+
+	// StatusWrites counts status writes to the API server.
+	StatusWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "status_writes_total",
+		Help: "Status writes to the Kubernetes API server, by kind and result (ok, conflict, error).",
+	}, []string{"kind", "result"})
+
+	// ConsulWrites counts config entry writes to Consul.
+	ConsulWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "consul_writes_total",
+		Help: "Consul config entry writes, by entry kind, operation (create, update, delete) and result (ok, conflict, error).",
+	}, []string{"kind", "operation", "result"})
+
+	// Leader is 1 while this replica holds the Lease.
+	Leader = prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: namespace, Name: "leader",
+		Help: "1 while this replica holds the leader election Lease and runs the writers, else 0.",
+	})
+)
+
+func init() {
+	Registry.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		StatusWrites, ConsulWrites, Leader,
+	)
+	for _, c := range queueCollectors {
+		Registry.MustRegister(c)
+	}
+	// Queues made after this (all of the controller's) report through the provider.
+	workqueue.SetProvider(queueMetrics{})
+}
