@@ -987,19 +987,14 @@ func (t *translator) tcpRule(routeNamespace string, index int, rule gatewayv1.TC
 // http-route as http: Consul 1.15 refuses an http-route to a service of any other
 // protocol ("route protocol does not match targeted service protocol"). Only Services
 // present in the snapshot become backends.
-//
-// TransparentProxy is set to its zero value, which changes nothing: Consul 1.15 returns
-// it on every service-defaults it stores, so writing it keeps the entry read back equal
-// to the entry written.
 func serviceDefaults(key cache.ObjectName, svc *corev1.Service, n Naming, o Ownership) *consulapi.ServiceConfigEntry {
 	return &consulapi.ServiceConfigEntry{
-		Kind:             consulapi.ServiceDefaults,
-		Name:             n.ServiceName(key.Name),
-		Namespace:        n.Namespace(key.Namespace),
-		Partition:        n.Partition,
-		Protocol:         "http",
-		TransparentProxy: &consulapi.TransparentProxyConfig{},
-		Meta:             o.Meta(ownerOf("Service", svc)),
+		Kind:      consulapi.ServiceDefaults,
+		Name:      n.ServiceName(key.Name),
+		Namespace: n.Namespace(key.Namespace),
+		Partition: n.Partition,
+		Protocol:  "http",
+		Meta:      o.Meta(ownerOf("Service", svc)),
 	}
 }
 
