@@ -14,7 +14,7 @@ KUBE_CMDS := kube-apiserver kubectl kube-controller-manager kube-scheduler
 KUBE_TOOLS := $(addprefix bin/,$(KUBE_CMDS)) bin/etcd
 ALL_TOOLS := $(KUBE_TOOLS) bin/consul bin/golangci-lint
 # What make test runs against: a subset of ALL_TOOLS, so CI builds no more than it uses.
-TEST_TOOLS := bin/kube-apiserver bin/etcd bin/consul bin/golangci-lint
+TEST_TOOLS := bin/kube-apiserver bin/etcd bin/consul bin/golangci-lint bin/kubectl
 # Packages that need no server; everything under test/ runs against the real ones.
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v '/test/')
 

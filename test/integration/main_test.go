@@ -30,5 +30,9 @@ func TestMain(m *testing.M) {
 			panic(err)
 		}
 	}
-	os.Exit(testenv.Main(m, testenv.Options{Users: []string{"viewer"}}, &env))
+	code := testenv.Main(m, testenv.Options{Users: []string{"viewer"}}, &env)
+	if binaryDir != "" {
+		_ = os.RemoveAll(binaryDir)
+	}
+	os.Exit(code)
 }

@@ -195,10 +195,16 @@ func (k *KubeAPI) Config(user string) *rest.Config {
 
 // WriteKubeconfig writes a kubeconfig for user to path, for binaries and kubectl.
 func (k *KubeAPI) WriteKubeconfig(path, user string) error {
+	return k.WriteTokenKubeconfig(path, user, k.Token(user))
+}
+
+// WriteTokenKubeconfig writes a kubeconfig that authenticates with token (for example a
+// ServiceAccount's, from the TokenRequest API) to path; name labels it.
+func (k *KubeAPI) WriteTokenKubeconfig(path, name, token string) error {
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters["testenv"] = &clientcmdapi.Cluster{Server: k.host, CertificateAuthority: k.caFile}
-	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{Token: k.Token(user)}
-	cfg.Contexts["testenv"] = &clientcmdapi.Context{Cluster: "testenv", AuthInfo: user}
+	cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: token}
+	cfg.Contexts["testenv"] = &clientcmdapi.Context{Cluster: "testenv", AuthInfo: name}
 	cfg.CurrentContext = "testenv"
 	return clientcmd.WriteToFile(*cfg, path)
 }
