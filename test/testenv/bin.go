@@ -63,3 +63,7 @@ func freePorts(n int) ([]int, error) {
 	}
 	return ports, nil
 }
+
+// Kubectl returns the path of the kubectl that `make tools` built, of the same
+// Kubernetes version as the API server.
+func Kubectl() (string, error) { return binary("kubectl") }
