@@ -22,10 +22,12 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
+	gatewayscheme "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned/scheme"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul"
 	"github.com/consul-gateway-controller/consul-gateway-controller/informers"
@@ -95,6 +97,11 @@ func run(ctx context.Context, opts *options.Options) error {
 		return fmt.Errorf("create consul client: %w", err)
 	}
 
+	// Events are writes: they reach the API server only while this replica leads.
+	eventBroadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: kube.EventsV1()})
+	defer eventBroadcaster.Shutdown()
+	recorder := eventBroadcaster.NewRecorder(gatewayscheme.Scheme, opts.ControllerName)
+
 	inf := informers.New(kube, gateway, 0)
 	bundle := informers.NewBundleVersion(meta, 0)
 	var controller *gwsync.Controller
@@ -119,6 +126,7 @@ func run(ctx context.Context, opts *options.Options) error {
 		Workers:        gwsync.Workers{GatewayClasses: 1, Gateways: opts.GatewayWorkers, HTTPRoutes: opts.RouteWorkers, TCPRoutes: opts.RouteWorkers, GRPCRoutes: opts.RouteWorkers},
 		BundleVersion:  bundle.Get,
 		Clock:          clock.RealClock{},
+		Events:         recorder,
 	})
 	if err != nil {
 		return err
@@ -133,10 +141,10 @@ func run(ctx context.Context, opts *options.Options) error {
 		return fmt.Errorf("gateway-api CRD cache did not sync: %w", context.Cause(ctx))
 	}
 	var leading atomic.Bool
-	health := metrics.Handler(func() error { return ready(inf, consulClient, leading.Load()) })
+	handler := metrics.Handler(func() error { return ready(inf, consulClient, leading.Load()) }, opts.Profiling)
 	for _, addr := range []string{opts.MetricsBindAddress, opts.HealthProbeBindAddress} {
 		go func() {
-			if err := metrics.Serve(ctx, addr, health); err != nil {
+			if err := metrics.Serve(ctx, addr, handler); err != nil {
 				klog.FromContext(ctx).Error(err, "Serving metrics and health checks failed", "address", addr)
 			}
 		}()
@@ -146,6 +154,9 @@ func run(ctx context.Context, opts *options.Options) error {
 	writers := func(ctx context.Context) error {
 		leading.Store(true)
 		defer leading.Store(false)
+		if err := eventBroadcaster.StartRecordingToSinkWithContext(ctx); err != nil {
+			return fmt.Errorf("start recording events: %w", err)
+		}
 		syncerDone := make(chan error, 1)
 		go func() { syncerDone <- syncer.Run(ctx, controller.InitialSyncDone()) }()
 		err := controller.Run(ctx)

@@ -18,6 +18,7 @@ import (
 	"k8s.io/klog/v2"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/metrics"
 	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
 	"github.com/consul-gateway-controller/consul-gateway-controller/workqueue"
 )
@@ -58,6 +59,7 @@ type Syncer struct {
 	confirmed map[ownerKey]bool
 	desired   Desired
 	verdicts  *verdicts
+	held      *heldEntries
 	// version is the Consul server's version, "" until known.
 	version atomic.Pointer[string]
 	// dirty wakes the translation loop; it holds at most one signal, so bursts of
@@ -67,6 +69,11 @@ type Syncer struct {
 
 // NewSyncer builds a syncer; nothing talks to Consul until Run.
 func NewSyncer(cfg Config) *Syncer {
+	// Every kind's series exist from the start, so a rate over them is defined.
+	for _, kind := range entryKinds {
+		metrics.DriftCorrections.WithLabelValues(kind)
+		metrics.GCDeletions.WithLabelValues(kind)
+	}
 	return &Syncer{
 		cfg:   cfg,
 		queue: workqueue.New[EntryKey]("consul"),
@@ -78,6 +85,7 @@ func NewSyncer(cfg Config) *Syncer {
 		confirmed: map[ownerKey]bool{},
 		desired:   Desired{Entries: map[EntryKey]consulapi.ConfigEntry{}},
 		verdicts:  newVerdicts(),
+		held:      newHeldEntries(),
 		dirty:     make(chan struct{}, 1),
 	}
 }

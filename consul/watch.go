@@ -115,7 +115,7 @@ func (s *Syncer) Run(ctx context.Context, confirmedAll <-chan struct{}) error {
 	if workers < 1 {
 		workers = 1
 	}
-	workqueue.Run(ctx, s.queue, workers, s.syncEntry)
+	workqueue.Run(ctx, "consul", s.queue, workers, s.syncEntry)
 	<-done
 	return nil
 }

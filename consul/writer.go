@@ -46,33 +46,50 @@ func (s *Syncer) syncEntry(ctx context.Context, key EntryKey) error {
 			logger.V(4).Info("Keeping the entry of an object not confirmed yet")
 			return nil
 		}
-		return s.write(ctx, logger, "Deleted", key, actual.GetMeta(), func(w *consulapi.WriteOptions) (bool, error) {
+		err := s.write(ctx, logger, "Deleted", key, actual.GetMeta(), func(w *consulapi.WriteOptions) (bool, error) {
 			ok, _, err := s.cfg.Client.ConfigEntries().DeleteCAS(key.Kind, key.Name, actual.GetModifyIndex(), w)
 			return ok, err
 		})
-	case actual == nil:
-		if err := s.dependenciesWritten(ctx, desired); err != nil {
+		if err != nil {
 			return err
 		}
-		return s.write(ctx, logger, "Created", key, desired.GetMeta(), func(w *consulapi.WriteOptions) (bool, error) {
-			ok, _, err := s.cfg.Client.ConfigEntries().CAS(Compact(desired), 0, w)
-			return ok, err
-		})
+		metrics.GCDeletions.WithLabelValues(key.Kind).Inc()
+		s.held.forget(key)
+		return nil
+	case actual == nil:
+		return s.put(ctx, logger, "Created", key, desired, 0)
 	case !s.cfg.Ownership.Owns(actual.GetMeta()):
 		s.verdicts.foreign(key, desired, s.cfg.StatusChanged)
 		logger.V(4).Info("Entry exists and is not ours; leaving it alone")
 		return nil
 	case sameEntry(desired, actual):
+		s.held.record(key, desired)
 		return nil
 	default:
-		if err := s.dependenciesWritten(ctx, desired); err != nil {
-			return err
-		}
-		return s.write(ctx, logger, "Updated", key, desired.GetMeta(), func(w *consulapi.WriteOptions) (bool, error) {
-			ok, _, err := s.cfg.Client.ConfigEntries().CAS(Compact(desired), actual.GetModifyIndex(), w)
-			return ok, err
-		})
+		return s.put(ctx, logger, "Updated", key, desired, actual.GetModifyIndex())
 	}
+}
+
+// put creates (index 0) or updates the entry under key with check-and-set, and counts
+// it as a drift correction when Consul had held exactly this content before.
+func (s *Syncer) put(ctx context.Context, logger klog.Logger, verb string, key EntryKey, desired consulapi.ConfigEntry, index uint64) error {
+	if err := s.dependenciesWritten(ctx, desired); err != nil {
+		return err
+	}
+	drift := s.held.held(key, desired)
+	err := s.write(ctx, logger, verb, key, desired.GetMeta(), func(w *consulapi.WriteOptions) (bool, error) {
+		ok, _, err := s.cfg.Client.ConfigEntries().CAS(Compact(desired), index, w)
+		return ok, err
+	})
+	if err != nil {
+		return err
+	}
+	s.held.record(key, desired)
+	if drift {
+		metrics.DriftCorrections.WithLabelValues(key.Kind).Inc()
+		logger.V(2).Info("Put back a Consul config entry that was changed or removed outside the controller")
+	}
+	return nil
 }
 
 // dependenciesWritten holds an http-route back until the service-defaults the syncer

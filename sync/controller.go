@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
 	kworkqueue "k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -77,6 +78,8 @@ type Config struct {
 	// CRDs, "" when unknown.
 	BundleVersion func() string
 	Clock         clock.PassiveClock
+	// Events records Events for status transitions; nil records none.
+	Events events.EventRecorder
 }
 
 // Controller writes the status of GatewayClasses, Gateways and routes of our classes
@@ -89,6 +92,7 @@ type Controller struct {
 	clock         clock.PassiveClock
 	informers     *informers.Informers
 	workers       Workers
+	events        *eventEmitter
 
 	initial *initialSync
 
@@ -124,6 +128,7 @@ func NewController(cfg Config) (*Controller, error) {
 		clock:             cfg.Clock,
 		informers:         inf,
 		workers:           cfg.Workers,
+		events:            newEventEmitter(cfg.Events),
 		initial:           newInitialSync(),
 		gatewayClassQueue: workqueue.New[string]("gatewayclass"),
 		gatewayQueue:      workqueue.New[cache.ObjectName]("gateway"),
@@ -187,19 +192,19 @@ func (c *Controller) Run(ctx context.Context) error {
 		go func() { f(); done <- struct{}{} }()
 	}
 	run(func() {
-		workqueue.Run(ctx, c.gatewayClassQueue, c.workers.GatewayClasses, func(ctx context.Context, name string) error {
+		workqueue.Run(ctx, "gatewayclass", c.gatewayClassQueue, c.workers.GatewayClasses, func(ctx context.Context, name string) error {
 			return c.initial.track("GatewayClass", cache.ObjectName{Name: name}, c.syncGatewayClass(ctx, name))
 		})
 	})
-	run(func() { workqueue.Run(ctx, c.gatewayQueue, c.workers.Gateways, c.tracked("Gateway", c.syncGateway)) })
+	run(func() { workqueue.Run(ctx, "gateway", c.gatewayQueue, c.workers.Gateways, c.tracked("Gateway", c.syncGateway)) })
 	run(func() {
-		workqueue.Run(ctx, c.httpRouteQueue, c.workers.HTTPRoutes, c.tracked("HTTPRoute", c.syncHTTPRoute))
+		workqueue.Run(ctx, "httproute", c.httpRouteQueue, c.workers.HTTPRoutes, c.tracked("HTTPRoute", c.syncHTTPRoute))
 	})
 	run(func() {
-		workqueue.Run(ctx, c.tcpRouteQueue, c.workers.TCPRoutes, c.tracked("TCPRoute", c.syncTCPRoute))
+		workqueue.Run(ctx, "tcproute", c.tcpRouteQueue, c.workers.TCPRoutes, c.tracked("TCPRoute", c.syncTCPRoute))
 	})
 	run(func() {
-		workqueue.Run(ctx, c.grpcRouteQueue, c.workers.GRPCRoutes, c.tracked("GRPCRoute", c.syncGRPCRoute))
+		workqueue.Run(ctx, "grpcroute", c.grpcRouteQueue, c.workers.GRPCRoutes, c.tracked("GRPCRoute", c.syncGRPCRoute))
 	})
 	for range 5 {
 		<-done
@@ -421,6 +426,7 @@ func (c *Controller) confirm(ctx context.Context, conf Confirmation, current run
 		return fmt.Errorf("update status of %s %s: %w", conf.Kind, conf.Key, err)
 	}
 	klog.FromContext(ctx).V(2).Info("Status updated", "kind", conf.Kind, "object", conf.Key, "status", describeStatus(updated, c.controllerName))
+	c.events.emit(ctx, updated, statusEvents(current, updated, c.controllerName))
 	conf.Object = updated
 	c.publisher.Publish(ctx, conf)
 	return nil

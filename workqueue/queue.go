@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	kworkqueue "k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/metrics"
 )
 
 // Retry policy, the same for every queue: a key whose sync fails is retried with
@@ -45,15 +47,16 @@ func New[T comparable](name string) kworkqueue.TypedRateLimitingInterface[T] {
 type SyncFunc[T comparable] func(ctx context.Context, key T) error
 
 // Run drains queue with workers goroutines until ctx is done, then shuts the queue down
-// and waits for in-flight syncs to finish.
-func Run[T comparable](ctx context.Context, queue kworkqueue.TypedRateLimitingInterface[T], workers int, sync SyncFunc[T]) {
+// and waits for in-flight syncs to finish. name labels the sync latency series; it is
+// the name the queue was made with.
+func Run[T comparable](ctx context.Context, name string, queue kworkqueue.TypedRateLimitingInterface[T], workers int, sync SyncFunc[T]) {
 	defer utilruntime.HandleCrashWithContext(ctx)
 	done := make(chan struct{})
 	for range workers {
 		go func() {
 			defer func() { done <- struct{}{} }()
 			wait.UntilWithContext(ctx, func(ctx context.Context) {
-				for processNextItem(ctx, queue, sync) {
+				for processNextItem(ctx, name, queue, sync) {
 				}
 			}, time.Second)
 		}()
@@ -66,14 +69,16 @@ func Run[T comparable](ctx context.Context, queue kworkqueue.TypedRateLimitingIn
 }
 
 // processNextItem syncs one key and reports false once the queue is shut down.
-func processNextItem[T comparable](ctx context.Context, queue kworkqueue.TypedRateLimitingInterface[T], sync SyncFunc[T]) bool {
+func processNextItem[T comparable](ctx context.Context, name string, queue kworkqueue.TypedRateLimitingInterface[T], sync SyncFunc[T]) bool {
 	key, shutdown := queue.Get()
 	if shutdown {
 		return false
 	}
 	defer queue.Done(key)
 
+	start := time.Now()
 	err := sync(ctx, key)
+	metrics.SyncDuration.WithLabelValues(name, syncResult(err)).Observe(time.Since(start).Seconds())
 	if err == nil {
 		queue.Forget(key)
 		return true
@@ -92,4 +97,15 @@ func processNextItem[T comparable](ctx context.Context, queue kworkqueue.TypedRa
 	}
 	queue.AddRateLimited(key)
 	return true
+}
+
+func syncResult(err error) string {
+	switch {
+	case err == nil:
+		return metrics.ResultOK
+	case apierrors.IsConflict(err):
+		return metrics.ResultConflict
+	default:
+		return metrics.ResultError
+	}
 }

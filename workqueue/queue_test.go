@@ -5,9 +5,24 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/metrics"
 )
+
+// histogramCount is how many observations the sync latency histogram holds for
+// queue and result.
+func histogramCount(t *testing.T, queue, result string) uint64 {
+	t.Helper()
+	var m dto.Metric
+	if err := metrics.SyncDuration.WithLabelValues(queue, result).(prometheus.Histogram).Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetHistogram().GetSampleCount()
+}
 
 func TestProcessNextItem(t *testing.T) {
 	conflict := apierrors.NewConflict(schema.GroupResource{Resource: "gateways"}, "gw", errors.New("stale"))
@@ -15,10 +30,11 @@ func TestProcessNextItem(t *testing.T) {
 		name         string
 		err          error
 		wantRequeues int
+		wantResult   string
 	}{
-		{"success forgets the key", nil, 0},
-		{"an error requeues with backoff", errors.New("boom"), 1},
-		{"a conflict requeues with backoff", conflict, 1},
+		{"success forgets the key", nil, 0, metrics.ResultOK},
+		{"an error requeues with backoff", errors.New("boom"), 1, metrics.ResultError},
+		{"a conflict requeues with backoff", conflict, 1, metrics.ResultConflict},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -26,7 +42,7 @@ func TestProcessNextItem(t *testing.T) {
 			defer queue.ShutDown()
 			queue.Add("key")
 			calls := 0
-			more := processNextItem(t.Context(), queue, func(_ context.Context, key string) error {
+			more := processNextItem(t.Context(), "test-"+tt.wantResult, queue, func(_ context.Context, key string) error {
 				calls++
 				if key != "key" {
 					t.Errorf("synced %q, want key", key)
@@ -39,6 +55,9 @@ func TestProcessNextItem(t *testing.T) {
 			if got := queue.NumRequeues("key"); got != tt.wantRequeues {
 				t.Errorf("NumRequeues = %d, want %d", got, tt.wantRequeues)
 			}
+			if got := histogramCount(t, "test-"+tt.wantResult, tt.wantResult); got != 1 {
+				t.Errorf("sync_duration_seconds{result=%q} counted %d syncs, want 1", tt.wantResult, got)
+			}
 		})
 	}
 }
@@ -46,7 +65,7 @@ func TestProcessNextItem(t *testing.T) {
 func TestProcessNextItemStopsOnShutdown(t *testing.T) {
 	queue := New[string]("test")
 	queue.ShutDown()
-	if processNextItem(t.Context(), queue, func(context.Context, string) error { return nil }) {
+	if processNextItem(t.Context(), "test", queue, func(context.Context, string) error { return nil }) {
 		t.Error("processNextItem kept going on a shut-down queue")
 	}
 }
@@ -60,7 +79,7 @@ func TestRunDrainsThenStops(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
 	go func() {
-		Run(ctx, queue, 2, func(_ context.Context, key int) error {
+		Run(ctx, "test", queue, 2, func(_ context.Context, key int) error {
 			synced <- key
 			return nil
 		})

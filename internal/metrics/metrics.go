@@ -33,6 +33,25 @@ var (
 		Help: "Consul config entry writes, by entry kind, operation (create, update, delete) and result (ok, conflict, error).",
 	}, []string{"kind", "operation", "result"})
 
+	// DriftCorrections counts entries put back after something else changed them.
+	DriftCorrections = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "consul_drift_corrections_total",
+		Help: "Owned Consul config entries written back because Consul no longer held what the syncer had written or seen there (a hand edit, a delete, an emptied server), by entry kind.",
+	}, []string{"kind"})
+
+	// GCDeletions counts owned entries deleted because nothing desires them any more.
+	GCDeletions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "consul_gc_deletions_total",
+		Help: "Owned Consul config entries deleted because no confirmed object desires them any more, by entry kind.",
+	}, []string{"kind"})
+
+	// SyncDuration is how long one sync of a queue's key takes, by outcome.
+	SyncDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: namespace, Name: "sync_duration_seconds",
+		Help:    "How long one sync of a key takes, by queue and result (ok, conflict, error).",
+		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+	}, []string{"queue", "result"})
+
 	// Leader is 1 while this replica holds the Lease.
 	Leader = prometheus.NewGauge(prometheus.GaugeOpts{
 		Namespace: namespace, Name: "leader",
@@ -44,8 +63,9 @@ func init() {
 	Registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		StatusWrites, ConsulWrites, Leader,
+		StatusWrites, ConsulWrites, DriftCorrections, GCDeletions, SyncDuration, Leader,
 	)
+	registerRESTClientMetrics()
 	for _, c := range queueCollectors {
 		Registry.MustRegister(c)
 	}

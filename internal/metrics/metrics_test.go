@@ -27,11 +27,14 @@ func get(t *testing.T, url string) (int, string) {
 func TestEndpoints(t *testing.T) {
 	notReady := errors.New("the caches have not synced")
 	readiness := notReady
-	srv := httptest.NewServer(Handler(func() error { return readiness }))
+	srv := httptest.NewServer(Handler(func() error { return readiness }, false))
 	defer srv.Close()
 
 	if code, _ := get(t, srv.URL+"/healthz"); code != http.StatusOK {
 		t.Errorf("/healthz = %d, want 200", code)
+	}
+	if code, _ := get(t, srv.URL+"/debug/pprof/"); code != http.StatusNotFound {
+		t.Errorf("/debug/pprof/ without profiling = %d, want 404", code)
 	}
 	if code, body := get(t, srv.URL+"/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, notReady.Error()) {
 		t.Errorf("/readyz before ready = %d %q, want 503 with the reason", code, body)
@@ -61,6 +64,14 @@ func TestEndpoints(t *testing.T) {
 	}
 }
 
+func TestProfiling(t *testing.T) {
+	srv := httptest.NewServer(Handler(func() error { return nil }, true))
+	defer srv.Close()
+	if code, body := get(t, srv.URL+"/debug/pprof/"); code != http.StatusOK || !strings.Contains(body, "goroutine") {
+		t.Errorf("/debug/pprof/ with profiling = %d, want 200 with the profile index", code)
+	}
+}
+
 // TestMetricsAreDocumented keeps docs/metrics.md and the registry in step.
 func TestMetricsAreDocumented(t *testing.T) {
 	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "metrics.md"))
@@ -74,6 +85,11 @@ func TestMetricsAreDocumented(t *testing.T) {
 	queue.ShutDown()
 	StatusWrites.WithLabelValues("x", ResultOK)
 	ConsulWrites.WithLabelValues("x", "create", ResultOK)
+	DriftCorrections.WithLabelValues("x")
+	GCDeletions.WithLabelValues("x")
+	SyncDuration.WithLabelValues("x", ResultOK)
+	restRequests.WithLabelValues("200", "GET", "x")
+	restLatency.WithLabelValues("GET", "x")
 	families, err := Registry.Gather()
 	if err != nil {
 		t.Fatal(err)

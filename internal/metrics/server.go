@@ -6,16 +6,25 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/klog/v2"
 )
 
-// Handler serves /metrics, /healthz and /readyz. ready returns nil once the process
-// can do its work, and why not otherwise.
-func Handler(ready func() error) http.Handler {
+// Handler serves /metrics, /healthz and /readyz, and with profiling Go's pprof under
+// /debug/pprof/. ready returns nil once the process can do its work, and why not
+// otherwise.
+func Handler(ready func() error, profiling bool) http.Handler {
 	mux := http.NewServeMux()
+	if profiling {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	mux.Handle("/metrics", promhttp.HandlerFor(Registry, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "ok")

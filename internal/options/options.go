@@ -34,6 +34,7 @@ type Options struct {
 
 	MetricsBindAddress     string
 	HealthProbeBindAddress string
+	Profiling              bool
 
 	LeaderElect bool
 	Leader      leader.Config
@@ -101,6 +102,7 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Address serving /metrics (Prometheus). \"0\" disables it.")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "Address serving /healthz and /readyz. \"0\" disables it.")
+	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "Serve Go's pprof profiles under /debug/pprof/ on the metrics and health addresses.")
 
 	fs = fss.FlagSet("leader election")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Run the writers only while holding a Lease, so replicas never write at once. Disable only for a single replica.")

@@ -1,0 +1,163 @@
+package sync
+
+import (
+	"fmt"
+	"unicode/utf8"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+// statusEvent is an Event a status change deserves.
+type statusEvent struct {
+	Type   string // corev1.EventTypeNormal or corev1.EventTypeWarning
+	Reason string
+	Action string
+	Note   string
+}
+
+// maxEventNote is the events.k8s.io/v1 limit on a note.
+const maxEventNote = 1024
+
+// eventedConditions are the conditions whose transitions are worth an Event, with the
+// action each names. The rest follow from these (Programmed of a listener, Conflicted)
+// or change with them.
+var (
+	classEvented    = []evented{{"Accepted", "Accept"}, {"SupportedVersion", "CheckVersion"}}
+	gatewayEvented  = []evented{{"Accepted", "Accept"}, {"Programmed", "Program"}}
+	listenerEvented = []evented{{"Accepted", "Accept"}, {"ResolvedRefs", "ResolveRefs"}}
+	routeEvented    = []evented{{"Accepted", "Attach"}, {"ResolvedRefs", "ResolveRefs"}, {ConsulAcceptedCondition, "Program"}}
+)
+
+type evented struct{ condType, action string }
+
+// statusEvents compares an object's status before and after our write and returns an
+// Event for each condition of ours that changed its status or reason: a Warning when
+// it is now False, a Normal event when it is now True. Unknown (pending) conditions
+// and unchanged ones produce none, so an Event marks a transition a user can act on.
+func statusEvents(before, after runtime.Object, controller gatewayv1.GatewayController) []statusEvent {
+	switch a := after.(type) {
+	case *gatewayv1.GatewayClass:
+		b, _ := before.(*gatewayv1.GatewayClass)
+		return conditionEvents("", classEvented, classConditions(b), a.Status.Conditions)
+	case *gatewayv1.Gateway:
+		b, _ := before.(*gatewayv1.Gateway)
+		return gatewayEvents(b, a)
+	case *gatewayv1.HTTPRoute:
+		b, _ := before.(*gatewayv1.HTTPRoute)
+		var old []gatewayv1.RouteParentStatus
+		if b != nil {
+			old = b.Status.Parents
+		}
+		return routeEvents(old, a.Status.Parents, controller)
+	case *gatewayv1.TCPRoute:
+		b, _ := before.(*gatewayv1.TCPRoute)
+		var old []gatewayv1.RouteParentStatus
+		if b != nil {
+			old = b.Status.Parents
+		}
+		return routeEvents(old, a.Status.Parents, controller)
+	case *gatewayv1.GRPCRoute:
+		b, _ := before.(*gatewayv1.GRPCRoute)
+		var old []gatewayv1.RouteParentStatus
+		if b != nil {
+			old = b.Status.Parents
+		}
+		return routeEvents(old, a.Status.Parents, controller)
+	}
+	return nil
+}
+
+func classConditions(c *gatewayv1.GatewayClass) []metav1.Condition {
+	if c == nil {
+		return nil
+	}
+	return c.Status.Conditions
+}
+
+func gatewayEvents(before, after *gatewayv1.Gateway) []statusEvent {
+	var old []metav1.Condition
+	oldListeners := map[gatewayv1.SectionName][]metav1.Condition{}
+	if before != nil {
+		old = before.Status.Conditions
+		for _, l := range before.Status.Listeners {
+			oldListeners[l.Name] = l.Conditions
+		}
+	}
+	events := conditionEvents("", gatewayEvented, old, after.Status.Conditions)
+	for _, l := range after.Status.Listeners {
+		events = append(events, conditionEvents(fmt.Sprintf("listener %s", l.Name), listenerEvented, oldListeners[l.Name], l.Conditions)...)
+	}
+	return events
+}
+
+func routeEvents(before, after []gatewayv1.RouteParentStatus, controller gatewayv1.GatewayController) []statusEvent {
+	var events []statusEvent
+	for _, p := range after {
+		if p.ControllerName != controller {
+			continue
+		}
+		var old []metav1.Condition
+		for _, q := range before {
+			if q.ControllerName == controller && apiequality.Semantic.DeepEqual(q.ParentRef, p.ParentRef) {
+				old = q.Conditions
+				break
+			}
+		}
+		events = append(events, conditionEvents("parent "+parentName(p.ParentRef), routeEvented, old, p.Conditions)...)
+	}
+	return events
+}
+
+// parentName is a parentRef as a user writes it: [namespace/]name[/section][:port].
+func parentName(ref gatewayv1.ParentReference) string {
+	name := string(ref.Name)
+	if ref.Namespace != nil {
+		name = string(*ref.Namespace) + "/" + name
+	}
+	if ref.SectionName != nil {
+		name += "/" + string(*ref.SectionName)
+	}
+	if ref.Port != nil {
+		name += fmt.Sprintf(":%d", *ref.Port)
+	}
+	return name
+}
+
+func conditionEvents(subject string, watched []evented, before, after []metav1.Condition) []statusEvent {
+	var events []statusEvent
+	for _, w := range watched {
+		now := findCondition(after, w.condType)
+		if now == nil || now.Status == metav1.ConditionUnknown {
+			continue
+		}
+		if was := findCondition(before, w.condType); was != nil && was.Status == now.Status && was.Reason == now.Reason {
+			continue
+		}
+		eventType := corev1.EventTypeNormal
+		if now.Status == metav1.ConditionFalse {
+			eventType = corev1.EventTypeWarning
+		}
+		note := fmt.Sprintf("%s=%s: %s", now.Type, now.Status, now.Message)
+		if subject != "" {
+			note = subject + ": " + note
+		}
+		events = append(events, statusEvent{Type: eventType, Reason: now.Reason, Action: w.action, Note: truncate(note, maxEventNote)})
+	}
+	return events
+}
+
+// truncate cuts s to at most n bytes, on a rune boundary.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n - len("...")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
+}
