@@ -196,7 +196,9 @@ func (c *Controller) Run(ctx context.Context) error {
 			return c.initial.track("GatewayClass", cache.ObjectName{Name: name}, c.syncGatewayClass(ctx, name))
 		})
 	})
-	run(func() { workqueue.Run(ctx, "gateway", c.gatewayQueue, c.workers.Gateways, c.tracked("Gateway", c.syncGateway)) })
+	run(func() {
+		workqueue.Run(ctx, "gateway", c.gatewayQueue, c.workers.Gateways, c.tracked("Gateway", c.syncGateway))
+	})
 	run(func() {
 		workqueue.Run(ctx, "httproute", c.httpRouteQueue, c.workers.HTTPRoutes, c.tracked("HTTPRoute", c.syncHTTPRoute))
 	})
