@@ -137,17 +137,20 @@ func run(ctx context.Context, opts *options.Options) error {
 	inf.StartWithContext(ctx)
 	defer inf.Shutdown()
 	go bundle.Run(ctx)
-	if !cache.WaitForNamedCacheSyncWithContext(ctx, bundle.HasSynced) {
-		return fmt.Errorf("gateway-api CRD cache did not sync: %w", context.Cause(ctx))
-	}
+	// Probes answer from the start: /readyz says why the process is not ready yet
+	// (for example RBAC that keeps a cache from syncing) instead of refusing connections.
 	var leading atomic.Bool
-	handler := metrics.Handler(func() error { return ready(inf, consulClient, leading.Load()) }, opts.Profiling)
+	synced := append(inf.HasSynced(), bundle.HasSynced)
+	handler := metrics.Handler(func() error { return ready(synced, consulClient, leading.Load()) }, opts.Profiling)
 	for _, addr := range []string{opts.MetricsBindAddress, opts.HealthProbeBindAddress} {
 		go func() {
 			if err := metrics.Serve(ctx, addr, handler); err != nil {
 				klog.FromContext(ctx).Error(err, "Serving metrics and health checks failed", "address", addr)
 			}
 		}()
+	}
+	if !cache.WaitForNamedCacheSyncWithContext(ctx, bundle.HasSynced) {
+		return fmt.Errorf("gateway-api CRD cache did not sync: %w", context.Cause(ctx))
 	}
 
 	// Informers warm up in every replica; only the leader runs the writers.
@@ -163,14 +166,15 @@ func run(ctx context.Context, opts *options.Options) error {
 		return errors.Join(err, <-syncerDone)
 	}
 	if !opts.LeaderElect {
+		metrics.Leader.Set(1)
 		return writers(ctx)
 	}
 	return leader.Run(ctx, kube, opts.LeaderConfig(), writers)
 }
 
 // ready is /readyz: the caches have synced and, while leading, Consul answers.
-func ready(inf *informers.Informers, consul *consulapi.Client, leading bool) error {
-	for _, synced := range inf.HasSynced() {
+func ready(caches []cache.InformerSynced, consul *consulapi.Client, leading bool) error {
+	for _, synced := range caches {
 		if !synced() {
 			return errors.New("the caches have not synced")
 		}

@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -62,7 +61,7 @@ type controllerProcess struct {
 	t           *testing.T
 	name        string
 	cmd         *exec.Cmd
-	log         *lockedBuffer
+	log         *syncBuffer
 	logPath     string
 	metricsAddr string
 	healthAddr  string
@@ -101,7 +100,7 @@ func startControllerProcess(t *testing.T, name string, opts processOptions) *con
 	if err := os.WriteFile(tokenFile, []byte(token), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p := &controllerProcess{t: t, name: name, log: &lockedBuffer{}, exited: make(chan struct{}),
+	p := &controllerProcess{t: t, name: name, log: &syncBuffer{}, exited: make(chan struct{}),
 		metricsAddr: freeAddr(t), healthAddr: freeAddr(t)}
 	args := append([]string{
 		"--kubeconfig=" + opts.kubeconfig,
@@ -237,22 +236,4 @@ func freeAddr(t *testing.T) string {
 	}
 	defer l.Close()
 	return l.Addr().String()
-}
-
-// lockedBuffer is a bytes.Buffer safe for a writer and concurrent readers.
-type lockedBuffer struct {
-	mu  gosync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

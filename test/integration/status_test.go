@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -175,6 +176,12 @@ func createObject(t *testing.T, obj runtime.Object) {
 		_, err = core.Secrets(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
 	case *corev1.Service:
 		_, err = core.Services(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+	case *corev1.ServiceAccount:
+		_, err = core.ServiceAccounts(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+	case *rbacv1.ClusterRoleBinding:
+		rbac := env.KubeClient.RbacV1()
+		_, err = rbac.ClusterRoleBindings().Create(ctx, o, metav1.CreateOptions{})
+		cleanup = func(ctx context.Context) error { return rbac.ClusterRoleBindings().Delete(ctx, o.Name, del) }
 	case *gatewayv1.GatewayClass:
 		_, err = gw.GatewayClasses().Create(ctx, o, metav1.CreateOptions{})
 		cleanup = func(ctx context.Context) error { return gw.GatewayClasses().Delete(ctx, o.Name, del) }
