@@ -14,3 +14,5 @@ CONSUL_SERVER_API_VERSION := v1.21.1
 GOLANGCI_LINT_VERSION := v2.15.0
 # Gateway API: the root go.mod pins the same version; its CRDs come from that module.
 GATEWAY_API_VERSION := v1.6.3
+# go-containerregistry builds the OCI image of make image (tools/image).
+GO_CONTAINERREGISTRY_VERSION := v0.22.1
