@@ -134,8 +134,13 @@ func run(ctx context.Context, opts *options.Options) error {
 	if err := bundle.OnChange(controller.EnqueueAllGatewayClasses); err != nil {
 		return err
 	}
+	// Everything started below stops when run returns, whatever the reason: a lost
+	// election returns while the signal context is still live. The informers only read,
+	// so the process does not wait for them: a reflector backing off from an
+	// unreachable API server held the exit of a deposed leader for seconds.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	inf.StartWithContext(ctx)
-	defer inf.Shutdown()
 	go bundle.Run(ctx)
 	// Probes answer from the start: /readyz says why the process is not ready yet
 	// (for example RBAC that keeps a cache from syncing) instead of refusing connections.

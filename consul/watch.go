@@ -117,6 +117,7 @@ func (s *Syncer) Run(ctx context.Context, confirmedAll <-chan struct{}) error {
 	}
 	workqueue.Run(ctx, "consul", s.queue, workers, s.syncEntry)
 	<-done
+	klog.FromContext(ctx).Info("Consul writers stopped")
 	return nil
 }
 

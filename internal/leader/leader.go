@@ -116,6 +116,7 @@ func Run(ctx context.Context, client kubernetes.Interface, cfg Config, lead func
 		return nil // shut down before ever leading
 	}
 	leadErr := <-leadDone
+	logger.Info("Writers stopped")
 	if ctx.Err() != nil {
 		return leadErr
 	}

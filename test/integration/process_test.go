@@ -76,7 +76,9 @@ type processOptions struct {
 	// consulToken, when set, is written to a file passed with --consul-token-file;
 	// empty means the harness's management token.
 	consulToken string
-	args        []string
+	// consulAddr is the Consul HTTP address; empty means the harness's agent.
+	consulAddr string
+	args       []string
 }
 
 // startControllerProcess runs the binary with opts and the harness's Consul, metrics
@@ -92,6 +94,9 @@ func startControllerProcess(t *testing.T, name string, opts processOptions) *con
 			t.Fatal(err)
 		}
 	}
+	if opts.consulAddr == "" {
+		opts.consulAddr = env.Consul.HTTPAddr()
+	}
 	token := opts.consulToken
 	if token == "" {
 		token = env.Consul.ManagementToken()
@@ -104,7 +109,7 @@ func startControllerProcess(t *testing.T, name string, opts processOptions) *con
 		metricsAddr: freeAddr(t), healthAddr: freeAddr(t)}
 	args := append([]string{
 		"--kubeconfig=" + opts.kubeconfig,
-		"--consul-http-addr=" + env.Consul.HTTPAddr(),
+		"--consul-http-addr=" + opts.consulAddr,
 		"--consul-token-file=" + tokenFile,
 		"--metrics-bind-address=" + p.metricsAddr,
 		"--health-probe-bind-address=" + p.healthAddr,
@@ -144,6 +149,19 @@ func (p *controllerProcess) kill() {
 		_ = p.cmd.Process.Signal(syscall.SIGKILL)
 	}
 	<-p.exited
+}
+
+// dumpGoroutines makes a hung process print its goroutines to its log and exit (the
+// Go runtime's SIGQUIT), so a test failure shows where it hung.
+func (p *controllerProcess) dumpGoroutines() {
+	if !p.running() {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGQUIT)
+	select {
+	case <-p.exited:
+	case <-time.After(5 * time.Second):
+	}
 }
 
 // terminate sends SIGTERM, as the kubelet does, and returns the exit code.

@@ -1,0 +1,349 @@
+package integration
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"path/filepath"
+	"strings"
+	gosync "sync"
+	"testing"
+	"time"
+
+	consulapi "github.com/hashicorp/consul/api"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/clientcmd"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/consul"
+	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
+)
+
+// Lease timing of the failover test: short, so the test is quick, in the proportions
+// kube-controller-manager uses.
+const (
+	failoverLease = 6 * time.Second
+	failoverRenew = 4 * time.Second
+	failoverRetry = 1 * time.Second
+)
+
+// TestLeaderFailoverAcrossProcesses runs replicas of the binary against one API server
+// and one Consul, each through its own proxies so that every write is attributed:
+//  1. exactly one replicaProcess writes;
+//  2. the leader cut off from the API server stops writing and exits non-zero before
+//     the other replicaProcess takes the Lease, and makes no write after that;
+//  3. the new leader, SIGKILLed, is replaced within the lease duration by a third
+//     replicaProcess, which converges an edit.
+func TestLeaderFailoverAcrossProcesses(t *testing.T) {
+	s := newConsulStack(t, "failover")
+	createObject(t, s.route("web"))
+	routeEntry := s.naming.EntryName(s.ns, "web")
+
+	a := startReplicaProcess(t, s, "a")
+	waitHolder(t, s.ns, "a")
+	// Consul's own verdict on the route is not the point here (Consul 1.15 now and then
+	// never judges a route); the entry a wrote is.
+	s.waitEntry(t, consulapi.HTTPRoute, routeEntry, "replica a writes the route", present)
+	b := startReplicaProcess(t, s, "b")
+	b.process.waitReady(60 * time.Second)
+
+	// 1. Only the leader writes, also when there is something to write.
+	setHostnames(t, s.ns, "web", "one.example.com")
+	s.waitEntry(t, consulapi.HTTPRoute, routeEntry, "the edit reaches Consul", func(e consulapi.ConfigEntry) bool {
+		return e != nil && strings.Join(routeHostnames(e), ",") == "one.example.com"
+	})
+	if n := a.statusWrites(t) + a.consul.count(time.Time{}); n == 0 {
+		t.Error("the leader made no writes")
+	}
+	if n := b.statusWrites(t); n != 0 {
+		t.Errorf("the follower made %d status writes", n)
+	}
+	if n := b.consul.count(time.Time{}); n != 0 {
+		t.Errorf("the follower made %d Consul writes", n)
+	}
+
+	// 2. Cut the leader off from the API server. It cannot renew; within the renew
+	// deadline it stops its writers and exits non-zero, and only after that can b
+	// take the Lease.
+	a.kube.cut()
+	code, err := a.process.wait(failoverRenew + 10*time.Second)
+	if err != nil {
+		a.process.dumpGoroutines()
+	}
+	if err != nil || code == 0 {
+		t.Fatalf("the cut-off leader: exit %d, %v; want a non-zero exit", code, err)
+	}
+	acquired := waitHolder(t, s.ns, "b")
+	if stopped := logTime(t, a.process.output(), "Writers stopped"); !stopped.Before(acquired) {
+		t.Errorf("a's writers stopped at %v, after b acquired the Lease at %v", stopped, acquired)
+	}
+	if n := a.consul.count(acquired); n != 0 {
+		t.Errorf("the old leader made %d Consul writes after b acquired the Lease", n)
+	}
+	if !strings.Contains(a.process.output(), "leader election lost") {
+		t.Errorf("the old leader's log does not say it lost the election:\n%s", tail(a.process.output(), 20))
+	}
+	// b corrects drift that happens while a is gone.
+	edited := s.entry(t, consulapi.HTTPRoute, routeEntry).(*consulapi.HTTPRouteConfigEntry)
+	edited.Hostnames = []string{"hijacked.example.com"}
+	if _, _, err := env.ConsulClient.ConfigEntries().Set(consul.Compact(edited), nil); err != nil {
+		t.Fatal(err)
+	}
+	s.waitEntry(t, consulapi.HTTPRoute, routeEntry, "b puts the hand edit back", func(e consulapi.ConfigEntry) bool {
+		return e != nil && strings.Join(routeHostnames(e), ",") == "one.example.com"
+	})
+	if b.consul.count(acquired) == 0 {
+		t.Error("b made no Consul write after taking over")
+	}
+
+	// 3. SIGKILL the new leader: a third replicaProcess takes over within the lease duration
+	// (plus one retry period and scheduling slack) and converges an edit.
+	c := startReplicaProcess(t, s, "c")
+	c.process.waitReady(60 * time.Second)
+	killed := time.Now()
+	b.process.kill()
+	tookOver := waitHolder(t, s.ns, "c")
+	if limit := failoverLease + failoverRetry + 3*time.Second; tookOver.Sub(killed) > limit {
+		t.Errorf("c took the Lease %v after b was killed; want within %v", tookOver.Sub(killed), limit)
+	}
+	setHostnames(t, s.ns, "web", "two.example.com")
+	s.waitEntry(t, consulapi.HTTPRoute, routeEntry, "c writes the edit", func(e consulapi.ConfigEntry) bool {
+		return e != nil && strings.Join(routeHostnames(e), ",") == "two.example.com"
+	})
+	if c.consul.count(tookOver) == 0 {
+		t.Error("c made no Consul write after taking over")
+	}
+	if n := a.consul.count(acquired) + b.consul.count(tookOver); n != 0 {
+		t.Errorf("replicas without the Lease made %d Consul writes", n)
+	}
+}
+
+// replicaProcess is one controller process with the proxies that attribute its traffic.
+type replicaProcess struct {
+	process *controllerProcess
+	kube    *tcpProxy
+	consul  *consulWriteLog
+}
+
+// startReplicaProcess runs the binary as identity, reaching the API server and Consul through
+// proxies of its own.
+func startReplicaProcess(t *testing.T, s consulStack, identity string) *replicaProcess {
+	t.Helper()
+	kubeAddr := strings.TrimPrefix(env.Kube.Host(), "https://")
+	r := &replicaProcess{kube: startTCPProxy(t, kubeAddr), consul: startConsulWriteLog(t, env.Consul.HTTPAddr())}
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := env.Kube.WriteKubeconfig(kubeconfig, testenv.AdminUser); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := clientcmd.LoadFromFile(kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cluster := range cfg.Clusters {
+		cluster.Server = "https://" + r.kube.addr()
+	}
+	if err := clientcmd.WriteToFile(*cfg, kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	r.process = startControllerProcess(t, identity, processOptions{kubeconfig: kubeconfig, consulAddr: r.consul.addr, args: []string{
+		"--controller-name=" + string(s.controller), "--cluster-id=failover", "--manage-service-defaults", "-v=2",
+		"--leader-elect-resource-namespace=" + s.ns, "--leader-elect-resource-name=failover",
+		"--leader-elect-lease-duration=" + failoverLease.String(),
+		"--leader-elect-renew-deadline=" + failoverRenew.String(),
+		"--leader-elect-retry-period=" + failoverRetry.String(),
+	}})
+	return r
+}
+
+// statusWrites is the replicaProcess's own count of status writes, from its /metrics.
+func (r *replicaProcess) statusWrites(t *testing.T) int {
+	t.Helper()
+	body, err := r.process.metrics()
+	if err != nil {
+		t.Fatalf("%s: %v", r.process.name, err)
+	}
+	return int(metricSum(body, "consul_gateway_controller_status_writes_total"))
+}
+
+// waitHolder waits until identity holds the failover Lease and returns when it
+// acquired it, by the API server's clock (the same machine's).
+func waitHolder(t *testing.T, namespace, identity string) time.Time {
+	t.Helper()
+	var acquired time.Time
+	eventually(t, 30*time.Second, identity+" holds the Lease", func() (bool, error) {
+		lease, err := env.KubeClient.CoordinationV1().Leases(namespace).Get(t.Context(), "failover", metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		if h := lease.Spec.HolderIdentity; h == nil || *h != identity || lease.Spec.AcquireTime == nil {
+			return false, nil
+		}
+		acquired = lease.Spec.AcquireTime.Time
+		return true, nil
+	})
+	return acquired
+}
+
+func setHostnames(t *testing.T, ns, name string, hostnames ...gatewayv1.Hostname) {
+	t.Helper()
+	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"hostnames": hostnames}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.GatewayClient.GatewayV1().HTTPRoutes(ns).Patch(t.Context(), name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// logTime is the time of the first klog line of out that contains msg.
+func logTime(t *testing.T, out, msg string) time.Time {
+	t.Helper()
+	for _, line := range strings.Split(out, "\n") {
+		if !strings.Contains(line, msg) || len(line) < 21 {
+			continue
+		}
+		// klog's header: Lmmdd hh:mm:ss.uuuuuu, in local time.
+		at, err := time.ParseInLocation("0102 15:04:05.000000", line[1:21], time.Local)
+		if err != nil {
+			t.Fatalf("parse the time of %q: %v", line, err)
+		}
+		now := time.Now()
+		return at.AddDate(now.Year(), 0, 0)
+	}
+	t.Fatalf("no log line says %q:\n%s", msg, tail(out, 20))
+	return time.Time{}
+}
+
+func tail(s string, lines int) string {
+	all := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(all) > lines {
+		all = all[len(all)-lines:]
+	}
+	return strings.Join(all, "\n")
+}
+
+// tcpProxy forwards connections to target until cut, which closes every connection
+// and refuses new ones: a network partition between one replicaProcess and the API server.
+type tcpProxy struct {
+	listener net.Listener
+	target   string
+	mu       gosync.Mutex
+	conns    []net.Conn
+	isCut    bool
+}
+
+func startTCPProxy(t *testing.T, target string) *tcpProxy {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &tcpProxy{listener: l, target: target}
+	go p.serve()
+	t.Cleanup(p.cut)
+	return p
+}
+
+func (p *tcpProxy) addr() string { return p.listener.Addr().String() }
+
+func (p *tcpProxy) serve() {
+	for {
+		in, err := p.listener.Accept()
+		if err != nil {
+			return
+		}
+		out, err := net.Dial("tcp", p.target)
+		if err != nil {
+			in.Close()
+			continue
+		}
+		if !p.track(in, out) {
+			return
+		}
+		go func() { _, _ = io.Copy(out, in); out.Close() }()
+		go func() { _, _ = io.Copy(in, out); in.Close() }()
+	}
+}
+
+func (p *tcpProxy) track(conns ...net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.isCut {
+		for _, c := range conns {
+			c.Close()
+		}
+		return false
+	}
+	p.conns = append(p.conns, conns...)
+	return true
+}
+
+func (p *tcpProxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.isCut = true
+	p.listener.Close()
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+}
+
+// consulWriteLog is a reverse proxy to Consul that records when each config entry
+// write or delete was sent.
+type consulWriteLog struct {
+	addr   string
+	mu     gosync.Mutex
+	writes []time.Time
+}
+
+func startConsulWriteLog(t *testing.T, consulAddr string) *consulWriteLog {
+	t.Helper()
+	target, err := url.Parse("http://" + strings.TrimPrefix(consulAddr, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &consulWriteLog{addr: "http://" + l.Addr().String()}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	// A replica that goes away cancels its blocking queries; that is no news.
+	proxy.ErrorLog = log.New(io.Discard, "", 0)
+	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(rw http.ResponseWriter, req *http.Request) {
+		if (req.Method == http.MethodPut || req.Method == http.MethodDelete) && strings.HasPrefix(req.URL.Path, "/v1/config") {
+			w.mu.Lock()
+			w.writes = append(w.writes, time.Now())
+			w.mu.Unlock()
+		}
+		proxy.ServeHTTP(rw, req)
+	})}
+	go func() {
+		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			panic(fmt.Sprintf("consul write log: %v", err))
+		}
+	}()
+	t.Cleanup(func() { _ = srv.Close() })
+	return w
+}
+
+// count is the number of writes sent at or after since.
+func (w *consulWriteLog) count(since time.Time) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for _, at := range w.writes {
+		if !at.Before(since) {
+			n++
+		}
+	}
+	return n
+}
