@@ -75,10 +75,16 @@ func renderDeploy(t *testing.T) renderedDeploy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := renderedDeploy{dir: filepath.Join(root, "deploy")}
+	return renderKustomization(t, filepath.Join(root, "deploy"))
+}
+
+// renderKustomization is `kubectl kustomize dir` (deploy/ or an overlay of it), parsed.
+func renderKustomization(t *testing.T, dir string) renderedDeploy {
+	t.Helper()
+	r := renderedDeploy{dir: dir}
 	out, err := kubectl(t, "", "kustomize", r.dir)
 	if err != nil {
-		t.Fatalf("kubectl kustomize deploy: %v\n%s", err, out)
+		t.Fatalf("kubectl kustomize %s: %v\n%s", dir, err, out)
 	}
 	decoder := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(out), 4096)
 	for {
@@ -86,7 +92,7 @@ func renderDeploy(t *testing.T) renderedDeploy {
 		if err := decoder.Decode(&obj.Object); errors.Is(err, io.EOF) {
 			break
 		} else if err != nil {
-			t.Fatalf("parse the rendered deploy/: %v", err)
+			t.Fatalf("parse the rendered %s: %v", dir, err)
 		}
 		if len(obj.Object) > 0 {
 			r.objects = append(r.objects, obj)
@@ -142,6 +148,21 @@ var harnessFlags = []string{"--consul-http-addr", "--consul-token-file", "--metr
 // Deployment's flags of the same name, or are added.
 func (r renderedDeploy) processArgs(t *testing.T, pod string, overrides ...string) []string {
 	t.Helper()
+	var args []string
+	for _, arg := range r.expandedArgs(t, pod) {
+		name, _, _ := strings.Cut(arg, "=")
+		if slices.Contains(harnessFlags, name) || slices.ContainsFunc(overrides, func(o string) bool { return strings.HasPrefix(o, name+"=") }) {
+			continue
+		}
+		args = append(args, arg)
+	}
+	return append(args, overrides...)
+}
+
+// expandedArgs are the Deployment's container args with $(VAR) expanded as the kubelet
+// does for a pod named pod.
+func (r renderedDeploy) expandedArgs(t *testing.T, pod string) []string {
+	t.Helper()
 	c := r.deployment.Spec.Template.Spec.Containers[0]
 	vars := map[string]string{}
 	for _, e := range c.Env {
@@ -169,10 +190,6 @@ func (r renderedDeploy) processArgs(t *testing.T, pod string, overrides ...strin
 	ref := regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)`)
 	var args []string
 	for _, arg := range c.Args {
-		name, _, _ := strings.Cut(arg, "=")
-		if slices.Contains(harnessFlags, name) || slices.ContainsFunc(overrides, func(o string) bool { return strings.HasPrefix(o, name+"=") }) {
-			continue
-		}
 		arg = ref.ReplaceAllStringFunc(arg, func(m string) string {
 			value, ok := vars[ref.FindStringSubmatch(m)[1]]
 			if !ok {
@@ -183,7 +200,7 @@ func (r renderedDeploy) processArgs(t *testing.T, pod string, overrides ...strin
 		})
 		args = append(args, arg)
 	}
-	return append(args, overrides...)
+	return args
 }
 
 // appliedVersions maps each object of the kustomization dir, as the API server holds
@@ -570,6 +587,11 @@ func TestDeployAppliesAndRunsWithItsOwnRBAC(t *testing.T) {
 		t.Errorf("the second apply changed objects (resourceVersions -first +second):\n%s", diff)
 	}
 
+	// The API server's RBAC cache must hold the new bindings before the controller
+	// starts, or a refusal would only show that race.
+	user := serviceaccountUser(deployNamespace, deployName)
+	waitAuthorized(t, user, r.clusterRole.Rules[0], "")
+	waitAuthorized(t, user, r.role.Rules[0], deployNamespace)
 	kubeconfig := serviceAccountKubeconfig(t, deployNamespace, deployName, nil)
 	suffix := utilrand.String(5)
 	x := newDeployExample("deploy-"+suffix, "consul")
@@ -609,6 +631,50 @@ func TestDeployAppliesAndRunsWithItsOwnRBAC(t *testing.T) {
 		t.Errorf("Lease still held by %q after a graceful stop", *holder)
 	}
 	assertNoRefusal(t, p)
+}
+
+// TestDeployReadmeOverlay renders the overlay deploy/README.md shows, as written there,
+// and checks that it changes what the README says it changes.
+func TestDeployReadmeOverlay(t *testing.T) {
+	base := renderDeploy(t)
+	readme, err := os.ReadFile(filepath.Join(base.dir, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const header = "```yaml\n# my-cluster/kustomization.yaml\n"
+	_, rest, found := strings.Cut(string(readme), header)
+	overlay, _, closed := strings.Cut(rest, "```")
+	if !found || !closed {
+		t.Fatalf("deploy/README.md has no block starting %q", header)
+	}
+	// The overlay names ../deploy: lay it out next to a link to deploy/.
+	dir := t.TempDir()
+	if err := os.Symlink(base.dir, filepath.Join(dir, "deploy")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "my-cluster"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "my-cluster", "kustomization.yaml"), []byte(overlay), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := renderKustomization(t, filepath.Join(dir, "my-cluster"))
+
+	if got, want := r.deployment.Spec.Template.Spec.Containers[0].Image, "registry.example.com/consul-gateway-controller:v0.1.1"; got != want {
+		t.Errorf("image %q, want %q", got, want)
+	}
+	if r.configMap.Name == base.configMap.Name {
+		t.Errorf("the ConfigMap kept its name %q: a changed setting would not roll the pods", r.configMap.Name)
+	}
+	args := r.expandedArgs(t, "pod")
+	for _, want := range []string{"--consul-http-addr=https://consul-server.consul.svc:8501", "--cluster-id=prod-eu-1", "--manage-service-defaults"} {
+		if !slices.Contains(args, want) {
+			t.Errorf("overlay args lack %s: %q", want, args)
+		}
+	}
+	if len(r.objects) != len(base.objects) {
+		t.Errorf("the overlay renders %d objects, the base %d", len(r.objects), len(base.objects))
+	}
 }
 
 // checkDeploymentSpec checks what the rendered Deployment and its companions promise
