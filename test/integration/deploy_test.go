@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"encoding/json"
 	"encoding/pem"
 	"errors"
@@ -394,6 +395,21 @@ func (x deployExample) create(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: x.ns, Name: "rpc"},
 		Spec:       gatewayv1.GRPCRouteSpec{CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: edge("http")}},
 	})
+	// Without a namespace controller the namespaces only go Terminating and keep their
+	// objects: delete the Gateway and routes, or a later controller of the same class
+	// (TestDeployAppliesAndRunsWithItsOwnRBAC again, with -count) would judge them and
+	// write Events into a Terminating namespace. This runs after the controller
+	// process is stopped (cleanups run last-registered first).
+	t.Cleanup(func() {
+		ctx, gw, del := context.Background(), env.GatewayClient.GatewayV1(), metav1.DeleteOptions{}
+		for _, name := range []string{"web", "cross", "broken"} {
+			_ = gw.HTTPRoutes(x.ns).Delete(ctx, name, del)
+		}
+		_ = gw.TCPRoutes(x.ns).Delete(ctx, "db", del)
+		_ = gw.GRPCRoutes(x.ns).Delete(ctx, "rpc", del)
+		_ = gw.Gateways(x.ns).Delete(ctx, "edge", del)
+		x.deleteConsulEntries()
+	})
 }
 
 // converged returns nil once the API server and Consul hold what the controller must
@@ -472,7 +488,7 @@ func (x deployExample) consulEntries() []consulEntry {
 }
 
 // deleteConsulEntries removes what the example left in the shared Consul once the
-// controller that owns it is gone.
+// controller that owns it is gone (no controller is left to collect it).
 func (x deployExample) deleteConsulEntries() {
 	for _, e := range x.consulEntries() {
 		_, _ = env.ConsulClient.ConfigEntries().Delete(e.kind, e.name, nil)
@@ -596,7 +612,6 @@ func TestDeployAppliesAndRunsWithItsOwnRBAC(t *testing.T) {
 	suffix := utilrand.String(5)
 	x := newDeployExample("deploy-"+suffix, "consul")
 	x.create(t)
-	t.Cleanup(x.deleteConsulEntries)
 	const pod = "consul-gateway-controller-0"
 	args := r.processArgs(t, pod, "--cluster-id=deploy-"+suffix, "--manage-service-defaults")
 	p := startControllerProcess(t, pod, processOptions{kubeconfig: kubeconfig, args: args})
@@ -906,7 +921,6 @@ func runRBACCase(t *testing.T, r renderedDeploy, c rbacCase, id string) {
 	x := newDeployExample(id, id)
 	createObject(t, &gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: id}, Spec: gatewayv1.GatewayClassSpec{ControllerName: controller}})
 	x.create(t)
-	t.Cleanup(x.deleteConsulEntries)
 
 	core, rbac := env.KubeClient.CoreV1(), env.KubeClient.RbacV1()
 	if _, err := core.ServiceAccounts(x.ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: id}}, metav1.CreateOptions{}); err != nil {
