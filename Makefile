@@ -64,8 +64,10 @@ lint: bin/golangci-lint ## gofmt, go vet, golangci-lint, go mod tidy, module and
 	  echo "go.mod lists sigs.k8s.io/controller-runtime; the product must not depend on it"; exit 1; fi
 	$(GO) run ./cmd/rvcheck ./...
 
-test-image: ## vet and test tools/image, the image builder (its own module)
-	cd tools/image && $(GO) vet ./... && $(GO) mod tidy -diff && $(GO) test $(GO_TEST_FLAGS) ./...
+test-image: bin/golangci-lint ## lint and test tools/image, the image builder (its own module)
+	cd tools/image && $(GO) vet ./... && $(GO) mod tidy -diff && \
+	  $(BIN)/golangci-lint run --allow-parallel-runners -c ../../.golangci.yml ./... && \
+	  $(GO) test $(GO_TEST_FLAGS) ./...
 
 # The image is reproducible: the same source, Go toolchain, IMAGE_ARCH, IMAGE_VERSION
 # and SOURCE_DATE_EPOCH (unset means Unix 0) give the same digest; see docs/image.md.
