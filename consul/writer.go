@@ -32,9 +32,10 @@ func (s *Syncer) syncEntry(ctx context.Context, key EntryKey) error {
 		}
 		return err
 	}
-	if actual != nil {
-		s.verdicts.observe(key, actual, s.cfg.Ownership.Owns(actual.GetMeta()), s.cfg.StatusChanged)
-	}
+	// Consul's verdicts are taken from the watch alone: its answers for one kind come in
+	// index order, while this read may be older than the watch's last answer, and
+	// recording it would put back a verdict Consul had already replaced (a route stuck
+	// at Pending, a Gateway stuck at InvalidCertificates).
 	switch {
 	case !want && actual == nil:
 		return nil
@@ -92,32 +93,48 @@ func (s *Syncer) put(ctx context.Context, logger klog.Logger, verb string, key E
 	return nil
 }
 
-// dependenciesWritten holds an http-route back until the service-defaults the syncer
-// writes for its backends exist: Consul judges a route against its backends' protocol
-// when the route is written, so a route written first is refused
-// (InvalidDiscoveryChain) and only later, if ever, judged again.
+// dependenciesWritten holds an entry back until the entries it references, and the
+// syncer writes, exist: Consul judges an entry when it is written, against what exists
+// then. An http-route written before its backends' service-defaults is refused
+// (InvalidDiscoveryChain), an api-gateway written before its inline-certificates is
+// judged InvalidCertificates; each is judged again only later, if ever.
 func (s *Syncer) dependenciesWritten(ctx context.Context, desired consulapi.ConfigEntry) error {
-	route, ok := desired.(*consulapi.HTTPRouteConfigEntry)
-	if !ok {
-		return nil
-	}
-	for _, rule := range route.Rules {
-		for _, svc := range rule.Services {
-			dep := EntryKey{Kind: consulapi.ServiceDefaults, Name: svc.Name, Namespace: svc.Namespace, Partition: svc.Partition}
-			if _, wanted := s.desiredEntry(dep); !wanted {
-				continue
-			}
-			actual, err := s.readEntry(ctx, dep)
-			if err != nil {
-				return err
-			}
-			if actual == nil {
-				s.queue.Add(dep)
-				return fmt.Errorf("%s %s waits for service-defaults %s to be written first", route.Kind, route.Name, svc.Name)
-			}
+	for _, dep := range dependencies(desired) {
+		if _, wanted := s.desiredEntry(dep); !wanted {
+			continue
+		}
+		actual, err := s.readEntry(ctx, dep)
+		if err != nil {
+			return err
+		}
+		if actual == nil {
+			s.queue.Add(dep)
+			return fmt.Errorf("%s %s waits for %s %s to be written first", desired.GetKind(), desired.GetName(), dep.Kind, dep.Name)
 		}
 	}
 	return nil
+}
+
+// dependencies are the entries desired refers to that must exist before it is written.
+func dependencies(desired consulapi.ConfigEntry) []EntryKey {
+	var deps []EntryKey
+	switch e := desired.(type) {
+	case *consulapi.HTTPRouteConfigEntry:
+		for _, rule := range e.Rules {
+			for _, svc := range rule.Services {
+				deps = append(deps, EntryKey{Kind: consulapi.ServiceDefaults, Name: svc.Name, Namespace: svc.Namespace, Partition: svc.Partition})
+			}
+		}
+	case *consulapi.APIGatewayConfigEntry:
+		for _, l := range e.Listeners {
+			for _, cert := range l.TLS.Certificates {
+				if cert.Kind == consulapi.InlineCertificate {
+					deps = append(deps, EntryKey{Kind: cert.Kind, Name: cert.Name, Namespace: cert.Namespace, Partition: cert.Partition})
+				}
+			}
+		}
+	}
+	return deps
 }
 
 // readEntry returns the entry under key, or nil when there is none.

@@ -38,7 +38,35 @@ type evented struct{ condType, action string }
 // Event for each condition of ours that changed its status or reason: a Warning when
 // it is now False, a Normal event when it is now True. Unknown (pending) conditions
 // and unchanged ones produce none, so an Event marks a transition a user can act on.
+//
+// Transitions with the same type, reason and action become one Event whose note lists
+// each: client-go folds Events that differ only in their note into one series and
+// keeps the first note, so separate Events about two listeners would lose one.
 func statusEvents(before, after runtime.Object, controller gatewayv1.GatewayController) []statusEvent {
+	return merged(transitions(before, after, controller))
+}
+
+// merged joins the notes of events with the same type, reason and action, in order.
+func merged(events []statusEvent) []statusEvent {
+	var out []statusEvent
+	index := map[[3]string]int{}
+	for _, e := range events {
+		key := [3]string{e.Type, e.Reason, e.Action}
+		i, ok := index[key]
+		if !ok {
+			index[key] = len(out)
+			out = append(out, e)
+			continue
+		}
+		out[i].Note += "; " + e.Note
+	}
+	for i := range out {
+		out[i].Note = truncate(out[i].Note, maxEventNote)
+	}
+	return out
+}
+
+func transitions(before, after runtime.Object, controller gatewayv1.GatewayController) []statusEvent {
 	switch a := after.(type) {
 	case *gatewayv1.GatewayClass:
 		b, _ := before.(*gatewayv1.GatewayClass)
@@ -145,7 +173,7 @@ func conditionEvents(subject string, watched []evented, before, after []metav1.C
 		if subject != "" {
 			note = subject + ": " + note
 		}
-		events = append(events, statusEvent{Type: eventType, Reason: now.Reason, Action: w.action, Note: truncate(note, maxEventNote)})
+		events = append(events, statusEvent{Type: eventType, Reason: now.Reason, Action: w.action, Note: note})
 	}
 	return events
 }

@@ -86,6 +86,21 @@ func TestStatusEvents(t *testing.T) {
 			want: []statusEvent{{corev1.EventTypeWarning, "InvalidCertificateRef", "ResolveRefs", "listener https: ResolvedRefs=False: Secret apps/tls not found"}},
 		},
 		{
+			name:   "transitions of the same kind on two listeners make one event that names both",
+			before: &gatewayv1.Gateway{},
+			after: &gatewayv1.Gateway{Status: gatewayv1.GatewayStatus{
+				Listeners: []gatewayv1.ListenerStatus{
+					{Name: "http", Conditions: []metav1.Condition{cond("Accepted", metav1.ConditionTrue, "Accepted", "ok")}},
+					{Name: "https", Conditions: []metav1.Condition{cond("Accepted", metav1.ConditionTrue, "Accepted", "ok"), cond("ResolvedRefs", metav1.ConditionFalse, "InvalidCertificateRef", "no Secret")}},
+					{Name: "tcp", Conditions: []metav1.Condition{cond("Accepted", metav1.ConditionTrue, "Accepted", "ok")}},
+				},
+			}},
+			want: []statusEvent{
+				{corev1.EventTypeNormal, "Accepted", "Accept", "listener http: Accepted=True: ok; listener https: Accepted=True: ok; listener tcp: Accepted=True: ok"},
+				{corev1.EventTypeWarning, "InvalidCertificateRef", "ResolveRefs", "listener https: ResolvedRefs=False: no Secret"},
+			},
+		},
+		{
 			name:   "a class accepted",
 			before: &gatewayv1.GatewayClass{},
 			after:  &gatewayv1.GatewayClass{Status: gatewayv1.GatewayClassStatus{Conditions: []metav1.Condition{cond("Accepted", metav1.ConditionTrue, "Accepted", "GatewayClass is accepted")}}},

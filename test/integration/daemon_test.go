@@ -71,7 +71,7 @@ func TestDaemon(t *testing.T) {
 	// Not ready while the caches cannot sync, and saying why.
 	eventually(t, 30*time.Second, "/readyz answers", func() (bool, error) {
 		if !p.running() {
-			return false, fmt.Errorf("the controller exited: %v", p.exitErr)
+			return false, fmt.Errorf("the controller exited: %w", p.exitErr)
 		}
 		return p.readyz() != 0, nil
 	})

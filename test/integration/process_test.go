@@ -46,7 +46,7 @@ func controllerBinary(t *testing.T) string {
 		cmd := exec.Command("go", "build", "-o", binaryPath, ".")
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
-			binaryErr = fmt.Errorf("go build the controller: %v\n%s", err, out)
+			binaryErr = fmt.Errorf("go build the controller: %w\n%s", err, out)
 		}
 	})
 	if binaryErr != nil {
@@ -235,7 +235,7 @@ func (p *controllerProcess) waitReady(timeout time.Duration) {
 	p.t.Helper()
 	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
 		if !p.running() {
-			return false, fmt.Errorf("%s exited: %v", p.name, p.exitErr)
+			return false, fmt.Errorf("%s exited: %w", p.name, p.exitErr)
 		}
 		return p.readyz() == http.StatusOK, nil
 	})
