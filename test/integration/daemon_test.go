@@ -99,10 +99,8 @@ func TestDaemon(t *testing.T) {
 		if got := conditionReason(g.Status.Conditions, "Programmed"); got != "True/Programmed" {
 			return false, fmt.Errorf("Gateway secure Programmed = %s", got)
 		}
-		// Consul's verdict on the route is left out: Consul 1.15 now and then never
-		// judges a route; the entry itself is checked below.
-		if got := s.routeCondition(t, "web", "Accepted"); got != "True/Accepted" {
-			return false, fmt.Errorf("route web Accepted = %s", got)
+		if got := s.routeCondition(t, "web", "consul-gateway-controller.github.io/ConsulAccepted"); got != "True/Accepted" {
+			return false, fmt.Errorf("route web ConsulAccepted = %s", got)
 		}
 		if got := s.routeCondition(t, "broken", "ResolvedRefs"); got != "False/BackendNotFound" {
 			return false, fmt.Errorf("route broken ResolvedRefs = %s", got)
