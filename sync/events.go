@@ -36,7 +36,7 @@ type evented struct{ condType, action string }
 
 // statusEvents compares an object's status before and after our write and returns an
 // Event for each condition of ours that changed its status or reason: a Warning when
-// it is now False, a Normal event when it is now True. Unknown (pending) conditions
+// it is now False, a Normal event when it is now True. Unknown and Pending conditions
 // and unchanged ones produce none, so an Event marks a transition a user can act on.
 //
 // Transitions with the same type, reason and action become one Event whose note lists
@@ -159,7 +159,8 @@ func conditionEvents(subject string, watched []evented, before, after []metav1.C
 	var events []statusEvent
 	for _, w := range watched {
 		now := findCondition(after, w.condType)
-		if now == nil || now.Status == metav1.ConditionUnknown {
+		// Pending is a step on the way (Consul has not answered yet), not news.
+		if now == nil || now.Status == metav1.ConditionUnknown || now.Reason == string(gatewayv1.GatewayReasonPending) {
 			continue
 		}
 		if was := findCondition(before, w.condType); was != nil && was.Status == now.Status && was.Reason == now.Reason {

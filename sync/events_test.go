@@ -57,6 +57,11 @@ func TestStatusEvents(t *testing.T) {
 			want:   []statusEvent{{corev1.EventTypeWarning, "ConsulWriteFailed", "Program", "parent gw: " + ConsulAcceptedCondition + "=False: Permission denied"}},
 		},
 		{
+			name:   "Pending is not news",
+			before: routeWith(parentStatus(testController, "gw", accepted, resolved)),
+			after:  routeWith(parentStatus(testController, "gw", accepted, resolved, cond(ConsulAcceptedCondition, metav1.ConditionFalse, "Pending", "Waiting for Consul"))),
+		},
+		{
 			name:   "a new reason with the same status is a transition",
 			before: routeWith(parentStatus(testController, "gw", notAllowed)),
 			after:  routeWith(parentStatus(testController, "gw", cond("Accepted", metav1.ConditionFalse, "NoMatchingListenerHostname", "no hostname matches"))),
