@@ -423,7 +423,7 @@ func (c *Controller) confirm(ctx context.Context, conf Confirmation, current run
 		return nil
 	}
 	updated, err := update()
-	metrics.StatusWrites.WithLabelValues(string(conf.Kind), writeResult(err)).Inc()
+	metrics.StatusWrites.WithLabelValues(string(conf.Kind), metrics.Result(err)).Inc()
 	if err != nil {
 		return fmt.Errorf("update status of %s %s: %w", conf.Kind, conf.Key, err)
 	}
@@ -432,17 +432,6 @@ func (c *Controller) confirm(ctx context.Context, conf Confirmation, current run
 	conf.Object = updated
 	c.publisher.Publish(ctx, conf)
 	return nil
-}
-
-func writeResult(err error) string {
-	switch {
-	case err == nil:
-		return metrics.ResultOK
-	case apierrors.IsConflict(err):
-		return metrics.ResultConflict
-	default:
-		return metrics.ResultError
-	}
 }
 
 func objectName(obj runtime.Object) cache.ObjectName {

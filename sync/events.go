@@ -74,27 +74,27 @@ func transitions(before, after runtime.Object, controller gatewayv1.GatewayContr
 	case *gatewayv1.Gateway:
 		b, _ := before.(*gatewayv1.Gateway)
 		return gatewayEvents(b, a)
+	case *gatewayv1.HTTPRoute, *gatewayv1.TCPRoute, *gatewayv1.GRPCRoute:
+		return routeEvents(routeParents(before), routeParents(after), controller)
+	}
+	return nil
+}
+
+// routeParents is a route's status.parents; nil for anything else, nil included.
+func routeParents(obj runtime.Object) []gatewayv1.RouteParentStatus {
+	switch r := obj.(type) {
 	case *gatewayv1.HTTPRoute:
-		b, _ := before.(*gatewayv1.HTTPRoute)
-		var old []gatewayv1.RouteParentStatus
-		if b != nil {
-			old = b.Status.Parents
+		if r != nil {
+			return r.Status.Parents
 		}
-		return routeEvents(old, a.Status.Parents, controller)
 	case *gatewayv1.TCPRoute:
-		b, _ := before.(*gatewayv1.TCPRoute)
-		var old []gatewayv1.RouteParentStatus
-		if b != nil {
-			old = b.Status.Parents
+		if r != nil {
+			return r.Status.Parents
 		}
-		return routeEvents(old, a.Status.Parents, controller)
 	case *gatewayv1.GRPCRoute:
-		b, _ := before.(*gatewayv1.GRPCRoute)
-		var old []gatewayv1.RouteParentStatus
-		if b != nil {
-			old = b.Status.Parents
+		if r != nil {
+			return r.Status.Parents
 		}
-		return routeEvents(old, a.Status.Parents, controller)
 	}
 	return nil
 }

@@ -78,7 +78,7 @@ func processNextItem[T comparable](ctx context.Context, name string, queue kwork
 
 	start := time.Now()
 	err := sync(ctx, key)
-	metrics.SyncDuration.WithLabelValues(name, syncResult(err)).Observe(time.Since(start).Seconds())
+	metrics.SyncDuration.WithLabelValues(name, metrics.Result(err)).Observe(time.Since(start).Seconds())
 	if err == nil {
 		queue.Forget(key)
 		return true
@@ -97,15 +97,4 @@ func processNextItem[T comparable](ctx context.Context, name string, queue kwork
 	}
 	queue.AddRateLimited(key)
 	return true
-}
-
-func syncResult(err error) string {
-	switch {
-	case err == nil:
-		return metrics.ResultOK
-	case apierrors.IsConflict(err):
-		return metrics.ResultConflict
-	default:
-		return metrics.ResultError
-	}
 }

@@ -5,6 +5,7 @@ package metrics
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/util/workqueue"
 )
 
@@ -16,6 +17,18 @@ const (
 	ResultConflict = "conflict" // a 409 on a status write, a lost check-and-set in Consul
 	ResultError    = "error"
 )
+
+// Result is the result label of a Kubernetes API call or a sync that returned err.
+func Result(err error) string {
+	switch {
+	case err == nil:
+		return ResultOK
+	case apierrors.IsConflict(err):
+		return ResultConflict
+	default:
+		return ResultError
+	}
+}
 
 var (
 	// Registry holds every series /metrics serves.
