@@ -13,13 +13,10 @@ import (
 	"time"
 
 	consulapi "github.com/hashicorp/consul/api"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
-	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul"
-	"github.com/consul-gateway-controller/consul-gateway-controller/internal/testcerts"
 	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
 )
 
@@ -101,19 +98,7 @@ func TestConsulACLs(t *testing.T) {
 agent_prefix "" { policy = "read" }`)
 
 	s := newConsulStack(t, "cs-acl")
-	cert, key, err := testcerts.SelfSigned("secure.example.com")
-	if err != nil {
-		t.Fatal(err)
-	}
-	createObject(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: "tls"}, Type: corev1.SecretTypeTLS,
-		Data: map[string][]byte{corev1.TLSCertKey: cert, corev1.TLSPrivateKeyKey: key}})
-	createObject(t, &gatewayv1.Gateway{
-		ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: "secure"},
-		Spec: gatewayv1.GatewaySpec{GatewayClassName: gatewayv1.ObjectName(s.ns), Listeners: []gatewayv1.Listener{{
-			Name: "https", Port: 18443, Protocol: gatewayv1.HTTPSProtocolType,
-			TLS: &gatewayv1.ListenerTLSConfig{CertificateRefs: []gatewayv1.SecretObjectReference{{Name: "tls"}}},
-		}}},
-	})
+	_, key := s.secureGateway(t)
 	createObject(t, s.route("web"))
 
 	// A token without mesh:write: every write is refused and the Gateway says why.

@@ -16,6 +16,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul"
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/testcerts"
 	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
 )
 
@@ -41,6 +42,26 @@ func newConsulStack(t *testing.T, ns string) consulStack {
 		}},
 	})
 	return s
+}
+
+// secureGateway creates the Gateway "secure" with an HTTPS listener whose certificate
+// is the kubernetes.io/tls Secret "tls", and returns that Secret's key pair.
+func (s consulStack) secureGateway(t *testing.T) (cert, key []byte) {
+	t.Helper()
+	cert, key, err := testcerts.SelfSigned("secure.example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	createObject(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: "tls"}, Type: corev1.SecretTypeTLS,
+		Data: map[string][]byte{corev1.TLSCertKey: cert, corev1.TLSPrivateKeyKey: key}})
+	createObject(t, &gatewayv1.Gateway{
+		ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: "secure"},
+		Spec: gatewayv1.GatewaySpec{GatewayClassName: gatewayv1.ObjectName(s.ns), Listeners: []gatewayv1.Listener{{
+			Name: "https", Port: 18443, Protocol: gatewayv1.HTTPSProtocolType,
+			TLS: &gatewayv1.ListenerTLSConfig{CertificateRefs: []gatewayv1.SecretObjectReference{{Name: "tls"}}},
+		}}},
+	})
+	return cert, key
 }
 
 func (s consulStack) route(name string, hostnames ...gatewayv1.Hostname) *gatewayv1.HTTPRoute {
