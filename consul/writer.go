@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/metrics"
+	"github.com/consul-gateway-controller/consul-gateway-controller/workqueue"
 )
 
 // errCASMismatch means someone wrote the entry between our read and our write. The
@@ -109,7 +110,7 @@ func (s *Syncer) dependenciesWritten(ctx context.Context, desired consulapi.Conf
 		}
 		if actual == nil {
 			s.queue.Add(dep)
-			return fmt.Errorf("%s %s waits for %s %s to be written first", desired.GetKind(), desired.GetName(), dep.Kind, dep.Name)
+			return workqueue.Expected(fmt.Errorf("%s %s waits for %s %s to be written first", desired.GetKind(), desired.GetName(), dep.Kind, dep.Name))
 		}
 	}
 	return nil
@@ -162,7 +163,7 @@ func (s *Syncer) write(ctx context.Context, logger klog.Logger, verb string, key
 	}
 	if !ok {
 		logger.V(4).Info("Check-and-set lost a race; reading again")
-		return errCASMismatch
+		return workqueue.Expected(errCASMismatch)
 	}
 	s.verdicts.written(key, meta, s.cfg.StatusChanged)
 	logger.V(2).Info(verb + " Consul config entry")

@@ -2,6 +2,7 @@ package workqueue
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -40,6 +41,20 @@ func New[T comparable](name string) kworkqueue.TypedRateLimitingInterface[T] {
 	return kworkqueue.NewTypedRateLimitingQueueWithConfig(NewRateLimiter[T](),
 		kworkqueue.TypedRateLimitingQueueConfig[T]{Name: name})
 }
+
+// errExpected marks errors that are part of normal operation; see Expected.
+var errExpected = errors.New("expected")
+
+// Expected marks err as a normal reason to try a key again later, such as an entry
+// that waits for another to be written first or a lost check-and-set race. The key is
+// requeued with backoff like after any error, and logged at V(4), not as an error.
+func Expected(err error) error {
+	return expectedError{err}
+}
+
+type expectedError struct{ error }
+
+func (e expectedError) Unwrap() []error { return []error{e.error, errExpected} }
 
 // SyncFunc handles one key. A nil error forgets the key's failures; any error requeues
 // it with backoff. NotFound must be handled by the SyncFunc: a deleted object is not an
@@ -92,6 +107,8 @@ func processNextItem[T comparable](ctx context.Context, name string, queue kwork
 		// The lister's copy was stale: the informer will deliver the newer object, and
 		// the retry works on that. Expected, so not an error.
 		logger.V(4).Info("Stale cache, requeueing", "key", fmt.Sprint(key), "err", err)
+	case errors.Is(err, errExpected):
+		logger.V(4).Info("Requeueing", "key", fmt.Sprint(key), "reason", err)
 	default:
 		utilruntime.HandleErrorWithContext(ctx, err, "Sync failed, requeueing", "key", fmt.Sprint(key), "retries", queue.NumRequeues(key))
 	}

@@ -35,6 +35,7 @@ func TestProcessNextItem(t *testing.T) {
 		{"success forgets the key", nil, 0, metrics.ResultOK},
 		{"an error requeues with backoff", errors.New("boom"), 1, metrics.ResultError},
 		{"a conflict requeues with backoff", conflict, 1, metrics.ResultConflict},
+		{"an expected wait requeues with backoff", Expected(errors.New("waits for its dependency")), 1, metrics.ResultError},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -93,5 +94,16 @@ func TestRunDrainsThenStops(t *testing.T) {
 	<-done
 	if !queue.ShuttingDown() {
 		t.Error("Run returned without shutting the queue down")
+	}
+}
+
+func TestExpectedKeepsTheCause(t *testing.T) {
+	cause := errors.New("lost a check-and-set race")
+	err := Expected(cause)
+	if !errors.Is(err, cause) || !errors.Is(err, errExpected) || err.Error() != cause.Error() {
+		t.Errorf("Expected(%v) = %v: want it to wrap the cause and the mark, with the cause's message", cause, err)
+	}
+	if errors.Is(cause, errExpected) {
+		t.Error("the cause itself is marked expected")
 	}
 }
