@@ -43,7 +43,7 @@ func TestProcessNextItem(t *testing.T) {
 			defer queue.ShutDown()
 			queue.Add("key")
 			calls := 0
-			more := processNextItem(t.Context(), "test-"+tt.wantResult, queue, func(_ context.Context, key string) error {
+			more := processNextItem(t.Context(), tt.name, queue, func(_ context.Context, key string) error {
 				calls++
 				if key != "key" {
 					t.Errorf("synced %q, want key", key)
@@ -56,7 +56,7 @@ func TestProcessNextItem(t *testing.T) {
 			if got := queue.NumRequeues("key"); got != tt.wantRequeues {
 				t.Errorf("NumRequeues = %d, want %d", got, tt.wantRequeues)
 			}
-			if got := histogramCount(t, "test-"+tt.wantResult, tt.wantResult); got != 1 {
+			if got := histogramCount(t, tt.name, tt.wantResult); got != 1 {
 				t.Errorf("sync_duration_seconds{result=%q} counted %d syncs, want 1", tt.wantResult, got)
 			}
 		})
