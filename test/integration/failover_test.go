@@ -48,9 +48,9 @@ func TestLeaderFailoverAcrossProcesses(t *testing.T) {
 
 	a := startReplicaProcess(t, s, "a")
 	waitHolder(t, s.ns, "a")
-	// Consul's own verdict on the route is not the point here (Consul 1.15 now and then
-	// never judges a route); the entry a wrote is.
-	s.waitEntry(t, consulapi.HTTPRoute, routeEntry, "replica a writes the route", present)
+	eventually(t, 60*time.Second, "replica a converges the example", func() (bool, error) {
+		return s.routeCondition(t, "web", "consul-gateway-controller.github.io/ConsulAccepted") == "True/Accepted", nil
+	})
 	b := startReplicaProcess(t, s, "b")
 	b.process.waitReady(60 * time.Second)
 
