@@ -1,8 +1,12 @@
 package consul
 
 import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 
+	consulapi "github.com/hashicorp/consul/api"
 	"k8s.io/client-go/tools/cache"
 	kworkqueue "k8s.io/client-go/util/workqueue"
 )
@@ -36,5 +40,42 @@ func TestTranslateQueuesKeysOnlyOnceTheirDesiredStateIsInPlace(t *testing.T) {
 	s.translate(t.Context())
 	if queued == 0 {
 		t.Fatal("translating a new Gateway queued nothing")
+	}
+}
+
+// Consul's verdict comes from the watch alone. The writer's read may be older than the
+// watch's last answer (here: no status yet, where the watch already saw Accepted), and
+// must not put the older verdict back: that left routes at Pending for good.
+func TestWriterReadDoesNotReplaceTheWatchsVerdict(t *testing.T) {
+	own := Ownership{Controller: "example.com/c", ClusterID: "test"}
+	entry := &consulapi.HTTPRouteConfigEntry{Kind: consulapi.HTTPRoute, Name: "web.apps",
+		Meta: own.Meta(Owner{Kind: "HTTPRoute", Namespace: "apps", Name: "web", UID: "uid"})}
+	stale, err := json.Marshal(entry) // as Consul stored it before judging it
+	if err != nil {
+		t.Fatal(err)
+	}
+	consul := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet {
+			t.Errorf("unexpected %s %s: the entry is already as desired", r.Method, r.URL.Path)
+		}
+		_, _ = w.Write(stale)
+	}))
+	defer consul.Close()
+	client, err := consulapi.NewClient(&consulapi.Config{Address: consul.Listener.Addr().String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewSyncer(Config{Client: client, Ownership: own})
+	key := KeyOf(entry)
+	s.desired.Entries[key] = entry
+
+	judged := *entry
+	judged.Status = consulapi.ConfigEntryStatus{Conditions: []consulapi.Condition{{Type: "Accepted", Status: consulapi.ConditionStatusTrue, Reason: "Accepted"}}}
+	s.verdicts.observe(key, &judged, true, nil) // what the watch saw
+	if err := s.syncEntry(t.Context(), key); err != nil {
+		t.Fatal(err)
+	}
+	if v := s.Verdict("HTTPRoute", cache.ObjectName{Namespace: "apps", Name: "web"}); !v.Known || !v.Programmed {
+		t.Errorf("after the writer read the older entry, the verdict is %+v; want Consul's Accepted from the watch", v)
 	}
 }
