@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"testing"
@@ -447,6 +448,18 @@ func TestStaleCacheConflictConvergesOnNewestSpec(t *testing.T) {
 	} else {
 		t.Logf("status writes answered 409: %d", n)
 	}
+	// The controller publishes a write's result once the response reaches it, which
+	// can be after this test read the new status from the server.
+	eventually(t, 10*time.Second, "the newest generation confirmed", func() (bool, error) {
+		confirmed := rc.published.of("HTTPRoute", key)
+		if len(confirmed) == 0 || confirmed[len(confirmed)-1].Object == nil {
+			return false, errors.New("the last confirmation is not of the route")
+		}
+		if gen := confirmed[len(confirmed)-1].Object.(*gatewayv1.HTTPRoute).Generation; gen != newGeneration {
+			return false, fmt.Errorf("last confirmed generation = %d, want %d", gen, newGeneration)
+		}
+		return true, nil
+	})
 	// Confirmations of the route must never go back to an older generation.
 	var last int64
 	for _, c := range rc.published.of("HTTPRoute", key) {
@@ -458,9 +471,6 @@ func TestStaleCacheConflictConvergesOnNewestSpec(t *testing.T) {
 			t.Errorf("confirmed generation %d after %d: a stale spec was confirmed after the newer one", gen, last)
 		}
 		last = gen
-	}
-	if last != newGeneration {
-		t.Errorf("last confirmed generation = %d, want %d", last, newGeneration)
 	}
 }
 
