@@ -60,6 +60,7 @@ type Syncer struct {
 	desired   Desired
 	verdicts  *verdicts
 	held      *heldEntries
+	judging   *awaitingJudgement
 	// version is the Consul server's version, "" until known.
 	version atomic.Pointer[string]
 	// dirty wakes the translation loop; it holds at most one signal, so bursts of
@@ -86,6 +87,7 @@ func NewSyncer(cfg Config) *Syncer {
 		desired:   Desired{Entries: map[EntryKey]consulapi.ConfigEntry{}},
 		verdicts:  newVerdicts(),
 		held:      newHeldEntries(),
+		judging:   newAwaitingJudgement(),
 		dirty:     make(chan struct{}, 1),
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"time"
 
 	consulapi "github.com/hashicorp/consul/api"
 	"k8s.io/klog/v2"
@@ -57,6 +58,7 @@ func (s *Syncer) syncEntry(ctx context.Context, key EntryKey) error {
 		}
 		metrics.GCDeletions.WithLabelValues(key.Kind).Inc()
 		s.held.forget(key)
+		s.judging.forget(key)
 		return nil
 	case actual == nil:
 		return s.put(ctx, logger, "Created", key, desired, 0)
@@ -66,6 +68,13 @@ func (s *Syncer) syncEntry(ctx context.Context, key EntryKey) error {
 		return nil
 	case sameEntry(desired, actual):
 		s.held.record(key, desired)
+		rejudge, wait := s.judging.check(key, actual, time.Now())
+		if rejudge {
+			return s.rejudge(ctx, logger, key, desired, actual)
+		}
+		if wait > 0 {
+			s.queue.AddAfter(key, wait)
+		}
 		return nil
 	default:
 		return s.put(ctx, logger, "Updated", key, desired, actual.GetModifyIndex())
@@ -87,6 +96,10 @@ func (s *Syncer) put(ctx context.Context, logger klog.Logger, verb string, key E
 		return err
 	}
 	s.held.record(key, desired)
+	if judgedKinds[key.Kind] {
+		s.judging.written(key, time.Now())
+		s.queue.AddAfter(key, judgeTimeout)
+	}
 	if drift {
 		metrics.DriftCorrections.WithLabelValues(key.Kind).Inc()
 		logger.V(2).Info("Put back a Consul config entry that was changed or removed outside the controller")
@@ -215,6 +228,9 @@ func comparableForm(entry consulapi.ConfigEntry) (map[string]any, error) {
 	}
 	for _, k := range serverManaged {
 		delete(m, k)
+	}
+	if meta, ok := m["Meta"].(map[string]any); ok {
+		delete(meta, metaRejudge)
 	}
 	// Consul answers with empty objects for optional blocks nobody set (a
 	// service-defaults' TransparentProxy {}), which Compact keeps when written as

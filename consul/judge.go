@@ -1,0 +1,140 @@
+package consul
+
+import (
+	"context"
+	"strconv"
+	gosync "sync"
+	"time"
+
+	consulapi "github.com/hashicorp/consul/api"
+	"k8s.io/klog/v2"
+)
+
+// Consul 1.15's gateway controller now and then never judges an entry it was given:
+// the entry keeps an empty status, and the object's status would say Pending for good.
+// An entry still unjudged judgeTimeout after the syncer wrote it is written again with
+// a new metaRejudge value, which Consul sees as a change and judges; at most
+// maxRejudges times per content.
+const (
+	judgeTimeout = 10 * time.Second
+	maxRejudges  = 3
+	// metaRejudge counts those writes. It is not part of the desired state: the
+	// comparison with Consul's entry ignores it.
+	metaRejudge = "gateway-controller-rejudge"
+)
+
+// judgedKinds are the entry kinds Consul gives a status.
+var judgedKinds = map[string]bool{consulapi.APIGateway: true, consulapi.HTTPRoute: true, consulapi.TCPRoute: true}
+
+// awaitingJudgement tracks the entries written and not yet judged by Consul.
+type awaitingJudgement struct {
+	mu      gosync.Mutex
+	entries map[EntryKey]judgement
+}
+
+type judgement struct {
+	writtenAt time.Time
+	rejudges  int
+}
+
+func newAwaitingJudgement() *awaitingJudgement {
+	return &awaitingJudgement{entries: map[EntryKey]judgement{}}
+}
+
+// written notes new content under key, written at now.
+func (a *awaitingJudgement) written(key EntryKey, now time.Time) {
+	if !judgedKinds[key.Kind] {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.entries[key] = judgement{writtenAt: now}
+}
+
+// rejudged notes that the same content was written again at now.
+func (a *awaitingJudgement) rejudged(key EntryKey, now time.Time) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	j := a.entries[key]
+	j.writtenAt = now
+	j.rejudges++
+	a.entries[key] = j
+	return j.rejudges
+}
+
+func (a *awaitingJudgement) forget(key EntryKey) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.entries, key)
+}
+
+// check decides, for an owned entry Consul holds as desired, whether to write it again
+// now; otherwise, while it is unjudged, how long to wait before looking again (0: do
+// not look again).
+func (a *awaitingJudgement) check(key EntryKey, actual consulapi.ConfigEntry, now time.Time) (rejudge bool, wait time.Duration) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	j, ok := a.entries[key]
+	if !ok && judgedKinds[key.Kind] && acceptedCondition(actual) == nil {
+		// Written before this process started, or by an earlier leader.
+		a.entries[key] = judgement{writtenAt: now}
+		return false, judgeTimeout
+	}
+	if !ok {
+		return false, 0
+	}
+	if acceptedCondition(actual) != nil {
+		delete(a.entries, key) // judged
+		return false, 0
+	}
+	if j.rejudges >= maxRejudges {
+		return false, 0
+	}
+	if waited := now.Sub(j.writtenAt); waited < judgeTimeout {
+		return false, judgeTimeout - waited
+	}
+	return true, 0
+}
+
+// rejudge writes desired again, with check-and-set on what Consul holds, carrying the
+// next metaRejudge value.
+func (s *Syncer) rejudge(ctx context.Context, logger klog.Logger, key EntryKey, desired, actual consulapi.ConfigEntry) error {
+	n, _ := strconv.Atoi(actual.GetMeta()[metaRejudge])
+	again := withMeta(desired, metaRejudge, strconv.Itoa(n+1))
+	err := s.write(ctx, logger, "Updated", key, desired.GetMeta(), func(w *consulapi.WriteOptions) (bool, error) {
+		ok, _, err := s.cfg.Client.ConfigEntries().CAS(Compact(again), actual.GetModifyIndex(), w)
+		return ok, err
+	})
+	if err != nil {
+		return err
+	}
+	attempt := s.judging.rejudged(key, time.Now())
+	logger.V(2).Info("Consul had not judged the entry; wrote it again so it does", "waited", judgeTimeout, "attempt", attempt)
+	s.queue.AddAfter(key, judgeTimeout)
+	return nil
+}
+
+// withMeta is a copy of entry with meta[k] = v, for the kinds Consul judges.
+func withMeta(entry consulapi.ConfigEntry, k, v string) consulapi.ConfigEntry {
+	meta := map[string]string{k: v}
+	for mk, mv := range entry.GetMeta() {
+		if mk != k {
+			meta[mk] = mv
+		}
+	}
+	switch e := entry.(type) {
+	case *consulapi.APIGatewayConfigEntry:
+		c := *e
+		c.Meta = meta
+		return &c
+	case *consulapi.HTTPRouteConfigEntry:
+		c := *e
+		c.Meta = meta
+		return &c
+	case *consulapi.TCPRouteConfigEntry:
+		c := *e
+		c.Meta = meta
+		return &c
+	}
+	return entry
+}

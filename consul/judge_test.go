@@ -1,0 +1,93 @@
+package consul
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	gosync "sync"
+	"testing"
+	"time"
+
+	consulapi "github.com/hashicorp/consul/api"
+)
+
+// fakeConsul answers reads of one entry and records the writes.
+type fakeConsul struct {
+	mu     gosync.Mutex
+	entry  consulapi.ConfigEntry
+	writes []string // the query and body of each PUT
+}
+
+func (f *fakeConsul) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if r.Method == http.MethodPut {
+		body, _ := io.ReadAll(r.Body)
+		f.writes = append(f.writes, r.URL.RawQuery+" "+string(body))
+		_, _ = w.Write([]byte("true"))
+		return
+	}
+	_ = json.NewEncoder(w).Encode(f.entry)
+}
+
+func TestUnjudgedEntryIsWrittenAgain(t *testing.T) {
+	own := Ownership{Controller: "example.com/c", ClusterID: "test"}
+	desired := &consulapi.HTTPRouteConfigEntry{Kind: consulapi.HTTPRoute, Name: "web.apps",
+		Meta: own.Meta(Owner{Kind: "HTTPRoute", Namespace: "apps", Name: "web", UID: "uid"})}
+	unjudged := *desired
+	unjudged.ModifyIndex = 42
+	judged := unjudged
+	judged.Status = consulapi.ConfigEntryStatus{Conditions: []consulapi.Condition{{Type: "Accepted", Status: consulapi.ConditionStatusTrue}}}
+
+	tests := []struct {
+		name       string
+		held       consulapi.ConfigEntry
+		writtenAgo time.Duration
+		rejudges   int
+		want       int // writes
+	}{
+		{"unjudged past the timeout: written again", &unjudged, judgeTimeout + time.Second, 0, 1},
+		{"unjudged within the timeout: wait", &unjudged, judgeTimeout / 2, 0, 0},
+		{"unjudged after the last attempt: left", &unjudged, judgeTimeout + time.Second, maxRejudges, 0},
+		{"judged: nothing to do", &judged, judgeTimeout + time.Second, 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fake := &fakeConsul{entry: tt.held}
+			srv := httptest.NewServer(fake)
+			defer srv.Close()
+			client, err := consulapi.NewClient(&consulapi.Config{Address: srv.Listener.Addr().String()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := NewSyncer(Config{Client: client, Ownership: own})
+			defer s.queue.ShutDown()
+			key := KeyOf(desired)
+			s.desired.Entries[key] = desired
+			s.judging.entries[key] = judgement{writtenAt: time.Now().Add(-tt.writtenAgo), rejudges: tt.rejudges}
+
+			if err := s.syncEntry(t.Context(), key); err != nil {
+				t.Fatal(err)
+			}
+			if len(fake.writes) != tt.want {
+				t.Fatalf("%d writes, want %d: %q", len(fake.writes), tt.want, fake.writes)
+			}
+			if tt.want == 0 {
+				return
+			}
+			var written consulapi.HTTPRouteConfigEntry
+			query, body, _ := strings.Cut(fake.writes[0], " ")
+			if err := json.Unmarshal([]byte(body), &written); err != nil {
+				t.Fatal(err)
+			}
+			if query != "cas=42" || written.Meta[metaRejudge] != "1" || !own.Owns(written.Meta) {
+				t.Errorf("wrote %q with meta %v; want cas=42, %s=1 and our ownership", query, written.Meta, metaRejudge)
+			}
+			if !sameEntry(desired, &written) {
+				t.Error("the entry written again differs from the desired one beyond its rejudge meta")
+			}
+		})
+	}
+}
