@@ -58,7 +58,9 @@ acl {
 		name:    "consul",
 		path:    consulBin,
 		logPath: filepath.Join(logDir, consulLogName(aclEnabled, ports[0])),
-		args:    []string{"agent", "-dev", "-bind=127.0.0.1", "-client=127.0.0.1", "-hcl=" + config},
+		// Trace: only at this level does Consul log its API gateway controller's
+		// reconcile steps, which is what explains an entry it never judged.
+		args: []string{"agent", "-dev", "-log-level=trace", "-bind=127.0.0.1", "-client=127.0.0.1", "-hcl=" + config},
 		// The agent must not pick up a token or address from the developer's shell.
 		env: []string{"CONSUL_HTTP_TOKEN=", "CONSUL_HTTP_ADDR="},
 	}
