@@ -249,3 +249,26 @@ func metricSum(body, name string, labels ...string) float64 {
 	}
 	return sum
 }
+
+// TestQuietAtV0: at the default verbosity the binary logs its lifecycle and nothing
+// while nothing changes.
+func TestQuietAtV0(t *testing.T) {
+	s := newConsulStack(t, "quiet")
+	createObject(t, s.route("web"))
+	p := startControllerProcess(t, "quiet", processOptions{args: []string{
+		"--controller-name=" + string(s.controller), "--cluster-id=quiet", "--manage-service-defaults",
+		"--leader-elect-resource-namespace=" + s.ns,
+	}})
+	eventually(t, 60*time.Second, "the example converges", func() (bool, error) {
+		return s.routeCondition(t, "web", "consul-gateway-controller.github.io/ConsulAccepted") == "True/Accepted", nil
+	})
+	time.Sleep(2 * time.Second) // the last confirmations settle
+	settled := p.output()
+	time.Sleep(5 * time.Second)
+	if more := strings.TrimPrefix(p.output(), settled); more != "" {
+		t.Errorf("at -v=0 in steady state the controller logged:\n%s", more)
+	}
+	if lines := strings.Count(settled, "\n"); lines > 20 {
+		t.Errorf("%d lines at -v=0 to start and converge one route, want a few lifecycle lines:\n%s", lines, settled)
+	}
+}
