@@ -320,3 +320,29 @@ func conditionReason(conds []metav1.Condition, condType string) string {
 	}
 	return ""
 }
+
+// writeTimes records when writes were sent, to count those after a moment (a Lease
+// changing hands).
+type writeTimes struct {
+	mu gosync.Mutex
+	at []time.Time
+}
+
+func (w *writeTimes) add() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.at = append(w.at, time.Now())
+}
+
+// since is the number of writes sent at or after t.
+func (w *writeTimes) since(t time.Time) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for _, at := range w.at {
+		if !at.Before(t) {
+			n++
+		}
+	}
+	return n
+}

@@ -59,13 +59,13 @@ func TestLeaderFailoverAcrossProcesses(t *testing.T) {
 	s.waitEntry(t, consulapi.HTTPRoute, routeEntry, "the edit reaches Consul", func(e consulapi.ConfigEntry) bool {
 		return e != nil && strings.Join(routeHostnames(e), ",") == "one.example.com"
 	})
-	if n := a.statusWrites(t) + a.consul.count(time.Time{}); n == 0 {
+	if n := a.statusWrites(t) + a.consul.since(time.Time{}); n == 0 {
 		t.Error("the leader made no writes")
 	}
 	if n := b.statusWrites(t); n != 0 {
 		t.Errorf("the follower made %d status writes", n)
 	}
-	if n := b.consul.count(time.Time{}); n != 0 {
+	if n := b.consul.since(time.Time{}); n != 0 {
 		t.Errorf("the follower made %d Consul writes", n)
 	}
 
@@ -84,7 +84,7 @@ func TestLeaderFailoverAcrossProcesses(t *testing.T) {
 	if stopped := logTime(t, a.process.output(), "Writers stopped"); !stopped.Before(acquired) {
 		t.Errorf("a's writers stopped at %v, after b acquired the Lease at %v", stopped, acquired)
 	}
-	if n := a.consul.count(acquired); n != 0 {
+	if n := a.consul.since(acquired); n != 0 {
 		t.Errorf("the old leader made %d Consul writes after b acquired the Lease", n)
 	}
 	if !strings.Contains(a.process.output(), "leader election lost") {
@@ -99,7 +99,7 @@ func TestLeaderFailoverAcrossProcesses(t *testing.T) {
 	s.waitEntry(t, consulapi.HTTPRoute, routeEntry, "b puts the hand edit back", func(e consulapi.ConfigEntry) bool {
 		return e != nil && strings.Join(routeHostnames(e), ",") == "one.example.com"
 	})
-	if b.consul.count(acquired) == 0 {
+	if b.consul.since(acquired) == 0 {
 		t.Error("b made no Consul write after taking over")
 	}
 
@@ -117,10 +117,10 @@ func TestLeaderFailoverAcrossProcesses(t *testing.T) {
 	s.waitEntry(t, consulapi.HTTPRoute, routeEntry, "c writes the edit", func(e consulapi.ConfigEntry) bool {
 		return e != nil && strings.Join(routeHostnames(e), ",") == "two.example.com"
 	})
-	if c.consul.count(tookOver) == 0 {
+	if c.consul.since(tookOver) == 0 {
 		t.Error("c made no Consul write after taking over")
 	}
-	if n := a.consul.count(acquired) + b.consul.count(tookOver); n != 0 {
+	if n := a.consul.since(acquired) + b.consul.since(tookOver); n != 0 {
 		t.Errorf("replicas without the Lease made %d Consul writes", n)
 	}
 }
@@ -299,9 +299,8 @@ func (p *tcpProxy) cut() {
 // consulWriteLog is a reverse proxy to Consul that records when each config entry
 // write or delete was sent.
 type consulWriteLog struct {
-	addr   string
-	mu     gosync.Mutex
-	writes []time.Time
+	addr string
+	writeTimes
 }
 
 func startConsulWriteLog(t *testing.T, consulAddr string) *consulWriteLog {
@@ -320,9 +319,7 @@ func startConsulWriteLog(t *testing.T, consulAddr string) *consulWriteLog {
 	proxy.ErrorLog = log.New(io.Discard, "", 0)
 	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(rw http.ResponseWriter, req *http.Request) {
 		if (req.Method == http.MethodPut || req.Method == http.MethodDelete) && strings.HasPrefix(req.URL.Path, "/v1/config") {
-			w.mu.Lock()
-			w.writes = append(w.writes, time.Now())
-			w.mu.Unlock()
+			w.add()
 		}
 		proxy.ServeHTTP(rw, req)
 	})}
@@ -333,17 +330,4 @@ func startConsulWriteLog(t *testing.T, consulAddr string) *consulWriteLog {
 	}()
 	t.Cleanup(func() { _ = srv.Close() })
 	return w
-}
-
-// count is the number of writes sent at or after since.
-func (w *consulWriteLog) count(since time.Time) int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	n := 0
-	for _, at := range w.writes {
-		if !at.Before(since) {
-			n++
-		}
-	}
-	return n
 }

@@ -30,9 +30,9 @@ type replica struct {
 	identity    string
 	partitioned atomic.Bool
 
+	writes      writeTimes // status PUTs that left the replica, successful or not
 	mu          gosync.Mutex
-	writes      []time.Time // status PUTs that left the replica, successful or not
-	leadStopped time.Time   // when its writers' context ended
+	leadStopped time.Time // when its writers' context ended
 	result      chan error
 }
 
@@ -43,26 +43,12 @@ type replicaTransport struct {
 
 func (t replicaTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.Method == http.MethodPut && strings.HasSuffix(req.URL.Path, "/status") {
-		t.r.mu.Lock()
-		t.r.writes = append(t.r.writes, time.Now())
-		t.r.mu.Unlock()
+		t.r.writes.add()
 	}
 	if t.r.partitioned.Load() {
 		return nil, errors.New("test: replica cut off from the API server")
 	}
 	return t.next.RoundTrip(req)
-}
-
-func (r *replica) writesSince(t time.Time) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	n := 0
-	for _, w := range r.writes {
-		if !w.Before(t) {
-			n++
-		}
-	}
-	return n
 }
 
 // startReplica runs a status controller for controllerName under leader election on
@@ -157,7 +143,7 @@ func TestLeaderElectionFencesTheOldLeader(t *testing.T) {
 		gen, observed := routeGeneration()
 		return gen == observed, nil
 	})
-	if n := b.writesSince(time.Time{}); n != 0 {
+	if n := b.writes.since(time.Time{}); n != 0 {
 		t.Errorf("the follower made %d status writes while a led", n)
 	}
 
@@ -188,10 +174,10 @@ func TestLeaderElectionFencesTheOldLeader(t *testing.T) {
 		gen, observed := routeGeneration()
 		return gen == observed && gen > 1, nil
 	})
-	if n := a.writesSince(a.stoppedAt()); n != 0 {
+	if n := a.writes.since(a.stoppedAt()); n != 0 {
 		t.Errorf("the old leader attempted %d status writes after its writers stopped", n)
 	}
-	if b.writesSince(time.Time{}) == 0 {
+	if b.writes.since(time.Time{}) == 0 {
 		t.Error("the new leader made no status write")
 	}
 
