@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/events"
@@ -76,6 +77,10 @@ func run(ctx context.Context, opts *options.Options) error {
 	if err != nil {
 		return fmt.Errorf("create kubernetes client: %w", err)
 	}
+	clients, err := newSideClients(cfg)
+	if err != nil {
+		return err
+	}
 	gateway, err := gatewayclient.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("create gateway-api client: %w", err)
@@ -98,7 +103,7 @@ func run(ctx context.Context, opts *options.Options) error {
 	}
 
 	// Events are writes: they reach the API server only while this replica leads.
-	eventBroadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: kube.EventsV1()})
+	eventBroadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: clients.events.EventsV1()})
 	defer eventBroadcaster.Shutdown()
 	recorder := eventBroadcaster.NewRecorder(gatewayscheme.Scheme, opts.ControllerName)
 
@@ -174,7 +179,47 @@ func run(ctx context.Context, opts *options.Options) error {
 		metrics.Leader.Set(1)
 		return writers(ctx)
 	}
-	return leader.Run(ctx, kube, opts.LeaderConfig(), writers)
+	return leader.Run(ctx, clients.leaderElection, opts.LeaderConfig(), writers)
+}
+
+// sideClients are the clients of requests that must not wait behind status writes in
+// the main client's rate limiter. A Lease renewal that waits there past the renew
+// deadline costs the Lease, and the process exits in the middle of a cold start; an
+// Event burst would otherwise take the budget of the status writes it reports on.
+// kube-controller-manager gives its leader election a client of its own for the same
+// reason.
+type sideClients struct {
+	leaderElection kubernetes.Interface
+	events         kubernetes.Interface
+}
+
+// Renewals come every retry period and Events are rate-limited per object by the
+// recorder, so small budgets of their own suffice.
+const (
+	leaderElectionQPS, leaderElectionBurst = 5, 10
+	eventsQPS, eventsBurst                 = 10, 25
+)
+
+func newSideClients(cfg *rest.Config) (sideClients, error) {
+	client := func(agent string, qps float32, burst int) (kubernetes.Interface, error) {
+		c := rest.CopyConfig(cfg)
+		c.QPS, c.Burst, c.RateLimiter = qps, burst, nil
+		c = rest.AddUserAgent(c, agent)
+		k, err := kubernetes.NewForConfig(c)
+		if err != nil {
+			return nil, fmt.Errorf("create %s client: %w", agent, err)
+		}
+		return k, nil
+	}
+	var (
+		sc  sideClients
+		err error
+	)
+	if sc.leaderElection, err = client("leader-election", leaderElectionQPS, leaderElectionBurst); err != nil {
+		return sc, err
+	}
+	sc.events, err = client("events", eventsQPS, eventsBurst)
+	return sc, err
 }
 
 // ready is /readyz: the caches have synced and, while leading, Consul answers.

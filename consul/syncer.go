@@ -63,6 +63,8 @@ type Syncer struct {
 	judging   *awaitingJudgement
 	// version is the Consul server's version, "" until known.
 	version atomic.Pointer[string]
+	// verdictsRead is set once Consul's verdicts at start have been read (HasSynced).
+	verdictsRead atomic.Bool
 	// dirty wakes the translation loop; it holds at most one signal, so bursts of
 	// confirmations coalesce into one translation.
 	dirty chan struct{}

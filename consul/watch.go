@@ -17,20 +17,70 @@ import (
 // watchWait is how long one blocking query may wait for a change.
 const watchWait = 5 * time.Minute
 
+// verdictsTimeout bounds how long the status workers wait at start for Consul's
+// verdicts on the entries it already holds. Past it, statuses start from no verdict
+// (Pending), which is what is known of an unreachable Consul.
+const verdictsTimeout = 30 * time.Second
+
+// watchBackoff paces the retries of a failed list.
+func watchBackoff() wait.Backoff {
+	return wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.2, Steps: 12, Cap: 30 * time.Second}
+}
+
+// listOptions are the options of a list of every entry of ours, blocking from index.
+func (s *Syncer) listOptions(ctx context.Context, index uint64) *consulapi.QueryOptions {
+	q := (&consulapi.QueryOptions{WaitIndex: index, WaitTime: watchWait, Partition: s.cfg.Naming.Partition}).WithContext(ctx)
+	if s.cfg.Naming.MirrorNamespaces || s.cfg.Naming.DestinationNamespace != "" {
+		q.Namespace = "*"
+	}
+	return q
+}
+
+// readVerdicts records, once, Consul's verdicts on the entries it already holds, before
+// the status workers judge anything (HasSynced). A new leader then writes the status a
+// converged system already has instead of Pending followed by the same verdict again.
+// A verdict read here is as current as Consul: an entry an earlier leader wrote for an
+// older spec keeps its verdict until Consul judges the new one, as after any write.
+func (s *Syncer) readVerdicts(ctx context.Context) {
+	defer s.verdictsRead.Store(true)
+	logger := klog.FromContext(ctx)
+	ctx, cancel := context.WithTimeout(ctx, verdictsTimeout)
+	defer cancel()
+	for _, kind := range []string{consulapi.APIGateway, consulapi.HTTPRoute, consulapi.TCPRoute} {
+		backoff := watchBackoff()
+		for {
+			entries, _, err := s.cfg.Client.ConfigEntries().List(kind, s.listOptions(ctx, 0))
+			if err == nil {
+				for _, entry := range entries {
+					s.verdicts.observe(KeyOf(entry), entry, s.cfg.Ownership.Owns(entry.GetMeta()), nil)
+				}
+				break
+			}
+			if ctx.Err() != nil {
+				logger.Info("Could not read Consul's verdicts; statuses start from none", "kind", kind, "err", err)
+				return
+			}
+			logger.V(2).Info("Reading Consul's verdicts failed; retrying", "kind", kind, "err", err)
+			sleep(ctx, backoff.Step())
+		}
+	}
+	logger.V(2).Info("Read Consul's verdicts on the entries it holds")
+}
+
+// HasSynced implements the status pipeline's DataPlane: Consul's verdicts on what it
+// already holds have been read, or could not be.
+func (s *Syncer) HasSynced() bool { return s.verdictsRead.Load() }
+
 // watchKind follows every entry of kind with blocking queries and queues what differs
 // from the desired state: an owned entry that drifted or is no longer desired, and a
 // desired entry that is missing. After an error, and when Consul's index goes back (it
 // lost its data), the next answer is treated as a fresh start: everything is compared.
 func (s *Syncer) watchKind(ctx context.Context, kind string) {
 	logger := klog.FromContext(ctx).WithValues("kind", kind)
-	backoff := wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.2, Steps: 12, Cap: 30 * time.Second}
+	backoff := watchBackoff()
 	var index uint64
 	for ctx.Err() == nil {
-		q := (&consulapi.QueryOptions{WaitIndex: index, WaitTime: watchWait, Partition: s.cfg.Naming.Partition}).WithContext(ctx)
-		if s.cfg.Naming.MirrorNamespaces || s.cfg.Naming.DestinationNamespace != "" {
-			q.Namespace = "*"
-		}
-		entries, meta, err := s.cfg.Client.ConfigEntries().List(kind, q)
+		entries, meta, err := s.cfg.Client.ConfigEntries().List(kind, s.listOptions(ctx, index))
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -44,7 +94,7 @@ func (s *Syncer) watchKind(ctx context.Context, kind string) {
 			// A fresh start or a reconnect: the server may have been replaced.
 			s.checkVersion(ctx)
 		}
-		backoff = wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.2, Steps: 12, Cap: 30 * time.Second}
+		backoff = watchBackoff()
 		if meta.LastIndex < index {
 			logger.Info("Consul's index went back; its data was reset, comparing everything", "from", index, "to", meta.LastIndex)
 			meta.LastIndex = 0
@@ -85,11 +135,12 @@ func (s *Syncer) compareKind(ctx context.Context, kind string, entries []consula
 	}
 }
 
-// Run detects the Consul server, waits until confirmedAll is closed (every object that
-// existed at start has been confirmed), then translates, writes and watches until ctx
-// is done. Before that a missing object may only be one not judged yet, and nothing is
-// written or deleted.
+// Run reads Consul's verdicts on what it holds, waits until confirmedAll is closed
+// (every object that existed at start has been confirmed), then translates, writes and
+// watches until ctx is done. Before that a missing object may only be one not judged
+// yet, and nothing is written or deleted.
 func (s *Syncer) Run(ctx context.Context, confirmedAll <-chan struct{}) error {
+	s.readVerdicts(ctx)
 	select {
 	case <-ctx.Done():
 		return nil

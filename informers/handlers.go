@@ -26,8 +26,9 @@ type Queues struct {
 // each object an event may affect. The handlers decide nothing: a key enqueued for an
 // object that turns out unaffected costs one sync, a key missed costs a stale status
 // until the next resync. So they err towards enqueueing, and every update, a periodic
-// resync included, enqueues; the one exception is a Namespace update that leaves its
-// labels alone, the only part of a Namespace the controller reads.
+// resync included, enqueues; the exceptions are a Namespace update that leaves its
+// labels alone, the only part of a Namespace the controller reads, and a route update
+// that leaves its generation alone, which enqueues the route but not its Gateways.
 //
 // It may be called before or after Start: a handler added to a running informer is
 // first handed every cached object as an add.
@@ -87,9 +88,9 @@ func (i *Informers) eventHandlers(q Queues) eventHandlers {
 	return eventHandlers{
 		gatewayClasses:  m.forEachName(m.gatewayClassChanged),
 		gateways:        m.forEachName(m.gatewayChanged),
-		httpRoutes:      m.forEachObject(m.httpRouteChanged),
-		tcpRoutes:       m.forEachObject(m.tcpRouteChanged),
-		grpcRoutes:      m.forEachObject(m.grpcRouteChanged),
+		httpRoutes:      m.forEachRoute(m.httpRouteChanged, q.HTTPRoutes),
+		tcpRoutes:       m.forEachRoute(m.tcpRouteChanged, q.TCPRoutes),
+		grpcRoutes:      m.forEachRoute(m.grpcRouteChanged, q.GRPCRoutes),
 		referenceGrants: m.forEachObject(m.referenceGrantChanged),
 		namespaces:      m.onNamespaceLabels(m.namespaceChanged),
 		services:        m.forEachName(m.serviceChanged),
@@ -291,6 +292,43 @@ func (m *keyMapper) forEachObject(changed func(obj any)) cache.ResourceEventHand
 		},
 		DeleteFunc: changed,
 	}
+}
+
+// forEachRoute is forEachObject for a route kind, except that an update leaving the
+// generation as it was (a status write, ours included, or a metadata change) enqueues
+// the route alone: a Gateway is judged from its routes' specs only, and every route
+// status write would otherwise send its Gateways through a sync, at scale thousands
+// of them, each racing the Gateway's own status write into a 409.
+func (m *keyMapper) forEachRoute(changed func(obj any), queue workqueue.TypedInterface[cache.ObjectName]) cache.ResourceEventHandlerFuncs {
+	handler := m.forEachObject(changed)
+	onUpdate := handler.UpdateFunc
+	handler.UpdateFunc = func(oldObj, newObj any) {
+		if generationChanged(oldObj, newObj) {
+			onUpdate(oldObj, newObj)
+			return
+		}
+		name, err := cache.ObjectToName(newObj)
+		if err != nil {
+			m.reportUnmapped(err, newObj)
+			return
+		}
+		queue.Add(name)
+	}
+	return handler
+}
+
+// generationChanged reports whether two versions of an object have different
+// generations (the API server's count of spec changes), and true when it cannot tell.
+func generationChanged(oldObj, newObj any) bool {
+	oldMeta, err := meta.Accessor(oldObj)
+	if err != nil {
+		return true
+	}
+	newMeta, err := meta.Accessor(newObj)
+	if err != nil {
+		return true
+	}
+	return oldMeta.GetGeneration() != newMeta.GetGeneration()
 }
 
 // onNamespaceLabels is forEachName, except that an update calls changed only when the

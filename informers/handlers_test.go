@@ -183,7 +183,7 @@ func TestEventHandlers(t *testing.T) {
 					{Namespace: new(gatewayv1.Namespace("team")), Name: "missing"},
 					{Kind: new(gatewayv1.Kind("Service")), Name: "mesh"},
 				})
-				h.httpRoutes.OnUpdate(old, updated)
+				h.httpRoutes.OnUpdate(old, specChanged(old, updated))
 			},
 			want: enqueued{Gateways: []string{"apps/edge", "infra/public", "team/missing"}, HTTPRoutes: []string{"apps/web"}},
 		},
@@ -193,7 +193,18 @@ func TestEventHandlers(t *testing.T) {
 				route := httpRoute("infra", "admin", []gatewayv1.ParentReference{{Name: "internal"}})
 				h.httpRoutes.OnUpdate(route, resynced(route))
 			},
-			want: enqueued{Gateways: []string{"infra/internal"}, HTTPRoutes: []string{"infra/admin"}},
+			// A Gateway counts its routes from their specs: same generation, same count.
+			want: enqueued{HTTPRoutes: []string{"infra/admin"}},
+		},
+		{
+			name: "HTTPRoute status write",
+			event: func(h eventHandlers) {
+				route := httpRoute("infra", "admin", []gatewayv1.ParentReference{{Name: "internal"}})
+				written := resynced(route)
+				written.Status.Parents = []gatewayv1.RouteParentStatus{{ParentRef: gatewayv1.ParentReference{Name: "internal"}, ControllerName: "example.com/consul"}}
+				h.httpRoutes.OnUpdate(route, written)
+			},
+			want: enqueued{HTTPRoutes: []string{"infra/admin"}},
 		},
 		{
 			name: "HTTPRoute with no Gateway parent",
@@ -226,7 +237,7 @@ func TestEventHandlers(t *testing.T) {
 			event: func(h eventHandlers) {
 				old := tcpRoute("apps", "db", []gatewayv1.ParentReference{{Namespace: new(gatewayv1.Namespace("infra")), Name: "public"}})
 				updated := tcpRoute("apps", "db", []gatewayv1.ParentReference{{Namespace: new(gatewayv1.Namespace("infra")), Name: "internal"}})
-				h.tcpRoutes.OnUpdate(old, updated)
+				h.tcpRoutes.OnUpdate(old, specChanged(old, updated))
 			},
 			want: enqueued{Gateways: []string{"infra/internal", "infra/public"}, TCPRoutes: []string{"apps/db"}},
 		},
@@ -249,7 +260,7 @@ func TestEventHandlers(t *testing.T) {
 			event: func(h eventHandlers) {
 				old := grpcRoute("apps", "rpc", []gatewayv1.ParentReference{{Name: "edge"}})
 				updated := grpcRoute("apps", "rpc", []gatewayv1.ParentReference{{Name: "edge"}, {Namespace: new(gatewayv1.Namespace("infra")), Name: "public"}})
-				h.grpcRoutes.OnUpdate(old, updated)
+				h.grpcRoutes.OnUpdate(old, specChanged(old, updated))
 			},
 			want: enqueued{Gateways: []string{"apps/edge", "infra/public"}, GRPCRoutes: []string{"apps/rpc"}},
 		},
@@ -544,6 +555,17 @@ func resynced[T interface {
 }](obj T) T {
 	updated := obj.DeepCopyObject().(T)
 	updated.SetResourceVersion("2")
+	return updated
+}
+
+// specChanged is updated as the API server stores a spec change of old: a new version
+// and the next generation.
+func specChanged[T interface {
+	runtime.Object
+	metav1.Object
+}](old, updated T) T {
+	updated = resynced(updated)
+	updated.SetGeneration(old.GetGeneration() + 1)
 	return updated
 }
 

@@ -95,6 +95,7 @@ type Controller struct {
 	events        *eventEmitter
 
 	initial *initialSync
+	own     *ownWrites
 
 	gatewayClassQueue kworkqueue.TypedRateLimitingInterface[string]
 	gatewayQueue      kworkqueue.TypedRateLimitingInterface[cache.ObjectName]
@@ -130,6 +131,7 @@ func NewController(cfg Config) (*Controller, error) {
 		workers:           cfg.Workers,
 		events:            newEventEmitter(cfg.Events),
 		initial:           newInitialSync(),
+		own:               newOwnWrites(),
 		gatewayClassQueue: workqueue.New[string]("gatewayclass"),
 		gatewayQueue:      workqueue.New[cache.ObjectName]("gateway"),
 		httpRouteQueue:    workqueue.New[cache.ObjectName]("httproute"),
@@ -182,7 +184,7 @@ func (c *Controller) EnqueueAllGatewayClasses() {
 // in-flight sync has finished.
 func (c *Controller) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
-	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.informers.HasSynced()...) {
+	if !cache.WaitForNamedCacheSyncWithContext(ctx, append(c.informers.HasSynced(), c.dataPlane.HasSynced)...) {
 		return fmt.Errorf("caches did not sync: %w", context.Cause(ctx))
 	}
 	c.initial.expect(c.cachedKeys())
@@ -254,7 +256,7 @@ func (c *Controller) syncGatewayClass(ctx context.Context, name string) error {
 	key := cache.ObjectName{Name: name}
 	class, err := c.classes.Get(name)
 	if apierrors.IsNotFound(err) {
-		c.publisher.Publish(ctx, Confirmation{Kind: "GatewayClass", Key: key})
+		c.gone(ctx, "GatewayClass", key)
 		return nil
 	}
 	if err != nil {
@@ -274,7 +276,7 @@ func (c *Controller) syncGatewayClass(ctx context.Context, name string) error {
 func (c *Controller) syncGateway(ctx context.Context, key cache.ObjectName) error {
 	gw, err := c.gateways.Gateways(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
-		c.publisher.Publish(ctx, Confirmation{Kind: "Gateway", Key: key})
+		c.gone(ctx, "Gateway", key)
 		return nil
 	}
 	if err != nil {
@@ -316,7 +318,7 @@ func syncRoute[R route](ctx context.Context, c *Controller, kind gatewayv1.Kind,
 ) error {
 	r, err := get(key.Namespace, key.Name)
 	if apierrors.IsNotFound(err) {
-		c.publisher.Publish(ctx, Confirmation{Kind: kind, Key: key})
+		c.gone(ctx, kind, key)
 		return nil
 	}
 	if err != nil {
@@ -410,13 +412,28 @@ func (c *Controller) hasOurParent(parents []gatewayv1.RouteParentStatus) bool {
 	return false
 }
 
+// gone publishes the removal of an object that is no longer in the cache.
+func (c *Controller) gone(ctx context.Context, kind gatewayv1.Kind, key cache.ObjectName) {
+	c.own.forget(objectKey{kind, key})
+	c.publisher.Publish(ctx, Confirmation{Kind: kind, Key: key})
+}
+
 // confirm publishes current when its stored status is already the computed one, and
 // otherwise writes the status and publishes what the server returned. The write
 // carries the lister's resourceVersion; a Conflict is returned as is, so the worker
 // requeues the key and the informer's newer object is judged next time. No GET, no
 // retry here.
+//
+// A cache that has not yet seen our last write of the object is not judged at all:
+// the write's own event brings the key back (see ownWrites).
 func (c *Controller) confirm(ctx context.Context, conf Confirmation, current runtime.Object, unchanged bool, update func() (runtime.Object, error)) error {
 	conf.Key = objectName(current)
+	key := objectKey{conf.Kind, conf.Key}
+	cachedVersion := resourceVersion(current)
+	if c.own.cacheBehind(key, cachedVersion) {
+		klog.FromContext(ctx).V(4).Info("Cache has not seen our last status write yet; waiting for its event", "kind", conf.Kind, "object", conf.Key)
+		return nil
+	}
 	if unchanged {
 		conf.Object = current
 		c.publisher.Publish(ctx, conf)
@@ -427,11 +444,20 @@ func (c *Controller) confirm(ctx context.Context, conf Confirmation, current run
 	if err != nil {
 		return fmt.Errorf("update status of %s %s: %w", conf.Kind, conf.Key, err)
 	}
+	c.own.wrote(key, cachedVersion)
 	klog.FromContext(ctx).V(2).Info("Status updated", "kind", conf.Kind, "object", conf.Key, "status", describeStatus(updated, c.controllerName))
 	c.events.emit(ctx, updated, statusEvents(current, updated, c.controllerName))
 	conf.Object = updated
 	c.publisher.Publish(ctx, conf)
 	return nil
+}
+
+func resourceVersion(obj runtime.Object) string {
+	o, err := meta.Accessor(obj)
+	if err != nil {
+		return ""
+	}
+	return o.GetResourceVersion()
 }
 
 func objectName(obj runtime.Object) cache.ObjectName {

@@ -144,6 +144,61 @@ func TestSyncGatewayWritesOnceThenConfirmsWithoutWriting(t *testing.T) {
 	}
 }
 
+// TestSyncWaitsForTheCacheToSeeItsOwnWrite: a key synced again before the informer
+// delivered our status write (a Consul verdict, a route event) would judge the old
+// status and write with the replaced resourceVersion, a certain 409. It waits for the
+// write's own event instead; any other version is judged as usual.
+func TestSyncWaitsForTheCacheToSeeItsOwnWrite(t *testing.T) {
+	gw := gateway("infra", "gw", httpListener("http", 80, ""))
+	gw.ResourceVersion = "7"
+	verdict := &switchableDataPlane{}
+	c, client, pub := newTestController(t, ourClass(), gw)
+	c.dataPlane = verdict
+	key := cache.MetaObjectToName(gw)
+
+	if err := c.syncGateway(t.Context(), key); err != nil {
+		t.Fatal(err)
+	}
+	if n := countVerb(client.Actions(), "update"); n != 1 {
+		t.Fatalf("first sync made %d status writes, want 1", n)
+	}
+	// Consul's verdict arrives before the informer delivered the write.
+	verdict.v = Verdict{Known: true, Programmed: true, Reason: "Accepted"}
+	client.ClearActions()
+	if err := c.syncGateway(t.Context(), key); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(client.Actions()); n != 0 {
+		t.Errorf("a sync from the cache our write replaced made %d API calls, want 0", n)
+	}
+	if len(pub.seen) != 1 {
+		t.Errorf("published %d confirmations, want only the write's", len(pub.seen))
+	}
+
+	// The informer delivers the written object: now the verdict is written.
+	written := pub.seen[0].Object.(*gatewayv1.Gateway).DeepCopy()
+	written.ResourceVersion = "8"
+	if err := c.informers.Gateways.Informer().GetStore().Update(written); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.syncGateway(t.Context(), key); err != nil {
+		t.Fatal(err)
+	}
+	if n := countVerb(client.Actions(), "update"); n != 1 {
+		t.Fatalf("sync of the delivered write made %d status writes, want 1 (the verdict)", n)
+	}
+	sent := client.Actions()[0].(k8stesting.UpdateAction).GetObject().(*gatewayv1.Gateway)
+	if sent.ResourceVersion != "8" {
+		t.Errorf("the verdict was written with resourceVersion %q, want the delivered %q", sent.ResourceVersion, "8")
+	}
+}
+
+// switchableDataPlane answers whatever verdict a test sets.
+type switchableDataPlane struct{ v Verdict }
+
+func (s *switchableDataPlane) Verdict(gatewayv1.Kind, cache.ObjectName) Verdict { return s.v }
+func (s *switchableDataPlane) HasSynced() bool                                  { return true }
+
 func TestSyncDeletedAndForeignObjects(t *testing.T) {
 	foreign := gateway("infra", "foreign", httpListener("http", 80, ""))
 	foreign.Spec.GatewayClassName = "other"

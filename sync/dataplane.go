@@ -22,9 +22,15 @@ type Verdict struct {
 // package knowing Consul: the status workers read it like any other input.
 type DataPlane interface {
 	Verdict(kind gatewayv1.Kind, key cache.ObjectName) Verdict
+	// HasSynced reports whether the verdicts the data plane already holds (Consul's
+	// judgement of the entries an earlier leader wrote) have been read. The status
+	// workers wait for it like for a cache: judging before would publish Pending over
+	// every Programmed status on each restart and failover.
+	HasSynced() bool
 }
 
 // noDataPlane is used until a data plane is wired in: nothing is ever programmed.
 type noDataPlane struct{}
 
 func (noDataPlane) Verdict(gatewayv1.Kind, cache.ObjectName) Verdict { return Verdict{} }
+func (noDataPlane) HasSynced() bool                                  { return true }

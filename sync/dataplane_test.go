@@ -13,6 +13,7 @@ import (
 type fixedDataPlane struct{ v Verdict }
 
 func (f fixedDataPlane) Verdict(gatewayv1.Kind, cache.ObjectName) Verdict { return f.v }
+func (f fixedDataPlane) HasSynced() bool                                  { return true }
 
 func TestDataPlaneVerdictsReachStatus(t *testing.T) {
 	t.Parallel()

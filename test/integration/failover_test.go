@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	gosync "sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -46,12 +47,12 @@ func TestLeaderFailoverAcrossProcesses(t *testing.T) {
 	createObject(t, s.route("web"))
 	routeEntry := s.naming.EntryName(s.ns, "web")
 
-	a := startReplicaProcess(t, s, "a")
-	waitHolder(t, s.ns, "a")
+	a := startReplicaProcess(t, "a", failoverArgs(s))
+	waitHolder(t, s.ns, "failover", "a")
 	eventually(t, 60*time.Second, "replica a converges the example", func() (bool, error) {
 		return s.routeCondition(t, "web", "consul-gateway-controller.github.io/ConsulAccepted") == "True/Accepted", nil
 	})
-	b := startReplicaProcess(t, s, "b")
+	b := startReplicaProcess(t, "b", failoverArgs(s))
 	b.process.waitReady(60 * time.Second)
 
 	// 1. Only the leader writes, also when there is something to write.
@@ -80,7 +81,7 @@ func TestLeaderFailoverAcrossProcesses(t *testing.T) {
 	if err != nil || code == 0 {
 		t.Fatalf("the cut-off leader: exit %d, %v; want a non-zero exit", code, err)
 	}
-	acquired := waitHolder(t, s.ns, "b")
+	acquired := waitHolder(t, s.ns, "failover", "b")
 	if stopped := logTime(t, a.process.output(), "Writers stopped"); !stopped.Before(acquired) {
 		t.Errorf("a's writers stopped at %v, after b acquired the Lease at %v", stopped, acquired)
 	}
@@ -105,11 +106,11 @@ func TestLeaderFailoverAcrossProcesses(t *testing.T) {
 
 	// 3. SIGKILL the new leader: a third replicaProcess takes over within the lease duration
 	// (plus one retry period and scheduling slack) and converges an edit.
-	c := startReplicaProcess(t, s, "c")
+	c := startReplicaProcess(t, "c", failoverArgs(s))
 	c.process.waitReady(60 * time.Second)
 	killed := time.Now()
 	b.process.kill()
-	tookOver := waitHolder(t, s.ns, "c")
+	tookOver := waitHolder(t, s.ns, "failover", "c")
 	if limit := failoverLease + failoverRetry + 3*time.Second; tookOver.Sub(killed) > limit {
 		t.Errorf("c took the Lease %v after b was killed; want within %v", tookOver.Sub(killed), limit)
 	}
@@ -132,12 +133,34 @@ type replicaProcess struct {
 	consul  *consulWriteLog
 }
 
-// startReplicaProcess runs the binary as identity, reaching the API server and Consul through
-// proxies of its own.
-func startReplicaProcess(t *testing.T, s consulStack, identity string) *replicaProcess {
+// replicaOption adjusts a replica's proxies before the process starts.
+type replicaOption func(*replicaProcess)
+
+// withListDelay makes Consul answer the replica's lists of config entries late.
+func withListDelay(d time.Duration) replicaOption {
+	return func(r *replicaProcess) { r.consul.listDelay.Store(int64(d)) }
+}
+
+// failoverArgs are the flags of the failover test's replicas.
+func failoverArgs(s consulStack) []string {
+	return []string{
+		"--controller-name=" + string(s.controller), "--cluster-id=failover", "--manage-service-defaults", "-v=2",
+		"--leader-elect-resource-namespace=" + s.ns, "--leader-elect-resource-name=failover",
+		"--leader-elect-lease-duration=" + failoverLease.String(),
+		"--leader-elect-renew-deadline=" + failoverRenew.String(),
+		"--leader-elect-retry-period=" + failoverRetry.String(),
+	}
+}
+
+// startReplicaProcess runs the binary as identity with args, reaching the API server
+// and Consul through proxies of its own.
+func startReplicaProcess(t *testing.T, identity string, args []string, opts ...replicaOption) *replicaProcess {
 	t.Helper()
 	kubeAddr := strings.TrimPrefix(env.Kube.Host(), "https://")
 	r := &replicaProcess{kube: startTCPProxy(t, kubeAddr), consul: startConsulWriteLog(t, env.Consul.HTTPAddr())}
+	for _, o := range opts {
+		o(r)
+	}
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	if err := env.Kube.WriteKubeconfig(kubeconfig, testenv.AdminUser); err != nil {
 		t.Fatal(err)
@@ -152,13 +175,7 @@ func startReplicaProcess(t *testing.T, s consulStack, identity string) *replicaP
 	if err := clientcmd.WriteToFile(*cfg, kubeconfig); err != nil {
 		t.Fatal(err)
 	}
-	r.process = startControllerProcess(t, identity, processOptions{kubeconfig: kubeconfig, consulAddr: r.consul.addr, args: []string{
-		"--controller-name=" + string(s.controller), "--cluster-id=failover", "--manage-service-defaults", "-v=2",
-		"--leader-elect-resource-namespace=" + s.ns, "--leader-elect-resource-name=failover",
-		"--leader-elect-lease-duration=" + failoverLease.String(),
-		"--leader-elect-renew-deadline=" + failoverRenew.String(),
-		"--leader-elect-retry-period=" + failoverRetry.String(),
-	}})
+	r.process = startControllerProcess(t, identity, processOptions{kubeconfig: kubeconfig, consulAddr: r.consul.addr, args: args})
 	return r
 }
 
@@ -172,13 +189,13 @@ func (r *replicaProcess) statusWrites(t *testing.T) int {
 	return int(metricSum(body, "consul_gateway_controller_status_writes_total"))
 }
 
-// waitHolder waits until identity holds the failover Lease and returns when it
+// waitHolder waits until identity holds the Lease namespace/name and returns when it
 // acquired it, by the API server's clock (the same machine's).
-func waitHolder(t *testing.T, namespace, identity string) time.Time {
+func waitHolder(t *testing.T, namespace, name, identity string) time.Time {
 	t.Helper()
 	var acquired time.Time
 	eventually(t, 30*time.Second, identity+" holds the Lease", func() (bool, error) {
-		lease, err := env.KubeClient.CoordinationV1().Leases(namespace).Get(t.Context(), "failover", metav1.GetOptions{})
+		lease, err := env.KubeClient.CoordinationV1().Leases(namespace).Get(t.Context(), name, metav1.GetOptions{})
 		if err != nil {
 			return false, nil
 		}
@@ -297,10 +314,12 @@ func (p *tcpProxy) cut() {
 }
 
 // consulWriteLog is a reverse proxy to Consul that records when each config entry
-// write or delete was sent.
+// write or delete was sent. Lists of config entries (the syncer's reads of Consul's
+// verdicts and its watch) can be held back for listDelay, as a slow Consul would.
 type consulWriteLog struct {
 	addr string
 	writeTimes
+	listDelay atomic.Int64 // nanoseconds
 }
 
 func startConsulWriteLog(t *testing.T, consulAddr string) *consulWriteLog {
@@ -320,6 +339,9 @@ func startConsulWriteLog(t *testing.T, consulAddr string) *consulWriteLog {
 	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(rw http.ResponseWriter, req *http.Request) {
 		if (req.Method == http.MethodPut || req.Method == http.MethodDelete) && strings.HasPrefix(req.URL.Path, "/v1/config") {
 			w.add()
+		}
+		if d := time.Duration(w.listDelay.Load()); d > 0 && req.Method == http.MethodGet && strings.Count(strings.Trim(req.URL.Path, "/"), "/") == 2 {
+			time.Sleep(d) // GET /v1/config/<kind>: a list
 		}
 		proxy.ServeHTTP(rw, req)
 	})}

@@ -1,0 +1,239 @@
+package integration
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/consul"
+	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
+)
+
+// scaleStack is a namespace with a class, gateways Gateways of one HTTP listener, a
+// Service per Gateway, and routesPerGateway HTTPRoutes on each: the shape of the scale
+// issue's report, small enough for make test.
+type scaleStack struct {
+	ns               string
+	controller       gatewayv1.GatewayController
+	gateways         int
+	routesPerGateway int
+}
+
+func newScaleStack(t *testing.T, ns string, gateways, routesPerGateway int) scaleStack {
+	t.Helper()
+	s := scaleStack{ns: ns, controller: gatewayv1.GatewayController("test.example.com/" + ns), gateways: gateways, routesPerGateway: routesPerGateway}
+	createObject(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	createObject(t, &gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: ns}, Spec: gatewayv1.GatewayClassSpec{ControllerName: s.controller}})
+	for g := range gateways {
+		createObject(t, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("echo-%d", g)},
+			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 8080}}}})
+		createObject(t, &gatewayv1.Gateway{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("gw-%d", g)},
+			Spec: gatewayv1.GatewaySpec{GatewayClassName: gatewayv1.ObjectName(ns), Listeners: []gatewayv1.Listener{
+				{Name: "http", Port: 18080, Protocol: gatewayv1.HTTPProtocolType},
+			}},
+		})
+		for r := range routesPerGateway {
+			route := exampleSet{}.httpRoute(ns, fmt.Sprintf("r-%d-%d", g, r), gatewayv1.ParentReference{Name: gatewayv1.ObjectName(fmt.Sprintf("gw-%d", g))}, "", nil)
+			route.Spec.Rules[0].BackendRefs[0].Name = gatewayv1.ObjectName(fmt.Sprintf("echo-%d", g))
+			route.Spec.Rules[0].Matches = []gatewayv1.HTTPRouteMatch{{Path: &gatewayv1.HTTPPathMatch{Value: new(fmt.Sprintf("/r-%d", r))}}}
+			createObject(t, route)
+		}
+	}
+	return s
+}
+
+func (s scaleStack) routes() int { return s.gateways * s.routesPerGateway }
+
+// args are the controller flags for this stack, on its own Lease.
+func (s scaleStack) args(extra ...string) []string {
+	return append([]string{
+		"--controller-name=" + string(s.controller), "--cluster-id=" + s.ns, "--manage-service-defaults", "-v=2",
+		"--leader-elect-resource-namespace=" + s.ns, "--leader-elect-resource-name=" + s.ns,
+	}, extra...)
+}
+
+// unsettled lists the objects whose status is not final yet: a Gateway Accepted and
+// Programmed, a route Accepted, ResolvedRefs and ConsulAccepted on its parent. It also
+// returns the resourceVersion of every object, by kind/name.
+func (s scaleStack) unsettled(t *testing.T) (pending []string, versions map[string]string) {
+	t.Helper()
+	versions = map[string]string{}
+	gws, err := env.GatewayClient.GatewayV1().Gateways(s.ns).List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, gw := range gws.Items {
+		versions["Gateway/"+gw.Name] = gw.ResourceVersion
+		got := conditionReason(gw.Status.Conditions, "Accepted") + " " + conditionReason(gw.Status.Conditions, "Programmed")
+		if got != "True/Accepted True/Programmed" {
+			pending = append(pending, "Gateway "+gw.Name+": "+got)
+		}
+	}
+	routes, err := env.GatewayClient.GatewayV1().HTTPRoutes(s.ns).List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range routes.Items {
+		versions["HTTPRoute/"+r.Name] = r.ResourceVersion
+		var got string
+		for _, p := range r.Status.Parents {
+			if p.ControllerName == s.controller {
+				got = conditionReason(p.Conditions, "Accepted") + " " + conditionReason(p.Conditions, "ResolvedRefs") + " " + conditionReason(p.Conditions, gwsync.ConsulAcceptedCondition)
+			}
+		}
+		if got != "True/Accepted True/ResolvedRefs True/Accepted" {
+			pending = append(pending, "HTTPRoute "+r.Name+": "+got)
+		}
+	}
+	if len(gws.Items) != s.gateways || len(routes.Items) != s.routes() {
+		t.Fatalf("found %d Gateways and %d routes, want %d and %d", len(gws.Items), len(routes.Items), s.gateways, s.routes())
+	}
+	return pending, versions
+}
+
+func (s scaleStack) waitSettled(t *testing.T, timeout time.Duration) map[string]string {
+	t.Helper()
+	var versions map[string]string
+	eventually(t, timeout, "every status is final", func() (bool, error) {
+		var pending []string
+		pending, versions = s.unsettled(t)
+		if len(pending) > 0 {
+			return false, fmt.Errorf("%d not final, first: %s", len(pending), pending[0])
+		}
+		return true, nil
+	})
+	return versions
+}
+
+// TestColdStartWritesTwicePerObjectAndRestartWritesNothing starts a controller on
+// objects created before it, then replaces it with another one, as a rolling update
+// or a failover does.
+//
+// Cold start: a route's status is written twice at most, its decision and then
+// Consul's verdict, and a Gateway's twice too. Route status writes used to send every
+// parent Gateway through a sync that raced the Gateway's own write into a 409, and a
+// Consul verdict arriving before the informer delivered the first write did the same.
+//
+// Restart: the new leader reads what Consul already says before it judges, so it
+// writes nothing, in the API server or in Consul, even when Consul answers slowly. It
+// used to write every status twice: Pending, then Consul's verdict again.
+func TestColdStartWritesTwicePerObjectAndRestartWritesNothing(t *testing.T) {
+	s := newScaleStack(t, "scale-restart", 3, 20)
+
+	first := startReplicaProcess(t, "first", s.args())
+	s.waitSettled(t, 120*time.Second)
+	time.Sleep(2 * time.Second) // anything still in flight shows in the counts
+	body, err := first.process.metrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	routeWrites := metricSum(body, "consul_gateway_controller_status_writes_total", `kind="HTTPRoute"`)
+	gatewayWrites := metricSum(body, "consul_gateway_controller_status_writes_total", `kind="Gateway"`)
+	conflicts := metricSum(body, "consul_gateway_controller_status_writes_total", `result="conflict"`)
+	t.Logf("cold start of %d routes on %d Gateways: %v route and %v Gateway status writes, %v conflicts",
+		s.routes(), s.gateways, routeWrites, gatewayWrites, conflicts)
+	if limit := float64(2 * s.routes()); routeWrites > limit {
+		t.Errorf("cold start made %v HTTPRoute status writes, want at most %v (decision, then Consul's verdict)", routeWrites, limit)
+	}
+	if limit := float64(2 * s.gateways); gatewayWrites > limit {
+		t.Errorf("cold start made %v Gateway status writes, want at most %v", gatewayWrites, limit)
+	}
+	if conflicts != 0 {
+		t.Errorf("cold start met %v conflicts; a controller alone on its objects should meet none", conflicts)
+	}
+	_, before := s.unsettled(t)
+	if code, err := first.process.terminate(30 * time.Second); err != nil || code != 0 {
+		t.Fatalf("first replica: exit %d, %v", code, err)
+	}
+
+	// Consul answers the new leader's lists a second late: its first judgement must
+	// still wait for Consul's verdicts.
+	second := startReplicaProcess(t, "second", s.args(), withListDelay(time.Second))
+	waitHolder(t, s.ns, s.ns, "second")
+	eventually(t, 60*time.Second, "the new leader judged every route", func() (bool, error) {
+		body, err := second.process.metrics()
+		if err != nil {
+			return false, err
+		}
+		synced := metricSum(body, "consul_gateway_controller_sync_duration_seconds_count", `queue="httproute"`)
+		return synced >= float64(s.routes()), nil
+	})
+	time.Sleep(5 * time.Second) // the Consul syncer compares everything meanwhile
+	if n := second.statusWrites(t); n != 0 {
+		t.Errorf("the new leader made %d status writes against a converged system, want 0", n)
+	}
+	if n := second.consul.since(time.Time{}); n != 0 {
+		t.Errorf("the new leader made %d Consul writes against a converged system, want 0", n)
+	}
+	_, after := s.unsettled(t)
+	changed := 0
+	for k, v := range before {
+		if after[k] != v {
+			changed++
+		}
+	}
+	if changed > 0 {
+		t.Errorf("%d objects changed while the new leader took over, want 0", changed)
+	}
+}
+
+// TestLeaseHeldWhileStatusWritesSaturateTheClient runs the binary with a client budget
+// far below what its backlog of status writes needs. Lease renewals used to wait in
+// the same rate limiter behind them, miss the renew deadline, and the leader exited in
+// the middle of its cold start ("leader election lost"), again on every restart.
+func TestLeaseHeldWhileStatusWritesSaturateTheClient(t *testing.T) {
+	s := newScaleStack(t, "scale-lease", 1, 30)
+	r := startReplicaProcess(t, "saturated", s.args(
+		"--kube-api-qps=1", "--kube-api-burst=1",
+		"--leader-elect-lease-duration=3s", "--leader-elect-renew-deadline=2s", "--leader-elect-retry-period=500ms",
+	))
+	waitHolder(t, s.ns, s.ns, "saturated")
+	// Every renewal must come in time for 20 s of saturation: ten renew deadlines.
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if !r.process.running() {
+			t.Fatalf("the leader exited under load:\n%s", tail(r.process.output(), 20))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if out := r.process.output(); strings.Contains(out, "leader election lost") || strings.Contains(out, "Stopped leading") {
+		t.Fatalf("the leader lost its Lease under load:\n%s", tail(out, 20))
+	}
+	// The test proves something only if the client really was the bottleneck.
+	if pending, _ := s.unsettled(t); len(pending) == 0 {
+		t.Fatal("every status converged within the window: the client was not saturated, raise the route count")
+	}
+	if n := r.statusWrites(t); n == 0 {
+		t.Error("the leader made no status write: it was not working")
+	}
+}
+
+// TestColdStartWithLaggingCachesMeetsNoConflict runs the status pipeline and the
+// syncer with watches that deliver Gateway and route events late, so every write's own
+// event trails whatever enqueues the key next (route writes, Consul's verdicts). A key
+// synced from a cache that has not seen our write used to be judged on the old status
+// and written with the replaced resourceVersion: a 409 and a retry each time.
+func TestColdStartWithLaggingCachesMeetsNoConflict(t *testing.T) {
+	s := newScaleStack(t, "scale-lag", 2, 10)
+	objects := s.gateways + s.routes()
+	rc := startController(t, s.controller, controllerOptions{
+		watchDelay: 150 * time.Millisecond, delayResources: []string{"gateways", "httproutes"},
+		consul: &consulOptions{clusterID: s.ns, translation: consul.Options{ManageServiceDefaults: true}},
+	})
+	s.waitSettled(t, 120*time.Second)
+	time.Sleep(2 * time.Second)
+	if n := rc.statusWrites.count(http.StatusConflict); n != 0 {
+		t.Errorf("met %d conflicts from its own lagging cache, want 0", n)
+	}
+	// Each object twice (decision, Consul's verdict) and the class once.
+	if n, limit := rc.statusWrites.total(), 2*objects+1; n > limit {
+		t.Errorf("made %d status writes for %d objects, want at most %d", n, objects, limit)
+	}
+}
