@@ -1,0 +1,207 @@
+package main
+
+import (
+	"encoding/xml"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+// These tests cover the pure parts of the bench; they need no server.
+
+const exposition = `# HELP consul_gateway_controller_status_writes_total Status writes.
+# TYPE consul_gateway_controller_status_writes_total counter
+consul_gateway_controller_status_writes_total{kind="Gateway",result="ok"} 10
+consul_gateway_controller_status_writes_total{kind="HTTPRoute",result="ok"} 200
+consul_gateway_controller_status_writes_total{kind="HTTPRoute",result="conflict"} 3
+workqueue_queue_duration_seconds_bucket{name="httproute",le="+Inf"} 40
+workqueue_queue_duration_seconds_sum{name="httproute"} 2
+workqueue_queue_duration_seconds_count{name="httproute"} 40
+odd_label{v="a \"quoted\", comma\\n"} 1.5e+00 1700000000000
+process_cpu_seconds_total 12.5
+`
+
+func TestParseScrape(t *testing.T) {
+	m, err := parseScrape(exposition)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.sum(seriesStatusWrites, nil); got != 213 {
+		t.Errorf("status writes = %v, want 213", got)
+	}
+	if got := m.sum(seriesStatusWrites, map[string]string{"result": "conflict"}); got != 3 {
+		t.Errorf("conflicts = %v, want 3", got)
+	}
+	if got := m.sum("odd_label", map[string]string{"v": `a "quoted", comma\n`}); got != 1.5 {
+		t.Errorf("escaped label value: sum = %v, want 1.5", got)
+	}
+	if diff := cmp.Diff([]string{"Gateway", "HTTPRoute"}, m.labelValues(seriesStatusWrites, "kind")); diff != "" {
+		t.Errorf("labelValues (-want +got):\n%s", diff)
+	}
+	if _, err := parseScrape(`broken{a="b" 1`); err == nil {
+		t.Error("an unterminated label set parsed")
+	}
+}
+
+func TestDeltaHistogram(t *testing.T) {
+	before, _ := parseScrape(exposition)
+	after, _ := parseScrape(strings.NewReplacer(
+		`_sum{name="httproute"} 2`, `_sum{name="httproute"} 3`,
+		`_count{name="httproute"} 40`, `_count{name="httproute"} 50`).Replace(exposition))
+	d := deltaHistogram(before, after, "workqueue_queue_duration_seconds", map[string]string{"name": "httproute"})
+	if !d.ok || d.count != 10 || d.mean != 0.1 {
+		t.Errorf("delta = %+v, want 10 observations of mean 0.1", d)
+	}
+	if d := deltaHistogram(before, after, "consul_gateway_controller_translate_duration_seconds", nil); d.ok {
+		t.Errorf("a histogram the controller does not expose = %+v, want !ok", d)
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	values := []float64{5, 1, 4, 2, 3, 6, 7, 8, 9, 10}
+	for _, tc := range []struct{ p, want float64 }{{50, 5}, {99, 10}, {100, 10}, {10, 1}, {0, 1}} {
+		if got := percentile(values, tc.p); got != tc.want {
+			t.Errorf("p%v = %v, want %v", tc.p, got, tc.want)
+		}
+	}
+	if got := percentile(nil, 50); got != 0 {
+		t.Errorf("p50 of nothing = %v, want 0", got)
+	}
+	if values[0] != 5 {
+		t.Error("percentile sorted its input in place")
+	}
+}
+
+func TestNotFinalWithin(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	history := []transition{{at(0), false}, {at(5), true}, {at(20), false}, {at(23), true}, {at(40), false}}
+	for _, tc := range []struct {
+		name     string
+		from, to int
+		want     time.Duration
+	}{
+		{"before the first transition counts as not final", -5, 5, 10 * time.Second},
+		{"a flap inside the window", 10, 30, 3 * time.Second},
+		{"final throughout", 24, 39, 0},
+		{"open at the end", 30, 45, 5 * time.Second},
+		{"window starts inside a flap", 21, 30, 2 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := notFinalWithin(history, at(tc.from), at(tc.to)); got != tc.want {
+				t.Errorf("notFinalWithin = %v, want %v", got, tc.want)
+			}
+		})
+	}
+	stats := windowStats(map[string][]transition{"a": history, "b": {{at(0), true}}},
+		[]time.Time{at(1), at(21), at(50)}, at(10), at(30))
+	want := flapStats{statusUpdates: 1, objects: 1, sum: 3 * time.Second, max: 3 * time.Second}
+	if stats != want {
+		t.Errorf("windowStats = %+v, want %+v", stats, want)
+	}
+}
+
+func TestRouteFinal(t *testing.T) {
+	cond := func(typ string, status metav1.ConditionStatus, gen int64) metav1.Condition {
+		return metav1.Condition{Type: typ, Status: status, ObservedGeneration: gen}
+	}
+	route := func(gen int64, controller gatewayv1.GatewayController, conds ...metav1.Condition) *gatewayv1.HTTPRoute {
+		r := &gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Generation: gen}}
+		r.Status.Parents = []gatewayv1.RouteParentStatus{{ControllerName: controller, Conditions: conds}}
+		return r
+	}
+	all := func(gen int64, consul metav1.ConditionStatus) []metav1.Condition {
+		return []metav1.Condition{cond("Accepted", metav1.ConditionTrue, gen), cond("ResolvedRefs", metav1.ConditionTrue, gen),
+			cond(consulAcceptedCondition, consul, gen)}
+	}
+	for _, tc := range []struct {
+		name  string
+		route *gatewayv1.HTTPRoute
+		want  bool
+	}{
+		{"all true at the generation", route(2, controllerName, all(2, metav1.ConditionTrue)...), true},
+		{"observed an older generation", route(3, controllerName, all(2, metav1.ConditionTrue)...), false},
+		{"Consul has not accepted", route(2, controllerName, all(2, metav1.ConditionFalse)...), false},
+		{"another controller's parent", route(2, floorController, all(2, metav1.ConditionTrue)...), false},
+		{"no status", &gatewayv1.HTTPRoute{}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := routeFinal(tc.route, controllerName); got != tc.want {
+				t.Errorf("routeFinal = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestRenderTable(t *testing.T) {
+	got := renderTable([]row{{size: 100, scenario: "cold", figure: "a|b", value: "1 s", baseline: "", ratio: ratio(1, 0)}})
+	want := "| routes | scenario | figure | controller | baseline | controller / baseline |\n" +
+		"| ---: | --- | --- | ---: | --- | ---: |\n" +
+		"| 100 | cold | a\\|b | 1 s | – | – |\n"
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("renderTable (-want +got):\n%s", diff)
+	}
+}
+
+func TestNiceCeil(t *testing.T) {
+	for _, tc := range []struct{ in, want float64 }{{0, 1}, {1, 1}, {1.2, 2}, {3, 5}, {7, 10}, {5000, 5000}, {5001, 10000}, {0.03, 0.05}} {
+		if got := niceCeil(tc.in); got != tc.want {
+			t.Errorf("niceCeil(%v) = %v, want %v", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestRenderSVGIsWellFormed(t *testing.T) {
+	svg := renderSVG("title <&>", []chart{
+		{title: "time", xLabel: "routes", yLabel: "s", series: []series{
+			{name: "QPS 20/30", color: "#000", points: []point{{1000, 40}, {5000, 300}}},
+			{name: "one point", color: "#111", points: []point{{5000, 100}}},
+		}},
+		{title: "rss", xLabel: "routes", yLabel: "MiB", series: []series{
+			{name: "0 routes", color: "#222", hline: true, dashed: true, points: []point{{0, 30}}},
+		}},
+	})
+	dec := xml.NewDecoder(strings.NewReader(svg))
+	elements := map[string]int{}
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("not well-formed XML: %v\n%s", err, svg)
+		}
+		if se, ok := tok.(xml.StartElement); ok {
+			elements[se.Name.Local]++
+		}
+	}
+	if elements["svg"] != 1 || elements["polyline"] != 1 || elements["circle"] != 3 {
+		t.Errorf("elements = %v, want one svg, one polyline (the two-point series), three circles", elements)
+	}
+	if !strings.Contains(svg, "title &lt;&amp;&gt;") {
+		t.Error("the title is not escaped")
+	}
+}
+
+func TestParseFlags(t *testing.T) {
+	cfg, err := parseFlags([]string{"-sizes=200,100,100", "-scenarios=cold,edit"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]int{100, 200}, cfg.sizes); diff != "" {
+		t.Errorf("sizes (-want +got):\n%s", diff)
+	}
+	if !cfg.smoke || !cfg.scenarios["edit"] || cfg.scenarios["restart"] {
+		t.Errorf("cfg = %+v", cfg)
+	}
+	for _, bad := range [][]string{{"-sizes=0"}, {"-scenarios=cold,warm"}, {"-edit-wait=sometimes"}} {
+		if _, err := parseFlags(bad); err == nil {
+			t.Errorf("parseFlags(%v) accepted it", bad)
+		}
+	}
+}

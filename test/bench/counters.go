@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
+)
+
+// The controller's series the bench reads (docs/metrics.md).
+const (
+	seriesStatusWrites = "consul_gateway_controller_status_writes_total"
+	seriesConsulWrites = "consul_gateway_controller_consul_writes_total"
+	seriesLeader       = "consul_gateway_controller_leader"
+	seriesRequests     = "rest_client_requests_total"
+	seriesCPU          = "process_cpu_seconds_total"
+)
+
+// counters are one controller process's totals from one scrape.
+type counters struct {
+	statusWrites    float64
+	statusConflicts float64
+	statusErrors    float64
+	consulWrites    float64
+	consulConflicts float64
+	consulErrors    float64
+	consulByOp      map[string]float64 // create, update, delete
+	apiRequests     float64
+	apiByMethod     map[string]float64
+	cpu             float64
+}
+
+func countersOf(m scrape) counters {
+	c := counters{
+		statusWrites:    m.sum(seriesStatusWrites, nil),
+		statusConflicts: m.sum(seriesStatusWrites, map[string]string{"result": "conflict"}),
+		statusErrors:    m.sum(seriesStatusWrites, map[string]string{"result": "error"}),
+		consulWrites:    m.sum(seriesConsulWrites, nil),
+		consulConflicts: m.sum(seriesConsulWrites, map[string]string{"result": "conflict"}),
+		consulErrors:    m.sum(seriesConsulWrites, map[string]string{"result": "error"}),
+		consulByOp:      map[string]float64{},
+		apiRequests:     m.sum(seriesRequests, nil),
+		apiByMethod:     map[string]float64{},
+		cpu:             m.sum(seriesCPU, nil),
+	}
+	for _, op := range m.labelValues(seriesConsulWrites, "operation") {
+		c.consulByOp[op] = m.sum(seriesConsulWrites, map[string]string{"operation": op})
+	}
+	for _, method := range m.labelValues(seriesRequests, "method") {
+		c.apiByMethod[method] = m.sum(seriesRequests, map[string]string{"method": method})
+	}
+	return c
+}
+
+// writes is every write the process made, to either server: it stops growing once the
+// process is idle.
+func (c counters) writes() float64 { return c.statusWrites + c.consulWrites }
+
+func (c counters) statusText() string {
+	return fmt.Sprintf("%.0f (conflict %.0f, error %.0f)", c.statusWrites, c.statusConflicts, c.statusErrors)
+}
+
+func (c counters) consulText() string {
+	return fmt.Sprintf("%.0f (%s; conflict %.0f, error %.0f)", c.consulWrites, breakdown(c.consulByOp), c.consulConflicts, c.consulErrors)
+}
+
+func (c counters) apiText() string {
+	return fmt.Sprintf("%.0f (%s)", c.apiRequests, breakdown(c.apiByMethod))
+}
+
+// breakdown is "k1 n1, k2 n2" in key order.
+func breakdown(m map[string]float64) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %.0f", k, m[k]))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func scrapeController(ctx context.Context, ctl *testenv.Controller) (scrape, error) {
+	text, err := ctl.Metrics(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return parseScrape(text)
+}
+
+// settle waits until the process is idle: every status final and, for cfg.quiet, no
+// status change delivered by the watch and no write counted in its /metrics. It
+// returns the last scrape.
+func (s *stack) settle(ctx context.Context, ctl *testenv.Controller) (scrape, error) {
+	ctx, cancel := whileRunning(ctx, s.cfg.timeout, ctl)
+	defer cancel()
+	last, changed := -1.0, time.Now()
+	for {
+		m, err := scrapeController(ctx, ctl)
+		if err != nil {
+			return nil, err
+		}
+		now := time.Now()
+		if w := countersOf(m).writes(); w != last {
+			last, changed = w, now
+		}
+		quietSince := changed
+		if lc := s.tracker.lastChange(); lc.After(quietSince) {
+			quietSince = lc
+		}
+		if s.tracker.allFinal() && now.Sub(quietSince) >= s.cfg.quiet {
+			return m, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("waiting for %s to settle: %w (%s)", ctl.Name(), context.Cause(ctx), s.tracker.summary())
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// waitLeader polls /metrics until the process says it holds the Lease and returns
+// when it saw that.
+func (s *stack) waitLeader(ctx context.Context, ctl *testenv.Controller) (time.Time, error) {
+	ctx, cancel := whileRunning(ctx, s.cfg.timeout, ctl)
+	defer cancel()
+	for {
+		if m, err := scrapeController(ctx, ctl); err == nil && m.sum(seriesLeader, nil) == 1 {
+			return time.Now(), nil
+		}
+		select {
+		case <-ctx.Done():
+			return time.Time{}, fmt.Errorf("waiting for %s to lead: %w", ctl.Name(), context.Cause(ctx))
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,300 @@
+// Command bench is `make bench`: it starts its own etcd, kube-apiserver and Consul with
+// the test harness, runs the controller binary as a process against them, and measures
+// a cold start (at the default and a high client QPS), a restart, a failover between two
+// replicas, the latency of route edits and the controller's memory, each next to a
+// baseline from the same run. It prints one markdown table and writes docs/bench.md and
+// docs/bench.svg.
+//
+// It is a command rather than a test: its figures are reported, never asserted.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
+)
+
+// The controller's default client throttle, and the high one of the fast cold start.
+const (
+	defaultQPS   = 20
+	defaultBurst = 30
+	fastQPS      = 1000
+	fastBurst    = 1000
+)
+
+var allScenarios = []string{"idle", "cold", "cold-fast", "edit", "restart", "failover", "secrets"}
+
+const defaultSizes = "1000,5000"
+
+// config is the command line.
+type config struct {
+	sizes     []int
+	scenarios map[string]bool
+	edits     int
+	secrets   int
+	timeout   time.Duration
+	quiet     time.Duration
+	verbosity int
+	editWait  string
+	writeDocs bool
+	smoke     bool
+	root      string
+	logDir    string
+	binary    string
+}
+
+func parseFlags(args []string) (*config, error) {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	sizes := fs.String("sizes", defaultSizes, "comma-separated numbers of routes (Gateways: routes/20)")
+	scenarios := fs.String("scenarios", strings.Join(allScenarios, ","), "comma-separated subset of "+strings.Join(allScenarios, ","))
+	cfg := &config{}
+	fs.IntVar(&cfg.edits, "edits", 100, "route edits in the edit-latency scenario")
+	fs.IntVar(&cfg.secrets, "secrets", 10000, "unrelated Secrets (half Opaque, half kubernetes.io/tls) in the secrets scenario, at the largest size")
+	fs.DurationVar(&cfg.timeout, "timeout", 45*time.Minute, "the longest any one wait (convergence, settling) may take")
+	fs.DurationVar(&cfg.quiet, "quiet", 10*time.Second, "how long a controller must make no write, with every status final, to count as settled")
+	fs.IntVar(&cfg.verbosity, "controller-v", 0, "the controller's klog verbosity (its logs go to _output/bench/<time>/)")
+	fs.StringVar(&cfg.editWait, "edit-wait", "blocking", "how an edit waits for its Consul entry: blocking (blocking queries) or poll (a read every 5 ms)")
+	fs.BoolVar(&cfg.writeDocs, "docs", true, "write docs/bench.md and docs/bench.svg")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	var err error
+	if cfg.sizes, err = parseSizes(*sizes); err != nil {
+		return nil, err
+	}
+	cfg.smoke = *sizes != defaultSizes
+	if cfg.scenarios, err = parseScenarios(*scenarios); err != nil {
+		return nil, err
+	}
+	if cfg.edits < 1 {
+		return nil, errors.New("-edits must be at least 1")
+	}
+	if cfg.editWait != "blocking" && cfg.editWait != "poll" {
+		return nil, fmt.Errorf("-edit-wait=%s: want blocking or poll", cfg.editWait)
+	}
+	return cfg, nil
+}
+
+func parseSizes(s string) ([]int, error) {
+	var sizes []int
+	for _, part := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(part))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("-sizes: %q is not a positive number", part)
+		}
+		sizes = append(sizes, n)
+	}
+	slices.Sort(sizes)
+	return slices.Compact(sizes), nil
+}
+
+func parseScenarios(s string) (map[string]bool, error) {
+	out := map[string]bool{}
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if !slices.Contains(allScenarios, part) {
+			return nil, fmt.Errorf("-scenarios: unknown %q; choose from %s", part, strings.Join(allScenarios, ","))
+		}
+		out[part] = true
+	}
+	return out, nil
+}
+
+func main() {
+	cfg, err := parseFlags(os.Args[1:])
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return
+		}
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	err = run(ctx, cfg)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s %s\n", time.Now().Format("15:04:05.000"), fmt.Sprintf(format, args...))
+}
+
+func run(ctx context.Context, cfg *config) error {
+	var err error
+	if cfg.root, err = testenv.RepoRoot(); err != nil {
+		return err
+	}
+	started := time.Now()
+	cfg.logDir = filepath.Join(cfg.root, "_output", "bench", started.Format("20060102-150405"))
+	if err := os.MkdirAll(cfg.logDir, 0o755); err != nil {
+		return err
+	}
+	binDir, err := os.MkdirTemp("", "bench-controller-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(binDir)
+	logf("building the controller")
+	if cfg.binary, err = testenv.BuildController(binDir); err != nil {
+		return err
+	}
+	res := newResults(cfg)
+	errs := runAll(ctx, cfg, res)
+	table := renderTable(res.rows())
+	fmt.Println()
+	fmt.Print(table)
+	logf("controller logs: %s", cfg.logDir)
+	if errs != nil {
+		return fmt.Errorf("the docs were not written, since some scenarios failed: %w", errs)
+	}
+	if cfg.writeDocs {
+		return writeDocs(cfg, res, table, started)
+	}
+	return nil
+}
+
+// runAll runs each stack in turn; a stack that fails is reported and the others still
+// run, so one failure does not lose the other figures.
+func runAll(ctx context.Context, cfg *config, res *results) error {
+	var errs []error
+	try := func(name string, fn func() error) {
+		if ctx.Err() != nil {
+			return
+		}
+		if err := fn(); err != nil {
+			logf("%s failed: %v", name, err)
+			errs = append(errs, fmt.Errorf("%s: %w", name, err))
+		}
+	}
+	if cfg.scenarios["idle"] {
+		try("idle", func() error { return runIdle(ctx, cfg, res) })
+	}
+	for _, n := range cfg.sizes {
+		if cfg.scenarios["cold"] || cfg.scenarios["edit"] || cfg.scenarios["restart"] || cfg.scenarios["failover"] {
+			try(fmt.Sprintf("n%d", n), func() error { return runDefault(ctx, cfg, res, n) })
+		}
+		if cfg.scenarios["cold-fast"] {
+			try(fmt.Sprintf("n%d-fast", n), func() error { return runFast(ctx, cfg, res, n) })
+		}
+	}
+	if cfg.scenarios["secrets"] {
+		n := cfg.sizes[len(cfg.sizes)-1]
+		try(fmt.Sprintf("n%d-secrets", n), func() error { return runSecrets(ctx, cfg, res, n) })
+	}
+	if ctx.Err() != nil {
+		errs = append(errs, ctx.Err())
+	}
+	return errors.Join(errs...)
+}
+
+// withStack runs fn on a new stack and stops it; its server logs are kept if fn failed.
+func withStack(ctx context.Context, cfg *config, name string, size layout, fn func(*stack) error) (err error) {
+	s, err := newStack(ctx, cfg, name, size)
+	if err != nil {
+		return err
+	}
+	defer func() { s.close(err != nil) }()
+	return fn(s)
+}
+
+func runIdle(ctx context.Context, cfg *config, res *results) error {
+	return withStack(ctx, cfg, "idle", newLayout(0, 0), func(s *stack) error {
+		var err error
+		res.idle, err = s.idle(ctx)
+		return err
+	})
+}
+
+// runDefault is the stack at the controller's default QPS: the cold start, then on
+// the converged system the edits, a restart and a failover, then the floors.
+func runDefault(ctx context.Context, cfg *config, res *results, n int) error {
+	return withStack(ctx, cfg, fmt.Sprintf("n%d", n), newLayout(n, 0), func(s *stack) error {
+		ctl, cold, err := s.coldStart(ctx, "cold", defaultQPS, defaultBurst)
+		if err != nil {
+			return err
+		}
+		if cfg.scenarios["edit"] {
+			if res.edit[n], err = s.edits(ctx, ctl, cfg.edits); err != nil {
+				return err
+			}
+		}
+		if cfg.scenarios["restart"] {
+			if ctl, res.restart[n], err = s.restart(ctx, ctl, defaultQPS, defaultBurst); err != nil {
+				return err
+			}
+		}
+		if cfg.scenarios["failover"] {
+			if ctl, res.failover[n], err = s.failover(ctx, ctl, defaultQPS, defaultBurst); err != nil {
+				return err
+			}
+		}
+		if _, err := ctl.Terminate(30 * time.Second); err != nil {
+			return err
+		}
+		if !cfg.scenarios["cold"] && !cfg.scenarios["edit"] {
+			return nil
+		}
+		edits := 0
+		if cfg.scenarios["edit"] {
+			edits = cfg.edits
+		}
+		floor, err := s.runFloors(ctx, cold, edits)
+		if err != nil {
+			return err
+		}
+		if cfg.scenarios["cold"] {
+			res.cold[n] = cold
+		}
+		if cfg.scenarios["edit"] {
+			res.edit[n].floor = floor
+		}
+		return nil
+	})
+}
+
+func runFast(ctx context.Context, cfg *config, res *results, n int) error {
+	return withStack(ctx, cfg, fmt.Sprintf("n%d-fast", n), newLayout(n, 0), func(s *stack) error {
+		ctl, cold, err := s.coldStart(ctx, "cold-fast", fastQPS, fastBurst)
+		if err != nil {
+			return err
+		}
+		if _, err := ctl.Terminate(30 * time.Second); err != nil {
+			return err
+		}
+		if _, err := s.runFloors(ctx, cold, 0); err != nil {
+			return err
+		}
+		res.fast[n] = cold
+		return nil
+	})
+}
+
+// runSecrets is the fast cold start with the unrelated Secrets present: what they
+// cost the controller in memory.
+func runSecrets(ctx context.Context, cfg *config, res *results, n int) error {
+	return withStack(ctx, cfg, fmt.Sprintf("n%d-secrets", n), newLayout(n, cfg.secrets), func(s *stack) error {
+		ctl, cold, err := s.coldStart(ctx, "secrets", fastQPS, fastBurst)
+		if err != nil {
+			return err
+		}
+		if _, err := ctl.Terminate(30 * time.Second); err != nil {
+			return err
+		}
+		res.secrets = cold
+		return nil
+	})
+}

@@ -1,0 +1,327 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	consulapi "github.com/hashicorp/consul/api"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
+)
+
+// coldRun is a controller started on objects that already exist, until it settled.
+type coldRun struct {
+	size     layout
+	qps      float64
+	burst    int
+	converge time.Duration
+	counters counters
+	peakRSS  int64
+	floors   *floors
+}
+
+// coldStart starts a controller on the stack's objects and measures until every
+// status is final and every entry is judged, then lets it settle to count its writes.
+func (s *stack) coldStart(ctx context.Context, name string, qps float64, burst int) (*testenv.Controller, *coldRun, error) {
+	start := time.Now()
+	ctl, err := s.startController(name, qps, burst)
+	if err != nil {
+		return nil, nil, err
+	}
+	wctx, cancel := whileRunning(ctx, s.cfg.timeout, ctl)
+	defer cancel()
+	finalAt, err := s.tracker.waitAllFinal(wctx)
+	if err != nil {
+		return ctl, nil, err
+	}
+	consulAt, err := s.waitConsulJudged(wctx)
+	if err != nil {
+		return ctl, nil, err
+	}
+	run := &coldRun{size: s.size, qps: qps, burst: burst, converge: later(finalAt, consulAt).Sub(start)}
+	logf("%s: %s converged in %s", s.name, name, seconds(run.converge))
+	m, err := s.settle(ctx, ctl)
+	if err != nil {
+		return ctl, nil, err
+	}
+	run.counters = countersOf(m)
+	mem, err := ctl.Memory()
+	if err != nil {
+		return ctl, nil, err
+	}
+	run.peakRSS = mem.PeakRSS
+	if run.counters.cpu == 0 {
+		// A controller without the process collector: read the kernel's account.
+		if run.counters.cpu, err = ctl.CPUSeconds(); err != nil {
+			return ctl, nil, err
+		}
+	}
+	return ctl, run, nil
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// editRun is the edit phase: latencies from the API write returning to Consul
+// holding the edited entry, and to the route's status final at the new generation.
+type editRun struct {
+	toConsul []float64 // seconds
+	toStatus []float64
+	stages   []stage
+	floor    []float64 // a status write then a check-and-set, made directly
+}
+
+// stage is one histogram's mean over the edit phase.
+type stage struct {
+	label string
+	delta histogramDelta
+}
+
+// editStages are the pipeline's steps, in the order an edit passes them. The last two
+// histograms exist only in controllers that expose them.
+var editStages = []struct {
+	label, series string
+	want          map[string]string
+	byLabel       string
+}{
+	{label: "httproute queue wait", series: "workqueue_queue_duration_seconds", want: map[string]string{"name": "httproute"}},
+	{label: "httproute sync", series: "consul_gateway_controller_sync_duration_seconds", want: map[string]string{"queue": "httproute"}},
+	{label: "API PUT", series: "rest_client_request_duration_seconds", want: map[string]string{"verb": "PUT"}},
+	{label: "consul queue wait", series: "workqueue_queue_duration_seconds", want: map[string]string{"name": "consul"}},
+	{label: "consul sync", series: "consul_gateway_controller_sync_duration_seconds", want: map[string]string{"queue": "consul"}},
+	{label: "translate", series: "consul_gateway_controller_translate_duration_seconds"},
+	{label: "Consul request", series: "consul_gateway_controller_consul_request_duration_seconds", byLabel: "operation"},
+}
+
+// stagesOf is the mean of each edit stage between two scrapes; stages the controller
+// does not expose are left out.
+func stagesOf(before, after scrape) []stage {
+	var out []stage
+	for _, st := range editStages {
+		if st.byLabel == "" {
+			if d := deltaHistogram(before, after, st.series, st.want); d.ok {
+				out = append(out, stage{label: st.label, delta: d})
+			}
+			continue
+		}
+		for _, v := range after.labelValues(st.series+"_count", st.byLabel) {
+			d := deltaHistogram(before, after, st.series, map[string]string{st.byLabel: v})
+			out = append(out, stage{label: fmt.Sprintf("%s (%s=%s)", st.label, st.byLabel, v), delta: d})
+		}
+	}
+	return out
+}
+
+// edits changes the path of count routes, one at a time, spread over all routes.
+func (s *stack) edits(ctx context.Context, ctl *testenv.Controller, count int) (*editRun, error) {
+	ctx, cancel := whileRunning(ctx, s.cfg.timeout, ctl)
+	defer cancel()
+	before, err := scrapeController(ctx, ctl)
+	if err != nil {
+		return nil, err
+	}
+	run := &editRun{}
+	stride := max(s.size.routes/count, 1)
+	for k := range count {
+		i := (k * stride) % s.size.routes
+		toConsul, toStatus, err := s.edit(ctx, i, k)
+		if err != nil {
+			return nil, fmt.Errorf("edit %d of %s: %w", k, routeName(i), err)
+		}
+		run.toConsul = append(run.toConsul, toConsul.Seconds())
+		run.toStatus = append(run.toStatus, toStatus.Seconds())
+	}
+	after, err := scrapeController(ctx, ctl)
+	if err != nil {
+		return nil, err
+	}
+	run.stages = stagesOf(before, after)
+	logf("%s: %d edits, to Consul p50/p99/max %s", s.name, count, latencySummary(run.toConsul))
+	return run, nil
+}
+
+// edit changes route i's path to edit k's value and waits for the entry in Consul,
+// then for the route's status at the new generation, so edits never overlap.
+func (s *stack) edit(ctx context.Context, i, k int) (toConsul, toStatus time.Duration, err error) {
+	name, path := routeName(i), routePath(i, k)
+	_, meta, err := s.consul.ConfigEntries().Get(consulapi.HTTPRoute, entryName(name), (&consulapi.QueryOptions{}).WithContext(ctx))
+	if err != nil {
+		return 0, 0, fmt.Errorf("read the entry before the edit: %w", err)
+	}
+	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"rules": []gatewayv1.HTTPRouteRule{rule(serviceName(i%s.size.gateways), path)}}})
+	if err != nil {
+		return 0, 0, err
+	}
+	route, err := s.gateway.GatewayV1().HTTPRoutes(benchNamespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+	if err != nil {
+		return 0, 0, err
+	}
+	written := time.Now()
+	seen, err := s.waitEntryPath(ctx, entryName(name), path, meta.LastIndex)
+	if err != nil {
+		return 0, 0, err
+	}
+	final, err := s.tracker.waitObjectFinal(ctx, routeKey(name), route.Generation)
+	if err != nil {
+		return 0, 0, err
+	}
+	return seen.Sub(written), final.Sub(written), nil
+}
+
+// waitEntryPath waits until Consul's http-route entry name matches path. With
+// -edit-wait=blocking it waits with blocking queries from index, which return as soon
+// as the config entries change; with poll it reads every 5 ms.
+func (s *stack) waitEntryPath(ctx context.Context, name, path string, index uint64) (time.Time, error) {
+	for {
+		q := (&consulapi.QueryOptions{}).WithContext(ctx)
+		if s.cfg.editWait == "blocking" {
+			q.WaitIndex, q.WaitTime = index, 10*time.Second
+		}
+		entry, meta, err := s.consul.ConfigEntries().Get(consulapi.HTTPRoute, name, q)
+		if err != nil && !strings.Contains(err.Error(), "404") {
+			return time.Time{}, fmt.Errorf("read %s: %w", name, err)
+		}
+		if routeHasPath(entry, path) {
+			return time.Now(), nil
+		}
+		if meta != nil && meta.LastIndex > index {
+			index = meta.LastIndex
+		} else if err != nil || s.cfg.editWait != "blocking" {
+			select {
+			case <-ctx.Done():
+				return time.Time{}, context.Cause(ctx)
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+		if ctx.Err() != nil {
+			return time.Time{}, fmt.Errorf("waiting for %s to hold %s: %w", name, path, context.Cause(ctx))
+		}
+	}
+}
+
+// routeHasPath reports whether an http-route entry matches path: the controller
+// writes a path prefix as an exact match on it, or as a prefix with a slash appended.
+func routeHasPath(e consulapi.ConfigEntry, path string) bool {
+	r, ok := e.(*consulapi.HTTPRouteConfigEntry)
+	if !ok {
+		return false
+	}
+	for _, rule := range r.Rules {
+		for _, m := range rule.Matches {
+			if strings.TrimSuffix(m.Path.Value, "/") == path {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// handover is a new process taking over a converged stack: after a restart or a
+// failover.
+type handover struct {
+	exitCode   int           // of the old process (restart only)
+	leaderIn   time.Duration // from the signal to the new process holding the Lease
+	counters   counters      // the new process's writes
+	flaps      flapStats     // what the watch saw from the signal until settled
+	observeFor time.Duration
+}
+
+// restart sends SIGTERM to old and starts a new process at once, as a rolling update
+// does, and measures until the new one settled.
+func (s *stack) restart(ctx context.Context, old *testenv.Controller, qps float64, burst int) (*testenv.Controller, *handover, error) {
+	from := time.Now()
+	code, err := old.Terminate(30 * time.Second)
+	if err != nil {
+		return nil, nil, err
+	}
+	ctl, err := s.startController("restart", qps, burst)
+	if err != nil {
+		return nil, nil, err
+	}
+	h, err := s.observeHandover(ctx, ctl, from)
+	if err != nil {
+		return ctl, nil, err
+	}
+	h.exitCode = code
+	return ctl, h, nil
+}
+
+// failover starts a second process, waits until it is ready as a follower, SIGKILLs
+// the leader and measures until the follower has taken over and settled.
+func (s *stack) failover(ctx context.Context, leader *testenv.Controller, qps float64, burst int) (*testenv.Controller, *handover, error) {
+	follower, err := s.startController("failover", qps, burst)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := follower.WaitReady(ctx, s.cfg.timeout); err != nil {
+		return follower, nil, err
+	}
+	from := time.Now()
+	if err := leader.Kill(); err != nil {
+		return follower, nil, err
+	}
+	h, err := s.observeHandover(ctx, follower, from)
+	return follower, h, err
+}
+
+func (s *stack) observeHandover(ctx context.Context, ctl *testenv.Controller, from time.Time) (*handover, error) {
+	led, err := s.waitLeader(ctx, ctl)
+	if err != nil {
+		return nil, err
+	}
+	m, err := s.settle(ctx, ctl)
+	if err != nil {
+		return nil, err
+	}
+	to := time.Now()
+	return &handover{leaderIn: led.Sub(from), counters: countersOf(m), flaps: s.tracker.window(from, to), observeFor: to.Sub(from)}, nil
+}
+
+// idleRun is a controller with no routes: the memory baseline.
+type idleRun struct {
+	peakRSS int64
+	cpu     float64
+}
+
+// idle runs a controller on an empty cluster (one GatewayClass) until it accepted the
+// class and settled.
+func (s *stack) idle(ctx context.Context) (*idleRun, error) {
+	ctl, err := s.startController("idle", defaultQPS, defaultBurst)
+	if err != nil {
+		return nil, err
+	}
+	wctx, cancel := whileRunning(ctx, s.cfg.timeout, ctl)
+	defer cancel()
+	for {
+		class, err := s.gateway.GatewayV1().GatewayClasses().Get(wctx, className, metav1.GetOptions{})
+		if err == nil && meta.IsStatusConditionTrue(class.Status.Conditions, string(gatewayv1.GatewayClassConditionStatusAccepted)) {
+			break
+		}
+		select {
+		case <-wctx.Done():
+			return nil, errors.Join(errors.New("waiting for the GatewayClass to be accepted"), context.Cause(wctx))
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	m, err := s.settle(ctx, ctl)
+	if err != nil {
+		return nil, err
+	}
+	mem, err := ctl.Memory()
+	if err != nil {
+		return nil, err
+	}
+	return &idleRun{peakRSS: mem.PeakRSS, cpu: countersOf(m).cpu}, nil
+}
