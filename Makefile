@@ -18,7 +18,7 @@ TEST_TOOLS := bin/kube-apiserver bin/etcd bin/consul bin/golangci-lint bin/kubec
 # Packages that need no server; everything under test/ runs against the real ones.
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v '/test/')
 
-.PHONY: help build tools test test-unit test-integration test-image lint run-local clean image
+.PHONY: help build tools test test-unit test-integration test-image lint run-local bench clean image
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -82,6 +82,13 @@ image: ## OCI layout and docker tarball of the static controller in _output/imag
 
 run-local: build bin/kube-apiserver bin/etcd bin/consul bin/kubectl ## local apiserver, etcd, Consul and the controller, with examples/ applied
 	$(GO) run ./test/localstack -state-dir=_output/local -controller=$(CONTROLLER) -examples=examples
+
+# The bench builds the controller itself (go build of this checkout) and starts its own
+# servers; BENCH_FLAGS='-sizes=100' is a smoke run. It rewrites docs/bench.md and docs/bench.svg.
+BENCH_FLAGS ?=
+
+bench: bin/kube-apiserver bin/etcd bin/consul ## cold start, edits, restart, failover and memory against raw-write floors; writes docs/bench.md
+	$(GO) run ./test/bench $(BENCH_FLAGS)
 
 clean: ## remove bin/ and _output/
 	rm -rf bin _output

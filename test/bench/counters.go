@@ -24,6 +24,7 @@ type counters struct {
 	statusWrites    float64
 	statusConflicts float64
 	statusErrors    float64
+	statusByKind    map[string]float64
 	consulWrites    float64
 	consulConflicts float64
 	consulErrors    float64
@@ -41,10 +42,14 @@ func countersOf(m scrape) counters {
 		consulWrites:    m.sum(seriesConsulWrites, nil),
 		consulConflicts: m.sum(seriesConsulWrites, map[string]string{"result": "conflict"}),
 		consulErrors:    m.sum(seriesConsulWrites, map[string]string{"result": "error"}),
+		statusByKind:    map[string]float64{},
 		consulByOp:      map[string]float64{},
 		apiRequests:     m.sum(seriesRequests, nil),
 		apiByMethod:     map[string]float64{},
 		cpu:             m.sum(seriesCPU, nil),
+	}
+	for _, kind := range m.labelValues(seriesStatusWrites, "kind") {
+		c.statusByKind[kind] = m.sum(seriesStatusWrites, map[string]string{"kind": kind})
 	}
 	for _, op := range m.labelValues(seriesConsulWrites, "operation") {
 		c.consulByOp[op] = m.sum(seriesConsulWrites, map[string]string{"operation": op})
@@ -55,12 +60,18 @@ func countersOf(m scrape) counters {
 	return c
 }
 
+// objectStatusWrites are the status writes to Gateways and HTTPRoutes, the objects
+// the target of 2×routes + 2×Gateways is about.
+func (c counters) objectStatusWrites() float64 {
+	return c.statusByKind["Gateway"] + c.statusByKind["HTTPRoute"]
+}
+
 // writes is every write the process made, to either server: it stops growing once the
 // process is idle.
 func (c counters) writes() float64 { return c.statusWrites + c.consulWrites }
 
 func (c counters) statusText() string {
-	return fmt.Sprintf("%.0f (conflict %.0f, error %.0f)", c.statusWrites, c.statusConflicts, c.statusErrors)
+	return fmt.Sprintf("%.0f (%s; conflict %.0f, error %.0f)", c.statusWrites, breakdown(c.statusByKind), c.statusConflicts, c.statusErrors)
 }
 
 func (c counters) consulText() string {

@@ -81,7 +81,7 @@ func (r *results) coldRows(n int, scenario string, c *coldRun) []row {
 		add("time to converge (statuses final, entries judged)", seconds(c.converge), "", "")
 	}
 	add("status writes", c.counters.statusText(),
-		fmt.Sprintf("target ≤ 2×routes + 2×Gateways = %d", target), ratio(c.counters.statusWrites, float64(target)))
+		fmt.Sprintf("target for Gateways + routes: ≤ 2×routes + 2×Gateways = %d", target), ratio(c.counters.objectStatusWrites(), float64(target)))
 	add("API requests (all)", c.counters.apiText(), "", "")
 	add("Consul writes", c.counters.consulText(),
 		fmt.Sprintf("one per entry: %d", entries), ratio(c.counters.consulWrites, float64(entries)))

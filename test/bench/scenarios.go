@@ -117,8 +117,10 @@ func stagesOf(before, after scrape) []stage {
 			continue
 		}
 		for _, v := range after.labelValues(st.series+"_count", st.byLabel) {
-			d := deltaHistogram(before, after, st.series, map[string]string{st.byLabel: v})
-			out = append(out, stage{label: fmt.Sprintf("%s (%s=%s)", st.label, st.byLabel, v), delta: d})
+			// A label value the edits never used (create, delete) is not a stage of them.
+			if d := deltaHistogram(before, after, st.series, map[string]string{st.byLabel: v}); d.count > 0 {
+				out = append(out, stage{label: fmt.Sprintf("%s (%s=%s)", st.label, st.byLabel, v), delta: d})
+			}
 		}
 	}
 	return out

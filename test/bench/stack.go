@@ -99,6 +99,8 @@ func newStack(ctx context.Context, cfg *config, name string, size layout) (s *st
 	// objects needs more, and the controller is not running yet to compete.
 	fast := rest.CopyConfig(env.Kube.Config(testenv.AdminUser))
 	fast.QPS, fast.Burst = 1000, 2000
+	// The API server warns about every dummy tls.crt; the bench means them to be dummies.
+	fast.WarningHandler = rest.NoWarnings{}
 	if s.kube, err = kubernetes.NewForConfig(fast); err != nil {
 		return s, err
 	}
@@ -405,8 +407,8 @@ func (s *stack) waitConsulJudged(ctx context.Context) (time.Time, error) {
 		}
 		select {
 		case <-ctx.Done():
-			return time.Time{}, fmt.Errorf("waiting for Consul's verdicts (%d missing, %d not accepted, %v): %w",
-				missing, unjudged, err, context.Cause(ctx))
+			return time.Time{}, fmt.Errorf("waiting for Consul's verdicts (%d missing, %d not accepted): %w",
+				missing, unjudged, errors.Join(context.Cause(ctx), err))
 		case <-time.After(500 * time.Millisecond):
 		}
 	}

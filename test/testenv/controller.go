@@ -245,7 +245,11 @@ func (c *Controller) WaitReady(ctx context.Context, timeout time.Duration) error
 	defer tick.Stop()
 	for {
 		if !c.Running() {
-			return fmt.Errorf("%s exited before it was ready: %v (log: %s)", c.name, c.exitErr, c.logPath)
+			err := c.exitErr
+			if err == nil {
+				err = errExited
+			}
+			return fmt.Errorf("%s exited before it was ready (log: %s): %w", c.name, c.logPath, err)
 		}
 		if c.Ready(ctx) {
 			return nil
