@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"reflect"
 	gosync "sync"
 	"sync/atomic"
+	"time"
 
 	consulapi "github.com/hashicorp/consul/api"
 	corev1 "k8s.io/api/core/v1"
@@ -52,6 +54,8 @@ type Config struct {
 type Syncer struct {
 	cfg   Config
 	queue kworkqueue.TypedRateLimitingInterface[EntryKey]
+	// translator is used by the translation loop alone.
+	translator *Translator
 
 	mu       gosync.Mutex
 	snapshot Snapshot
@@ -61,6 +65,7 @@ type Syncer struct {
 	verdicts  *verdicts
 	held      *heldEntries
 	judging   *awaitingJudgement
+	matched   *matchedEntries
 	// version is the Consul server's version, "" until known.
 	version atomic.Pointer[string]
 	// verdictsRead is set once Consul's verdicts at start have been read (HasSynced).
@@ -78,8 +83,9 @@ func NewSyncer(cfg Config) *Syncer {
 		metrics.GCDeletions.WithLabelValues(kind)
 	}
 	return &Syncer{
-		cfg:   cfg,
-		queue: workqueue.New[EntryKey]("consul"),
+		cfg:        cfg,
+		queue:      workqueue.New[EntryKey]("consul"),
+		translator: NewTranslator(cfg.Naming, cfg.Ownership, cfg.Options),
 		snapshot: Snapshot{
 			Gateways:   map[cache.ObjectName]*gatewayv1.Gateway{},
 			HTTPRoutes: map[cache.ObjectName]ConfirmedHTTPRoute{},
@@ -90,6 +96,7 @@ func NewSyncer(cfg Config) *Syncer {
 		verdicts:  newVerdicts(),
 		held:      newHeldEntries(),
 		judging:   newAwaitingJudgement(),
+		matched:   newMatchedEntries(),
 		dirty:     make(chan struct{}, 1),
 	}
 }
@@ -103,18 +110,27 @@ func (s *Syncer) Publish(_ context.Context, c gwsync.Confirmation) {
 	switch c.Kind {
 	case "Gateway":
 		if gw, ok := c.Object.(*gatewayv1.Gateway); ok {
+			if sameVersion(s.snapshot.Gateways[c.Key], gw) {
+				return
+			}
 			s.snapshot.Gateways[c.Key] = gw
 		} else {
 			delete(s.snapshot.Gateways, c.Key)
 		}
 	case "HTTPRoute":
 		if r, ok := c.Object.(*gatewayv1.HTTPRoute); ok && c.Route != nil {
+			if held, ok := s.snapshot.HTTPRoutes[c.Key]; ok && sameVersion(held.Route, r) && reflect.DeepEqual(held.Decision, *c.Route) {
+				return
+			}
 			s.snapshot.HTTPRoutes[c.Key] = ConfirmedHTTPRoute{Route: r, Decision: *c.Route}
 		} else {
 			delete(s.snapshot.HTTPRoutes, c.Key)
 		}
 	case "TCPRoute":
 		if r, ok := c.Object.(*gatewayv1.TCPRoute); ok && c.Route != nil {
+			if held, ok := s.snapshot.TCPRoutes[c.Key]; ok && sameVersion(held.Route, r) && reflect.DeepEqual(held.Decision, *c.Route) {
+				return
+			}
 			s.snapshot.TCPRoutes[c.Key] = ConfirmedTCPRoute{Route: r, Decision: *c.Route}
 		} else {
 			delete(s.snapshot.TCPRoutes, c.Key)
@@ -126,6 +142,17 @@ func (s *Syncer) Publish(_ context.Context, c gwsync.Confirmation) {
 		s.verdicts.forget(ownerKey{c.Kind, c.Key})
 	}
 	s.markDirty()
+}
+
+// sameVersion reports whether the confirmed object held is the same version of the
+// object as confirmed: the object a status write returned and the cache's copy of it
+// delivered later are one version in two allocations. Keeping the held one keeps its
+// translation (see Translator). Versions are compared for equality only.
+func sameVersion[T interface{ GetResourceVersion() string }](held, confirmed T) bool {
+	if any(held) == nil || reflect.ValueOf(held).IsNil() {
+		return false
+	}
+	return held.GetResourceVersion() != "" && held.GetResourceVersion() == confirmed.GetResourceVersion()
 }
 
 // Verdict implements the status pipeline's DataPlane.
@@ -151,7 +178,10 @@ func (s *Syncer) translate(ctx context.Context) {
 	previous := s.desired
 	s.mu.Unlock()
 
-	next := Translate(snapshot, s.cfg.Naming, s.cfg.Ownership, s.cfg.Options)
+	start := time.Now()
+	next := s.translator.Translate(snapshot)
+	metrics.TranslateDuration.Observe(time.Since(start).Seconds())
+	metrics.TranslatedObjects.Add(float64(s.translator.translated))
 	// The new desired state is in place before any key is queued: a worker that takes
 	// a key at once must see it, or it would compare against the old state, find
 	// nothing to do, and the change would wait for the next drift check.
@@ -160,7 +190,7 @@ func (s *Syncer) translate(ctx context.Context) {
 	s.mu.Unlock()
 	changed := 0
 	for key, entry := range next.Entries {
-		if old, ok := previous.Entries[key]; !ok || !apiequality.Semantic.DeepEqual(old, entry) {
+		if old, ok := previous.Entries[key]; !ok || !sameDesired(old, entry) {
 			s.queue.Add(key)
 			changed++
 		}
@@ -172,7 +202,13 @@ func (s *Syncer) translate(ctx context.Context) {
 		}
 	}
 	s.verdicts.setProblems(next.Problems, s.cfg.StatusChanged)
-	klog.FromContext(ctx).V(4).Info("Translated confirmed objects", "entries", len(next.Entries), "changed", changed, "problems", len(next.Problems))
+	klog.FromContext(ctx).V(4).Info("Translated confirmed objects", "entries", len(next.Entries), "translated", s.translator.translated, "changed", changed, "problems", len(next.Problems))
+}
+
+// sameDesired reports whether two desired entries are equal. A kept translation hands
+// back the very same entry, which needs no deep comparison.
+func sameDesired(a, b consulapi.ConfigEntry) bool {
+	return a == b || apiequality.Semantic.DeepEqual(a, b)
 }
 
 // snapshotWithReferences copies the confirmed snapshot and adds the Secrets and

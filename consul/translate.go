@@ -58,29 +58,28 @@ type Desired struct {
 // another namespace is used only while the route's status says every reference
 // resolved (see backendProblem).
 func Translate(s Snapshot, n Naming, o Ownership, opts Options) Desired {
-	t := &translator{
+	return NewTranslator(n, o, opts).Translate(s)
+}
+
+func newTranslator(s Snapshot, n Naming, o Ownership, opts Options) *translator {
+	return &translator{
 		snap:         s,
 		naming:       n,
 		owner:        o,
 		opts:         opts,
-		gateways:     map[cache.ObjectName]programmedGateway{},
+		gateways:     map[cache.ObjectName]*programmedGateway{},
 		backends:     map[cache.ObjectName]bool{},
 		httpServices: map[consulService]bool{},
 		desired:      Desired{Entries: map[EntryKey]consulapi.ConfigEntry{}},
 	}
-	// Gateways first: routes bind only to the listeners that were written.
-	for _, key := range sortedKeys(s.Gateways) {
-		t.gateway(key, s.Gateways[key])
-	}
-	for _, key := range sortedKeys(s.HTTPRoutes) {
-		t.httpRoute(key, s.HTTPRoutes[key])
-	}
-	for _, key := range sortedKeys(s.TCPRoutes) {
-		t.tcpRoute(key, s.TCPRoutes[key])
-	}
-	if opts.ManageServiceDefaults {
+}
+
+// finish adds what depends on every route (the service-defaults of their backends)
+// and returns the desired state.
+func (t *translator) finish() Desired {
+	if t.opts.ManageServiceDefaults {
 		for _, key := range sortedKeys(t.backends) {
-			t.put(serviceDefaults(key, s.Services[key], n, o))
+			t.put(serviceDefaults(key, t.snap.Services[key], t.naming, t.owner))
 		}
 	}
 	t.desired.Problems = sortProblems(t.desired.Problems)
@@ -94,12 +93,16 @@ type translator struct {
 	owner  Ownership
 	opts   Options
 	// gateways are the Gateways that got an api-gateway entry, and their listeners in it.
-	gateways map[cache.ObjectName]programmedGateway
+	gateways map[cache.ObjectName]*programmedGateway
 	// backends are the Services some written http-route sends traffic to, and
 	// httpServices the Consul services they are.
 	backends     map[cache.ObjectName]bool
 	httpServices map[consulService]bool
 	desired      Desired
+	// out records the translation of the object being translated (see object).
+	out *objectTranslation
+	// translated counts the objects translated anew.
+	translated int
 }
 
 // consulService identifies a Consul service: with one destination namespace, Services
@@ -113,10 +116,20 @@ type programmedGateway struct {
 	listeners map[gatewayv1.SectionName]consulapi.APIGatewayListener
 }
 
-// put adds entry under its key. When two objects map to one key (a Secret used by
-// several Gateways, a Service used by several routes) the first wins; callers go in
-// sorted order, so the winner does not depend on map iteration.
+// put adds entry to the translation of the object being translated, or to the desired
+// state outside of one.
 func (t *translator) put(entry consulapi.ConfigEntry) {
+	if t.out != nil {
+		t.out.entries = append(t.out.entries, entry)
+		return
+	}
+	t.putDesired(entry)
+}
+
+// putDesired adds entry under its key. When two objects map to one key (a Secret used
+// by several Gateways, a Service used by several routes) the first wins; callers go in
+// sorted order, so the winner does not depend on map iteration.
+func (t *translator) putDesired(entry consulapi.ConfigEntry) {
 	key := KeyOf(entry)
 	if _, ok := t.desired.Entries[key]; ok {
 		return
@@ -125,7 +138,18 @@ func (t *translator) put(entry consulapi.ConfigEntry) {
 }
 
 func (t *translator) problem(kind string, object cache.ObjectName, format string, args ...any) {
-	t.desired.Problems = append(t.desired.Problems, Problem{Kind: kind, Object: object, Message: fmt.Sprintf(format, args...)})
+	p := Problem{Kind: kind, Object: object, Message: fmt.Sprintf(format, args...)}
+	if t.out != nil {
+		t.out.problems = append(t.out.problems, p)
+		return
+	}
+	t.desired.Problems = append(t.desired.Problems, p)
+}
+
+// service is the cached Service under key, nil when there is none.
+func (t *translator) service(key cache.ObjectName) *corev1.Service {
+	svc, _ := t.read(readService, key).(*corev1.Service)
+	return svc
 }
 
 // ---- Gateways ----
@@ -176,7 +200,7 @@ func (t *translator) gateway(key cache.ObjectName, gw *gatewayv1.Gateway) {
 	for _, l := range listeners {
 		pg.listeners[gatewayv1.SectionName(l.Name)] = l
 	}
-	t.gateways[key] = pg
+	t.out.gateway = &pg
 }
 
 // listenerProgrammable reports whether the confirmed status says the listener can be
@@ -249,7 +273,7 @@ func (t *translator) certificate(gatewayNamespace string, ref gatewayv1.SecretOb
 	if (ref.Group != nil && *ref.Group != "") || (ref.Kind != nil && *ref.Kind != "Secret") {
 		return nil, fmt.Sprintf("certificateRef %s is not a core Secret", key)
 	}
-	secret := t.snap.Secrets[key]
+	secret, _ := t.read(readSecret, key).(*corev1.Secret)
 	if secret == nil || len(secret.Data[corev1.TLSCertKey]) == 0 || len(secret.Data[corev1.TLSPrivateKeyKey]) == 0 {
 		return nil, fmt.Sprintf("Secret %s with %s and %s is not in the cache", key, corev1.TLSCertKey, corev1.TLSPrivateKeyKey)
 	}
@@ -295,10 +319,14 @@ func (t *translator) routeParents(kind string, key cache.ObjectName, attachments
 	var parents []parentListener
 	var missing []string
 	for _, a := range attachments {
-		gw, ok := t.gateways[a.Gateway]
+		gw, _ := t.read(readGateway, a.Gateway).(*programmedGateway)
 		for _, name := range a.Listeners {
-			listener, found := gw.listeners[name]
-			if !ok || !found {
+			var listener consulapi.APIGatewayListener
+			found := false
+			if gw != nil {
+				listener, found = gw.listeners[name]
+			}
+			if !found {
 				missing = append(missing, a.Gateway.String()+"/"+string(name))
 				continue
 			}
@@ -381,12 +409,10 @@ func (t *translator) httpRoute(key cache.ObjectName, c ConfirmedHTTPRoute) {
 		Hostnames: hostnames,
 		Meta:      t.owner.Meta(ownerOf("HTTPRoute", r)),
 	})
-	for _, b := range backends {
-		t.backends[b] = true
-	}
+	t.out.backends = append(t.out.backends, backends...)
 	for _, rule := range rules {
 		for _, svc := range rule.Services {
-			t.httpServices[consulService{svc.Name, svc.Namespace, svc.Partition}] = true
+			t.out.httpServices = append(t.out.httpServices, consulService{svc.Name, svc.Namespace, svc.Partition})
 		}
 	}
 }
@@ -425,7 +451,7 @@ func (t *translator) httpRule(routeNamespace string, index int, rule gatewayv1.H
 		if weight == 0 {
 			continue
 		}
-		key, why := backendProblem("HTTPRoute", routeNamespace, ref.BackendObjectReference, t.snap.Services, resolved)
+		key, why := backendProblem("HTTPRoute", routeNamespace, ref.BackendObjectReference, t.service, resolved)
 		if why != "" {
 			invalid = append(invalid, fmt.Sprintf("backendRef %d (%s) %s", b, key, why))
 			continue
@@ -492,12 +518,12 @@ func refsResolved(parents []gatewayv1.RouteParentStatus, controller string) bool
 // either of those checks could have failed is left out: a cross-namespace Service, or
 // an HTTPRoute port with an appProtocol other than http. That errs towards not
 // sending traffic, never towards bypassing a ReferenceGrant.
-func backendProblem(kind, routeNamespace string, ref gatewayv1.BackendObjectReference, services map[cache.ObjectName]*corev1.Service, resolved bool) (cache.ObjectName, string) {
+func backendProblem(kind, routeNamespace string, ref gatewayv1.BackendObjectReference, service func(cache.ObjectName) *corev1.Service, resolved bool) (cache.ObjectName, string) {
 	key := objectRef(routeNamespace, ref.Namespace, ref.Name)
 	if (ref.Group != nil && *ref.Group != "") || (ref.Kind != nil && *ref.Kind != "Service") {
 		return key, "is not a core Service"
 	}
-	svc := services[key]
+	svc := service(key)
 	if svc == nil {
 		return key, "names a Service that does not exist"
 	}
@@ -943,7 +969,7 @@ func (t *translator) tcpRoute(key cache.ObjectName, c ConfirmedTCPRoute) {
 	// The service-defaults written for http-route backends make the service http, and
 	// Consul 1.15 refuses a tcp-route to an http service ("route protocol does not match
 	// targeted service protocol"). The http-routes keep it; this route cannot have it.
-	if svc := services[0]; t.opts.ManageServiceDefaults && t.httpServices[consulService{svc.Name, svc.Namespace, svc.Partition}] {
+	if svc := services[0]; t.opts.ManageServiceDefaults && t.read(readHTTPService, consulService{svc.Name, svc.Namespace, svc.Partition}).(bool) {
 		t.problem("TCPRoute", key, "Consul service %s is also an HTTPRoute backend, so its service-defaults declare protocol http, and Consul's tcp-route cannot forward to an http service; the route is left out of Consul", svc.Name)
 		return
 	}
@@ -974,7 +1000,7 @@ func (t *translator) tcpRule(routeNamespace string, index int, rule gatewayv1.TC
 	default:
 		return consulapi.TCPService{}, fmt.Sprintf("rule %d: %d backends would receive connections, but Consul's tcp-route forwards to a single service; the rule is left out of Consul", index, len(refs))
 	}
-	key, why := backendProblem("TCPRoute", routeNamespace, refs[0].BackendObjectReference, t.snap.Services, resolved)
+	key, why := backendProblem("TCPRoute", routeNamespace, refs[0].BackendObjectReference, t.service, resolved)
 	if why != "" {
 		return consulapi.TCPService{}, fmt.Sprintf("rule %d: backendRef %s %s; the rule is left out of Consul", index, key, why)
 	}

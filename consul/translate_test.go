@@ -1071,7 +1071,8 @@ func TestBackendProblem(t *testing.T) {
 		{"appProtocol on a tcp route", "TCPRoute", ref("", "h2c", 8080), false, ""},
 	}
 	for _, tt := range tests {
-		_, got := backendProblem(tt.kind, "apps", tt.ref, services, tt.resolved)
+		lookup := func(key cache.ObjectName) *corev1.Service { return services[key] }
+		_, got := backendProblem(tt.kind, "apps", tt.ref, lookup, tt.resolved)
 		if got != tt.want {
 			t.Errorf("%s: got %q, want %q", tt.name, got, tt.want)
 		}
@@ -1189,8 +1190,11 @@ func TestRouteHostnames(t *testing.T) {
 
 func TestRouteParents(t *testing.T) {
 	s := trSnapshot(trGateway("infra", "gw", true, trValid(trHTTP("http", 80, "")), trValid(trTCP("tcp", 9000))))
-	tr := &translator{snap: s, naming: Naming{Partition: "p"}, owner: trOwnership, gateways: map[cache.ObjectName]programmedGateway{}, desired: Desired{Entries: map[EntryKey]consulapi.ConfigEntry{}}}
-	tr.gateway(cache.ObjectName{Namespace: "infra", Name: "gw"}, s.Gateways[cache.ObjectName{Namespace: "infra", Name: "gw"}])
+	tr := newTranslator(s, Naming{Partition: "p"}, trOwnership, Options{})
+	gw := cache.ObjectName{Namespace: "infra", Name: "gw"}
+	if pg := tr.object(nil, s.Gateways[gw], nil, func() { tr.gateway(gw, s.Gateways[gw]) }).gateway; pg != nil {
+		tr.gateways[gw] = pg
+	}
 	route := cache.ObjectName{Namespace: "apps", Name: "r"}
 
 	parents := tr.routeParents("HTTPRoute", route, []gwsync.Attachment{

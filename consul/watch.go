@@ -4,13 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
+	gosync "sync"
 	"time"
 
 	consulapi "github.com/hashicorp/consul/api"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/metrics"
 	"github.com/consul-gateway-controller/consul-gateway-controller/workqueue"
 )
 
@@ -91,17 +94,31 @@ func (s *Syncer) watchKind(ctx context.Context, kind string) {
 			continue
 		}
 		if index == 0 {
-			// A fresh start or a reconnect: the server may have been replaced.
+			// A fresh start or a reconnect: the server may have been replaced, and its
+			// indexes with it.
 			s.checkVersion(ctx)
+			s.matched.forgetKind(kind)
 		}
 		backoff = watchBackoff()
 		if meta.LastIndex < index {
 			logger.Info("Consul's index went back; its data was reset, comparing everything", "from", index, "to", meta.LastIndex)
+			s.matched.forgetKind(kind)
 			meta.LastIndex = 0
 		}
 		s.compareKind(ctx, kind, entries)
 		index = meta.LastIndex
+		// Every answer lists the whole kind: during a burst of writes, asking again at
+		// once would decode the world once per write.
+		sleep(ctx, watchPause(len(entries)))
 	}
+}
+
+// watchPause is how long the watch waits after an answer of n entries before asking
+// again: about ten times what decoding and comparing them costs, so the watch takes a
+// small share of a core however many entries there are, at the price of seeing a
+// change up to a second later at the largest sizes.
+func watchPause(n int) time.Duration {
+	return min(max(time.Duration(n)*100*time.Microsecond, 10*time.Millisecond), time.Second)
 }
 
 // compareKind queues the keys of kind whose entry in Consul is not what is desired,
@@ -119,7 +136,12 @@ func (s *Syncer) compareKind(ctx context.Context, kind string, entries []consula
 		case !owned && !want:
 		case !owned:
 			s.queue.Add(key) // reports the clash
-		case !want || !sameEntry(desired, entry):
+		case !want:
+			s.queue.Add(key)
+			queued++
+		case s.matched.unchanged(key, entry, desired):
+		case s.compare(key, desired, entry):
+		default:
 			s.queue.Add(key)
 			queued++
 		}
@@ -132,6 +154,91 @@ func (s *Syncer) compareKind(ctx context.Context, kind string, entries []consula
 	}
 	if queued > 0 {
 		klog.FromContext(ctx).V(2).Info("Consul differs from the desired state", "kind", kind, "entries", queued)
+	}
+}
+
+// compare reports whether Consul's entry is the desired one, and remembers a match.
+func (s *Syncer) compare(key EntryKey, desired, entry consulapi.ConfigEntry) bool {
+	metrics.ConsulEntriesCompared.Inc()
+	if !sameEntry(desired, entry) {
+		return false
+	}
+	s.matched.record(key, entry, desired)
+	return true
+}
+
+// matchedEntries remembers, per entry, what Consul held and what was desired when the
+// watch last found them equal. While nothing new is desired and Consul holds the same
+// (the same ModifyIndex, or after a status-only update by Consul's gateway controller,
+// which rewrites the status of every route of a gateway when one of them changes, the
+// same content), the entry still matches without the full comparison, which encodes
+// both sides. Consul's indexes are compared for equality only, and forgotten when
+// Consul's data may have been replaced.
+type matchedEntries struct {
+	mu      gosync.Mutex
+	entries map[EntryKey]matchedEntry
+}
+
+type matchedEntry struct {
+	modifyIndex uint64
+	content     any
+	desired     consulapi.ConfigEntry
+}
+
+func newMatchedEntries() *matchedEntries {
+	return &matchedEntries{entries: map[EntryKey]matchedEntry{}}
+}
+
+func (m *matchedEntries) record(key EntryKey, actual, desired consulapi.ConfigEntry) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.entries[key] = matchedEntry{modifyIndex: actual.GetModifyIndex(), content: contentOf(actual), desired: desired}
+}
+
+// unchanged reports whether key matched before with this very desired entry, and
+// Consul holds what it held then.
+func (m *matchedEntries) unchanged(key EntryKey, actual, desired consulapi.ConfigEntry) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.entries[key]
+	switch {
+	case !ok || e.desired != desired:
+		return false
+	case e.modifyIndex == actual.GetModifyIndex():
+		return true
+	case reflect.DeepEqual(e.content, contentOf(actual)):
+		e.modifyIndex = actual.GetModifyIndex()
+		m.entries[key] = e
+		return true
+	default:
+		return false
+	}
+}
+
+// contentOf is a copy of entry without the fields Consul manages (serverManaged).
+func contentOf(entry consulapi.ConfigEntry) any {
+	v := reflect.ValueOf(entry)
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+		return entry
+	}
+	c := reflect.New(v.Elem().Type()).Elem()
+	c.Set(v.Elem())
+	for _, name := range serverManaged {
+		if f := c.FieldByName(name); f.IsValid() && f.CanSet() {
+			f.SetZero()
+		}
+	}
+	return c.Interface()
+}
+
+// forgetKind drops every remembered match of kind.
+func (m *matchedEntries) forgetKind(kind string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for key := range m.entries {
+		if key.Kind == kind {
+			delete(m.entries, key)
+		}
 	}
 }
 

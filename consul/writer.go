@@ -154,7 +154,9 @@ func dependencies(desired consulapi.ConfigEntry) []EntryKey {
 // readEntry returns the entry under key, or nil when there is none.
 func (s *Syncer) readEntry(ctx context.Context, key EntryKey) (consulapi.ConfigEntry, error) {
 	q := (&consulapi.QueryOptions{Namespace: key.Namespace, Partition: key.Partition}).WithContext(ctx)
+	start := time.Now()
 	entry, _, err := s.cfg.Client.ConfigEntries().Get(key.Kind, key.Name, q)
+	metrics.ConsulRequestDuration.WithLabelValues("read").Observe(time.Since(start).Seconds())
 	var status consulapi.StatusError
 	if errors.As(err, &status) && status.Code == http.StatusNotFound {
 		return nil, nil
@@ -168,7 +170,9 @@ func (s *Syncer) readEntry(ctx context.Context, key EntryKey) (consulapi.ConfigE
 // write runs one check-and-set operation and logs the change.
 func (s *Syncer) write(ctx context.Context, logger klog.Logger, verb string, key EntryKey, meta map[string]string, op func(*consulapi.WriteOptions) (bool, error)) error {
 	w := (&consulapi.WriteOptions{Namespace: key.Namespace, Partition: key.Partition}).WithContext(ctx)
+	start := time.Now()
 	ok, err := op(w)
+	metrics.ConsulRequestDuration.WithLabelValues(operations[verb]).Observe(time.Since(start).Seconds())
 	metrics.ConsulWrites.WithLabelValues(key.Kind, operations[verb], consulWriteResult(ok, err)).Inc()
 	if err != nil {
 		s.verdicts.writeFailed(key, meta, err, s.cfg.StatusChanged)

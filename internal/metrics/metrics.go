@@ -65,6 +65,32 @@ var (
 		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
 	}, []string{"queue", "result"})
 
+	// TranslateDuration is how long one translation of the confirmed objects takes.
+	TranslateDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Namespace: namespace, Name: "translate_duration_seconds",
+		Help:    "How long one translation of the confirmed objects into Consul config entries takes.",
+		Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
+	})
+
+	// TranslatedObjects counts objects translated anew rather than reused.
+	TranslatedObjects = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: namespace, Name: "translated_objects_total",
+		Help: "Gateways and routes whose Consul entries were translated anew; the others' translations are reused while nothing they read changed.",
+	})
+
+	// ConsulRequestDuration is the latency of the syncer's Consul requests.
+	ConsulRequestDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: namespace, Name: "consul_request_duration_seconds",
+		Help:    "Latency of the Consul syncer's config entry requests by operation (read, create, update, delete); the drift watch's blocking queries are not included.",
+		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+	}, []string{"operation"})
+
+	// ConsulEntriesCompared counts full comparisons of Consul's entries with the desired ones.
+	ConsulEntriesCompared = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: namespace, Name: "consul_entries_compared_total",
+		Help: "Entries the drift watch compared in full with the desired state; an entry whose index and desired state are unchanged since it last matched is not compared again.",
+	})
+
 	// Leader is 1 while this replica holds the Lease.
 	Leader = prometheus.NewGauge(prometheus.GaugeOpts{
 		Namespace: namespace, Name: "leader",
@@ -77,6 +103,7 @@ func init() {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		StatusWrites, ConsulWrites, DriftCorrections, GCDeletions, SyncDuration, Leader,
+		TranslateDuration, TranslatedObjects, ConsulRequestDuration, ConsulEntriesCompared,
 	)
 	registerRESTClientMetrics()
 	for _, c := range queueCollectors {

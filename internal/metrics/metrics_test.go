@@ -88,6 +88,7 @@ func TestMetricsAreDocumented(t *testing.T) {
 	DriftCorrections.WithLabelValues("x")
 	GCDeletions.WithLabelValues("x")
 	SyncDuration.WithLabelValues("x", ResultOK)
+	ConsulRequestDuration.WithLabelValues("read")
 	restRequests.WithLabelValues("200", "GET", "x")
 	restLatency.WithLabelValues("GET", "x")
 	families, err := Registry.Gather()

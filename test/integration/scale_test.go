@@ -7,8 +7,10 @@ import (
 	"testing"
 	"time"
 
+	consulapi "github.com/hashicorp/consul/api"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul"
@@ -236,4 +238,59 @@ func TestColdStartWithLaggingCachesMeetsNoConflict(t *testing.T) {
 	if n, limit := rc.statusWrites.total(), 2*objects+1; n > limit {
 		t.Errorf("made %d status writes for %d objects, want at most %d", n, objects, limit)
 	}
+}
+
+// TestOneEditCostsItsOwnTranslationAndComparison edits one route among many converged
+// ones. The syncer used to translate every object again for each batch of
+// confirmations, and its drift watch decoded and compared every entry of a kind on
+// each answer, so the cost of one change grew with the number of objects. Now the
+// edit is translated alone, and the watch compares only the entries that changed.
+func TestOneEditCostsItsOwnTranslationAndComparison(t *testing.T) {
+	s := newScaleStack(t, "scale-edit", 2, 25)
+	r := startReplicaProcess(t, "edit", s.args())
+	s.waitSettled(t, 120*time.Second)
+	time.Sleep(3 * time.Second) // the watch's answers to the last verdicts
+	translated, compared := r.syncerWork(t)
+	if translated < float64(s.gateways+s.routes()) {
+		t.Fatalf("translated %v objects to converge %d, want each at least once", translated, s.gateways+s.routes())
+	}
+
+	route := "r-1-7"
+	patch := []byte(`{"spec":{"rules":[{"matches":[{"path":{"type":"PathPrefix","value":"/edited"}}],"backendRefs":[{"name":"echo-1","port":8080}]}]}}`)
+	if _, err := env.GatewayClient.GatewayV1().HTTPRoutes(s.ns).Patch(t.Context(), route, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	entry := consul.Naming{}.EntryName(s.ns, route)
+	eventually(t, 30*time.Second, "the edit reaches Consul", func() (bool, error) {
+		e, _, err := env.ConsulClient.ConfigEntries().Get(consulapi.HTTPRoute, entry, nil)
+		if err != nil {
+			return false, err
+		}
+		r := e.(*consulapi.HTTPRouteConfigEntry)
+		return len(r.Rules) == 1 && len(r.Rules[0].Matches) > 0 && strings.HasPrefix(r.Rules[0].Matches[0].Path.Value, "/edited"), nil
+	})
+	s.waitSettled(t, 30*time.Second)
+	time.Sleep(3 * time.Second)
+	translatedAfter, comparedAfter := r.syncerWork(t)
+	// The route's decision, then Consul's verdict on it, are two confirmations of it.
+	if n := translatedAfter - translated; n > 3 {
+		t.Errorf("one edit among %d routes translated %v objects, want at most 3", s.routes(), n)
+	}
+	// The edited entry after its write and after Consul's verdict on it; every other
+	// entry matched before and did not change.
+	t.Logf("one edit: %v objects translated, %v entries compared", translatedAfter-translated, comparedAfter-compared)
+	if n := comparedAfter - compared; n > 4 {
+		t.Errorf("one edit among %d routes made the drift watch compare %v entries, want at most 4", s.routes(), n)
+	}
+}
+
+// syncerWork is how many objects the replica translated and how many entries its drift
+// watch compared, from its /metrics.
+func (r *replicaProcess) syncerWork(t *testing.T) (translated, compared float64) {
+	t.Helper()
+	body, err := r.process.metrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return metricSum(body, "consul_gateway_controller_translated_objects_total"), metricSum(body, "consul_gateway_controller_consul_entries_compared_total")
 }
