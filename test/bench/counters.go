@@ -108,8 +108,8 @@ func scrapeController(ctx context.Context, ctl *testenv.Controller) (scrape, err
 }
 
 // settle waits until the process is idle: every status final and, for cfg.quiet, no
-// status change delivered by the watch and no write counted in its /metrics. It
-// returns the last scrape.
+// status change delivered by the watch, no write counted in its /metrics and its work
+// queues empty. It returns the last scrape.
 func (s *stack) settle(ctx context.Context, ctl *testenv.Controller) (scrape, error) {
 	ctx, cancel := whileRunning(ctx, s.cfg.timeout, ctl)
 	defer cancel()
@@ -120,7 +120,10 @@ func (s *stack) settle(ctx context.Context, ctl *testenv.Controller) (scrape, er
 			return nil, err
 		}
 		now := time.Now()
-		if w := countersOf(m).writes(); w != last {
+		// A queue with items or work in progress is activity too: a new leader may
+		// judge for a while before its first write, and settling must not end first.
+		busy := m.sum("workqueue_depth", nil)+m.sum("workqueue_unfinished_work_seconds", nil) > 0
+		if w := countersOf(m).writes(); w != last || busy {
 			last, changed = w, now
 		}
 		quietSince := changed

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -68,6 +69,8 @@ func renderDoc(cfg *config, m machine, table string, started time.Time) string {
 	}
 	fmt.Fprintf(&b, "- Run: %s; sizes %s routes; scenarios %s; %d edits; %d Secrets.\n",
 		started.UTC().Format("2006-01-02 15:04 MST"), joinInts(cfg.sizes), strings.Join(selected(cfg), ", "), cfg.edits, cfg.secrets)
+	fmt.Fprintf(&b, "- Controller: built from `%s` (`git describe --always --dirty`; dirty means uncommitted changes were built too).\n",
+		describe(cfg.root))
 	fmt.Fprintf(&b, "- Machine: %s, %d cores, %.0f GiB memory, %s; the servers (etcd, kube-apiserver,\n"+
 		"  Consul 1.15 dev agent at trace log level, as the harness runs it) share it with the controller and the bench.\n",
 		m.cpu, m.cores, float64(m.memory)/(1<<30), m.goVer)
@@ -78,6 +81,17 @@ func renderDoc(cfg *config, m machine, table string, started time.Time) string {
 	b.WriteString("\n![Cold start time and peak RSS against the number of routes](bench.svg)\n\n")
 	b.WriteString(method)
 	return b.String()
+}
+
+// describe names the checkout the controller was built from.
+func describe(root string) string {
+	cmd := exec.Command("git", "describe", "--always", "--dirty")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		return "an unknown commit"
+	}
+	return strings.TrimSpace(string(out))
 }
 
 func selected(cfg *config) []string {
@@ -127,7 +141,8 @@ logs are kept under ` + "`_output/bench/<time>/`" + `.
   statuses are final (they carry Consul's verdicts, so it is judged by then), and
   polled every 500 ms if not.
 - **Settled** means every status final and, for the quiet period (10 s by default),
-  no status change on the watch and no write in the process's counters. Writes,
+  no status change on the watch, no write in the process's counters and its work
+  queues empty (` + "`workqueue_depth`" + `, ` + "`workqueue_unfinished_work_seconds`" + `). Writes,
   conflicts, API requests and CPU are read from the process's ` + "`/metrics`" + ` when it has
   settled, so writes made after convergence are counted too; peak RSS is VmHWM from
   ` + "`/proc/<pid>/status`" + ` at that moment.
@@ -153,11 +168,16 @@ logs are kept under ` + "`_output/bench/<time>/`" + `.
   ` + "`consul_gateway_controller_consul_request_duration_seconds`" + `). The edit floor is one
   status write followed by one check-and-set update, made directly without a rate
   limiter, timed together.
+- **Order on one stack:** the cold start at QPS 20/30, then on that converged stack
+  the edits, the restart and the failover, then (all controllers stopped) the floors.
+  The cold start at QPS 1000/1000 and the one with Secrets each get a stack of their
+  own, and so does the 0-route baseline.
 - **Restart:** SIGTERM the converged controller and start a new process at once.
   **Failover:** start a second process, wait until it is ready as a follower, SIGKILL
   the leader. Both count the new process's writes and, from the signal until the new
   process has settled, the status changes the watch saw and how long each object was
-  not final (summed over objects, and the longest).
+  not final (summed over objects, and the longest). "Observed for" includes the quiet
+  period.
 - **Memory:** peak RSS at each size, with 0 routes as the baseline, and at the largest
   size with the unrelated Secrets (half Opaque, half ` + "`kubernetes.io/tls`" + ` with 1 KiB
   dummy ` + "`tls.crt`" + `/` + "`tls.key`" + `) created in the routes' namespace before the controller
