@@ -65,7 +65,7 @@ func renderDoc(cfg *config, m machine, table string, started time.Time) string {
 	b.WriteString("Written by `make bench` (the command in `test/bench/`); do not edit by hand.\n\n")
 	if cfg.smoke {
 		fmt.Fprintf(&b, "**This is a smoke run at %s routes**, not the full-size table: `make bench`\n"+
-			"(sizes %s) produces that and overwrites this file.\n\n", joinInts(cfg.sizes), defaultSizes)
+			"(sizes %s) produces that and overwrites this file.\n\n", joinInts(cfg.sizes), strings.ReplaceAll(defaultSizes, ",", ", "))
 	}
 	fmt.Fprintf(&b, "- Run: %s; sizes %s routes; scenarios %s; %d edits; %d Secrets.\n",
 		started.UTC().Format("2006-01-02 15:04 MST"), joinInts(cfg.sizes), strings.Join(selected(cfg), ", "), cfg.edits, cfg.secrets)
