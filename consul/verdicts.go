@@ -2,6 +2,7 @@ package consul
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	gosync "sync"
 
@@ -59,6 +60,8 @@ func (o ownerState) verdict() gwsync.Verdict {
 type verdicts struct {
 	mu     gosync.Mutex
 	owners map[ownerKey]ownerState
+	// problems are the translation problems last set; most translations repeat them.
+	problems []Problem
 }
 
 func newVerdicts() *verdicts { return &verdicts{owners: map[ownerKey]ownerState{}} }
@@ -184,6 +187,13 @@ func (v *verdicts) foreign(key EntryKey, desired consulapi.ConfigEntry, changed 
 
 // setProblems replaces the translation problems of every object.
 func (v *verdicts) setProblems(problems []Problem, changed func(gatewayv1.Kind, cache.ObjectName)) {
+	v.mu.Lock()
+	same := slices.Equal(problems, v.problems)
+	v.problems = problems
+	v.mu.Unlock()
+	if same {
+		return
+	}
 	byOwner := map[ownerKey][]string{}
 	for _, p := range problems {
 		k := ownerKey{gatewayv1.Kind(p.Kind), p.Object}
