@@ -186,19 +186,17 @@ func run(ctx context.Context, opts *options.Options) error {
 // the main client's rate limiter. A Lease renewal that waits there past the renew
 // deadline costs the Lease, and the process exits in the middle of a cold start; an
 // Event burst would otherwise take the budget of the status writes it reports on.
-// kube-controller-manager gives its leader election a client of its own for the same
-// reason.
+// kube-controller-manager and kube-scheduler give leader election and Events clients
+// of their own for the same reasons.
 type sideClients struct {
 	leaderElection kubernetes.Interface
 	events         kubernetes.Interface
 }
 
-// Renewals come every retry period and Events are rate-limited per object by the
-// recorder, so small budgets of their own suffice.
-const (
-	leaderElectionQPS, leaderElectionBurst = 5, 10
-	eventsQPS, eventsBurst                 = 10, 25
-)
+// Renewals come every retry period, so a small budget of their own suffices. Events
+// follow status writes (about one per changed object), so they get a budget as large
+// as the status writes', in a bucket of their own.
+const leaderElectionQPS, leaderElectionBurst = 5, 10
 
 func newSideClients(cfg *rest.Config) (sideClients, error) {
 	client := func(agent string, qps float32, burst int) (kubernetes.Interface, error) {
@@ -218,7 +216,7 @@ func newSideClients(cfg *rest.Config) (sideClients, error) {
 	if sc.leaderElection, err = client("leader-election", leaderElectionQPS, leaderElectionBurst); err != nil {
 		return sc, err
 	}
-	sc.events, err = client("events", eventsQPS, eventsBurst)
+	sc.events, err = client("events", cfg.QPS, cfg.Burst)
 	return sc, err
 }
 

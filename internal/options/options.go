@@ -92,8 +92,8 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 	var fss cliflag.NamedFlagSets
 	fs := fss.FlagSet("kubernetes")
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "Path to a kubeconfig. Empty means the in-cluster configuration.")
-	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Queries per second to the Kubernetes API server.")
-	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Burst of queries to the Kubernetes API server.")
+	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Queries per second to the Kubernetes API server. Events get a budget as large of their own, and leader election a small one, so neither waits behind status writes.")
+	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Burst of queries to the Kubernetes API server (and of Events, in their own budget).")
 
 	fs = fss.FlagSet("controller")
 	fs.StringVar(&o.ControllerName, "controller-name", o.ControllerName, "The GatewayClass controllerName this controller serves (DOMAIN/PATH).")
