@@ -5,6 +5,7 @@ import (
 	"maps"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
@@ -320,15 +321,7 @@ func (m *keyMapper) forEachRoute(changed func(obj any), queue workqueue.TypedInt
 // generationChanged reports whether two versions of an object have different
 // generations (the API server's count of spec changes), and true when it cannot tell.
 func generationChanged(oldObj, newObj any) bool {
-	oldMeta, err := meta.Accessor(oldObj)
-	if err != nil {
-		return true
-	}
-	newMeta, err := meta.Accessor(newObj)
-	if err != nil {
-		return true
-	}
-	return oldMeta.GetGeneration() != newMeta.GetGeneration()
+	return metadataDiffers(oldObj, newObj, func(o, n metav1.Object) bool { return o.GetGeneration() != n.GetGeneration() })
 }
 
 // onNamespaceLabels is forEachName, except that an update calls changed only when the
@@ -350,6 +343,12 @@ func (m *keyMapper) onNamespaceLabels(changed func(cache.ObjectName)) cache.Reso
 // labelsChanged reports whether two versions of an object have different labels, and
 // true when it cannot tell: enqueueing too much is the safe mistake.
 func labelsChanged(oldObj, newObj any) bool {
+	return metadataDiffers(oldObj, newObj, func(o, n metav1.Object) bool { return !maps.Equal(o.GetLabels(), n.GetLabels()) })
+}
+
+// metadataDiffers applies differ to the metadata of two versions of an object, and
+// reports true when either has none.
+func metadataDiffers(oldObj, newObj any, differ func(oldMeta, newMeta metav1.Object) bool) bool {
 	oldMeta, err := meta.Accessor(oldObj)
 	if err != nil {
 		return true
@@ -358,7 +357,7 @@ func labelsChanged(oldObj, newObj any) bool {
 	if err != nil {
 		return true
 	}
-	return !maps.Equal(oldMeta.GetLabels(), newMeta.GetLabels())
+	return differ(oldMeta, newMeta)
 }
 
 func (m *keyMapper) reportUnmapped(err error, obj any) {
