@@ -62,6 +62,26 @@ func (a *awaitingJudgement) rejudged(key EntryKey, now time.Time) int {
 	return j.rejudges
 }
 
+// noteUnjudged starts the wait for an entry seen unjudged, unless it is already
+// waiting; it reports whether it started one.
+func (a *awaitingJudgement) noteUnjudged(key EntryKey, now time.Time) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if _, ok := a.entries[key]; ok {
+		return false
+	}
+	a.entries[key] = judgement{writtenAt: now}
+	return true
+}
+
+// awaiting reports whether an entry written or seen unjudged still waits for Consul.
+func (a *awaitingJudgement) awaiting(key EntryKey) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	_, ok := a.entries[key]
+	return ok
+}
+
 func (a *awaitingJudgement) forget(key EntryKey) {
 	a.mu.Lock()
 	defer a.mu.Unlock()

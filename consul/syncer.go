@@ -66,6 +66,7 @@ type Syncer struct {
 	held      *heldEntries
 	judging   *awaitingJudgement
 	matched   *matchedEntries
+	view      *consulView
 	// version is the Consul server's version, "" until known.
 	version atomic.Pointer[string]
 	// verdictsRead is set once Consul's verdicts at start have been read (HasSynced).
@@ -97,6 +98,7 @@ func NewSyncer(cfg Config) *Syncer {
 		held:      newHeldEntries(),
 		judging:   newAwaitingJudgement(),
 		matched:   newMatchedEntries(),
+		view:      newConsulView(),
 		dirty:     make(chan struct{}, 1),
 	}
 }

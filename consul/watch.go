@@ -54,9 +54,12 @@ func (s *Syncer) readVerdicts(ctx context.Context) {
 		for {
 			entries, _, err := s.cfg.Client.ConfigEntries().List(kind, s.listOptions(ctx, 0))
 			if err == nil {
-				for _, entry := range entries {
-					s.verdicts.observe(KeyOf(entry), entry, s.cfg.Ownership.Owns(entry.GetMeta()), nil)
+				keys := make([]EntryKey, len(entries))
+				for i, entry := range entries {
+					keys[i] = KeyOf(entry)
+					s.verdicts.observe(keys[i], entry, s.cfg.Ownership.Owns(entry.GetMeta()), nil)
 				}
+				s.view.list(kind, keys)
 				break
 			}
 			if ctx.Err() != nil {
@@ -97,12 +100,12 @@ func (s *Syncer) watchKind(ctx context.Context, kind string) {
 			// A fresh start or a reconnect: the server may have been replaced, and its
 			// indexes with it.
 			s.checkVersion(ctx)
-			s.matched.forgetKind(kind)
+			s.forgetKind(kind)
 		}
 		backoff = watchBackoff()
 		if meta.LastIndex < index {
 			logger.Info("Consul's index went back; its data was reset, comparing everything", "from", index, "to", meta.LastIndex)
-			s.matched.forgetKind(kind)
+			s.forgetKind(kind)
 			meta.LastIndex = 0
 		}
 		s.compareKind(ctx, kind, entries)
@@ -124,36 +127,65 @@ func watchPause(n int) time.Duration {
 // compareKind queues the keys of kind whose entry in Consul is not what is desired,
 // and records Consul's verdicts on our entries.
 func (s *Syncer) compareKind(ctx context.Context, kind string, entries []consulapi.ConfigEntry) {
-	seen := map[EntryKey]bool{}
+	seen := make(map[EntryKey]bool, len(entries))
+	keys := make([]EntryKey, 0, len(entries))
 	queued := 0
 	for _, entry := range entries {
 		key := KeyOf(entry)
 		seen[key] = true
+		keys = append(keys, key)
 		owned := s.cfg.Ownership.Owns(entry.GetMeta())
 		s.verdicts.observe(key, entry, owned, s.cfg.StatusChanged)
 		desired, want := s.desiredEntry(key)
 		switch {
 		case !owned && !want:
 		case !owned:
+			s.matched.forget(key)
 			s.queue.Add(key) // reports the clash
 		case !want:
+			s.matched.forget(key)
 			s.queue.Add(key)
 			queued++
-		case s.matched.unchanged(key, entry, desired):
-		case s.compare(key, desired, entry):
+		case s.matched.unchanged(key, entry, desired), s.compare(key, desired, entry):
+			s.awaitJudgement(key, entry)
 		default:
+			s.matched.forget(key)
 			s.queue.Add(key)
 			queued++
 		}
 	}
+	s.view.list(kind, keys)
 	for _, key := range s.desiredKeys(kind) {
 		if !seen[key] {
+			s.matched.forget(key)
 			s.queue.Add(key)
 			queued++
 		}
 	}
 	if queued > 0 {
 		klog.FromContext(ctx).V(2).Info("Consul differs from the desired state", "kind", kind, "entries", queued)
+	}
+}
+
+// forgetKind drops what the watch knew of kind's entries.
+func (s *Syncer) forgetKind(kind string) {
+	s.matched.forgetKind(kind)
+	s.view.forgetKind(kind)
+}
+
+// awaitJudgement follows an entry Consul holds as desired: judged, it needs nothing;
+// unjudged, the writer looks at it again once it has waited long enough (see
+// awaitingJudgement), also when it was written before this process started.
+func (s *Syncer) awaitJudgement(key EntryKey, entry consulapi.ConfigEntry) {
+	if !judgedKinds[key.Kind] {
+		return
+	}
+	if acceptedCondition(entry) != nil {
+		s.judging.forget(key)
+		return
+	}
+	if s.judging.noteUnjudged(key, time.Now()) {
+		s.queue.AddAfter(key, judgeTimeout)
 	}
 }
 
@@ -229,6 +261,34 @@ func contentOf(entry consulapi.ConfigEntry) any {
 		}
 	}
 	return c.Interface()
+}
+
+// holds reports whether the watch last found Consul holding this very desired entry.
+func (m *matchedEntries) holds(key EntryKey, desired consulapi.ConfigEntry) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.entries[key]
+	return ok && e.desired == desired
+}
+
+// replaceable returns the ModifyIndex of an entry of ours that last matched another
+// desired entry than desired: what a check-and-set that replaces it needs, without
+// reading it first. A write since then makes the check-and-set fail, and the writer
+// reads.
+func (m *matchedEntries) replaceable(key EntryKey, desired consulapi.ConfigEntry) (uint64, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.entries[key]
+	if !ok || e.desired == desired {
+		return 0, false
+	}
+	return e.modifyIndex, true
+}
+
+func (m *matchedEntries) forget(key EntryKey) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.entries, key)
 }
 
 // forgetKind drops every remembered match of kind.

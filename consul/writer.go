@@ -27,6 +27,9 @@ var errCASMismatch = errors.New("check-and-set index did not match: the entry ch
 func (s *Syncer) syncEntry(ctx context.Context, key EntryKey) error {
 	logger := klog.FromContext(ctx).WithValues("kind", key.Kind, "entry", key.Name)
 	desired, want := s.desiredEntry(key)
+	if done, err := s.writeWithoutReading(ctx, logger, key, desired, want); done {
+		return err
+	}
 	actual, err := s.readEntry(ctx, key)
 	if err != nil {
 		if want {
@@ -57,6 +60,8 @@ func (s *Syncer) syncEntry(ctx context.Context, key EntryKey) error {
 			return err
 		}
 		metrics.GCDeletions.WithLabelValues(key.Kind).Inc()
+		s.matched.forget(key)
+		s.view.deleted(key)
 		s.held.forget(key)
 		s.judging.forget(key)
 		return nil
@@ -81,6 +86,33 @@ func (s *Syncer) syncEntry(ctx context.Context, key EntryKey) error {
 	}
 }
 
+// writeWithoutReading settles key from what the drift watch last saw, without the read
+// before each write: nothing to do when Consul held this very desired entry and judged
+// it; a create when the entry was absent; an update of an entry of ours whose index
+// the watch knows. It reports done = false when none applies or the check-and-set met
+// an entry that changed since; the caller then reads and decides.
+func (s *Syncer) writeWithoutReading(ctx context.Context, logger klog.Logger, key EntryKey, desired consulapi.ConfigEntry, want bool) (bool, error) {
+	if !want {
+		return false, nil
+	}
+	var err error
+	switch index, replaceable := s.matched.replaceable(key, desired); {
+	case s.matched.holds(key, desired) && !s.judging.awaiting(key):
+		return true, nil
+	case s.view.absent(key):
+		err = s.put(ctx, logger, "Created", key, desired, 0)
+	case replaceable:
+		err = s.put(ctx, logger, "Updated", key, desired, index)
+	default:
+		return false, nil
+	}
+	if errors.Is(err, errCASMismatch) {
+		logger.V(4).Info("The entry changed since the watch saw it; reading it")
+		return false, nil
+	}
+	return true, err
+}
+
 // put creates (index 0) or updates the entry under key with check-and-set, and counts
 // it as a drift correction when Consul had held exactly this content before.
 func (s *Syncer) put(ctx context.Context, logger klog.Logger, verb string, key EntryKey, desired consulapi.ConfigEntry, index uint64) error {
@@ -96,6 +128,7 @@ func (s *Syncer) put(ctx context.Context, logger klog.Logger, verb string, key E
 		return err
 	}
 	s.held.record(key, desired)
+	s.view.wrote(key)
 	if judgedKinds[key.Kind] {
 		s.judging.written(key, time.Now())
 		s.queue.AddAfter(key, judgeTimeout)
@@ -114,7 +147,7 @@ func (s *Syncer) put(ctx context.Context, logger klog.Logger, verb string, key E
 // judged InvalidCertificates; each is judged again only later, if ever.
 func (s *Syncer) dependenciesWritten(ctx context.Context, desired consulapi.ConfigEntry) error {
 	for _, dep := range dependencies(desired) {
-		if _, wanted := s.desiredEntry(dep); !wanted {
+		if _, wanted := s.desiredEntry(dep); !wanted || s.view.exists(dep) {
 			continue
 		}
 		actual, err := s.readEntry(ctx, dep)
