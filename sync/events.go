@@ -36,8 +36,10 @@ type evented struct{ condType, action string }
 
 // statusEvents compares an object's status before and after our write and returns an
 // Event for each condition of ours that changed its status or reason: a Warning when
-// it is now False, a Normal event when it is now True. Unknown and Pending conditions
-// and unchanged ones produce none, so an Event marks a transition a user can act on.
+// it is now False, a Normal event when it is True again after being False. Unknown and
+// Pending conditions, unchanged ones, and a first True (what every healthy object
+// reaches, thousands at once on a cold start) produce none, so an Event marks a
+// transition a user can act on.
 //
 // Transitions with the same type, reason and action become one Event whose note lists
 // each: client-go folds Events that differ only in their note into one series and
@@ -163,12 +165,16 @@ func conditionEvents(subject string, watched []evented, before, after []metav1.C
 		if now == nil || now.Status == metav1.ConditionUnknown || now.Reason == string(gatewayv1.GatewayReasonPending) {
 			continue
 		}
-		if was := findCondition(before, w.condType); was != nil && was.Status == now.Status && was.Reason == now.Reason {
+		was := findCondition(before, w.condType)
+		if was != nil && was.Status == now.Status && was.Reason == now.Reason {
 			continue
 		}
-		eventType := corev1.EventTypeNormal
-		if now.Status == metav1.ConditionFalse {
-			eventType = corev1.EventTypeWarning
+		eventType := corev1.EventTypeWarning
+		if now.Status == metav1.ConditionTrue {
+			if was == nil || was.Status != metav1.ConditionFalse || was.Reason == string(gatewayv1.GatewayReasonPending) {
+				continue // a first True is no news
+			}
+			eventType = corev1.EventTypeNormal
 		}
 		note := fmt.Sprintf("%s=%s: %s", now.Type, now.Status, now.Message)
 		if subject != "" {

@@ -46,7 +46,6 @@ func TestStatusEvents(t *testing.T) {
 			before: routeWith(),
 			after:  routeWith(parentStatus(testController, "gw", accepted, missing, pending)),
 			want: []statusEvent{
-				{corev1.EventTypeNormal, "Accepted", "Attach", "parent gw: Accepted=True: Route is accepted"},
 				{corev1.EventTypeWarning, "BackendNotFound", "ResolveRefs", "parent gw: ResolvedRefs=False: Service apps/api not found"},
 			},
 		},
@@ -75,8 +74,22 @@ func TestStatusEvents(t *testing.T) {
 		{
 			name:   "another controller's parents are not ours to report",
 			before: routeWith(),
-			after:  routeWith(parentStatus("other.example.com/controller", "theirs", notAllowed), parentStatus(testController, "gw", accepted)),
-			want:   []statusEvent{{corev1.EventTypeNormal, "Accepted", "Attach", "parent gw: Accepted=True: Route is accepted"}},
+			after:  routeWith(parentStatus("other.example.com/controller", "theirs", notAllowed), parentStatus(testController, "gw", notAllowed)),
+			want:   []statusEvent{{corev1.EventTypeWarning, "NotAllowedByListeners", "Attach", "parent gw: Accepted=False: no listener allows HTTPRoute"}},
+		},
+		{
+			name:   "True after False is a recovery",
+			before: routeWith(parentStatus(testController, "gw", notAllowed, missing)),
+			after:  routeWith(parentStatus(testController, "gw", accepted, resolved)),
+			want: []statusEvent{
+				{corev1.EventTypeNormal, "Accepted", "Attach", "parent gw: Accepted=True: Route is accepted"},
+				{corev1.EventTypeNormal, "ResolvedRefs", "ResolveRefs", "parent gw: ResolvedRefs=True: resolved"},
+			},
+		},
+		{
+			name:   "True after Pending is no news",
+			before: routeWith(parentStatus(testController, "gw", accepted, resolved, cond(ConsulAcceptedCondition, metav1.ConditionFalse, "Pending", "Waiting for Consul"))),
+			after:  routeWith(parentStatus(testController, "gw", accepted, resolved, cond(ConsulAcceptedCondition, metav1.ConditionTrue, "Accepted", "Consul accepted the route"))),
 		},
 		{
 			name: "gateway and listener transitions",
@@ -101,13 +114,12 @@ func TestStatusEvents(t *testing.T) {
 				},
 			}},
 			want: []statusEvent{
-				{corev1.EventTypeNormal, "Accepted", "Accept", "listener http: Accepted=True: ok; listener https: Accepted=True: ok; listener tcp: Accepted=True: ok"},
 				{corev1.EventTypeWarning, "InvalidCertificateRef", "ResolveRefs", "listener https: ResolvedRefs=False: no Secret"},
 			},
 		},
 		{
-			name:   "a class accepted",
-			before: &gatewayv1.GatewayClass{},
+			name:   "a class accepted at last",
+			before: &gatewayv1.GatewayClass{Status: gatewayv1.GatewayClassStatus{Conditions: []metav1.Condition{cond("Accepted", metav1.ConditionFalse, "InvalidParameters", "no such parameters")}}},
 			after:  &gatewayv1.GatewayClass{Status: gatewayv1.GatewayClassStatus{Conditions: []metav1.Condition{cond("Accepted", metav1.ConditionTrue, "Accepted", "GatewayClass is accepted")}}},
 			want:   []statusEvent{{corev1.EventTypeNormal, "Accepted", "Accept", "Accepted=True: GatewayClass is accepted"}},
 		},
