@@ -2,6 +2,7 @@ package consul
 
 import (
 	"reflect"
+	"slices"
 
 	consulapi "github.com/hashicorp/consul/api"
 	"k8s.io/client-go/tools/cache"
@@ -23,8 +24,36 @@ type Translator struct {
 	owner  Ownership
 	opts   Options
 	memo   translations
+	// order holds the keys of the last snapshot, sorted, per kind.
+	order keyOrder
+	// entries is how many entries the last translation produced, to size the next.
+	entries int
 	// translated counts the objects translated anew by the last Translate.
 	translated int
+}
+
+// keyOrder is the sorted keys of each kind of object in the last snapshot. Most
+// snapshots hold the same objects as the one before (new versions of them), and
+// sorting thousands of keys each time would cost more than translating a change.
+type keyOrder struct {
+	gateways, httpRoutes, tcpRoutes []cache.ObjectName
+}
+
+// sortedKeysLike returns m's keys sorted, reusing last when it holds exactly them.
+func sortedKeysLike[V any](last []cache.ObjectName, m map[cache.ObjectName]V) []cache.ObjectName {
+	if len(last) == len(m) {
+		same := true
+		for _, k := range last {
+			if _, ok := m[k]; !ok {
+				same = false
+				break
+			}
+		}
+		if same {
+			return last
+		}
+	}
+	return sortedKeys(m)
 }
 
 // translations are the kept translations by object.
@@ -41,30 +70,38 @@ func NewTranslator(n Naming, o Ownership, opts Options) *Translator {
 // the objects nothing changed for.
 func (tr *Translator) Translate(s Snapshot) Desired {
 	t := newTranslator(s, tr.naming, tr.owner, tr.opts)
+	t.desired.Entries = make(map[EntryKey]consulapi.ConfigEntry, tr.entries)
 	next := translations{
-		gateways:   map[cache.ObjectName]*objectTranslation{},
-		httpRoutes: map[cache.ObjectName]*objectTranslation{},
-		tcpRoutes:  map[cache.ObjectName]*objectTranslation{},
+		gateways:   make(map[cache.ObjectName]*objectTranslation, len(s.Gateways)),
+		httpRoutes: make(map[cache.ObjectName]*objectTranslation, len(s.HTTPRoutes)),
+		tcpRoutes:  make(map[cache.ObjectName]*objectTranslation, len(s.TCPRoutes)),
+	}
+	tr.order = keyOrder{
+		gateways:   sortedKeysLike(tr.order.gateways, s.Gateways),
+		httpRoutes: sortedKeysLike(tr.order.httpRoutes, s.HTTPRoutes),
+		tcpRoutes:  sortedKeysLike(tr.order.tcpRoutes, s.TCPRoutes),
 	}
 	// Gateways first: routes bind only to the listeners that were written.
-	for _, key := range sortedKeys(s.Gateways) {
+	for _, key := range tr.order.gateways {
 		gw := s.Gateways[key]
 		next.gateways[key] = t.object(tr.memo.gateways[key], gw, nil, func() { t.gateway(key, gw) })
 		if pg := next.gateways[key].gateway; pg != nil {
 			t.gateways[key] = pg
 		}
 	}
-	for _, key := range sortedKeys(s.HTTPRoutes) {
+	for _, key := range tr.order.httpRoutes {
 		c := s.HTTPRoutes[key]
 		next.httpRoutes[key] = t.object(tr.memo.httpRoutes[key], c.Route, &c.Decision, func() { t.httpRoute(key, c) })
 	}
-	for _, key := range sortedKeys(s.TCPRoutes) {
+	for _, key := range tr.order.tcpRoutes {
 		c := s.TCPRoutes[key]
 		next.tcpRoutes[key] = t.object(tr.memo.tcpRoutes[key], c.Route, &c.Decision, func() { t.tcpRoute(key, c) })
 	}
 	tr.memo = next
 	tr.translated = t.translated
-	return t.finish()
+	desired := t.finish()
+	tr.entries = len(desired.Entries)
+	return desired
 }
 
 // objectTranslation is what one object's translation produced, and what it read.
@@ -145,7 +182,7 @@ func (t *translator) stillHolds(prev *objectTranslation, source any, decision *g
 	if prev.source != source {
 		return false
 	}
-	if (decision == nil) != (prev.decision == nil) || (decision != nil && !reflect.DeepEqual(*decision, *prev.decision)) {
+	if (decision == nil) != (prev.decision == nil) || (decision != nil && !sameDecision(*decision, *prev.decision)) {
 		return false
 	}
 	for _, r := range prev.reads {
@@ -154,6 +191,14 @@ func (t *translator) stillHolds(prev *objectTranslation, source any, decision *g
 		}
 	}
 	return true
+}
+
+// sameDecision reports whether two route decisions are equal.
+func sameDecision(a, b gwsync.RouteDecision) bool {
+	return slices.Equal(a.DroppedRules, b.DroppedRules) &&
+		slices.EqualFunc(a.Attachments, b.Attachments, func(x, y gwsync.Attachment) bool {
+			return x.Gateway == y.Gateway && slices.Equal(x.Listeners, y.Listeners)
+		})
 }
 
 // read looks key up and, while an object is being translated, records what it found.
