@@ -206,3 +206,39 @@ func TestParseFlags(t *testing.T) {
 		}
 	}
 }
+
+func TestTargets(t *testing.T) {
+	res := &results{
+		sizes: []int{100},
+		cold: map[int]*coldRun{100: {
+			size:     newLayout(100, 0),
+			converge: 12 * time.Second,
+			counters: counters{statusByKind: map[string]float64{"HTTPRoute": 200, "Gateway": 12}},
+			floors:   &floors{status: floorResult{elapsed: 10 * time.Second}, consul: floorResult{elapsed: time.Second}},
+			peakRSS:  100 << 20,
+		}},
+		fast:     map[int]*coldRun{},
+		restart:  map[int]*handover{100: {}},
+		failover: map[int]*handover{100: {counters: counters{statusWrites: 3}}},
+		edit:     map[int]*editRun{100: {toConsul: []float64{0.010, 0.020, 0.060}}},
+	}
+	got := map[string]bool{}
+	for _, tg := range res.targets() {
+		got[tg.what] = tg.met
+	}
+	want := map[string]bool{
+		"100 routes, cold start at QPS 20/30: status writes ≤ 2×routes + 2×Gateways = 210":                 false,
+		"100 routes, cold start at QPS 20/30: time to converge ≤ 1.3× the status floor (a)":                true,
+		"100 routes, cold start at QPS 20/30: time to converge ≤ 1.3× the Consul floor (b)":                false,
+		"100 routes, restart: 0 status writes, 0 Consul writes, 0 conditions away from their final value":  true,
+		"100 routes, failover: 0 status writes, 0 Consul writes, 0 conditions away from their final value": false,
+		"100 routes: edit → Consul p99 ≤ 50 ms":                                                            false,
+		"100 routes: peak RSS ≤ 150 MiB":                                                                   true,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("targets (-want +got):\n%s", diff)
+	}
+	if table := renderTargets(res.targets()); !strings.Contains(table, "| 100 routes: peak RSS ≤ 150 MiB | 100 MiB | yes |") {
+		t.Errorf("rendered targets lack the RSS row:\n%s", table)
+	}
+}

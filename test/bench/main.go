@@ -155,14 +155,17 @@ func run(ctx context.Context, cfg *config) error {
 	res := newResults(cfg)
 	errs := runAll(ctx, cfg, res)
 	table := renderTable(res.rows())
+	targets := renderTargets(res.targets())
 	fmt.Println()
 	fmt.Print(table)
+	fmt.Println()
+	fmt.Print(targets)
 	logf("controller logs: %s", cfg.logDir)
 	if errs != nil {
 		return fmt.Errorf("the docs were not written, since some scenarios failed: %w", errs)
 	}
 	if cfg.writeDocs {
-		return writeDocs(cfg, res, table, started)
+		return writeDocs(cfg, res, table, targets, started)
 	}
 	return nil
 }
