@@ -105,37 +105,33 @@ func NewSyncer(cfg Config) *Syncer {
 
 // Publish records a confirmation. It never blocks on Consul: an outage only delays the
 // writes, the latest confirmed state is always what gets written.
+//
+// A confirmation of the version already held (the cache's copy of an object a status
+// write returned, or an object judged again because a Secret or Service it refers to
+// changed) keeps the held object, and with it its translation, but still asks for a
+// translation: what the object refers to is read then, and may be what changed.
 func (s *Syncer) Publish(_ context.Context, c gwsync.Confirmation) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.confirmed[ownerKey{c.Kind, c.Key}] = true
 	switch c.Kind {
 	case "Gateway":
-		if gw, ok := c.Object.(*gatewayv1.Gateway); ok {
-			if sameVersion(s.snapshot.Gateways[c.Key], gw) {
-				return
-			}
-			s.snapshot.Gateways[c.Key] = gw
-		} else {
+		if gw, ok := c.Object.(*gatewayv1.Gateway); !ok {
 			delete(s.snapshot.Gateways, c.Key)
+		} else if !sameVersion(s.snapshot.Gateways[c.Key], gw) {
+			s.snapshot.Gateways[c.Key] = gw
 		}
 	case "HTTPRoute":
-		if r, ok := c.Object.(*gatewayv1.HTTPRoute); ok && c.Route != nil {
-			if held, ok := s.snapshot.HTTPRoutes[c.Key]; ok && sameVersion(held.Route, r) && reflect.DeepEqual(held.Decision, *c.Route) {
-				return
-			}
-			s.snapshot.HTTPRoutes[c.Key] = ConfirmedHTTPRoute{Route: r, Decision: *c.Route}
-		} else {
+		if r, ok := c.Object.(*gatewayv1.HTTPRoute); !ok || c.Route == nil {
 			delete(s.snapshot.HTTPRoutes, c.Key)
+		} else if held, ok := s.snapshot.HTTPRoutes[c.Key]; !ok || !sameVersion(held.Route, r) || !reflect.DeepEqual(held.Decision, *c.Route) {
+			s.snapshot.HTTPRoutes[c.Key] = ConfirmedHTTPRoute{Route: r, Decision: *c.Route}
 		}
 	case "TCPRoute":
-		if r, ok := c.Object.(*gatewayv1.TCPRoute); ok && c.Route != nil {
-			if held, ok := s.snapshot.TCPRoutes[c.Key]; ok && sameVersion(held.Route, r) && reflect.DeepEqual(held.Decision, *c.Route) {
-				return
-			}
-			s.snapshot.TCPRoutes[c.Key] = ConfirmedTCPRoute{Route: r, Decision: *c.Route}
-		} else {
+		if r, ok := c.Object.(*gatewayv1.TCPRoute); !ok || c.Route == nil {
 			delete(s.snapshot.TCPRoutes, c.Key)
+		} else if held, ok := s.snapshot.TCPRoutes[c.Key]; !ok || !sameVersion(held.Route, r) || !reflect.DeepEqual(held.Decision, *c.Route) {
+			s.snapshot.TCPRoutes[c.Key] = ConfirmedTCPRoute{Route: r, Decision: *c.Route}
 		}
 	default:
 		return // GatewayClasses and GRPCRoutes produce no entries

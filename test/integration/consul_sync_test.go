@@ -348,3 +348,34 @@ func TestConsulSyncSurvivesConsulRestartAndOutage(t *testing.T) {
 }
 
 func cacheName(ns, name string) cache.ObjectName { return cache.ObjectName{Namespace: ns, Name: name} }
+
+// TestCertificateRotationReachesConsul replaces a listener's certificate in its Secret.
+// Nothing in any status changes, so only the Secret's own event can carry the new key
+// pair to Consul's inline-certificate.
+func TestCertificateRotationReachesConsul(t *testing.T) {
+	s := newConsulStack(t, "cs-rotate")
+	startController(t, s.controller, controllerOptions{consul: &consulOptions{clusterID: "it"}})
+	cert, _ := s.secureGateway(t)
+	entry := s.naming.CertificateName(s.ns, "tls")
+	s.waitEntry(t, consulapi.InlineCertificate, entry, "the first certificate in Consul", func(e consulapi.ConfigEntry) bool {
+		c, ok := e.(*consulapi.InlineCertificateConfigEntry)
+		return ok && c.Certificate == string(cert)
+	})
+
+	rotated, key, err := testcerts.SelfSigned("secure.example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret, err := env.KubeClient.CoreV1().Secrets(s.ns).Get(t.Context(), "tls", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret.Data = map[string][]byte{corev1.TLSCertKey: rotated, corev1.TLSPrivateKeyKey: key}
+	if _, err := env.KubeClient.CoreV1().Secrets(s.ns).Update(t.Context(), secret, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s.waitEntry(t, consulapi.InlineCertificate, entry, "the rotated certificate in Consul", func(e consulapi.ConfigEntry) bool {
+		c, ok := e.(*consulapi.InlineCertificateConfigEntry)
+		return ok && c.Certificate == string(rotated)
+	})
+}
