@@ -12,7 +12,7 @@ GO_TEST_FLAGS ?= -race -count=1 -timeout=30m
 
 KUBE_CMDS := kube-apiserver kubectl kube-controller-manager kube-scheduler
 KUBE_TOOLS := $(addprefix bin/,$(KUBE_CMDS)) bin/etcd
-ALL_TOOLS := $(KUBE_TOOLS) bin/consul bin/golangci-lint
+ALL_TOOLS := $(KUBE_TOOLS) bin/consul bin/golangci-lint bin/rvcheck
 # What make test runs against: a subset of ALL_TOOLS, so CI builds no more than it uses.
 TEST_TOOLS := bin/kube-apiserver bin/etcd bin/consul bin/golangci-lint bin/kubectl
 # Packages that need no server; everything under test/ runs against the real ones.
@@ -46,6 +46,11 @@ bin/golangci-lint: tools/lint/go.mod tools/lint/go.sum tools/versions.mk
 	@echo "building golangci-lint $(GOLANGCI_LINT_VERSION): about 3 minutes on a cold Go build cache"
 	cd tools/lint && $(GO) build -o $(BIN)/golangci-lint github.com/golangci/golangci-lint/v2/cmd/golangci-lint
 
+# The resourceVersion analyzer: its sources are this project's, so it is rebuilt when
+# they change.
+bin/rvcheck: tools/lint/go.mod tools/lint/go.sum $(wildcard tools/lint/rvcheck/*.go tools/lint/cmd/rvcheck/*.go)
+	cd tools/lint && $(GO) build -o $(BIN)/rvcheck ./cmd/rvcheck
+
 test: lint test-unit test-integration test-image ## everything CI runs: static checks, unit and integration tests
 
 test-unit: ## unit tests (no servers)
@@ -54,7 +59,7 @@ test-unit: ## unit tests (no servers)
 test-integration: $(TEST_TOOLS) ## integration tests against real kube-apiserver, etcd and Consul
 	$(GO) test $(GO_TEST_FLAGS) ./test/...
 
-lint: bin/golangci-lint ## gofmt, go vet, golangci-lint, go mod tidy, module and resourceVersion rules
+lint: bin/golangci-lint bin/rvcheck ## gofmt, go vet, golangci-lint, go mod tidy, module and resourceVersion rules
 	@unformatted=$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go')); \
 	  if [[ -n "$$unformatted" ]]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
@@ -62,7 +67,9 @@ lint: bin/golangci-lint ## gofmt, go vet, golangci-lint, go mod tidy, module and
 	$(GO) mod tidy -diff
 	@if grep -q 'sigs.k8s.io/controller-runtime' go.mod; then \
 	  echo "go.mod lists sigs.k8s.io/controller-runtime; the product must not depend on it"; exit 1; fi
-	$(GO) run ./cmd/rvcheck ./...
+	$(BIN)/rvcheck ./...
+	cd tools/lint && $(GO) vet ./... && $(GO) mod tidy -diff && \
+	  $(BIN)/golangci-lint run --allow-parallel-runners -c ../../.golangci.yml ./... && $(GO) test $(GO_TEST_FLAGS) ./...
 
 test-image: bin/golangci-lint ## lint and test tools/image, the image builder (its own module)
 	cd tools/image && $(GO) vet ./... && $(GO) mod tidy -diff && \

@@ -1,9 +1,12 @@
-// Module lint builds golangci-lint for the static checks of make test.
+// Module lint builds the static checks of make lint: golangci-lint, and rvcheck, this
+// project's analyzer that forbids ordering or parsing a resourceVersion.
 module github.com/consul-gateway-controller/consul-gateway-controller/tools/lint
 
 go 1.26.0
 
 tool github.com/golangci/golangci-lint/v2/cmd/golangci-lint
+
+require golang.org/x/tools v0.52.0
 
 require (
 	4d63.com/gocheckcompilerdirectives v1.4.0 // indirect
@@ -209,7 +212,6 @@ require (
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.41.0 // indirect
-	golang.org/x/tools v0.52.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 	gopkg.in/ini.v1 v1.67.0 // indirect
 	gopkg.in/yaml.v2 v2.4.0 // indirect

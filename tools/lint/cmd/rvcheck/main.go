@@ -1,9 +1,10 @@
 // Command rvcheck reports code that treats a Kubernetes resourceVersion as
 // ordered (parsing, ordering, arithmetic); see package rvcheck for the rule.
 //
-// Usage, from the module root:
+// It lives in the tools module so that golang.org/x/tools stays out of the product's
+// go.mod. `make lint` builds it into bin/ and runs it from the product's root:
 //
-//	go run ./cmd/rvcheck ./...
+//	bin/rvcheck ./...
 //
 // It exits non-zero when it reports a finding.
 package main
@@ -11,7 +12,7 @@ package main
 import (
 	"golang.org/x/tools/go/analysis/singlechecker"
 
-	"github.com/consul-gateway-controller/consul-gateway-controller/internal/analysis/rvcheck"
+	"github.com/consul-gateway-controller/consul-gateway-controller/tools/lint/rvcheck"
 )
 
 func main() { singlechecker.Main(rvcheck.Analyzer) }
