@@ -1,0 +1,159 @@
+package consul
+
+import (
+	"fmt"
+	"slices"
+
+	consulapi "github.com/hashicorp/consul/api"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+// gateway writes the api-gateway entry of an accepted Gateway and the certificate
+// entries its listeners use.
+func (t *translator) gateway(key cache.ObjectName, gw *gatewayv1.Gateway) {
+	// A Gateway that is not accepted has no listener anyone may rely on; its status
+	// already says so, so that is not a problem of the translation.
+	if gw == nil || !conditionIs(gw.Status.Conditions, string(gatewayv1.GatewayConditionAccepted), metav1.ConditionTrue) {
+		return
+	}
+	var listeners []consulapi.APIGatewayListener
+	var certs []consulapi.ConfigEntry
+	for _, l := range gw.Spec.Listeners {
+		if !listenerProgrammable(gw.Status.Listeners, l.Name) {
+			continue // its status says why
+		}
+		listener, listenerCerts, problem := t.listener(gw, l)
+		if problem == "" {
+			problem = portConflict(listeners, listener)
+		}
+		if problem != "" {
+			t.problem("Gateway", key, "listener %s: %s; it is left out of Consul", l.Name, problem)
+			continue
+		}
+		listeners = append(listeners, listener)
+		certs = append(certs, listenerCerts...)
+	}
+	// Consul refuses an api-gateway without listeners (config_entry_gateways.go:769).
+	if len(listeners) == 0 {
+		t.problem("Gateway", key, "no listener can be programmed in Consul, so the Gateway has no api-gateway entry")
+		return
+	}
+	entry := &consulapi.APIGatewayConfigEntry{
+		Kind:      consulapi.APIGateway,
+		Name:      t.naming.EntryName(gw.Namespace, gw.Name),
+		Namespace: t.naming.Namespace(gw.Namespace),
+		Partition: t.naming.Partition,
+		Listeners: listeners,
+		Meta:      t.owner.Meta(ownerOf("Gateway", gw)),
+	}
+	t.put(entry)
+	for _, c := range certs {
+		t.put(c)
+	}
+	pg := programmedGateway{entryName: entry.Name, namespace: entry.Namespace, listeners: map[gatewayv1.SectionName]consulapi.APIGatewayListener{}}
+	for _, l := range listeners {
+		pg.listeners[gatewayv1.SectionName(l.Name)] = l
+	}
+	t.out.gateway = &pg
+}
+
+// listenerProgrammable reports whether the confirmed status says the listener can be
+// written: Accepted and ResolvedRefs True, Conflicted not True. A listener without a
+// status entry promises nothing.
+func listenerProgrammable(statuses []gatewayv1.ListenerStatus, name gatewayv1.SectionName) bool {
+	i := slices.IndexFunc(statuses, func(s gatewayv1.ListenerStatus) bool { return s.Name == name })
+	if i < 0 {
+		return false
+	}
+	conds := statuses[i].Conditions
+	return conditionIs(conds, string(gatewayv1.ListenerConditionAccepted), metav1.ConditionTrue) &&
+		conditionIs(conds, string(gatewayv1.ListenerConditionResolvedRefs), metav1.ConditionTrue) &&
+		!conditionIs(conds, string(gatewayv1.ListenerConditionConflicted), metav1.ConditionTrue)
+}
+
+// listener translates one listener the status says is programmable, with the
+// certificate entries it needs. problem is non-empty when it cannot be written as the
+// status promises; the status said it was fine, so that means the caches moved on since
+// the confirmation, and the next confirmation settles it.
+func (t *translator) listener(gw *gatewayv1.Gateway, l gatewayv1.Listener) (consulapi.APIGatewayListener, []consulapi.ConfigEntry, string) {
+	protocol := listenerProtocol(l.Protocol)
+	if protocol == "" {
+		return consulapi.APIGatewayListener{}, nil, fmt.Sprintf("protocol %s is not supported by Consul's API gateway", l.Protocol)
+	}
+	out := consulapi.APIGatewayListener{Name: string(l.Name), Port: int(l.Port), Protocol: protocol}
+	// Consul refuses a hostname on a tcp listener (config_entry_gateways.go:802), and
+	// Gateway API ignores it there.
+	if protocol == "http" && l.Hostname != nil {
+		out.Hostname = string(*l.Hostname)
+	}
+	if l.Protocol != gatewayv1.HTTPSProtocolType {
+		return out, nil, ""
+	}
+	// HTTPS without certificates would be served as plain HTTP: never write that.
+	if l.TLS == nil || len(l.TLS.CertificateRefs) == 0 || (l.TLS.Mode != nil && *l.TLS.Mode != gatewayv1.TLSModeTerminate) {
+		return consulapi.APIGatewayListener{}, nil, "an HTTPS listener must terminate TLS with at least one certificateRef"
+	}
+	var certs []consulapi.ConfigEntry
+	for _, ref := range l.TLS.CertificateRefs {
+		cert, problem := t.certificate(gw.Namespace, ref)
+		if problem != "" {
+			return consulapi.APIGatewayListener{}, nil, problem
+		}
+		out.TLS.Certificates = append(out.TLS.Certificates, consulapi.ResourceReference{
+			Kind: consulapi.InlineCertificate, Name: cert.Name, Namespace: cert.Namespace, Partition: cert.Partition,
+		})
+		certs = append(certs, cert)
+	}
+	return out, certs, ""
+}
+
+// listenerProtocol is Consul's protocol for a Gateway API listener protocol ("" when
+// Consul has none): HTTPS is an http listener with certificates.
+func listenerProtocol(p gatewayv1.ProtocolType) string {
+	switch p {
+	case gatewayv1.HTTPProtocolType, gatewayv1.HTTPSProtocolType:
+		return "http"
+	case gatewayv1.TCPProtocolType:
+		return "tcp"
+	}
+	return ""
+}
+
+// certificate is the inline-certificate entry of a certificateRef of a Gateway in
+// gatewayNamespace. The entry is named and placed by the Secret's namespace, so every
+// Gateway that uses one Secret shares one entry.
+func (t *translator) certificate(gatewayNamespace string, ref gatewayv1.SecretObjectReference) (*consulapi.InlineCertificateConfigEntry, string) {
+	key := objectRef(gatewayNamespace, ref.Namespace, ref.Name)
+	if (ref.Group != nil && *ref.Group != "") || (ref.Kind != nil && *ref.Kind != "Secret") {
+		return nil, fmt.Sprintf("certificateRef %s is not a core Secret", key)
+	}
+	secret, _ := t.read(readSecret, key).(*corev1.Secret)
+	if secret == nil || len(secret.Data[corev1.TLSCertKey]) == 0 || len(secret.Data[corev1.TLSPrivateKeyKey]) == 0 {
+		return nil, fmt.Sprintf("Secret %s with %s and %s is not in the cache", key, corev1.TLSCertKey, corev1.TLSPrivateKeyKey)
+	}
+	return &consulapi.InlineCertificateConfigEntry{
+		Kind:        consulapi.InlineCertificate,
+		Name:        t.naming.CertificateName(key.Namespace, key.Name),
+		Namespace:   t.naming.Namespace(key.Namespace),
+		Partition:   t.naming.Partition,
+		Certificate: string(secret.Data[corev1.TLSCertKey]),
+		PrivateKey:  string(secret.Data[corev1.TLSPrivateKeyKey]),
+		Meta:        t.owner.Meta(ownerOf("Secret", secret)),
+	}, ""
+}
+
+// portConflict returns why l cannot join listeners: Consul merges listeners on one port
+// only when their hostname and protocol are equal (config_entry_gateways.go:784). The
+// status pipeline never accepts two such listeners; this keeps a stale mix of
+// confirmations from producing an entry Consul refuses.
+func portConflict(listeners []consulapi.APIGatewayListener, l consulapi.APIGatewayListener) string {
+	for _, other := range listeners {
+		if other.Port == l.Port && (other.Hostname != l.Hostname || other.Protocol != l.Protocol) {
+			return fmt.Sprintf("port %d is taken by listener %s", l.Port, other.Name)
+		}
+	}
+	return ""
+}

@@ -1,0 +1,75 @@
+package consul
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+func TestBackendWeight(t *testing.T) {
+	for _, tt := range []struct {
+		w    *int32
+		want int
+	}{{nil, 1}, {trPtr[int32](0), 0}, {trPtr[int32](7), 7}, {trPtr[int32](-1), 0}} {
+		if got := backendWeight(tt.w); got != tt.want {
+			t.Errorf("backendWeight(%v) = %d, want %d", tt.w, got, tt.want)
+		}
+	}
+}
+
+func TestRefsResolved(t *testing.T) {
+	if !refsResolved(trRouteStatus(true), trController) {
+		t.Error("resolved status not recognised")
+	}
+	if refsResolved(trRouteStatus(false), trController) {
+		t.Error("another controller's ResolvedRefs True was taken for ours")
+	}
+	if refsResolved(nil, trController) {
+		t.Error("no status vouches for nothing")
+	}
+}
+
+func TestBackendProblem(t *testing.T) {
+	appProtocol := trService("apps", "h2c", 8080)
+	appProtocol.Spec.Ports[0].AppProtocol = trPtr("kubernetes.io/h2c")
+	httpProtocol := trService("apps", "plain", 8080)
+	httpProtocol.Spec.Ports[0].AppProtocol = trPtr("HTTP")
+	services := trSnapshot(trService("apps", "web", 8080), trService("other", "api", 8080), appProtocol, httpProtocol,
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "ext"}, Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, Ports: []corev1.ServicePort{{Port: 80}}}},
+	).Services
+	ref := func(ns, name string, port int32) gatewayv1.BackendObjectReference {
+		return trRef(ns, name, port, nil).BackendObjectReference
+	}
+	tests := []struct {
+		name     string
+		kind     string
+		ref      gatewayv1.BackendObjectReference
+		resolved bool
+		want     string
+	}{
+		{"same namespace", "HTTPRoute", ref("", "web", 8080), false, ""},
+		{"explicit core kind", "HTTPRoute", gatewayv1.BackendObjectReference{Group: trPtr(gatewayv1.Group("")), Kind: trPtr(gatewayv1.Kind("Service")), Name: "web", Port: trPtr(gatewayv1.PortNumber(8080))}, false, ""},
+		{"other kind", "HTTPRoute", gatewayv1.BackendObjectReference{Kind: trPtr(gatewayv1.Kind("ServiceImport")), Name: "web"}, true, "is not a core Service"},
+		{"other group", "HTTPRoute", gatewayv1.BackendObjectReference{Group: trPtr(gatewayv1.Group("x.io")), Name: "web"}, true, "is not a core Service"},
+		{"missing", "HTTPRoute", ref("", "nope", 8080), true, "names a Service that does not exist"},
+		{"external name", "HTTPRoute", ref("", "ext", 80), true, "names an ExternalName Service"},
+		{"no port", "HTTPRoute", gatewayv1.BackendObjectReference{Name: "web"}, true, "has no port"},
+		{"wrong port", "HTTPRoute", ref("", "web", 80), true, "names port 80, which the Service does not have"},
+		{"cross namespace, vouched for", "HTTPRoute", ref("other", "api", 8080), true, ""},
+		{"cross namespace, not vouched for", "TCPRoute", ref("other", "api", 8080), false, "is in another namespace, and with the route's references not all resolved its ReferenceGrant cannot be vouched for"},
+		{"appProtocol, vouched for", "HTTPRoute", ref("", "h2c", 8080), true, ""},
+		{"appProtocol, not vouched for", "HTTPRoute", ref("", "h2c", 8080), false, "has appProtocol kubernetes.io/h2c, and with the route's references not all resolved it cannot be vouched for"},
+		{"appProtocol http", "HTTPRoute", ref("", "plain", 8080), false, ""},
+		{"appProtocol on a tcp route", "TCPRoute", ref("", "h2c", 8080), false, ""},
+	}
+	for _, tt := range tests {
+		lookup := func(key cache.ObjectName) *corev1.Service { return services[key] }
+		_, got := backendProblem(tt.kind, "apps", tt.ref, lookup, tt.resolved)
+		if got != tt.want {
+			t.Errorf("%s: got %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}

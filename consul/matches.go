@@ -1,0 +1,214 @@
+package consul
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	consulapi "github.com/hashicorp/consul/api"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+// httpMatches translates a rule's matches. No matches means every request: the CRD
+// default is one PathPrefix "/" match.
+func httpMatches(matches []gatewayv1.HTTPRouteMatch) ([]consulapi.HTTPMatch, error) {
+	if len(matches) == 0 {
+		return []consulapi.HTTPMatch{{Path: consulapi.HTTPPathMatch{Match: consulapi.HTTPPathMatchPrefix, Value: "/"}}}, nil
+	}
+	out := make([]consulapi.HTTPMatch, 0, len(matches))
+	for i, m := range matches {
+		match, err := httpMatch(m)
+		if err != nil {
+			return nil, fmt.Errorf("match %d: %w", i, err)
+		}
+		out = append(out, match)
+	}
+	return out, nil
+}
+
+// rewrites reports whether a rule or one of its backendRefs rewrites the URL.
+func rewrites(rule gatewayv1.HTTPRouteRule) bool {
+	has := func(filters []gatewayv1.HTTPRouteFilter) bool {
+		return slices.ContainsFunc(filters, func(f gatewayv1.HTTPRouteFilter) bool { return f.Type == gatewayv1.HTTPRouteFilterURLRewrite })
+	}
+	return has(rule.Filters) || slices.ContainsFunc(rule.BackendRefs, func(b gatewayv1.HTTPBackendRef) bool { return has(b.Filters) })
+}
+
+// segmentPrefixes makes prefix matches match whole path segments, as Gateway API's
+// PathPrefix does: Consul (Envoy) matches a plain string prefix, so prefix "/v2" would
+// also match "/v2example". Prefix "/v2" (or "/v2/") becomes exact "/v2" or prefix
+// "/v2/", with the match's other conditions on both. Prefix "/" is already exact.
+//
+// Rules that rewrite the URL keep the plain prefix: Consul applies one prefix rewrite
+// to all matches of a rule, and the two matches would need different replacements.
+// That gap is documented in docs/consul.md.
+func segmentPrefixes(matches []consulapi.HTTPMatch) []consulapi.HTTPMatch {
+	out := make([]consulapi.HTTPMatch, 0, len(matches))
+	for _, m := range matches {
+		prefix := strings.TrimSuffix(m.Path.Value, "/")
+		if m.Path.Match != consulapi.HTTPPathMatchPrefix || prefix == "" {
+			out = append(out, m)
+			continue
+		}
+		exact, subtree := m, m
+		exact.Path = consulapi.HTTPPathMatch{Match: consulapi.HTTPPathMatchExact, Value: prefix}
+		subtree.Path = consulapi.HTTPPathMatch{Match: consulapi.HTTPPathMatchPrefix, Value: prefix + "/"}
+		out = append(out, exact, subtree)
+	}
+	return out
+}
+
+// httpMatch translates one match, applying the CRD defaults to unset fields (path
+// PathPrefix "/", header and query type Exact). Types Consul has no equivalent for are
+// an error: the status pipeline refuses them, so meeting one means the confirmation
+// and this code disagree, and a dropped condition would widen the match.
+func httpMatch(m gatewayv1.HTTPRouteMatch) (consulapi.HTTPMatch, error) {
+	path, err := pathMatch(m.Path)
+	if err != nil {
+		return consulapi.HTTPMatch{}, err
+	}
+	out := consulapi.HTTPMatch{Path: path}
+	for _, h := range m.Headers {
+		t := gatewayv1.HeaderMatchExact
+		if h.Type != nil {
+			t = *h.Type
+		}
+		mt, ok := map[gatewayv1.HeaderMatchType]consulapi.HTTPHeaderMatchType{
+			gatewayv1.HeaderMatchExact:             consulapi.HTTPHeaderMatchExact,
+			gatewayv1.HeaderMatchRegularExpression: consulapi.HTTPHeaderMatchRegularExpression,
+		}[t]
+		if !ok {
+			return consulapi.HTTPMatch{}, fmt.Errorf("header match type %s %s", t, notSupported)
+		}
+		out.Headers = append(out.Headers, consulapi.HTTPHeaderMatch{Match: mt, Name: string(h.Name), Value: h.Value})
+	}
+	for _, q := range m.QueryParams {
+		t := gatewayv1.QueryParamMatchExact
+		if q.Type != nil {
+			t = *q.Type
+		}
+		mt, ok := map[gatewayv1.QueryParamMatchType]consulapi.HTTPQueryMatchType{
+			gatewayv1.QueryParamMatchExact:             consulapi.HTTPQueryMatchExact,
+			gatewayv1.QueryParamMatchRegularExpression: consulapi.HTTPQueryMatchRegularExpression,
+		}[t]
+		if !ok {
+			return consulapi.HTTPMatch{}, fmt.Errorf("query param match type %s %s", t, notSupported)
+		}
+		out.Query = append(out.Query, consulapi.HTTPQueryMatch{Match: mt, Name: string(q.Name), Value: q.Value})
+	}
+	if m.Method != nil {
+		method, ok := consulMethods[*m.Method]
+		if !ok {
+			return consulapi.HTTPMatch{}, fmt.Errorf("method %s %s", *m.Method, notSupported)
+		}
+		out.Method = method
+	}
+	return out, nil
+}
+
+// notSupported ends the messages about features the status pipeline should have
+// refused.
+const notSupported = "is not supported by Consul's API gateway"
+
+// consulMethods are the methods an http-route match takes (config_entry_routes.go:346).
+var consulMethods = map[gatewayv1.HTTPMethod]consulapi.HTTPMatchMethod{
+	gatewayv1.HTTPMethodConnect: consulapi.HTTPMatchMethodConnect,
+	gatewayv1.HTTPMethodDelete:  consulapi.HTTPMatchMethodDelete,
+	gatewayv1.HTTPMethodGet:     consulapi.HTTPMatchMethodGet,
+	gatewayv1.HTTPMethodHead:    consulapi.HTTPMatchMethodHead,
+	gatewayv1.HTTPMethodOptions: consulapi.HTTPMatchMethodOptions,
+	gatewayv1.HTTPMethodPatch:   consulapi.HTTPMatchMethodPatch,
+	gatewayv1.HTTPMethodPost:    consulapi.HTTPMatchMethodPost,
+	gatewayv1.HTTPMethodPut:     consulapi.HTTPMatchMethodPut,
+	gatewayv1.HTTPMethodTrace:   consulapi.HTTPMatchMethodTrace,
+}
+
+// pathMatch translates a path match; unset means PathPrefix "/" (the CRD default). The
+// match is always written in full, as Consul would normalize it
+// (config_entry_routes.go:114), so what Consul stores equals what was written.
+func pathMatch(p *gatewayv1.HTTPPathMatch) (consulapi.HTTPPathMatch, error) {
+	t, value := gatewayv1.PathMatchPathPrefix, "/"
+	if p != nil && p.Type != nil {
+		t = *p.Type
+	}
+	if p != nil && p.Value != nil {
+		value = *p.Value
+	}
+	switch t {
+	case gatewayv1.PathMatchExact:
+		return consulapi.HTTPPathMatch{Match: consulapi.HTTPPathMatchExact, Value: value}, nil
+	case gatewayv1.PathMatchPathPrefix:
+		return consulapi.HTTPPathMatch{Match: consulapi.HTTPPathMatchPrefix, Value: value}, nil
+	case gatewayv1.PathMatchRegularExpression:
+		return consulapi.HTTPPathMatch{Match: consulapi.HTTPPathMatchRegularExpression, Value: value}, nil
+	}
+	return consulapi.HTTPPathMatch{}, fmt.Errorf("path match type %s %s", t, notSupported)
+}
+
+// httpFilters translates the filters of a rule or of a backendRef. Consul 1.15 has
+// request header modification and prefix rewriting; any other filter is an error
+// rather than dropped, because dropping it would change what the route does.
+func httpFilters(filters []gatewayv1.HTTPRouteFilter) (consulapi.HTTPFilters, error) {
+	var out consulapi.HTTPFilters
+	for _, f := range filters {
+		switch {
+		case f.Type == gatewayv1.HTTPRouteFilterRequestHeaderModifier && f.RequestHeaderModifier != nil:
+			if h, ok := headerFilter(f.RequestHeaderModifier); ok {
+				out.Headers = append(out.Headers, h)
+			}
+		case f.Type == gatewayv1.HTTPRouteFilterURLRewrite && f.URLRewrite != nil:
+			rewrite, err := urlRewrite(f.URLRewrite)
+			if err != nil {
+				return consulapi.HTTPFilters{}, err
+			}
+			if rewrite != nil {
+				out.URLRewrite = rewrite
+			}
+		default:
+			return consulapi.HTTPFilters{}, fmt.Errorf("filter %s %s", f.Type, notSupported)
+		}
+	}
+	return out, nil
+}
+
+// headerFilter translates a RequestHeaderModifier; ok is false when it changes nothing.
+func headerFilter(h *gatewayv1.HTTPHeaderFilter) (consulapi.HTTPHeaderFilter, bool) {
+	out := consulapi.HTTPHeaderFilter{Add: headerMap(h.Add), Set: headerMap(h.Set)}
+	if len(h.Remove) > 0 {
+		out.Remove = slices.Clone(h.Remove)
+	}
+	return out, out.Add != nil || out.Set != nil || out.Remove != nil
+}
+
+// headerMap turns a header list into Consul's map; nil when empty. Names are unique
+// per list (the CRD's listMapKey), so nothing is lost.
+func headerMap(headers []gatewayv1.HTTPHeader) map[string]string {
+	if len(headers) == 0 {
+		return nil
+	}
+	m := make(map[string]string, len(headers))
+	for _, h := range headers {
+		m[string(h.Name)] = h.Value
+	}
+	return m
+}
+
+// urlRewrite translates a URLRewrite. Consul's URLRewrite.Path is a prefix
+// replacement (Envoy prefix_rewrite), so only ReplacePrefixMatch has an equivalent. An
+// empty replacement is written as "/": Consul treats "" as no rewrite at all.
+func urlRewrite(rw *gatewayv1.HTTPURLRewriteFilter) (*consulapi.URLRewrite, error) {
+	if rw.Hostname != nil {
+		return nil, fmt.Errorf("filter URLRewrite hostname %s", notSupported)
+	}
+	if rw.Path == nil {
+		return nil, nil
+	}
+	if rw.Path.Type != gatewayv1.PrefixMatchHTTPPathModifier {
+		return nil, fmt.Errorf("filter URLRewrite path type %s %s", rw.Path.Type, notSupported)
+	}
+	path := "/"
+	if rw.Path.ReplacePrefixMatch != nil && *rw.Path.ReplacePrefixMatch != "" {
+		path = *rw.Path.ReplacePrefixMatch
+	}
+	return &consulapi.URLRewrite{Path: path}, nil
+}
