@@ -109,19 +109,17 @@ func run(ctx context.Context, opts *options.Options) error {
 
 	inf := informers.New(kube, gateway, 0)
 	bundle := informers.NewBundleVersion(meta, 0)
-	var controller *gwsync.Controller
 	syncer := consul.NewSyncer(consul.Config{
-		Client:        consulClient,
-		Naming:        opts.Naming,
-		Ownership:     opts.Ownership(),
-		Options:       opts.Translation,
-		Secrets:       inf.Secrets.Lister(),
-		Services:      inf.Services.Lister(),
-		OwnerExists:   inf.Exists,
-		StatusChanged: func(kind gatewayv1.Kind, key cache.ObjectName) { controller.Enqueue(kind, key) },
-		Workers:       opts.ConsulWorkers,
+		Client:      consulClient,
+		Naming:      opts.Naming,
+		Ownership:   opts.Ownership(),
+		Options:     opts.Translation,
+		Secrets:     inf.Secrets.Lister(),
+		Services:    inf.Services.Lister(),
+		OwnerExists: inf.Exists,
+		Workers:     opts.ConsulWorkers,
 	})
-	controller, err = gwsync.NewController(gwsync.Config{
+	controller, err := gwsync.NewController(ctx, gwsync.Config{
 		ControllerName: gatewayv1.GatewayController(opts.ControllerName),
 		Capabilities:   gwsync.Consul115,
 		Informers:      inf,
@@ -136,6 +134,7 @@ func run(ctx context.Context, opts *options.Options) error {
 	if err != nil {
 		return err
 	}
+	syncer.OnVerdictChange(controller.Enqueue)
 	if err := bundle.OnChange(controller.EnqueueAllGatewayClasses); err != nil {
 		return err
 	}

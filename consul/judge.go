@@ -128,7 +128,7 @@ func (s *Syncer) rejudge(ctx context.Context, logger klog.Logger, key EntryKey, 
 	if err != nil {
 		return err
 	}
-	attempt := s.judging.rejudged(key, time.Now())
+	attempt := s.judging.rejudged(key, s.clock.Now())
 	logger.V(2).Info("Consul had not judged the entry; wrote it again so it does", "waited", judgeTimeout, "attempt", attempt)
 	s.queue.AddAfter(key, judgeTimeout)
 	return nil

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	consulapi "github.com/hashicorp/consul/api"
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 // fakeConsul answers reads of one entry and records the writes.
@@ -62,11 +63,12 @@ func TestUnjudgedEntryIsWrittenAgain(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s := NewSyncer(Config{Client: client, Ownership: own})
+			now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+			s := NewSyncer(Config{Client: client, Ownership: own, Clock: clocktesting.NewFakePassiveClock(now)})
 			defer s.queue.ShutDown()
 			key := KeyOf(desired)
 			s.desired.Entries[key] = desired
-			s.judging.entries[key] = judgement{writtenAt: time.Now().Add(-tt.writtenAgo), rejudges: tt.rejudges}
+			s.judging.entries[key] = judgement{writtenAt: now.Add(-tt.writtenAgo), rejudges: tt.rejudges}
 
 			if err := s.syncEntry(t.Context(), key); err != nil {
 				t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	kworkqueue "k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/metrics"
@@ -41,10 +42,10 @@ type Config struct {
 	// owner exists but was never confirmed (its status write keeps failing) is kept as
 	// it is rather than deleted; an entry whose owner is gone is deleted.
 	OwnerExists func(kind gatewayv1.Kind, key cache.ObjectName) bool
-	// StatusChanged asks the status pipeline to judge an object again because Consul's
-	// verdict on it changed.
-	StatusChanged func(kind gatewayv1.Kind, key cache.ObjectName)
-	Workers       int
+	Workers     int
+	// Clock times how long an entry has waited for Consul's judgement; nil means the
+	// real clock.
+	Clock clock.PassiveClock
 }
 
 // Syncer keeps Consul equal to the translation of the confirmed objects. It consumes
@@ -53,6 +54,7 @@ type Config struct {
 // bring back what drifted, and Consul's verdicts flow back to the status pipeline.
 type Syncer struct {
 	cfg   Config
+	clock clock.PassiveClock
 	queue kworkqueue.TypedRateLimitingInterface[EntryKey]
 	// translator is used by the translation loop alone.
 	translator *Translator
@@ -71,6 +73,9 @@ type Syncer struct {
 	version atomic.Pointer[string]
 	// verdictsRead is set once Consul's verdicts at start have been read (HasSynced).
 	verdictsRead atomic.Bool
+	// statusChanged asks the status pipeline to judge an object again because the
+	// verdict on it changed (OnVerdictChange).
+	statusChanged func(kind gatewayv1.Kind, key cache.ObjectName)
 	// dirty wakes the translation loop; it holds at most one signal, so bursts of
 	// confirmations coalesce into one translation.
 	dirty chan struct{}
@@ -83,8 +88,12 @@ func NewSyncer(cfg Config) *Syncer {
 		metrics.DriftCorrections.WithLabelValues(kind)
 		metrics.GCDeletions.WithLabelValues(kind)
 	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
 	return &Syncer{
 		cfg:        cfg,
+		clock:      cfg.Clock,
 		queue:      workqueue.New[EntryKey]("consul"),
 		translator: NewTranslator(cfg.Naming, cfg.Ownership, cfg.Options),
 		snapshot: Snapshot{
@@ -153,13 +162,17 @@ func sameVersion[T interface{ GetResourceVersion() string }](held, confirmed T) 
 	return held.GetResourceVersion() != "" && held.GetResourceVersion() == confirmed.GetResourceVersion()
 }
 
+// OnVerdictChange registers f to be called with each object whose verdict changed, so
+// its status is judged again. The status pipeline reads verdicts and the syncer tells
+// it when they change: it is registered once both exist, before Run.
+func (s *Syncer) OnVerdictChange(f func(kind gatewayv1.Kind, key cache.ObjectName)) {
+	s.statusChanged = f
+}
+
 // Verdict implements the status pipeline's DataPlane.
 func (s *Syncer) Verdict(kind gatewayv1.Kind, key cache.ObjectName) gwsync.Verdict {
 	return s.verdicts.get(kind, key)
 }
-
-// Resync asks for a translation now, for example after a Secret or Service changed.
-func (s *Syncer) Resync() { s.markDirty() }
 
 func (s *Syncer) markDirty() {
 	select {
@@ -199,7 +212,7 @@ func (s *Syncer) translate(ctx context.Context) {
 			changed++
 		}
 	}
-	s.verdicts.setProblems(next.Problems, s.cfg.StatusChanged)
+	s.verdicts.setProblems(next.Problems, s.statusChanged)
 	klog.FromContext(ctx).V(4).Info("Translated confirmed objects", "entries", len(next.Entries), "translated", s.translator.translated, "changed", changed, "problems", len(next.Problems))
 }
 

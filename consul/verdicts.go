@@ -15,10 +15,9 @@ import (
 
 // Reasons of the verdicts the syncer reports; Consul's own reasons pass through.
 const (
-	ReasonTranslation   = "NotExpressible"
-	ReasonForeignEntry  = "ConsulEntryNotOwned"
-	ReasonWriteFailed   = "ConsulWriteFailed"
-	ReasonConsulPending = "Pending"
+	ReasonTranslation  = "NotExpressible"
+	ReasonForeignEntry = "ConsulEntryNotOwned"
+	ReasonWriteFailed  = "ConsulWriteFailed"
 )
 
 type ownerKey struct {

@@ -135,7 +135,7 @@ func (s *Syncer) compareKind(ctx context.Context, kind string, entries []consula
 		seen[key] = true
 		keys = append(keys, key)
 		owned := s.cfg.Ownership.Owns(entry.GetMeta())
-		s.verdicts.observe(key, entry, owned, s.cfg.StatusChanged)
+		s.verdicts.observe(key, entry, owned, s.statusChanged)
 		desired, want := s.desiredEntry(key)
 		switch {
 		case !owned && !want:
@@ -184,7 +184,7 @@ func (s *Syncer) awaitJudgement(key EntryKey, entry consulapi.ConfigEntry) {
 		s.judging.forget(key)
 		return
 	}
-	if s.judging.noteUnjudged(key, time.Now()) {
+	if s.judging.noteUnjudged(key, s.clock.Now()) {
 		s.queue.AddAfter(key, judgeTimeout)
 	}
 }
@@ -314,9 +314,8 @@ func (s *Syncer) Run(ctx context.Context, confirmedAll <-chan struct{}) error {
 	case <-confirmedAll:
 	}
 	s.translate(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
+	var wg gosync.WaitGroup
+	wg.Go(func() {
 		for {
 			select {
 			case <-ctx.Done():
@@ -325,16 +324,12 @@ func (s *Syncer) Run(ctx context.Context, confirmedAll <-chan struct{}) error {
 				s.translate(ctx)
 			}
 		}
-	}()
+	})
 	for _, kind := range entryKinds {
-		go s.watchKind(ctx, kind)
+		wg.Go(func() { s.watchKind(ctx, kind) })
 	}
-	workers := s.cfg.Workers
-	if workers < 1 {
-		workers = 1
-	}
-	workqueue.Run(ctx, "consul", s.queue, workers, s.syncEntry)
-	<-done
+	workqueue.Run(ctx, "consul", s.queue, max(s.cfg.Workers, 1), s.syncEntry)
+	wg.Wait()
 	klog.FromContext(ctx).Info("Consul writers stopped")
 	return nil
 }

@@ -33,7 +33,7 @@ func (s *Syncer) syncEntry(ctx context.Context, key EntryKey) error {
 	actual, err := s.readEntry(ctx, key)
 	if err != nil {
 		if want {
-			s.verdicts.writeFailed(key, desired.GetMeta(), err, s.cfg.StatusChanged)
+			s.verdicts.writeFailed(key, desired.GetMeta(), err, s.statusChanged)
 		}
 		return err
 	}
@@ -68,12 +68,12 @@ func (s *Syncer) syncEntry(ctx context.Context, key EntryKey) error {
 	case actual == nil:
 		return s.put(ctx, logger, "Created", key, desired, 0)
 	case !s.cfg.Ownership.Owns(actual.GetMeta()):
-		s.verdicts.foreign(key, desired, s.cfg.StatusChanged)
+		s.verdicts.foreign(key, desired, s.statusChanged)
 		logger.V(4).Info("Entry exists and is not ours; leaving it alone")
 		return nil
 	case sameEntry(desired, actual):
 		s.held.record(key, desired)
-		rejudge, wait := s.judging.check(key, actual, time.Now())
+		rejudge, wait := s.judging.check(key, actual, s.clock.Now())
 		if rejudge {
 			return s.rejudge(ctx, logger, key, desired, actual)
 		}
@@ -130,7 +130,7 @@ func (s *Syncer) put(ctx context.Context, logger klog.Logger, verb string, key E
 	s.held.record(key, desired)
 	s.view.wrote(key)
 	if judgedKinds[key.Kind] {
-		s.judging.written(key, time.Now())
+		s.judging.written(key, s.clock.Now())
 		s.queue.AddAfter(key, judgeTimeout)
 	}
 	if drift {
@@ -208,14 +208,14 @@ func (s *Syncer) write(ctx context.Context, logger klog.Logger, verb string, key
 	metrics.ConsulRequestDuration.WithLabelValues(operations[verb]).Observe(time.Since(start).Seconds())
 	metrics.ConsulWrites.WithLabelValues(key.Kind, operations[verb], consulWriteResult(ok, err)).Inc()
 	if err != nil {
-		s.verdicts.writeFailed(key, meta, err, s.cfg.StatusChanged)
+		s.verdicts.writeFailed(key, meta, err, s.statusChanged)
 		return fmt.Errorf("%s %s %s in Consul: %w", verb, key.Kind, key.Name, err)
 	}
 	if !ok {
 		logger.V(4).Info("Check-and-set lost a race; reading again")
 		return workqueue.Expected(errCASMismatch)
 	}
-	s.verdicts.written(key, meta, s.cfg.StatusChanged)
+	s.verdicts.written(key, meta, s.statusChanged)
 	logger.V(2).Info(verb + " Consul config entry")
 	return nil
 }

@@ -4,6 +4,8 @@
 // handlers that map each event to the queue keys it affects. It makes no decisions.
 //
 // New builds every informer and its indexes (factory.go, indexers.go); AddEventHandlers
-// connects them to the work queues (handlers.go); Start and WaitForCacheSync run them.
+// connects them to the work queues (handlers.go); StartWithContext runs them. Workers
+// wait for HasSynced: a decision made on a half-filled cache reports objects missing
+// that merely have not arrived yet.
 // Only kubernetes.io/tls Secrets are cached, and no cached object keeps managedFields.
 package informers

@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/util/wait"
 	kubeinformers "k8s.io/client-go/informers"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -122,12 +121,6 @@ func mustAddIndexers(informer cache.SharedIndexInformer, indexers cache.Indexers
 	}
 }
 
-// Start starts every informer; it does not block. The informers run until stopCh is
-// closed.
-func (i *Informers) Start(stopCh <-chan struct{}) {
-	i.StartWithContext(wait.ContextForChannel(stopCh))
-}
-
 // StartWithContext starts every informer; they stop when ctx is done. The Secret
 // informer's requests log with a logger that never reaches client-go's body logging
 // (verbosity 8 and up), so no private key is written to the log at any -v.
@@ -137,8 +130,8 @@ func (i *Informers) StartWithContext(ctx context.Context) {
 	i.secretFactory.StartWithContext(withoutBodyLogging(ctx))
 }
 
-// Shutdown blocks until every informer goroutine has returned. Close the channel given
-// to Start first, or Shutdown waits forever.
+// Shutdown blocks until every informer goroutine has returned. End the context given
+// to StartWithContext first, or Shutdown waits forever.
 func (i *Informers) Shutdown() {
 	i.gatewayFactory.Shutdown()
 	i.coreFactory.Shutdown()
@@ -163,13 +156,6 @@ func (i *Informers) HasSynced() []cache.InformerSynced {
 		i.Services.Informer().HasSynced,
 		i.Secrets.Informer().HasSynced,
 	}, i.handlersSynced...)
-}
-
-// WaitForCacheSync blocks until every informer has synced, and reports false if ctx
-// ended first. Workers must not start before it returns true: a decision made on a
-// half-filled cache reports objects missing that merely have not arrived yet.
-func (i *Informers) WaitForCacheSync(ctx context.Context) bool {
-	return cache.WaitForNamedCacheSyncWithContext(ctx, i.HasSynced()...)
 }
 
 // dropManagedFields is the transform of every factory. managedFields is often the

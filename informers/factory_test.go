@@ -238,7 +238,7 @@ func TestHasSyncedCoversHandlers(t *testing.T) {
 	if got := len(i.HasSynced()); got != 9 {
 		t.Errorf("before AddEventHandlers: %d HasSynced, want one per informer (9)", got)
 	}
-	if err := i.AddEventHandlers(newQueues(t)); err != nil {
+	if err := i.AddEventHandlers(t.Context(), newQueues(t)); err != nil {
 		t.Fatal(err)
 	}
 	if got := len(i.HasSynced()); got != 18 {
@@ -266,7 +266,7 @@ func TestAddEventHandlersOnRunningInformers(t *testing.T) {
 	)
 	i := New(kube, gateway, 0)
 	queues := newQueues(t)
-	if err := i.AddEventHandlers(queues); err != nil {
+	if err := i.AddEventHandlers(t.Context(), queues); err != nil {
 		t.Fatal(err)
 	}
 	startInformers(t, i)
@@ -338,15 +338,15 @@ func newGatewayClientset(t *testing.T, objs ...runtime.Object) *gatewayfake.Clie
 // startInformers starts i, waits for its caches, and stops it when the test ends.
 func startInformers(t *testing.T, i *Informers) *Informers {
 	t.Helper()
-	stop := make(chan struct{})
+	ctx, stop := context.WithCancel(context.Background())
 	t.Cleanup(func() {
-		close(stop)
+		stop()
 		i.Shutdown()
 	})
-	i.Start(stop)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	i.StartWithContext(ctx)
+	waitCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if !i.WaitForCacheSync(ctx) {
+	if !cache.WaitForCacheSync(waitCtx.Done(), i.HasSynced()...) {
 		t.Fatal("caches did not sync")
 	}
 	return i

@@ -1,6 +1,7 @@
 package informers
 
 import (
+	"context"
 	"fmt"
 	"maps"
 
@@ -33,8 +34,9 @@ type Queues struct {
 //
 // It may be called before or after Start: a handler added to a running informer is
 // first handed every cached object as an add.
-func (i *Informers) AddEventHandlers(q Queues) error {
-	h := i.eventHandlers(q)
+// Handlers log through ctx's logger.
+func (i *Informers) AddEventHandlers(ctx context.Context, q Queues) error {
+	h := i.eventHandlers(ctx, q)
 	registrations := []struct {
 		kind     string
 		informer cache.SharedIndexInformer
@@ -77,14 +79,14 @@ type eventHandlers struct {
 	secrets         cache.ResourceEventHandler
 }
 
-func (i *Informers) eventHandlers(q Queues) eventHandlers {
+func (i *Informers) eventHandlers(ctx context.Context, q Queues) eventHandlers {
 	m := &keyMapper{
 		queues:     q,
 		gateways:   i.Gateways.Informer().GetIndexer(),
 		httpRoutes: i.HTTPRoutes.Informer().GetIndexer(),
 		tcpRoutes:  i.TCPRoutes.Informer().GetIndexer(),
 		grpcRoutes: i.GRPCRoutes.Informer().GetIndexer(),
-		logger:     klog.Background().WithName("informers"),
+		logger:     klog.FromContext(ctx).WithName("informers"),
 	}
 	return eventHandlers{
 		gatewayClasses:  m.forEachName(m.gatewayClassChanged),

@@ -435,7 +435,7 @@ func TestEventHandlers(t *testing.T) {
 			i := newWorldInformers(t)
 			queues := newQueues(t)
 
-			tt.event(i.eventHandlers(queues))
+			tt.event(i.eventHandlers(t.Context(), queues))
 
 			if diff := cmp.Diff(tt.want, drain(queues), cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("enqueued keys (-want +got):\n%s", diff)
@@ -449,7 +449,7 @@ func TestEventHandlers(t *testing.T) {
 func TestEventHandlersUnexpectedObjects(t *testing.T) {
 	i := newWorldInformers(t)
 	queues := newQueues(t)
-	h := i.eventHandlers(queues)
+	h := i.eventHandlers(t.Context(), queues)
 
 	h.httpRoutes.OnDelete(cache.DeletedFinalStateUnknown{Key: "a/b/c"})
 	h.referenceGrants.OnAdd(service("apps", "web-svc"), false)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	gosync "sync"
 	"time"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -104,8 +105,9 @@ type Controller struct {
 	grpcRouteQueue    kworkqueue.TypedRateLimitingInterface[cache.ObjectName]
 }
 
-// NewController builds the controller and registers its event handlers.
-func NewController(cfg Config) (*Controller, error) {
+// NewController builds the controller and registers its event handlers, which log
+// through ctx's logger.
+func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 	inf := cfg.Informers
 	c := &Controller{
 		decider: decider{
@@ -144,7 +146,7 @@ func NewController(cfg Config) (*Controller, error) {
 	if c.dataPlane == nil {
 		c.dataPlane = noDataPlane{}
 	}
-	err := inf.AddEventHandlers(informers.Queues{
+	err := inf.AddEventHandlers(ctx, informers.Queues{
 		GatewayClasses: c.gatewayClassQueue,
 		Gateways:       c.gatewayQueue,
 		HTTPRoutes:     c.httpRouteQueue,
@@ -189,10 +191,8 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 	c.initial.expect(c.cachedKeys())
 	logger.Info("Starting status workers", "workers", c.workers, "objects", c.initial.remaining())
-	done := make(chan struct{})
-	run := func(f func()) {
-		go func() { f(); done <- struct{}{} }()
-	}
+	var wg gosync.WaitGroup
+	run := wg.Go
 	run(func() {
 		workqueue.Run(ctx, "gatewayclass", c.gatewayClassQueue, c.workers.GatewayClasses, func(ctx context.Context, name string) error {
 			return c.initial.track("GatewayClass", cache.ObjectName{Name: name}, c.syncGatewayClass(ctx, name))
@@ -210,9 +210,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	run(func() {
 		workqueue.Run(ctx, "grpcroute", c.grpcRouteQueue, c.workers.GRPCRoutes, c.tracked("GRPCRoute", c.syncGRPCRoute))
 	})
-	for range 5 {
-		<-done
-	}
+	wg.Wait()
 	logger.Info("Status workers stopped")
 	return nil
 }

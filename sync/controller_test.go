@@ -42,7 +42,7 @@ func newTestController(t *testing.T, objs ...runtime.Object) (*Controller, *gate
 	gwClient := gatewayfake.NewSimpleClientset()
 	inf := informers.New(kubefake.NewClientset(), gwClient, 0)
 	pub := &recordingPublisher{}
-	c, err := NewController(Config{
+	c, err := NewController(t.Context(), Config{
 		ControllerName: testController,
 		Capabilities:   Consul115,
 		Informers:      inf,

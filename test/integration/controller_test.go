@@ -74,23 +74,21 @@ func startController(t *testing.T, name gatewayv1.GatewayController, opts contro
 	inf := informers.New(kube, gateway, 0)
 	var publisher gwsync.Publisher = rc.published
 	var dataPlane gwsync.DataPlane
-	var controller *gwsync.Controller
 	if opts.consul != nil {
 		rc.consulWrites = &requestCounter{}
 		rc.syncer = consul.NewSyncer(consul.Config{
-			Client:        consulClient(t, opts.consul, rc.consulWrites),
-			Ownership:     consul.Ownership{Controller: string(name), ClusterID: opts.consul.clusterID},
-			Options:       opts.consul.translation,
-			Secrets:       inf.Secrets.Lister(),
-			Services:      inf.Services.Lister(),
-			OwnerExists:   inf.Exists,
-			StatusChanged: func(kind gatewayv1.Kind, key cache.ObjectName) { controller.Enqueue(kind, key) },
-			Workers:       2,
+			Client:      consulClient(t, opts.consul, rc.consulWrites),
+			Ownership:   consul.Ownership{Controller: string(name), ClusterID: opts.consul.clusterID},
+			Options:     opts.consul.translation,
+			Secrets:     inf.Secrets.Lister(),
+			Services:    inf.Services.Lister(),
+			OwnerExists: inf.Exists,
+			Workers:     2,
 		})
 		publisher = multiPublisher{rc.published, rc.syncer}
 		dataPlane = rc.syncer
 	}
-	controller, err := gwsync.NewController(gwsync.Config{
+	controller, err := gwsync.NewController(t.Context(), gwsync.Config{
 		ControllerName: name,
 		Capabilities:   gwsync.Consul115,
 		Informers:      inf,
@@ -102,6 +100,9 @@ func startController(t *testing.T, name gatewayv1.GatewayController, opts contro
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if rc.syncer != nil {
+		rc.syncer.OnVerdictChange(controller.Enqueue)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	inf.StartWithContext(ctx)

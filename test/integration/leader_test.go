@@ -69,7 +69,7 @@ func startReplica(ctx context.Context, t *testing.T, identity string, controller
 				r.mu.Unlock()
 			}()
 			inf := informers.New(kube, gateway, 0)
-			controller, err := gwsync.NewController(gwsync.Config{
+			controller, err := gwsync.NewController(ctx, gwsync.Config{
 				ControllerName: controllerName,
 				Capabilities:   gwsync.Consul115,
 				Informers:      inf,
