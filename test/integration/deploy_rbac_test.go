@@ -1,0 +1,268 @@
+package integration
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/options"
+)
+
+// grant is one verb on one resource of one rule of the ClusterRole or the Role.
+type grant struct {
+	role     string // "ClusterRole" or "Role"
+	rule     int
+	verb     string
+	resource string // with its subresource, as the authorizer names it
+	group    string
+}
+
+func (g grant) String() string {
+	return fmt.Sprintf("%s rule %d: %s %s", g.role, g.rule, g.verb, strings.TrimPrefix(g.resource+"."+g.group, "."))
+}
+
+// grants splits every rule into single grants.
+func grants(role string, rules []rbacv1.PolicyRule) []grant {
+	var out []grant
+	for i, rule := range rules {
+		for _, group := range rule.APIGroups {
+			for _, resource := range rule.Resources {
+				for _, verb := range rule.Verbs {
+					out = append(out, grant{role: role, rule: i, verb: verb, resource: resource, group: group})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// without returns rules with the one grant g removed; the rest of g's rule stays, split
+// into a rule for the other resources and one for the other verbs of g's resource.
+func without(rules []rbacv1.PolicyRule, role string, g *grant) []rbacv1.PolicyRule {
+	var out []rbacv1.PolicyRule
+	for i, rule := range rules {
+		if g == nil || g.role != role || g.rule != i {
+			out = append(out, *rule.DeepCopy())
+			continue
+		}
+		if len(rule.APIGroups) != 1 {
+			panic("a rule with several apiGroups: split it in deploy/ so each grant can be tested")
+		}
+		others := slices.DeleteFunc(slices.Clone(rule.Resources), func(r string) bool { return r == g.resource })
+		if len(others) > 0 {
+			r := *rule.DeepCopy()
+			r.Resources = others
+			out = append(out, r)
+		}
+		verbs := slices.DeleteFunc(slices.Clone(rule.Verbs), func(v string) bool { return v == g.verb })
+		if len(verbs) > 0 {
+			r := *rule.DeepCopy()
+			r.Resources, r.Verbs = []string{g.resource}, verbs
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// rbacCase runs the controller with the deploy/ roles minus one grant (nil: the full
+// roles, which must show no refusal).
+type rbacCase struct {
+	name      string
+	removed   *grant
+	watchList bool // false: through startWatchListOffProxy
+}
+
+// TestDeployRBACIsLeastPrivilege removes each grant of the ClusterRole and the Role
+// that deploy/ renders, one per case, and runs the controller binary with what is left
+// against an example that provokes every grant: each removal must show as a refusal
+// of exactly that grant (or a non-zero exit) within a bounded time, and the full roles
+// must show none. A grant whose removal shows nothing is a grant the controller does
+// not need.
+func TestDeployRBACIsLeastPrivilege(t *testing.T) {
+	start := time.Now()
+	r := renderDeploy(t)
+	checkLeaseRule(t, r.role)
+	ensureNamespace(t, r.role.Namespace)
+
+	cases := []rbacCase{
+		{name: "full roles", watchList: true},
+		{name: "full roles, API server without WatchList", watchList: false},
+	}
+	for _, g := range append(grants("ClusterRole", r.clusterRole.Rules), grants("Role", r.role.Rules)...) {
+		// Informers list only where the API server lacks WatchList (see
+		// startWatchListOffProxy); there, and only there, is a list grant needed.
+		cases = append(cases, rbacCase{name: "without " + g.String(), removed: &g, watchList: g.verb != "list"})
+	}
+	t.Cleanup(func() { t.Logf("%d cases, wall time %s", len(cases), time.Since(start).Round(time.Millisecond)) })
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			runRBACCase(t, r, c, fmt.Sprintf("rbac-%s-%d", utilrand.String(4), i))
+		})
+	}
+}
+
+// checkLeaseRule checks that the Role's get and update on leases name exactly the
+// Lease the controller uses by default; the cases rename it to their own Lease.
+func checkLeaseRule(t *testing.T, role rbacv1.Role) {
+	t.Helper()
+	want := options.New().Leader
+	if role.Namespace != want.Namespace {
+		t.Errorf("Role in namespace %q; the controller's Lease is in %q", role.Namespace, want.Namespace)
+	}
+	for _, rule := range role.Rules {
+		if len(rule.ResourceNames) > 0 && !slices.Equal(rule.ResourceNames, []string{want.Name}) {
+			t.Errorf("Role rule %v names %v; the controller's Lease is %q", rule.Verbs, rule.ResourceNames, want.Name)
+		}
+	}
+}
+
+func ensureNamespace(t *testing.T, name string) {
+	t.Helper()
+	_, err := env.KubeClient.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+}
+
+// runRBACCase gives a fresh ServiceAccount copies of the roles without c.removed (the
+// Role's Lease renamed to the case's own), creates the example for a fresh
+// GatewayClass, and runs the controller with the ServiceAccount's token.
+func runRBACCase(t *testing.T, r renderedDeploy, c rbacCase, id string) {
+	ctx := t.Context()
+	controller := gatewayv1.GatewayController("example.com/" + id)
+	x := newDeployExample(id, id)
+	createObject(t, &gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: id}, Spec: gatewayv1.GatewayClassSpec{ControllerName: controller}})
+	x.create(t)
+
+	core, rbac := env.KubeClient.CoreV1(), env.KubeClient.RbacV1()
+	if _, err := core.ServiceAccounts(x.ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: id}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	subjects := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: id, Namespace: x.ns}}
+	clusterRules := without(r.clusterRole.Rules, "ClusterRole", c.removed)
+	roleRules := without(r.role.Rules, "Role", c.removed)
+	for i := range roleRules {
+		if len(roleRules[i].ResourceNames) > 0 {
+			roleRules[i].ResourceNames = []string{id} // the case's Lease (checkLeaseRule)
+		}
+	}
+	create := func(what string, err error) {
+		if err != nil {
+			t.Fatalf("create %s: %v", what, err)
+		}
+	}
+	meta := metav1.ObjectMeta{Name: id}
+	_, err := rbac.ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: meta, Rules: clusterRules}, metav1.CreateOptions{})
+	create("ClusterRole", err)
+	_, err = rbac.ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: meta, Subjects: subjects,
+		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: id}}, metav1.CreateOptions{})
+	create("ClusterRoleBinding", err)
+	leaseNS := r.role.Namespace
+	_, err = rbac.Roles(leaseNS).Create(ctx, &rbacv1.Role{ObjectMeta: meta, Rules: roleRules}, metav1.CreateOptions{})
+	create("Role", err)
+	_, err = rbac.RoleBindings(leaseNS).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: meta, Subjects: subjects,
+		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: id}}, metav1.CreateOptions{})
+	create("RoleBinding", err)
+	t.Cleanup(func() {
+		ctx, del := t.Context(), metav1.DeleteOptions{}
+		_ = rbac.ClusterRoleBindings().Delete(ctx, id, del)
+		_ = rbac.ClusterRoles().Delete(ctx, id, del)
+		_ = rbac.RoleBindings(leaseNS).Delete(ctx, id, del)
+		_ = rbac.Roles(leaseNS).Delete(ctx, id, del)
+		_ = env.KubeClient.CoordinationV1().Leases(leaseNS).Delete(ctx, id, del)
+	})
+	user := serviceaccountUser(x.ns, id)
+	waitAuthorized(t, user, clusterRules[0], "")
+	waitAuthorized(t, user, roleRules[0], leaseNS)
+
+	var proxy *watchListOffProxy
+	if !c.watchList {
+		proxy = startWatchListOffProxy(t)
+	}
+	args := r.processArgs(t, id,
+		"--controller-name="+string(controller),
+		"--cluster-id="+id,
+		"--manage-service-defaults",
+		"--leader-elect-resource-namespace="+leaseNS,
+		"--leader-elect-resource-name="+id,
+	)
+	p := startControllerProcess(t, id, processOptions{kubeconfig: serviceAccountKubeconfig(t, x.ns, id, proxy), args: args})
+	started := time.Now()
+	if c.removed == nil {
+		waitConverged(t, p, x, controller, 90*time.Second)
+		t.Logf("converged in %s with no refusal", time.Since(started).Round(time.Millisecond))
+		if proxy != nil && (proxy.refused.Load() == 0 || proxy.lists.Load() == 0) {
+			t.Errorf("through the proxy: %d watch-lists refused, %d lists: the informers did not take the LIST path", proxy.refused.Load(), proxy.lists.Load())
+		}
+		return
+	}
+	outcome := awaitDegradation(t, p, *c.removed, 45*time.Second)
+	t.Logf("%s: %s after %s", c.removed, outcome, time.Since(started).Round(time.Millisecond))
+	p.kill() // decided: free the CPU for the other cases
+}
+
+func serviceaccountUser(namespace, name string) string {
+	return "system:serviceaccount:" + namespace + ":" + name
+}
+
+// waitAuthorized waits until the API server's RBAC cache allows user the first grant
+// of rule, so the controller does not race the bindings just created.
+func waitAuthorized(t *testing.T, user string, rule rbacv1.PolicyRule, namespace string) {
+	t.Helper()
+	attrs := &authorizationv1.ResourceAttributes{Namespace: namespace, Group: rule.APIGroups[0], Verb: rule.Verbs[0]}
+	attrs.Resource, attrs.Subresource, _ = strings.Cut(rule.Resources[0], "/")
+	if len(rule.ResourceNames) > 0 {
+		attrs.Name = rule.ResourceNames[0]
+	}
+	eventually(t, 10*time.Second, "RBAC allows "+user+" to "+attrs.Verb+" "+rule.Resources[0], func() (bool, error) {
+		sar, err := env.KubeClient.AuthorizationV1().SubjectAccessReviews().Create(t.Context(), &authorizationv1.SubjectAccessReview{
+			Spec: authorizationv1.SubjectAccessReviewSpec{User: user, ResourceAttributes: attrs},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			return false, err
+		}
+		return sar.Status.Allowed, nil
+	})
+}
+
+// awaitDegradation waits until the controller visibly suffers the removal of g: the API
+// server refuses it exactly g, or it exits non-zero. It fails the test on anything
+// else: a refusal of another grant, a clean exit, or nothing within timeout.
+func awaitDegradation(t *testing.T, p *controllerProcess, g grant, timeout time.Duration) string {
+	t.Helper()
+	want := refusal{g.verb, g.resource, g.group}
+	deadline := time.Now().Add(timeout)
+	for {
+		log := p.output()
+		found, _ := refusals(log)
+		if slices.Contains(found, want) {
+			return "refused " + want.String() + " in: " + refusalLine(log, want)
+		}
+		if len(found) > 0 {
+			t.Fatalf("%s: refused %v, not the removed grant\n--- log tail ---\n%s", g, found, logTail(log, 30))
+		}
+		if !p.running() {
+			code, _ := p.wait(time.Second)
+			if code != 0 {
+				return fmt.Sprintf("exited with code %d", code)
+			}
+			t.Fatalf("%s: the controller exited with code 0 and no refusal\n--- log tail ---\n%s", g, logTail(log, 30))
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: no visible degradation within %s (no refusal, still running): the grant looks unneeded, or the example does not provoke it\n--- log tail ---\n%s",
+				g, timeout, logTail(log, 30))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
