@@ -3,6 +3,16 @@
 // ReferenceGrant checks, conditions), and the workers that write that status with the
 // lister's resourceVersion and publish what the API server confirmed.
 //
+// Words used throughout, in Kubernetes terms:
+//   - a decision is the status this package computes for an object from the caches;
+//   - a confirmation (confirmed object) is an object whose stored status the API server
+//     holds exactly as decided: the object a successful UpdateStatus returned, or a
+//     lister object whose status already equals the decision. Only confirmed objects
+//     reach the Consul syncer;
+//   - a verdict is what the data plane (Consul) said about the entries written for an
+//     object: its Accepted condition on the entry, or why nothing could be written. It
+//     becomes the Gateway's Programmed and the route's ConsulAccepted condition.
+//
 // It shares its name with the standard library's sync; alias one of them where a file
 // needs both.
 package sync
