@@ -1,6 +1,7 @@
 package consul
 
 import (
+	"maps"
 	gosync "sync"
 )
 
@@ -25,11 +26,7 @@ func newConsulView() *consulView {
 func (v *consulView) list(kind string, keys []EntryKey) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	for key := range v.present {
-		if key.Kind == kind {
-			delete(v.present, key)
-		}
-	}
+	deleteKind(v.present, kind)
 	for _, key := range keys {
 		v.present[key] = true
 	}
@@ -40,11 +37,7 @@ func (v *consulView) list(kind string, keys []EntryKey) {
 func (v *consulView) forgetKind(kind string) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	for key := range v.present {
-		if key.Kind == kind {
-			delete(v.present, key)
-		}
-	}
+	deleteKind(v.present, kind)
 	delete(v.listed, kind)
 }
 
@@ -75,4 +68,9 @@ func (v *consulView) absent(key EntryKey) bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return v.listed[key.Kind] && !v.present[key]
+}
+
+// deleteKind removes every key of kind from m.
+func deleteKind[V any](m map[EntryKey]V, kind string) {
+	maps.DeleteFunc(m, func(key EntryKey, _ V) bool { return key.Kind == kind })
 }

@@ -295,11 +295,7 @@ func (m *matchedEntries) forget(key EntryKey) {
 func (m *matchedEntries) forgetKind(kind string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for key := range m.entries {
-		if key.Kind == kind {
-			delete(m.entries, key)
-		}
-	}
+	deleteKind(m.entries, kind)
 }
 
 // Run reads Consul's verdicts on what it holds, waits until confirmedAll is closed
