@@ -288,7 +288,7 @@ func parallel(ctx context.Context, workers, n int, fn func(context.Context, int)
 // controllerArgs are the flags of every controller the bench runs; docs/bench.md
 // lists them.
 func controllerArgs(cfg *config, qps float64, burst int) []string {
-	return []string{
+	return append([]string{
 		fmt.Sprintf("--kube-api-qps=%g", qps),
 		fmt.Sprintf("--kube-api-burst=%d", burst),
 		fmt.Sprintf("--consul-workers=%d", consulWorkers),
@@ -299,7 +299,7 @@ func controllerArgs(cfg *config, qps float64, burst int) []string {
 		"--leader-elect-renew-deadline=4s",
 		"--leader-elect-retry-period=1s",
 		fmt.Sprintf("-v=%d", cfg.verbosity),
-	}
+	}, cfg.extraArgs...)
 }
 
 const (
