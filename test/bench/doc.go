@@ -70,7 +70,7 @@ func renderDoc(cfg *config, m machine, table, targets string, started time.Time)
 	fmt.Fprintf(&b, "- Run: %s; sizes %s routes; scenarios %s; %d edits; %d Secrets.\n",
 		started.UTC().Format("2006-01-02 15:04 MST"), joinInts(cfg.sizes), strings.Join(selected(cfg), ", "), cfg.edits, cfg.secrets)
 	fmt.Fprintf(&b, "- Controller: built from `%s` (`git describe --always --dirty`; dirty means uncommitted changes were built too).\n",
-		describe(cfg.root))
+		cfg.built)
 	fmt.Fprintf(&b, "- Machine: %s, %d cores, %.0f GiB memory, %s; the servers (etcd, kube-apiserver,\n"+
 		"  Consul 1.15 dev agent at trace log level, as the harness runs it) share it with the controller and the bench.\n",
 		m.cpu, m.cores, float64(m.memory)/(1<<30), m.goVer)

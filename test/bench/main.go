@@ -53,6 +53,9 @@ type config struct {
 	root      string
 	logDir    string
 	binary    string
+	// built names the checkout the binary was built from, read when it was built:
+	// the tree may change while the bench runs.
+	built string
 }
 
 func parseFlags(args []string) (*config, error) {
@@ -154,6 +157,7 @@ func run(ctx context.Context, cfg *config) error {
 	}
 	defer os.RemoveAll(binDir)
 	logf("building the controller")
+	cfg.built = describe(cfg.root)
 	if cfg.binary, err = testenv.BuildController(binDir); err != nil {
 		return err
 	}
