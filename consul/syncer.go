@@ -71,6 +71,8 @@ type Syncer struct {
 	view      *consulView
 	// version is the Consul server's version, "" until known.
 	version atomic.Pointer[string]
+	// references are the Secrets and Services the last translation read.
+	references Snapshot
 	// verdictsRead is set once Consul's verdicts at start have been read (HasSynced).
 	verdictsRead atomic.Bool
 	// statusChanged asks the status pipeline to judge an object again because the
@@ -117,38 +119,77 @@ func NewSyncer(cfg Config) *Syncer {
 //
 // A confirmation of the version already held (the cache's copy of an object a status
 // write returned, or an object judged again because a Secret or Service it refers to
-// changed) keeps the held object, and with it its translation, but still asks for a
-// translation: what the object refers to is read then, and may be what changed.
+// changed) keeps the held object, and with it its translation; it asks for a
+// translation only when a Secret or Service the object refers to is not the one the
+// last translation read.
 func (s *Syncer) Publish(_ context.Context, c gwsync.Confirmation) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.confirmed[ownerKey{c.Kind, c.Key}] = true
+	held := false
 	switch c.Kind {
 	case "Gateway":
-		if gw, ok := c.Object.(*gatewayv1.Gateway); !ok {
+		gw, ok := c.Object.(*gatewayv1.Gateway)
+		switch {
+		case !ok:
 			delete(s.snapshot.Gateways, c.Key)
-		} else if !sameVersion(s.snapshot.Gateways[c.Key], gw) {
+		case sameVersion(s.snapshot.Gateways[c.Key], gw):
+			held = !referencesMoved(s.cfg.Secrets.Secrets, s.references.Secrets, gatewaySecrets(gw))
+		default:
 			s.snapshot.Gateways[c.Key] = gw
 		}
 	case "HTTPRoute":
-		if r, ok := c.Object.(*gatewayv1.HTTPRoute); !ok || c.Route == nil {
+		r, ok := c.Object.(*gatewayv1.HTTPRoute)
+		switch {
+		case !ok || c.Route == nil:
 			delete(s.snapshot.HTTPRoutes, c.Key)
-		} else if held, ok := s.snapshot.HTTPRoutes[c.Key]; !ok || !sameVersion(held.Route, r) || !reflect.DeepEqual(held.Decision, *c.Route) {
+		case sameConfirmation(s.snapshot.HTTPRoutes[c.Key].Route, r, s.snapshot.HTTPRoutes[c.Key].Decision, *c.Route):
+			held = !referencesMoved(s.cfg.Services.Services, s.references.Services, httpRouteServices(r))
+		default:
 			s.snapshot.HTTPRoutes[c.Key] = ConfirmedHTTPRoute{Route: r, Decision: *c.Route}
 		}
 	case "TCPRoute":
-		if r, ok := c.Object.(*gatewayv1.TCPRoute); !ok || c.Route == nil {
+		r, ok := c.Object.(*gatewayv1.TCPRoute)
+		switch {
+		case !ok || c.Route == nil:
 			delete(s.snapshot.TCPRoutes, c.Key)
-		} else if held, ok := s.snapshot.TCPRoutes[c.Key]; !ok || !sameVersion(held.Route, r) || !reflect.DeepEqual(held.Decision, *c.Route) {
+		case sameConfirmation(s.snapshot.TCPRoutes[c.Key].Route, r, s.snapshot.TCPRoutes[c.Key].Decision, *c.Route):
+			held = !referencesMoved(s.cfg.Services.Services, s.references.Services, tcpRouteServices(r))
+		default:
 			s.snapshot.TCPRoutes[c.Key] = ConfirmedTCPRoute{Route: r, Decision: *c.Route}
 		}
 	default:
 		return // GatewayClasses and GRPCRoutes produce no entries
 	}
+	if held {
+		return // nothing the translation reads changed
+	}
 	if c.Object == nil {
 		s.verdicts.forget(ownerKey{c.Kind, c.Key})
 	}
 	s.markDirty()
+}
+
+// sameConfirmation reports whether a route confirmation repeats the held one.
+func sameConfirmation[R interface{ GetResourceVersion() string }](held, confirmed R, heldDecision, decision gwsync.RouteDecision) bool {
+	return sameVersion(held, confirmed) && reflect.DeepEqual(heldDecision, decision)
+}
+
+// referencesMoved reports whether any of keys is, in the cache, another object than
+// the one the last translation read: a cached object is replaced, never changed, so a
+// different pointer is a change.
+func referencesMoved[T comparable, L interface{ Get(string) (T, error) }](lister func(string) L, read map[cache.ObjectName]T, keys []cache.ObjectName) bool {
+	for _, key := range keys {
+		var zero T
+		current, err := lister(key.Namespace).Get(key.Name)
+		if err != nil {
+			current = zero
+		}
+		if current != read[key] {
+			return true
+		}
+	}
+	return false
 }
 
 // sameVersion reports whether the confirmed object held is the same version of the
@@ -186,6 +227,7 @@ func (s *Syncer) markDirty() {
 func (s *Syncer) translate(ctx context.Context) {
 	s.mu.Lock()
 	snapshot := s.snapshotWithReferences()
+	s.references = Snapshot{Secrets: snapshot.Secrets, Services: snapshot.Services}
 	previous := s.desired
 	s.mu.Unlock()
 
@@ -233,30 +275,56 @@ func (s *Syncer) snapshotWithReferences() Snapshot {
 		Services:   map[cache.ObjectName]*corev1.Service{},
 	}
 	for _, gw := range snap.Gateways {
-		for _, l := range gw.Spec.Listeners {
-			if l.TLS == nil {
-				continue
-			}
-			for _, ref := range l.TLS.CertificateRefs {
-				addObject(snap.Secrets, refName(gw.Namespace, ref.Namespace, ref.Name), s.cfg.Secrets.Secrets)
-			}
+		for _, key := range gatewaySecrets(gw) {
+			addObject(snap.Secrets, key, s.cfg.Secrets.Secrets)
 		}
 	}
 	for _, r := range snap.HTTPRoutes {
-		for _, rule := range r.Route.Spec.Rules {
-			for _, b := range rule.BackendRefs {
-				addObject(snap.Services, refName(r.Route.Namespace, b.Namespace, b.Name), s.cfg.Services.Services)
-			}
+		for _, key := range httpRouteServices(r.Route) {
+			addObject(snap.Services, key, s.cfg.Services.Services)
 		}
 	}
 	for _, r := range snap.TCPRoutes {
-		for _, rule := range r.Route.Spec.Rules {
-			for _, b := range rule.BackendRefs {
-				addObject(snap.Services, refName(r.Route.Namespace, b.Namespace, b.Name), s.cfg.Services.Services)
-			}
+		for _, key := range tcpRouteServices(r.Route) {
+			addObject(snap.Services, key, s.cfg.Services.Services)
 		}
 	}
 	return snap
+}
+
+// gatewaySecrets are the Secrets gw's listeners name as certificates.
+func gatewaySecrets(gw *gatewayv1.Gateway) []cache.ObjectName {
+	var keys []cache.ObjectName
+	for _, l := range gw.Spec.Listeners {
+		if l.TLS == nil {
+			continue
+		}
+		for _, ref := range l.TLS.CertificateRefs {
+			keys = append(keys, refName(gw.Namespace, ref.Namespace, ref.Name))
+		}
+	}
+	return keys
+}
+
+// httpRouteServices and tcpRouteServices are the Services a route names as backends.
+func httpRouteServices(r *gatewayv1.HTTPRoute) []cache.ObjectName {
+	var keys []cache.ObjectName
+	for _, rule := range r.Spec.Rules {
+		for _, b := range rule.BackendRefs {
+			keys = append(keys, refName(r.Namespace, b.Namespace, b.Name))
+		}
+	}
+	return keys
+}
+
+func tcpRouteServices(r *gatewayv1.TCPRoute) []cache.ObjectName {
+	var keys []cache.ObjectName
+	for _, rule := range r.Spec.Rules {
+		for _, b := range rule.BackendRefs {
+			keys = append(keys, refName(r.Namespace, b.Namespace, b.Name))
+		}
+	}
+	return keys
 }
 
 func refName(defaultNamespace string, namespace *gatewayv1.Namespace, name gatewayv1.ObjectName) cache.ObjectName {
