@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
 )
 
 // routeHostnames decides the Hostnames of an http-route entry written to parents. Consul
@@ -115,7 +117,9 @@ func hostnameProblem(p parentListener, hosts, served []string) string {
 func minimalHostnames(hosts []string) []string {
 	var out []string
 	for _, h := range hosts {
-		if !slices.ContainsFunc(hosts, func(w string) bool { return w != h && wildcardMatches(w, h) }) {
+		if !slices.ContainsFunc(hosts, func(w string) bool {
+			return w != h && gwsync.WildcardMatches(gatewayv1.Hostname(w), gatewayv1.Hostname(h))
+		}) {
 			out = append(out, h)
 		}
 	}
@@ -126,37 +130,18 @@ func minimalHostnames(hosts []string) []string {
 // listener with hostname listener ("" for any): each route hostname that overlaps the
 // listener's, as the more specific of the two, deduplicated, in route order. A wildcard
 // stands for one or more labels, so "*.example.com" matches neither "example.com" nor
-// "badexample.com". The status pipeline applies the same rules (sync/hostnames.go).
+// "badexample.com". Each pair is intersected by the status pipeline's own rule
+// (sync.HostnameIntersection), so status and translation cannot disagree.
 func intersectHostnames(listener string, route []gatewayv1.Hostname) []string {
 	var hosts []string
 	for _, r := range route {
-		host, ok := hostnameIntersection(listener, string(r))
+		h, ok := gwsync.HostnameIntersection(gatewayv1.Hostname(listener), r)
+		host := string(h)
 		if ok && !slices.Contains(hosts, host) {
 			hosts = append(hosts, host)
 		}
 	}
 	return hosts
-}
-
-func hostnameIntersection(listener, route string) (string, bool) {
-	switch {
-	case listener == "", listener == route, wildcardMatches(listener, route):
-		return route, true
-	case wildcardMatches(route, listener):
-		return listener, true
-	}
-	return "", false
-}
-
-// wildcardMatches reports whether pattern is a wildcard that matches host (which may be
-// a narrower wildcard).
-func wildcardMatches(pattern, host string) bool {
-	suffix, ok := strings.CutPrefix(pattern, "*")
-	if !ok {
-		return false
-	}
-	labels, found := strings.CutSuffix(host, suffix)
-	return found && labels != ""
 }
 
 func isWildcard(host string) bool { return strings.HasPrefix(host, "*") }

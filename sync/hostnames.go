@@ -37,7 +37,7 @@ func intersectHostnames(listener *gatewayv1.Hostname, route []gatewayv1.Hostname
 		return []gatewayv1.Hostname{listenerHost}, true
 	}
 	for _, routeHost := range route {
-		host, ok := hostnameIntersection(listenerHost, routeHost)
+		host, ok := HostnameIntersection(listenerHost, routeHost)
 		if !ok || slices.Contains(hosts, host) {
 			continue
 		}
@@ -46,25 +46,26 @@ func intersectHostnames(listener *gatewayv1.Hostname, route []gatewayv1.Hostname
 	return hosts, len(hosts) > 0
 }
 
-// hostnameIntersection returns the more specific of a listener and a route hostname
-// when they overlap; an empty listener hostname overlaps everything.
-func hostnameIntersection(listener, route gatewayv1.Hostname) (gatewayv1.Hostname, bool) {
+// HostnameIntersection returns the more specific of a listener and a route hostname
+// when they overlap; an empty listener hostname overlaps everything. It is the Gateway
+// API's rule, and the Consul translation uses it too.
+func HostnameIntersection(listener, route gatewayv1.Hostname) (gatewayv1.Hostname, bool) {
 	switch {
 	case listener == "", listener == route:
 		return route, true
-	case wildcardMatches(listener, route):
+	case WildcardMatches(listener, route):
 		return route, true
-	case wildcardMatches(route, listener):
+	case WildcardMatches(route, listener):
 		return listener, true
 	}
 	return "", false
 }
 
-// wildcardMatches reports whether pattern is a wildcard ("*.example.com") that matches
+// WildcardMatches reports whether pattern is a wildcard ("*.example.com") that matches
 // host, which may itself be a narrower wildcard ("*.foo.example.com"). The wildcard
 // stands for at least one label, so host needs a non-empty part before the suffix;
 // matching on ".example.com" (with the dot) keeps "badexample.com" out.
-func wildcardMatches(pattern, host gatewayv1.Hostname) bool {
+func WildcardMatches(pattern, host gatewayv1.Hostname) bool {
 	suffix, isWildcard := strings.CutPrefix(string(pattern), "*")
 	if !isWildcard {
 		return false
