@@ -21,6 +21,7 @@ import (
 	"k8s.io/utils/clock"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/consul-gateway-controller/consul-gateway-controller/informers"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/metrics"
 	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
 	"github.com/consul-gateway-controller/consul-gateway-controller/workqueue"
@@ -134,7 +135,7 @@ func (s *Syncer) Publish(_ context.Context, c gwsync.Confirmation) {
 		case !ok:
 			delete(s.snapshot.Gateways, c.Key)
 		case sameVersion(s.snapshot.Gateways[c.Key], gw):
-			held = !referencesMoved(s.cfg.Secrets.Secrets, s.references.Secrets, gatewaySecrets(gw))
+			held = !referencesMoved(s.cfg.Secrets.Secrets, s.references.Secrets, informers.CertificateSecrets(gw))
 		default:
 			s.snapshot.Gateways[c.Key] = gw
 		}
@@ -144,7 +145,7 @@ func (s *Syncer) Publish(_ context.Context, c gwsync.Confirmation) {
 		case !ok || c.Route == nil:
 			delete(s.snapshot.HTTPRoutes, c.Key)
 		case sameConfirmation(s.snapshot.HTTPRoutes[c.Key].Route, r, s.snapshot.HTTPRoutes[c.Key].Decision, *c.Route):
-			held = !referencesMoved(s.cfg.Services.Services, s.references.Services, httpRouteServices(r))
+			held = !referencesMoved(s.cfg.Services.Services, s.references.Services, informers.HTTPRouteBackendServices(r))
 		default:
 			s.snapshot.HTTPRoutes[c.Key] = ConfirmedHTTPRoute{Route: r, Decision: *c.Route}
 		}
@@ -154,7 +155,7 @@ func (s *Syncer) Publish(_ context.Context, c gwsync.Confirmation) {
 		case !ok || c.Route == nil:
 			delete(s.snapshot.TCPRoutes, c.Key)
 		case sameConfirmation(s.snapshot.TCPRoutes[c.Key].Route, r, s.snapshot.TCPRoutes[c.Key].Decision, *c.Route):
-			held = !referencesMoved(s.cfg.Services.Services, s.references.Services, tcpRouteServices(r))
+			held = !referencesMoved(s.cfg.Services.Services, s.references.Services, informers.TCPRouteBackendServices(r))
 		default:
 			s.snapshot.TCPRoutes[c.Key] = ConfirmedTCPRoute{Route: r, Decision: *c.Route}
 		}
@@ -172,7 +173,7 @@ func (s *Syncer) Publish(_ context.Context, c gwsync.Confirmation) {
 
 // sameConfirmation reports whether a route confirmation repeats the held one.
 func sameConfirmation[R interface{ GetResourceVersion() string }](held, confirmed R, heldDecision, decision gwsync.RouteDecision) bool {
-	return sameVersion(held, confirmed) && reflect.DeepEqual(heldDecision, decision)
+	return sameVersion(held, confirmed) && sameDecision(heldDecision, decision)
 }
 
 // referencesMoved reports whether any of keys is, in the cache, another object than
@@ -275,63 +276,21 @@ func (s *Syncer) snapshotWithReferences() Snapshot {
 		Services:   map[cache.ObjectName]*corev1.Service{},
 	}
 	for _, gw := range snap.Gateways {
-		for _, key := range gatewaySecrets(gw) {
+		for _, key := range informers.CertificateSecrets(gw) {
 			addObject(snap.Secrets, key, s.cfg.Secrets.Secrets)
 		}
 	}
 	for _, r := range snap.HTTPRoutes {
-		for _, key := range httpRouteServices(r.Route) {
+		for _, key := range informers.HTTPRouteBackendServices(r.Route) {
 			addObject(snap.Services, key, s.cfg.Services.Services)
 		}
 	}
 	for _, r := range snap.TCPRoutes {
-		for _, key := range tcpRouteServices(r.Route) {
+		for _, key := range informers.TCPRouteBackendServices(r.Route) {
 			addObject(snap.Services, key, s.cfg.Services.Services)
 		}
 	}
 	return snap
-}
-
-// gatewaySecrets are the Secrets gw's listeners name as certificates.
-func gatewaySecrets(gw *gatewayv1.Gateway) []cache.ObjectName {
-	var keys []cache.ObjectName
-	for _, l := range gw.Spec.Listeners {
-		if l.TLS == nil {
-			continue
-		}
-		for _, ref := range l.TLS.CertificateRefs {
-			keys = append(keys, refName(gw.Namespace, ref.Namespace, ref.Name))
-		}
-	}
-	return keys
-}
-
-// httpRouteServices and tcpRouteServices are the Services a route names as backends.
-func httpRouteServices(r *gatewayv1.HTTPRoute) []cache.ObjectName {
-	var keys []cache.ObjectName
-	for _, rule := range r.Spec.Rules {
-		for _, b := range rule.BackendRefs {
-			keys = append(keys, refName(r.Namespace, b.Namespace, b.Name))
-		}
-	}
-	return keys
-}
-
-func tcpRouteServices(r *gatewayv1.TCPRoute) []cache.ObjectName {
-	var keys []cache.ObjectName
-	for _, rule := range r.Spec.Rules {
-		for _, b := range rule.BackendRefs {
-			keys = append(keys, refName(r.Namespace, b.Namespace, b.Name))
-		}
-	}
-	return keys
-}
-
-func refName(defaultNamespace string, namespace *gatewayv1.Namespace, name gatewayv1.ObjectName) cache.ObjectName {
-	if namespace != nil {
-		return cache.ObjectName{Namespace: string(*namespace), Name: string(name)}
-	}
-	return cache.ObjectName{Namespace: defaultNamespace, Name: string(name)}
 }
 
 // addObject looks key up in a namespaced lister and adds what it finds to into.

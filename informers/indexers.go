@@ -57,11 +57,11 @@ func IndexRouteParentGateways(obj any) ([]string, error) {
 func IndexRouteBackendServices(obj any) ([]string, error) {
 	switch route := obj.(type) {
 	case *gatewayv1.HTTPRoute:
-		return nameStrings(httpRouteBackendServices(route)), nil
+		return nameStrings(HTTPRouteBackendServices(route)), nil
 	case *gatewayv1.TCPRoute:
-		return nameStrings(tcpRouteBackendServices(route)), nil
+		return nameStrings(TCPRouteBackendServices(route)), nil
 	case *gatewayv1.GRPCRoute:
-		return nameStrings(grpcRouteBackendServices(route)), nil
+		return nameStrings(GRPCRouteBackendServices(route)), nil
 	}
 	return nil, unexpectedType(RouteBackendServiceIndex, obj)
 }
@@ -84,7 +84,7 @@ func IndexGatewayCertificateSecrets(obj any) ([]string, error) {
 	if !ok {
 		return nil, unexpectedType(GatewayCertificateSecretIndex, obj)
 	}
-	return nameStrings(certificateSecrets(gateway)), nil
+	return nameStrings(CertificateSecrets(gateway)), nil
 }
 
 // IndexGatewaySelectsNamespaces is the index function of GatewaySelectsNamespacesIndex.
@@ -111,7 +111,10 @@ func parentGateways(routeNamespace string, refs []gatewayv1.ParentReference) []c
 	return names.list
 }
 
-func httpRouteBackendServices(route *gatewayv1.HTTPRoute) []cache.ObjectName {
+// HTTPRouteBackendServices, TCPRouteBackendServices and GRPCRouteBackendServices return
+// the Services a route names as backends, each once. The Consul syncer reads the same
+// references from the caches.
+func HTTPRouteBackendServices(route *gatewayv1.HTTPRoute) []cache.ObjectName {
 	var names nameList
 	for _, rule := range route.Spec.Rules {
 		for _, ref := range rule.BackendRefs {
@@ -121,7 +124,7 @@ func httpRouteBackendServices(route *gatewayv1.HTTPRoute) []cache.ObjectName {
 	return names.list
 }
 
-func tcpRouteBackendServices(route *gatewayv1.TCPRoute) []cache.ObjectName {
+func TCPRouteBackendServices(route *gatewayv1.TCPRoute) []cache.ObjectName {
 	var names nameList
 	for _, rule := range route.Spec.Rules {
 		for _, ref := range rule.BackendRefs {
@@ -131,7 +134,7 @@ func tcpRouteBackendServices(route *gatewayv1.TCPRoute) []cache.ObjectName {
 	return names.list
 }
 
-func grpcRouteBackendServices(route *gatewayv1.GRPCRoute) []cache.ObjectName {
+func GRPCRouteBackendServices(route *gatewayv1.GRPCRoute) []cache.ObjectName {
 	var names nameList
 	for _, rule := range route.Spec.Rules {
 		for _, ref := range rule.BackendRefs {
@@ -141,8 +144,8 @@ func grpcRouteBackendServices(route *gatewayv1.GRPCRoute) []cache.ObjectName {
 	return names.list
 }
 
-// certificateSecrets returns the Secrets the gateway's listeners name as certificates.
-func certificateSecrets(gateway *gatewayv1.Gateway) []cache.ObjectName {
+// CertificateSecrets returns the Secrets the gateway's listeners name as certificates.
+func CertificateSecrets(gateway *gatewayv1.Gateway) []cache.ObjectName {
 	var names nameList
 	for _, listener := range gateway.Spec.Listeners {
 		if listener.TLS == nil {
