@@ -32,6 +32,7 @@ import (
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul"
 	"github.com/consul-gateway-controller/consul-gateway-controller/informers"
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/consullimits"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/leader"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/metrics"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/options"
@@ -121,12 +122,12 @@ func run(ctx context.Context, opts *options.Options) error {
 	})
 	controller, err := gwsync.NewController(ctx, gwsync.Config{
 		ControllerName: gatewayv1.GatewayController(opts.ControllerName),
-		Capabilities:   gwsync.Consul115,
+		Capabilities:   consullimits.Consul115,
 		Informers:      inf,
 		GatewayClient:  gateway,
 		Publisher:      syncer,
 		DataPlane:      syncer,
-		Workers:        gwsync.Workers{GatewayClasses: 1, Gateways: opts.GatewayWorkers, HTTPRoutes: opts.RouteWorkers, TCPRoutes: opts.RouteWorkers, GRPCRoutes: opts.RouteWorkers},
+		Workers:        gwsync.Workers{GatewayClasses: 1, Gateways: opts.GatewayWorkers, Routes: opts.RouteWorkers},
 		BundleVersion:  bundle.Get,
 		Clock:          clock.RealClock{},
 		Events:         recorder,

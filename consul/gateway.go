@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/consullimits"
 )
 
 // gateway writes the api-gateway entry of an accepted Gateway and the certificate
@@ -81,7 +83,7 @@ func listenerProgrammable(statuses []gatewayv1.ListenerStatus, name gatewayv1.Se
 func (t *translator) listener(gw *gatewayv1.Gateway, l gatewayv1.Listener) (consulapi.APIGatewayListener, []consulapi.ConfigEntry, string) {
 	protocol := listenerProtocol(l.Protocol)
 	if protocol == "" {
-		return consulapi.APIGatewayListener{}, nil, fmt.Sprintf("protocol %s is not supported by Consul's API gateway", l.Protocol)
+		return consulapi.APIGatewayListener{}, nil, fmt.Sprintf("protocol %s %s", l.Protocol, consullimits.NotSupported)
 	}
 	out := consulapi.APIGatewayListener{Name: string(l.Name), Port: int(l.Port), Protocol: protocol}
 	// Consul refuses a hostname on a tcp listener (config_entry_gateways.go:802), and

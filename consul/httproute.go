@@ -10,12 +10,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/consullimits"
 )
 
 // httpRoute writes the http-route entry of a route that is served somewhere.
-func (t *translator) httpRoute(key cache.ObjectName, c ConfirmedHTTPRoute) {
-	r := c.Route
-	if r == nil {
+func (t *translator) httpRoute(key cache.ObjectName, c ConfirmedRoute) {
+	r, ok := c.Route.(*gatewayv1.HTTPRoute)
+	if !ok || r == nil {
 		return
 	}
 	parents := t.routeParents("HTTPRoute", key, c.Decision.Attachments, "http")
@@ -82,6 +84,9 @@ func (t *translator) httpRoute(key cache.ObjectName, c ConfirmedHTTPRoute) {
 //     out and a Problem says so. Its requests then get what Consul gives a request no
 //     rule matches, or go to another rule that matches them, instead of a 500.
 func (t *translator) httpRule(routeNamespace string, index int, rule gatewayv1.HTTPRouteRule, resolved bool) (*consulapi.HTTPRouteRule, []cache.ObjectName, []string) {
+	if field := untranslatedField(rule); field != "" {
+		return nil, nil, []string{fmt.Sprintf("rule %d: %s %s; the rule is left out of Consul", index, field, consullimits.NotSupported)}
+	}
 	matches, err := httpMatches(rule.Matches)
 	if err != nil {
 		return nil, nil, []string{fmt.Sprintf("rule %d: %v; the rule is left out of Consul", index, err)}
@@ -197,4 +202,20 @@ func backendProblem(kind, routeNamespace string, ref gatewayv1.BackendObjectRefe
 		return key, fmt.Sprintf("has appProtocol %s, and with the route's references not all resolved it cannot be vouched for", *ap)
 	}
 	return key, ""
+}
+
+// untranslatedField names a field of rule that an http-route entry has no place for,
+// "" when none is set. The status pipeline refuses such rules while
+// consullimits says Consul cannot express them; a rule that reaches the translation
+// anyway is left out, never written without the field.
+func untranslatedField(rule gatewayv1.HTTPRouteRule) string {
+	switch {
+	case rule.Timeouts != nil:
+		return "timeouts"
+	case rule.Retry != nil:
+		return "retry"
+	case rule.SessionPersistence != nil:
+		return "sessionPersistence"
+	}
+	return ""
 }

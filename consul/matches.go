@@ -7,6 +7,8 @@ import (
 
 	consulapi "github.com/hashicorp/consul/api"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/consullimits"
 )
 
 // httpMatches translates a rule's matches. No matches means every request: the CRD
@@ -78,7 +80,7 @@ func httpMatch(m gatewayv1.HTTPRouteMatch) (consulapi.HTTPMatch, error) {
 			gatewayv1.HeaderMatchRegularExpression: consulapi.HTTPHeaderMatchRegularExpression,
 		}[t]
 		if !ok {
-			return consulapi.HTTPMatch{}, fmt.Errorf("header match type %s %s", t, notSupported)
+			return consulapi.HTTPMatch{}, fmt.Errorf("header match type %s %s", t, consullimits.NotSupported)
 		}
 		out.Headers = append(out.Headers, consulapi.HTTPHeaderMatch{Match: mt, Name: string(h.Name), Value: h.Value})
 	}
@@ -92,35 +94,18 @@ func httpMatch(m gatewayv1.HTTPRouteMatch) (consulapi.HTTPMatch, error) {
 			gatewayv1.QueryParamMatchRegularExpression: consulapi.HTTPQueryMatchRegularExpression,
 		}[t]
 		if !ok {
-			return consulapi.HTTPMatch{}, fmt.Errorf("query param match type %s %s", t, notSupported)
+			return consulapi.HTTPMatch{}, fmt.Errorf("query param match type %s %s", t, consullimits.NotSupported)
 		}
 		out.Query = append(out.Query, consulapi.HTTPQueryMatch{Match: mt, Name: string(q.Name), Value: q.Value})
 	}
 	if m.Method != nil {
-		method, ok := consulMethods[*m.Method]
+		method, ok := consullimits.HTTPMethod(*m.Method)
 		if !ok {
-			return consulapi.HTTPMatch{}, fmt.Errorf("method %s %s", *m.Method, notSupported)
+			return consulapi.HTTPMatch{}, fmt.Errorf("method %s %s", *m.Method, consullimits.NotSupported)
 		}
 		out.Method = method
 	}
 	return out, nil
-}
-
-// notSupported ends the messages about features the status pipeline should have
-// refused.
-const notSupported = "is not supported by Consul's API gateway"
-
-// consulMethods are the methods an http-route match takes (config_entry_routes.go:346).
-var consulMethods = map[gatewayv1.HTTPMethod]consulapi.HTTPMatchMethod{
-	gatewayv1.HTTPMethodConnect: consulapi.HTTPMatchMethodConnect,
-	gatewayv1.HTTPMethodDelete:  consulapi.HTTPMatchMethodDelete,
-	gatewayv1.HTTPMethodGet:     consulapi.HTTPMatchMethodGet,
-	gatewayv1.HTTPMethodHead:    consulapi.HTTPMatchMethodHead,
-	gatewayv1.HTTPMethodOptions: consulapi.HTTPMatchMethodOptions,
-	gatewayv1.HTTPMethodPatch:   consulapi.HTTPMatchMethodPatch,
-	gatewayv1.HTTPMethodPost:    consulapi.HTTPMatchMethodPost,
-	gatewayv1.HTTPMethodPut:     consulapi.HTTPMatchMethodPut,
-	gatewayv1.HTTPMethodTrace:   consulapi.HTTPMatchMethodTrace,
 }
 
 // pathMatch translates a path match; unset means PathPrefix "/" (the CRD default). The
@@ -142,7 +127,7 @@ func pathMatch(p *gatewayv1.HTTPPathMatch) (consulapi.HTTPPathMatch, error) {
 	case gatewayv1.PathMatchRegularExpression:
 		return consulapi.HTTPPathMatch{Match: consulapi.HTTPPathMatchRegularExpression, Value: value}, nil
 	}
-	return consulapi.HTTPPathMatch{}, fmt.Errorf("path match type %s %s", t, notSupported)
+	return consulapi.HTTPPathMatch{}, fmt.Errorf("path match type %s %s", t, consullimits.NotSupported)
 }
 
 // httpFilters translates the filters of a rule or of a backendRef. Consul 1.15 has
@@ -165,7 +150,7 @@ func httpFilters(filters []gatewayv1.HTTPRouteFilter) (consulapi.HTTPFilters, er
 				out.URLRewrite = rewrite
 			}
 		default:
-			return consulapi.HTTPFilters{}, fmt.Errorf("filter %s %s", f.Type, notSupported)
+			return consulapi.HTTPFilters{}, fmt.Errorf("filter %s %s", f.Type, consullimits.NotSupported)
 		}
 	}
 	return out, nil
@@ -198,13 +183,13 @@ func headerMap(headers []gatewayv1.HTTPHeader) map[string]string {
 // empty replacement is written as "/": Consul treats "" as no rewrite at all.
 func urlRewrite(rw *gatewayv1.HTTPURLRewriteFilter) (*consulapi.URLRewrite, error) {
 	if rw.Hostname != nil {
-		return nil, fmt.Errorf("filter URLRewrite hostname %s", notSupported)
+		return nil, fmt.Errorf("filter URLRewrite hostname %s", consullimits.NotSupported)
 	}
 	if rw.Path == nil {
 		return nil, nil
 	}
 	if rw.Path.Type != gatewayv1.PrefixMatchHTTPPathModifier {
-		return nil, fmt.Errorf("filter URLRewrite path type %s %s", rw.Path.Type, notSupported)
+		return nil, fmt.Errorf("filter URLRewrite path type %s %s", rw.Path.Type, consullimits.NotSupported)
 	}
 	path := "/"
 	if rw.Path.ReplacePrefixMatch != nil && *rw.Path.ReplacePrefixMatch != "" {

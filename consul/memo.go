@@ -6,6 +6,7 @@ import (
 
 	consulapi "github.com/hashicorp/consul/api"
 	"k8s.io/client-go/tools/cache"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
 )
@@ -36,7 +37,8 @@ type Translator struct {
 // snapshots hold the same objects as the one before (new versions of them), and
 // sorting thousands of keys each time would cost more than translating a change.
 type keyOrder struct {
-	gateways, httpRoutes, tcpRoutes []cache.ObjectName
+	gateways []cache.ObjectName
+	routes   map[gatewayv1.Kind][]cache.ObjectName
 }
 
 // sortedKeysLike returns m's keys sorted, reusing last when it holds exactly them.
@@ -58,7 +60,8 @@ func sortedKeysLike[V any](last []cache.ObjectName, m map[cache.ObjectName]V) []
 
 // translations are the kept translations by object.
 type translations struct {
-	gateways, httpRoutes, tcpRoutes map[cache.ObjectName]*objectTranslation
+	gateways map[cache.ObjectName]*objectTranslation
+	routes   map[gatewayv1.Kind]map[cache.ObjectName]*objectTranslation
 }
 
 // NewTranslator returns a Translator for one syncer's naming, ownership and options.
@@ -72,15 +75,18 @@ func (tr *Translator) Translate(s Snapshot) Desired {
 	t := newTranslator(s, tr.naming, tr.owner, tr.opts)
 	t.desired.Entries = make(map[EntryKey]consulapi.ConfigEntry, tr.entries)
 	next := translations{
-		gateways:   make(map[cache.ObjectName]*objectTranslation, len(s.Gateways)),
-		httpRoutes: make(map[cache.ObjectName]*objectTranslation, len(s.HTTPRoutes)),
-		tcpRoutes:  make(map[cache.ObjectName]*objectTranslation, len(s.TCPRoutes)),
+		gateways: make(map[cache.ObjectName]*objectTranslation, len(s.Gateways)),
+		routes:   make(map[gatewayv1.Kind]map[cache.ObjectName]*objectTranslation, len(routeTranslations)),
 	}
-	tr.order = keyOrder{
-		gateways:   sortedKeysLike(tr.order.gateways, s.Gateways),
-		httpRoutes: sortedKeysLike(tr.order.httpRoutes, s.HTTPRoutes),
-		tcpRoutes:  sortedKeysLike(tr.order.tcpRoutes, s.TCPRoutes),
+	order := keyOrder{
+		gateways: sortedKeysLike(tr.order.gateways, s.Gateways),
+		routes:   make(map[gatewayv1.Kind][]cache.ObjectName, len(routeTranslations)),
 	}
+	for _, rt := range routeTranslations {
+		next.routes[rt.kind] = make(map[cache.ObjectName]*objectTranslation, len(s.Routes[rt.kind]))
+		order.routes[rt.kind] = sortedKeysLike(tr.order.routes[rt.kind], s.Routes[rt.kind])
+	}
+	tr.order = order
 	// Gateways first: routes bind only to the listeners that were written.
 	for _, key := range tr.order.gateways {
 		gw := s.Gateways[key]
@@ -89,13 +95,11 @@ func (tr *Translator) Translate(s Snapshot) Desired {
 			t.gateways[key] = pg
 		}
 	}
-	for _, key := range tr.order.httpRoutes {
-		c := s.HTTPRoutes[key]
-		next.httpRoutes[key] = t.object(tr.memo.httpRoutes[key], c.Route, &c.Decision, func() { t.httpRoute(key, c) })
-	}
-	for _, key := range tr.order.tcpRoutes {
-		c := s.TCPRoutes[key]
-		next.tcpRoutes[key] = t.object(tr.memo.tcpRoutes[key], c.Route, &c.Decision, func() { t.tcpRoute(key, c) })
+	for _, rt := range routeTranslations {
+		for _, key := range tr.order.routes[rt.kind] {
+			c := s.Routes[rt.kind][key]
+			next.routes[rt.kind][key] = t.object(tr.memo.routes[rt.kind][key], c.Route, &c.Decision, func() { rt.translate(t, key, c) })
+		}
 	}
 	tr.memo = next
 	tr.translated = t.translated

@@ -60,10 +60,10 @@ func copied(obj any) any {
 		return o.DeepCopy()
 	case *corev1.Service:
 		return o.DeepCopy()
-	case ConfirmedHTTPRoute:
-		return ConfirmedHTTPRoute{Route: o.Route.DeepCopy(), Decision: o.Decision}
-	case ConfirmedTCPRoute:
-		return ConfirmedTCPRoute{Route: o.Route.DeepCopy(), Decision: o.Decision}
+	case confirmedHTTPRoute:
+		return confirmedHTTPRoute{Route: o.Route.DeepCopy(), Decision: o.Decision}
+	case confirmedTCPRoute:
+		return confirmedTCPRoute{Route: o.Route.DeepCopy(), Decision: o.Decision}
 	}
 	panic(fmt.Sprintf("unexpected fixture %T", obj))
 }
@@ -85,10 +85,10 @@ func changed(obj any) any {
 		c := o.DeepCopy()
 		c.Spec.Ports = nil
 		return c
-	case ConfirmedHTTPRoute:
-		return ConfirmedHTTPRoute{Route: o.Route.DeepCopy(), Decision: trAttached()}
-	case ConfirmedTCPRoute:
-		return ConfirmedTCPRoute{Route: o.Route.DeepCopy(), Decision: trAttached()}
+	case confirmedHTTPRoute:
+		return confirmedHTTPRoute{Route: o.Route.DeepCopy(), Decision: trAttached()}
+	case confirmedTCPRoute:
+		return confirmedTCPRoute{Route: o.Route.DeepCopy(), Decision: trAttached()}
 	}
 	panic(fmt.Sprintf("unexpected fixture %T", obj))
 }

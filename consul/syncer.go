@@ -21,7 +21,7 @@ import (
 	"k8s.io/utils/clock"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	"github.com/consul-gateway-controller/consul-gateway-controller/informers"
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/metrics"
 	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
 	"github.com/consul-gateway-controller/consul-gateway-controller/workqueue"
@@ -99,19 +99,15 @@ func NewSyncer(cfg Config) *Syncer {
 		clock:      cfg.Clock,
 		queue:      workqueue.New[EntryKey]("consul"),
 		translator: NewTranslator(cfg.Naming, cfg.Ownership, cfg.Options),
-		snapshot: Snapshot{
-			Gateways:   map[cache.ObjectName]*gatewayv1.Gateway{},
-			HTTPRoutes: map[cache.ObjectName]ConfirmedHTTPRoute{},
-			TCPRoutes:  map[cache.ObjectName]ConfirmedTCPRoute{},
-		},
-		confirmed: map[ownerKey]bool{},
-		desired:   Desired{Entries: map[EntryKey]consulapi.ConfigEntry{}},
-		verdicts:  newVerdicts(),
-		held:      newHeldEntries(),
-		judging:   newAwaitingJudgement(),
-		matched:   newMatchedEntries(),
-		view:      newConsulView(),
-		dirty:     make(chan struct{}, 1),
+		snapshot:   emptySnapshot(),
+		confirmed:  map[ownerKey]bool{},
+		desired:    Desired{Entries: map[EntryKey]consulapi.ConfigEntry{}},
+		verdicts:   newVerdicts(),
+		held:       newHeldEntries(),
+		judging:    newAwaitingJudgement(),
+		matched:    newMatchedEntries(),
+		view:       newConsulView(),
+		dirty:      make(chan struct{}, 1),
 	}
 }
 
@@ -127,40 +123,14 @@ func (s *Syncer) Publish(_ context.Context, c gwsync.Confirmation) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.confirmed[ownerKey{c.Kind, c.Key}] = true
-	held := false
-	switch c.Kind {
-	case "Gateway":
-		gw, ok := c.Object.(*gatewayv1.Gateway)
-		switch {
-		case !ok:
-			delete(s.snapshot.Gateways, c.Key)
-		case sameVersion(s.snapshot.Gateways[c.Key], gw):
-			held = !referencesMoved(s.cfg.Secrets.Secrets, s.references.Secrets, informers.CertificateSecrets(gw))
-		default:
-			s.snapshot.Gateways[c.Key] = gw
-		}
-	case "HTTPRoute":
-		r, ok := c.Object.(*gatewayv1.HTTPRoute)
-		switch {
-		case !ok || c.Route == nil:
-			delete(s.snapshot.HTTPRoutes, c.Key)
-		case sameConfirmation(s.snapshot.HTTPRoutes[c.Key].Route, r, s.snapshot.HTTPRoutes[c.Key].Decision, *c.Route):
-			held = !referencesMoved(s.cfg.Services.Services, s.references.Services, informers.HTTPRouteBackendServices(r))
-		default:
-			s.snapshot.HTTPRoutes[c.Key] = ConfirmedHTTPRoute{Route: r, Decision: *c.Route}
-		}
-	case "TCPRoute":
-		r, ok := c.Object.(*gatewayv1.TCPRoute)
-		switch {
-		case !ok || c.Route == nil:
-			delete(s.snapshot.TCPRoutes, c.Key)
-		case sameConfirmation(s.snapshot.TCPRoutes[c.Key].Route, r, s.snapshot.TCPRoutes[c.Key].Decision, *c.Route):
-			held = !referencesMoved(s.cfg.Services.Services, s.references.Services, informers.TCPRouteBackendServices(r))
-		default:
-			s.snapshot.TCPRoutes[c.Key] = ConfirmedTCPRoute{Route: r, Decision: *c.Route}
-		}
+	var held bool
+	switch {
+	case c.Kind == gatewayapi.GatewayKind:
+		held = s.holdGateway(c)
+	case translatesRoutes(c.Kind):
+		held = s.holdRoute(c)
 	default:
-		return // GatewayClasses and GRPCRoutes produce no entries
+		return // GatewayClasses and routes of kinds Consul has no entry for produce none
 	}
 	if held {
 		return // nothing the translation reads changed
@@ -171,9 +141,64 @@ func (s *Syncer) Publish(_ context.Context, c gwsync.Confirmation) {
 	s.markDirty()
 }
 
-// sameConfirmation reports whether a route confirmation repeats the held one.
-func sameConfirmation[R interface{ GetResourceVersion() string }](held, confirmed R, heldDecision, decision gwsync.RouteDecision) bool {
-	return sameVersion(held, confirmed) && sameDecision(heldDecision, decision)
+// holdGateway records a Gateway's confirmation, and reports whether it repeats the
+// held version while every Secret it names is the one the last translation read.
+// Callers hold s.mu.
+func (s *Syncer) holdGateway(c gwsync.Confirmation) bool {
+	gw, ok := c.Object.(*gatewayv1.Gateway)
+	switch {
+	case !ok:
+		delete(s.snapshot.Gateways, c.Key)
+	case sameVersion(s.snapshot.Gateways[c.Key], gw):
+		return !referencesMoved(s.cfg.Secrets.Secrets, s.references.Secrets, gatewayapi.CertificateSecrets(gw))
+	default:
+		s.snapshot.Gateways[c.Key] = gw
+	}
+	return false
+}
+
+// holdRoute is holdGateway for a route of a kind with a translation: a repeat is the
+// held version with the same decision, and its references are its backend Services.
+// Callers hold s.mu.
+func (s *Syncer) holdRoute(c gwsync.Confirmation) bool {
+	routes := s.snapshot.Routes[c.Kind]
+	r, ok := c.Object.(gatewayapi.Object)
+	if !ok || c.Route == nil {
+		delete(routes, c.Key)
+		return false
+	}
+	if held, isHeld := routes[c.Key]; isHeld && sameVersion(held.Route, r) && sameDecision(held.Decision, *c.Route) {
+		return !referencesMoved(s.cfg.Services.Services, s.references.Services, backendServices(c.Kind, r))
+	}
+	routes[c.Key] = ConfirmedRoute{Route: r, Decision: *c.Route}
+	return false
+}
+
+// backendServices returns the Services a route of kind names as backends.
+func backendServices(kind gatewayv1.Kind, route gatewayapi.Object) []cache.ObjectName {
+	description, ok := gatewayapi.Route(kind)
+	if !ok {
+		return nil
+	}
+	services, err := description.BackendServices(route)
+	if err != nil {
+		utilruntime.HandleError(fmt.Errorf("read backends of %s %s: %w", kind, cache.MetaObjectToName(route), err))
+	}
+	return services
+}
+
+// emptySnapshot is a snapshot with a map for every kind it holds.
+func emptySnapshot() Snapshot {
+	s := Snapshot{
+		Gateways: map[cache.ObjectName]*gatewayv1.Gateway{},
+		Routes:   make(map[gatewayv1.Kind]map[cache.ObjectName]ConfirmedRoute, len(routeTranslations)),
+		Secrets:  map[cache.ObjectName]*corev1.Secret{},
+		Services: map[cache.ObjectName]*corev1.Service{},
+	}
+	for _, rt := range routeTranslations {
+		s.Routes[rt.kind] = map[cache.ObjectName]ConfirmedRoute{}
+	}
+	return s
 }
 
 // referencesMoved reports whether any of keys is, in the cache, another object than
@@ -268,26 +293,21 @@ func sameDesired(a, b consulapi.ConfigEntry) bool {
 // snapshotWithReferences copies the confirmed snapshot and adds the Secrets and
 // Services it refers to, read from the caches now. Callers hold s.mu.
 func (s *Syncer) snapshotWithReferences() Snapshot {
-	snap := Snapshot{
-		Gateways:   maps.Clone(s.snapshot.Gateways),
-		HTTPRoutes: maps.Clone(s.snapshot.HTTPRoutes),
-		TCPRoutes:  maps.Clone(s.snapshot.TCPRoutes),
-		Secrets:    map[cache.ObjectName]*corev1.Secret{},
-		Services:   map[cache.ObjectName]*corev1.Service{},
+	snap := emptySnapshot()
+	snap.Gateways = maps.Clone(s.snapshot.Gateways)
+	for kind, routes := range s.snapshot.Routes {
+		snap.Routes[kind] = maps.Clone(routes)
 	}
 	for _, gw := range snap.Gateways {
-		for _, key := range informers.CertificateSecrets(gw) {
+		for _, key := range gatewayapi.CertificateSecrets(gw) {
 			addObject(snap.Secrets, key, s.cfg.Secrets.Secrets)
 		}
 	}
-	for _, r := range snap.HTTPRoutes {
-		for _, key := range informers.HTTPRouteBackendServices(r.Route) {
-			addObject(snap.Services, key, s.cfg.Services.Services)
-		}
-	}
-	for _, r := range snap.TCPRoutes {
-		for _, key := range informers.TCPRouteBackendServices(r.Route) {
-			addObject(snap.Services, key, s.cfg.Services.Services)
+	for kind, routes := range snap.Routes {
+		for _, r := range routes {
+			for _, key := range backendServices(kind, r.Route) {
+				addObject(snap.Services, key, s.cfg.Services.Services)
+			}
 		}
 	}
 	return snap

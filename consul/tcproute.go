@@ -13,9 +13,9 @@ import (
 // tcp-route forwards to at most one service (config_entry_routes.go:539), and TCPRoute
 // has one rule; the status pipeline refuses rules that would send traffic to more than
 // one backend.
-func (t *translator) tcpRoute(key cache.ObjectName, c ConfirmedTCPRoute) {
-	r := c.Route
-	if r == nil {
+func (t *translator) tcpRoute(key cache.ObjectName, c ConfirmedRoute) {
+	r, ok := c.Route.(*gatewayv1.TCPRoute)
+	if !ok || r == nil {
 		return
 	}
 	parents := t.routeParents("TCPRoute", key, c.Decision.Attachments, "tcp")

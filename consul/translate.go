@@ -58,6 +58,28 @@ func Translate(s Snapshot, n Naming, o Ownership, opts Options) Desired {
 	return NewTranslator(n, o, opts).Translate(s)
 }
 
+// routeTranslations are the route kinds Consul has a route entry for, in the order
+// they are translated: a tcp-route reads which services the http-routes made http. A
+// route kind without one (GRPCRoute: Consul 1.15 has no grpc-route) produces no entries,
+// and the syncer does not hold its confirmations.
+var routeTranslations = []struct {
+	kind      gatewayv1.Kind
+	translate func(t *translator, key cache.ObjectName, c ConfirmedRoute)
+}{
+	{"HTTPRoute", (*translator).httpRoute},
+	{"TCPRoute", (*translator).tcpRoute},
+}
+
+// translatesRoutes reports whether routes of kind have a translation.
+func translatesRoutes(kind gatewayv1.Kind) bool {
+	for _, rt := range routeTranslations {
+		if rt.kind == kind {
+			return true
+		}
+	}
+	return false
+}
+
 func newTranslator(s Snapshot, n Naming, o Ownership, opts Options) *translator {
 	return &translator{
 		snap:         s,

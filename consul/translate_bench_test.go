@@ -3,6 +3,8 @@ package consul
 import (
 	"fmt"
 	"testing"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 )
 
 // benchSnapshot is one Gateway per 20 routes, each route on its Gateway's listener.
@@ -43,12 +45,13 @@ func BenchmarkTranslatorOneChange(b *testing.B) {
 		snapshot := benchSnapshot(routes)
 		tr := NewTranslator(Naming{}, Ownership{Controller: "example.com/c", ClusterID: "bench"}, Options{})
 		tr.Translate(snapshot)
-		key := sortedKeys(snapshot.HTTPRoutes)[routes/2]
+		httpRoutes := snapshot.Routes["HTTPRoute"]
+		key := sortedKeys(httpRoutes)[routes/2]
 		b.Run(fmt.Sprintf("routes=%d", routes), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				c := snapshot.HTTPRoutes[key]
-				snapshot.HTTPRoutes[key] = ConfirmedHTTPRoute{Route: c.Route.DeepCopy(), Decision: c.Decision}
+				c := httpRoutes[key]
+				httpRoutes[key] = ConfirmedRoute{Route: c.Route.DeepCopyObject().(gatewayapi.Object), Decision: c.Decision}
 				tr.Translate(snapshot)
 				if tr.translated != 1 {
 					b.Fatalf("%d objects translated, want 1", tr.translated)

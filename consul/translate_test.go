@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
 )
 
@@ -164,22 +165,34 @@ func trRouteStatus(resolved bool) []gatewayv1.RouteParentStatus {
 	}
 }
 
+// confirmedHTTPRoute and confirmedTCPRoute are route fixtures of their own type, so a
+// case can edit the route; trSnapshot files them as ConfirmedRoutes.
+type confirmedHTTPRoute struct {
+	Route    *gatewayv1.HTTPRoute
+	Decision gwsync.RouteDecision
+}
+
+type confirmedTCPRoute struct {
+	Route    *gatewayv1.TCPRoute
+	Decision gwsync.RouteDecision
+}
+
 // trHTTPRoute is a confirmed HTTPRoute whose references all resolved.
-func trHTTPRoute(ns, name string, hostnames []string, decision gwsync.RouteDecision, rules ...gatewayv1.HTTPRouteRule) ConfirmedHTTPRoute {
+func trHTTPRoute(ns, name string, hostnames []string, decision gwsync.RouteDecision, rules ...gatewayv1.HTTPRouteRule) confirmedHTTPRoute {
 	r := &gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: trUID("HTTPRoute", ns, name), Generation: 1}}
 	for _, h := range hostnames {
 		r.Spec.Hostnames = append(r.Spec.Hostnames, gatewayv1.Hostname(h))
 	}
 	r.Spec.Rules = rules
 	r.Status.Parents = trRouteStatus(true)
-	return ConfirmedHTTPRoute{Route: r, Decision: decision}
+	return confirmedHTTPRoute{Route: r, Decision: decision}
 }
 
-func trTCPRoute(ns, name string, decision gwsync.RouteDecision, refs ...gatewayv1.BackendRef) ConfirmedTCPRoute {
+func trTCPRoute(ns, name string, decision gwsync.RouteDecision, refs ...gatewayv1.BackendRef) confirmedTCPRoute {
 	r := &gatewayv1.TCPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: trUID("TCPRoute", ns, name), Generation: 1}}
 	r.Spec.Rules = []gatewayv1.TCPRouteRule{{BackendRefs: refs}}
 	r.Status.Parents = trRouteStatus(true)
-	return ConfirmedTCPRoute{Route: r, Decision: decision}
+	return confirmedTCPRoute{Route: r, Decision: decision}
 }
 
 func trAttached(attachments ...gwsync.Attachment) gwsync.RouteDecision {
@@ -196,21 +209,15 @@ func trAttach(gwNamespace, gwName string, listeners ...string) gwsync.Attachment
 
 // trSnapshot files objects into a snapshot.
 func trSnapshot(objs ...any) Snapshot {
-	s := Snapshot{
-		Gateways:   map[cache.ObjectName]*gatewayv1.Gateway{},
-		HTTPRoutes: map[cache.ObjectName]ConfirmedHTTPRoute{},
-		TCPRoutes:  map[cache.ObjectName]ConfirmedTCPRoute{},
-		Secrets:    map[cache.ObjectName]*corev1.Secret{},
-		Services:   map[cache.ObjectName]*corev1.Service{},
-	}
+	s := emptySnapshot()
 	for _, obj := range objs {
 		switch o := obj.(type) {
 		case *gatewayv1.Gateway:
 			s.Gateways[cache.MetaObjectToName(o)] = o
-		case ConfirmedHTTPRoute:
-			s.HTTPRoutes[cache.MetaObjectToName(o.Route)] = o
-		case ConfirmedTCPRoute:
-			s.TCPRoutes[cache.MetaObjectToName(o.Route)] = o
+		case confirmedHTTPRoute:
+			s.Routes["HTTPRoute"][cache.MetaObjectToName(o.Route)] = ConfirmedRoute{Route: o.Route, Decision: o.Decision}
+		case confirmedTCPRoute:
+			s.Routes["TCPRoute"][cache.MetaObjectToName(o.Route)] = ConfirmedRoute{Route: o.Route, Decision: o.Decision}
 		case *corev1.Secret:
 			s.Secrets[cache.MetaObjectToName(o)] = o
 		case *corev1.Service:
@@ -393,7 +400,7 @@ func trCases() []trCase {
 					ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "external", UID: "uid-service-apps-external"},
 					Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "example.org", Ports: []corev1.ServicePort{{Port: 80}}},
 				},
-				func() ConfirmedHTTPRoute {
+				func() confirmedHTTPRoute {
 					c := trHTTPRoute("apps", "broken", nil, trAttached(trAttach("apps", "gw", "http")),
 						gatewayv1.HTTPRouteRule{
 							Matches: []gatewayv1.HTTPRouteMatch{trPrefix("/partial")},
@@ -446,7 +453,7 @@ func trCases() []trCase {
 				trService("apps", "web", 8080),
 				trHTTPRoute("apps", "granted", nil, trAttached(trAttach("infra", "gw", "http")),
 					gatewayv1.HTTPRouteRule{BackendRefs: []gatewayv1.HTTPBackendRef{trHTTPRef("backends", "api", 8080, nil)}}),
-				func() ConfirmedHTTPRoute {
+				func() confirmedHTTPRoute {
 					c := trHTTPRoute("apps", "unresolved", nil, trAttached(trAttach("infra", "gw", "http")),
 						gatewayv1.HTTPRouteRule{
 							Matches:     []gatewayv1.HTTPRouteMatch{trPrefix("/api")},
@@ -470,7 +477,7 @@ func trCases() []trCase {
 				trTCPRoute("data", "db", trAttached(trAttach("infra", "gw", "postgres")),
 					trRef("", "postgres-old", 5432, trPtr[int32](0)),
 					trRef("", "postgres", 5432, nil)),
-				func() ConfirmedTCPRoute {
+				func() confirmedTCPRoute {
 					c := trTCPRoute("data", "broken", trAttached(trAttach("infra", "gw", "redis")), trRef("", "redis", 6379, nil))
 					c.Route.Status.Parents = trRouteStatus(false)
 					return c
@@ -562,7 +569,7 @@ func trCases() []trCase {
 	}
 }
 
-func trWebRoute(name string, hostnames []string, a gwsync.Attachment) ConfirmedHTTPRoute {
+func trWebRoute(name string, hostnames []string, a gwsync.Attachment) confirmedHTTPRoute {
 	return trHTTPRoute("apps", name, hostnames, trAttached(a),
 		gatewayv1.HTTPRouteRule{BackendRefs: []gatewayv1.HTTPBackendRef{trHTTPRef("", "web", 8080, nil)}})
 }
@@ -789,15 +796,17 @@ func TestTranslateDoesNotModifySnapshot(t *testing.T) {
 		for k, gw := range before.Gateways {
 			before.Gateways[k] = gw.DeepCopy()
 		}
-		for k, r := range before.HTTPRoutes {
-			before.HTTPRoutes[k] = ConfirmedHTTPRoute{Route: r.Route.DeepCopy(), Decision: r.Decision}
+		for _, routes := range before.Routes {
+			for k, r := range routes {
+				routes[k] = ConfirmedRoute{Route: r.Route.DeepCopyObject().(gatewayapi.Object), Decision: r.Decision}
+			}
 		}
 		Translate(s, tc.naming, trOwnership, tc.opts)
 		if diff := gocmp.Diff(before.Gateways, s.Gateways); diff != "" {
 			t.Errorf("%s: Gateways modified:\n%s", tc.name, diff)
 		}
-		if diff := gocmp.Diff(before.HTTPRoutes, s.HTTPRoutes); diff != "" {
-			t.Errorf("%s: HTTPRoutes modified:\n%s", tc.name, diff)
+		if diff := gocmp.Diff(before.Routes, s.Routes); diff != "" {
+			t.Errorf("%s: routes modified:\n%s", tc.name, diff)
 		}
 	}
 }

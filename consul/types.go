@@ -6,30 +6,26 @@ import (
 	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
 )
 
 // Snapshot is the confirmed state the translation reads: every Gateway and route of
 // ours as the API server confirmed it, and the certificate Secrets their listeners use.
 type Snapshot struct {
-	Gateways   map[cache.ObjectName]*gatewayv1.Gateway
-	HTTPRoutes map[cache.ObjectName]ConfirmedHTTPRoute
-	TCPRoutes  map[cache.ObjectName]ConfirmedTCPRoute
+	Gateways map[cache.ObjectName]*gatewayv1.Gateway
+	// Routes holds the confirmed routes of each kind Consul has an entry for (see
+	// routeTranslations).
+	Routes map[gatewayv1.Kind]map[cache.ObjectName]ConfirmedRoute
 	// Secrets holds the kubernetes.io/tls Secrets named by listeners' certificateRefs.
 	Secrets map[cache.ObjectName]*corev1.Secret
 	// Services holds the Services named by routes' backendRefs.
 	Services map[cache.ObjectName]*corev1.Service
 }
 
-// ConfirmedHTTPRoute is a confirmed HTTPRoute and the decision confirmed with it.
-type ConfirmedHTTPRoute struct {
-	Route    *gatewayv1.HTTPRoute
-	Decision gwsync.RouteDecision
-}
-
-// ConfirmedTCPRoute is a confirmed TCPRoute and the decision confirmed with it.
-type ConfirmedTCPRoute struct {
-	Route    *gatewayv1.TCPRoute
+// ConfirmedRoute is a confirmed route and the decision confirmed with it.
+type ConfirmedRoute struct {
+	Route    gatewayapi.Object
 	Decision gwsync.RouteDecision
 }
 

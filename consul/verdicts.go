@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
 )
 
@@ -89,12 +90,11 @@ func (v *verdicts) update(owner ownerKey, changed func(gatewayv1.Kind, cache.Obj
 // only Gateways and routes have one.
 func reportedOwner(meta map[string]string) (ownerKey, bool) {
 	o := OwnerOf(meta)
-	switch o.Kind {
-	case "Gateway", "HTTPRoute", "TCPRoute":
-		return ownerKey{gatewayv1.Kind(o.Kind), cache.ObjectName{Namespace: o.Namespace, Name: o.Name}}, true
-	default:
+	kind := gatewayv1.Kind(o.Kind)
+	if kind != gatewayapi.GatewayKind && !translatesRoutes(kind) {
 		return ownerKey{}, false
 	}
+	return ownerKey{kind, cache.ObjectName{Namespace: o.Namespace, Name: o.Name}}, true
 }
 
 // observe records Consul's own status on an entry of ours.

@@ -338,8 +338,8 @@ func (s *Syncer) Run(ctx context.Context, confirmedAll <-chan struct{}) error {
 }
 
 // checkVersion logs the Consul server's version when it is first seen or changes.
-// Every version gets the entries Consul 1.15 accepts (see Compact and the status
-// pipeline's Consul115 capabilities), so a change needs no other action yet.
+// Every version gets the entries Consul 1.15 accepts (see Compact and
+// consullimits.Consul115), so a change needs no other action yet.
 func (s *Syncer) checkVersion(ctx context.Context) {
 	version, err := ServerVersion(s.cfg.Client)
 	if err != nil {

@@ -13,14 +13,12 @@ func (i *Informers) Exists(kind gatewayv1.Kind, key cache.ObjectName) bool {
 		store = i.GatewayClasses.Informer().GetStore()
 	case "Gateway":
 		store = i.Gateways.Informer().GetStore()
-	case "HTTPRoute":
-		store = i.HTTPRoutes.Informer().GetStore()
-	case "TCPRoute":
-		store = i.TCPRoutes.Informer().GetStore()
-	case "GRPCRoute":
-		store = i.GRPCRoutes.Informer().GetStore()
 	default:
-		return false
+		informer, ok := i.Routes[kind]
+		if !ok {
+			return false
+		}
+		store = informer.GetStore()
 	}
 	_, exists, err := store.GetByKey(key.String())
 	return err == nil && exists

@@ -14,9 +14,12 @@ import (
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 	gatewayfactory "sigs.k8s.io/gateway-api/pkg/client/informers/externalversions"
 	gatewayinformers "sigs.k8s.io/gateway-api/pkg/client/informers/externalversions/apis/v1"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 )
 
 // tlsSecretSelector limits the Secret informer to kubernetes.io/tls Secrets: the only
@@ -27,11 +30,10 @@ var tlsSecretSelector = fields.OneTermEqualSelector("type", string(corev1.Secret
 // Informers holds the shared informers of every kind the controller reads. Listers and
 // indexers come from these fields; nothing else in the controller builds an informer.
 type Informers struct {
-	GatewayClasses  gatewayinformers.GatewayClassInformer
-	Gateways        gatewayinformers.GatewayInformer
-	HTTPRoutes      gatewayinformers.HTTPRouteInformer
-	TCPRoutes       gatewayinformers.TCPRouteInformer
-	GRPCRoutes      gatewayinformers.GRPCRouteInformer
+	GatewayClasses gatewayinformers.GatewayClassInformer
+	Gateways       gatewayinformers.GatewayInformer
+	// Routes holds the informer of each kind of gatewayapi.Routes.
+	Routes          map[gatewayv1.Kind]cache.SharedIndexInformer
 	ReferenceGrants gatewayinformers.ReferenceGrantInformer
 	Namespaces      coreinformers.TypedNamespaceInformer
 	Services        coreinformers.TypedServiceInformer
@@ -70,9 +72,7 @@ func New(kube kubernetes.Interface, gateway gatewayclient.Interface, resync time
 	i := &Informers{
 		GatewayClasses:  gatewayV1.GatewayClasses(),
 		Gateways:        gatewayV1.Gateways(),
-		HTTPRoutes:      gatewayV1.HTTPRoutes(),
-		TCPRoutes:       gatewayV1.TCPRoutes(),
-		GRPCRoutes:      gatewayV1.GRPCRoutes(),
+		Routes:          make(map[gatewayv1.Kind]cache.SharedIndexInformer, len(gatewayapi.Routes)),
 		ReferenceGrants: gatewayV1.ReferenceGrants(),
 		Namespaces:      coreV1.Namespaces(),
 		Services:        coreV1.Services(),
@@ -80,6 +80,9 @@ func New(kube kubernetes.Interface, gateway gatewayclient.Interface, resync time
 		gatewayFactory:  gatewayFactory,
 		coreFactory:     coreFactory,
 		secretFactory:   secretFactory,
+	}
+	for _, kind := range gatewayapi.Routes {
+		i.Routes[kind.Kind] = kind.Informer(gatewayV1)
 	}
 	i.addIndexers()
 	return i
@@ -101,9 +104,9 @@ func (i *Informers) addIndexers() {
 		GatewayCertificateSecretIndex: IndexGatewayCertificateSecrets,
 		GatewaySelectsNamespacesIndex: IndexGatewaySelectsNamespaces,
 	})
-	mustAddIndexers(i.HTTPRoutes.Informer(), routeIndexers)
-	mustAddIndexers(i.TCPRoutes.Informer(), routeIndexers)
-	mustAddIndexers(i.GRPCRoutes.Informer(), routeIndexers)
+	for _, informer := range i.Routes {
+		mustAddIndexers(informer, routeIndexers)
+	}
 	mustAddIndexers(i.ReferenceGrants.Informer(), nil)
 	mustAddIndexers(i.Namespaces.Informer(), nil)
 	mustAddIndexers(i.Services.Informer(), nil)
@@ -145,17 +148,18 @@ func (i *Informers) Shutdown() {
 func (i *Informers) HasSynced() []cache.InformerSynced {
 	i.mu.Lock()
 	defer i.mu.Unlock()
-	return append([]cache.InformerSynced{
+	synced := []cache.InformerSynced{
 		i.GatewayClasses.Informer().HasSynced,
 		i.Gateways.Informer().HasSynced,
-		i.HTTPRoutes.Informer().HasSynced,
-		i.TCPRoutes.Informer().HasSynced,
-		i.GRPCRoutes.Informer().HasSynced,
 		i.ReferenceGrants.Informer().HasSynced,
 		i.Namespaces.Informer().HasSynced,
 		i.Services.Informer().HasSynced,
 		i.Secrets.Informer().HasSynced,
-	}, i.handlersSynced...)
+	}
+	for _, informer := range i.Routes {
+		synced = append(synced, informer.HasSynced)
+	}
+	return append(synced, i.handlersSynced...)
 }
 
 // dropManagedFields is the transform of every factory. managedFields is often the

@@ -132,9 +132,9 @@ func TestInformersDropManagedFields(t *testing.T) {
 	for kind, informer := range map[string]cache.SharedIndexInformer{
 		"GatewayClass":   i.GatewayClasses.Informer(),
 		"Gateway":        i.Gateways.Informer(),
-		"HTTPRoute":      i.HTTPRoutes.Informer(),
-		"TCPRoute":       i.TCPRoutes.Informer(),
-		"GRPCRoute":      i.GRPCRoutes.Informer(),
+		"HTTPRoute":      i.Routes["HTTPRoute"],
+		"TCPRoute":       i.Routes["TCPRoute"],
+		"GRPCRoute":      i.Routes["GRPCRoute"],
 		"ReferenceGrant": i.ReferenceGrants.Informer(),
 		"Namespace":      i.Namespaces.Informer(),
 		"Service":        i.Services.Informer(),
@@ -218,9 +218,9 @@ func TestNewInstallsIndexers(t *testing.T) {
 		"Gateway": {i.Gateways.Informer(), []string{
 			cache.NamespaceIndex, GatewayClassNameIndex, GatewayCertificateSecretIndex, GatewaySelectsNamespacesIndex,
 		}},
-		"HTTPRoute":      {i.HTTPRoutes.Informer(), routes},
-		"TCPRoute":       {i.TCPRoutes.Informer(), routes},
-		"GRPCRoute":      {i.GRPCRoutes.Informer(), routes},
+		"HTTPRoute":      {i.Routes["HTTPRoute"], routes},
+		"TCPRoute":       {i.Routes["TCPRoute"], routes},
+		"GRPCRoute":      {i.Routes["GRPCRoute"], routes},
 		"ReferenceGrant": {i.ReferenceGrants.Informer(), []string{cache.NamespaceIndex}},
 		"Namespace":      {i.Namespaces.Informer(), []string{cache.NamespaceIndex}},
 		"Service":        {i.Services.Informer(), []string{cache.NamespaceIndex}},
@@ -390,7 +390,7 @@ func waitFor(t *testing.T, what string, done func() bool) {
 func TestExists(t *testing.T) {
 	inf := New(kubefake.NewClientset(), gatewayfake.NewSimpleClientset(), 0)
 	route := &gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "r"}}
-	if err := inf.HTTPRoutes.Informer().GetStore().Add(route); err != nil {
+	if err := inf.Routes["HTTPRoute"].GetStore().Add(route); err != nil {
 		t.Fatal(err)
 	}
 	if !inf.Exists("HTTPRoute", cache.ObjectName{Namespace: "ns", Name: "r"}) {

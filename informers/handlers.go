@@ -12,6 +12,8 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 )
 
 // Queues are the work queues the event handlers feed, one per kind with a status to
@@ -19,9 +21,8 @@ import (
 type Queues struct {
 	GatewayClasses workqueue.TypedInterface[string] // key: class name
 	Gateways       workqueue.TypedInterface[cache.ObjectName]
-	HTTPRoutes     workqueue.TypedInterface[cache.ObjectName]
-	TCPRoutes      workqueue.TypedInterface[cache.ObjectName]
-	GRPCRoutes     workqueue.TypedInterface[cache.ObjectName]
+	// Routes holds a queue for each kind of gatewayapi.Routes.
+	Routes map[gatewayv1.Kind]workqueue.TypedInterface[cache.ObjectName]
 }
 
 // AddEventHandlers registers on every informer a handler that adds to q the key of
@@ -37,20 +38,21 @@ type Queues struct {
 // Handlers log through ctx's logger.
 func (i *Informers) AddEventHandlers(ctx context.Context, q Queues) error {
 	h := i.eventHandlers(ctx, q)
-	registrations := []struct {
-		kind     string
+	type registration struct {
+		kind     gatewayv1.Kind
 		informer cache.SharedIndexInformer
 		handler  cache.ResourceEventHandler
-	}{
+	}
+	registrations := []registration{
 		{"GatewayClass", i.GatewayClasses.Informer(), h.gatewayClasses},
 		{"Gateway", i.Gateways.Informer(), h.gateways},
-		{"HTTPRoute", i.HTTPRoutes.Informer(), h.httpRoutes},
-		{"TCPRoute", i.TCPRoutes.Informer(), h.tcpRoutes},
-		{"GRPCRoute", i.GRPCRoutes.Informer(), h.grpcRoutes},
 		{"ReferenceGrant", i.ReferenceGrants.Informer(), h.referenceGrants},
 		{"Namespace", i.Namespaces.Informer(), h.namespaces},
 		{"Service", i.Services.Informer(), h.services},
 		{"Secret", i.Secrets.Informer(), h.secrets},
+	}
+	for _, kind := range gatewayapi.Routes {
+		registrations = append(registrations, registration{kind.Kind, i.Routes[kind.Kind], h.routes[kind.Kind]})
 	}
 	synced := make([]cache.InformerSynced, 0, len(registrations))
 	for _, r := range registrations {
@@ -70,9 +72,7 @@ func (i *Informers) AddEventHandlers(ctx context.Context, q Queues) error {
 type eventHandlers struct {
 	gatewayClasses  cache.ResourceEventHandler
 	gateways        cache.ResourceEventHandler
-	httpRoutes      cache.ResourceEventHandler
-	tcpRoutes       cache.ResourceEventHandler
-	grpcRoutes      cache.ResourceEventHandler
+	routes          map[gatewayv1.Kind]cache.ResourceEventHandler
 	referenceGrants cache.ResourceEventHandler
 	namespaces      cache.ResourceEventHandler
 	services        cache.ResourceEventHandler
@@ -81,35 +81,34 @@ type eventHandlers struct {
 
 func (i *Informers) eventHandlers(ctx context.Context, q Queues) eventHandlers {
 	m := &keyMapper{
-		queues:     q,
-		gateways:   i.Gateways.Informer().GetIndexer(),
-		httpRoutes: i.HTTPRoutes.Informer().GetIndexer(),
-		tcpRoutes:  i.TCPRoutes.Informer().GetIndexer(),
-		grpcRoutes: i.GRPCRoutes.Informer().GetIndexer(),
-		logger:     klog.FromContext(ctx).WithName("informers"),
+		queues:   q,
+		gateways: i.Gateways.Informer().GetIndexer(),
+		routes:   make(map[gatewayv1.Kind]cache.Indexer, len(i.Routes)),
+		logger:   klog.FromContext(ctx).WithName("informers"),
 	}
-	return eventHandlers{
+	h := eventHandlers{
 		gatewayClasses:  m.forEachName(m.gatewayClassChanged),
 		gateways:        m.forEachName(m.gatewayChanged),
-		httpRoutes:      m.forEachRoute(m.httpRouteChanged, q.HTTPRoutes),
-		tcpRoutes:       m.forEachRoute(m.tcpRouteChanged, q.TCPRoutes),
-		grpcRoutes:      m.forEachRoute(m.grpcRouteChanged, q.GRPCRoutes),
+		routes:          make(map[gatewayv1.Kind]cache.ResourceEventHandler, len(i.Routes)),
 		referenceGrants: m.forEachObject(m.referenceGrantChanged),
 		namespaces:      m.onNamespaceLabels(m.namespaceChanged),
 		services:        m.forEachName(m.serviceChanged),
 		secrets:         m.forEachName(m.secretChanged),
 	}
+	for _, kind := range gatewayapi.Routes {
+		m.routes[kind.Kind] = i.Routes[kind.Kind].GetIndexer()
+		h.routes[kind.Kind] = m.forEachRoute(kind, q.Routes[kind.Kind])
+	}
+	return h
 }
 
 // keyMapper maps a changed object to the keys it affects, looking up the objects that
 // refer to it in the indexes of indexers.go.
 type keyMapper struct {
-	queues     Queues
-	gateways   cache.Indexer
-	httpRoutes cache.Indexer
-	tcpRoutes  cache.Indexer
-	grpcRoutes cache.Indexer
-	logger     klog.Logger
+	queues   Queues
+	gateways cache.Indexer
+	routes   map[gatewayv1.Kind]cache.Indexer
+	logger   klog.Logger
 }
 
 // gatewayClassChanged enqueues the class and every Gateway of it, with their routes.
@@ -138,42 +137,27 @@ func (m *keyMapper) enqueueGatewayAndRoutes(gateway cache.ObjectName) {
 	m.enqueueRoutesIndexed(RouteParentGatewayIndex, gateway.String())
 }
 
-func (m *keyMapper) httpRouteChanged(obj any) {
-	routeChanged(m, obj, m.queues.HTTPRoutes, func(route *gatewayv1.HTTPRoute) []cache.ObjectName {
-		return parentGateways(route.Namespace, route.Spec.ParentRefs)
-	})
-}
-
-func (m *keyMapper) tcpRouteChanged(obj any) {
-	routeChanged(m, obj, m.queues.TCPRoutes, func(route *gatewayv1.TCPRoute) []cache.ObjectName {
-		return parentGateways(route.Namespace, route.Spec.ParentRefs)
-	})
-}
-
-func (m *keyMapper) grpcRouteChanged(obj any) {
-	routeChanged(m, obj, m.queues.GRPCRoutes, func(route *gatewayv1.GRPCRoute) []cache.ObjectName {
-		return parentGateways(route.Namespace, route.Spec.ParentRefs)
-	})
-}
-
-// routeChanged enqueues the route in queue and every gateway it names as a parent: a
-// gateway's listener status counts the routes attached to it.
+// routeChanged enqueues the route, of kind, in queue and every gateway it names as a
+// parent: a gateway's listener status counts the routes attached to it.
 //
 // The route's own key comes from the tombstone when the deleted object is unknown, but
 // its parents cannot: those gateways catch up at their next resync.
-func routeChanged[R any](m *keyMapper, obj any, queue workqueue.TypedInterface[cache.ObjectName], parents func(R) []cache.ObjectName) {
+func (m *keyMapper) routeChanged(kind gatewayapi.RouteKind, queue workqueue.TypedInterface[cache.ObjectName], obj any) {
 	name, err := cache.DeletionHandlingObjectToName(obj)
 	if err != nil {
 		m.reportUnmapped(err, obj)
 		return
 	}
 	queue.Add(name)
-	route, err := objectAs[R](obj)
+	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tombstone.Obj
+	}
+	parents, err := kind.ParentGateways(obj)
 	if err != nil {
 		m.reportUnmapped(err, obj)
 		return
 	}
-	m.enqueue(m.queues.Gateways, parents(route))
+	m.enqueue(m.queues.Gateways, parents)
 }
 
 // namespaceChanged enqueues the gateways that select namespaces by label and every
@@ -215,26 +199,23 @@ func (m *keyMapper) referenceGrantChanged(obj any) {
 			continue
 		}
 		namespace := string(from.Namespace)
-		switch from.Kind {
-		case "Gateway":
+		if from.Kind == gatewayapi.GatewayKind {
 			for _, gateway := range m.indexed(m.gateways, cache.NamespaceIndex, namespace) {
 				m.enqueueGatewayAndRoutes(gateway)
 			}
-		case "HTTPRoute":
-			m.enqueue(m.queues.HTTPRoutes, m.indexed(m.httpRoutes, cache.NamespaceIndex, namespace))
-		case "TCPRoute":
-			m.enqueue(m.queues.TCPRoutes, m.indexed(m.tcpRoutes, cache.NamespaceIndex, namespace))
-		case "GRPCRoute":
-			m.enqueue(m.queues.GRPCRoutes, m.indexed(m.grpcRoutes, cache.NamespaceIndex, namespace))
+			continue
+		}
+		if routes, ok := m.routes[from.Kind]; ok {
+			m.enqueue(m.queues.Routes[from.Kind], m.indexed(routes, cache.NamespaceIndex, namespace))
 		}
 	}
 }
 
-// enqueueRoutesIndexed enqueues the routes of all three kinds whose index holds value.
+// enqueueRoutesIndexed enqueues the routes of every kind whose index holds value.
 func (m *keyMapper) enqueueRoutesIndexed(index, value string) {
-	m.enqueue(m.queues.HTTPRoutes, m.indexed(m.httpRoutes, index, value))
-	m.enqueue(m.queues.TCPRoutes, m.indexed(m.tcpRoutes, index, value))
-	m.enqueue(m.queues.GRPCRoutes, m.indexed(m.grpcRoutes, index, value))
+	for kind, routes := range m.routes {
+		m.enqueue(m.queues.Routes[kind], m.indexed(routes, index, value))
+	}
 }
 
 func (m *keyMapper) enqueue(queue workqueue.TypedInterface[cache.ObjectName], names []cache.ObjectName) {
@@ -302,8 +283,8 @@ func (m *keyMapper) forEachObject(changed func(obj any)) cache.ResourceEventHand
 // the route alone: a Gateway is judged from its routes' specs only, and every route
 // status write would otherwise send its Gateways through a sync, at scale thousands
 // of them, each racing the Gateway's own status write into a 409.
-func (m *keyMapper) forEachRoute(changed func(obj any), queue workqueue.TypedInterface[cache.ObjectName]) cache.ResourceEventHandlerFuncs {
-	handler := m.forEachObject(changed)
+func (m *keyMapper) forEachRoute(kind gatewayapi.RouteKind, queue workqueue.TypedInterface[cache.ObjectName]) cache.ResourceEventHandlerFuncs {
+	handler := m.forEachObject(func(obj any) { m.routeChanged(kind, queue, obj) })
 	onUpdate := handler.UpdateFunc
 	handler.UpdateFunc = func(oldObj, newObj any) {
 		if generationChanged(oldObj, newObj) {

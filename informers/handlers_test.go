@@ -14,6 +14,8 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayfake "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned/fake"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 )
 
 // The world every handler test starts from:
@@ -170,7 +172,7 @@ func TestEventHandlers(t *testing.T) {
 		{
 			name: "HTTPRoute add with a cross-namespace parent",
 			event: func(h eventHandlers) {
-				h.httpRoutes.OnAdd(httpRoute("apps", "web", []gatewayv1.ParentReference{{Namespace: new(gatewayv1.Namespace("infra")), Name: "public"}}), false)
+				h.routes["HTTPRoute"].OnAdd(httpRoute("apps", "web", []gatewayv1.ParentReference{{Namespace: new(gatewayv1.Namespace("infra")), Name: "public"}}), false)
 			},
 			want: enqueued{Gateways: []string{"infra/public"}, HTTPRoutes: []string{"apps/web"}},
 		},
@@ -183,7 +185,7 @@ func TestEventHandlers(t *testing.T) {
 					{Namespace: new(gatewayv1.Namespace("team")), Name: "missing"},
 					{Kind: new(gatewayv1.Kind("Service")), Name: "mesh"},
 				})
-				h.httpRoutes.OnUpdate(old, specChanged(old, updated))
+				h.routes["HTTPRoute"].OnUpdate(old, specChanged(old, updated))
 			},
 			want: enqueued{Gateways: []string{"apps/edge", "infra/public", "team/missing"}, HTTPRoutes: []string{"apps/web"}},
 		},
@@ -191,7 +193,7 @@ func TestEventHandlers(t *testing.T) {
 			name: "HTTPRoute resync",
 			event: func(h eventHandlers) {
 				route := httpRoute("infra", "admin", []gatewayv1.ParentReference{{Name: "internal"}})
-				h.httpRoutes.OnUpdate(route, resynced(route))
+				h.routes["HTTPRoute"].OnUpdate(route, resynced(route))
 			},
 			// A Gateway counts its routes from their specs: same generation, same count.
 			want: enqueued{HTTPRoutes: []string{"infra/admin"}},
@@ -202,33 +204,33 @@ func TestEventHandlers(t *testing.T) {
 				route := httpRoute("infra", "admin", []gatewayv1.ParentReference{{Name: "internal"}})
 				written := resynced(route)
 				written.Status.Parents = []gatewayv1.RouteParentStatus{{ParentRef: gatewayv1.ParentReference{Name: "internal"}, ControllerName: "example.com/consul"}}
-				h.httpRoutes.OnUpdate(route, written)
+				h.routes["HTTPRoute"].OnUpdate(route, written)
 			},
 			want: enqueued{HTTPRoutes: []string{"infra/admin"}},
 		},
 		{
 			name: "HTTPRoute with no Gateway parent",
 			event: func(h eventHandlers) {
-				h.httpRoutes.OnAdd(httpRoute("apps", "mesh", []gatewayv1.ParentReference{{Kind: new(gatewayv1.Kind("Service")), Name: "web-svc"}}), false)
+				h.routes["HTTPRoute"].OnAdd(httpRoute("apps", "mesh", []gatewayv1.ParentReference{{Kind: new(gatewayv1.Kind("Service")), Name: "web-svc"}}), false)
 			},
 			want: enqueued{HTTPRoutes: []string{"apps/mesh"}},
 		},
 		{
 			name: "HTTPRoute delete tombstone",
 			event: func(h eventHandlers) {
-				h.httpRoutes.OnDelete(tombstone(httpRoute("infra", "admin", []gatewayv1.ParentReference{{Name: "internal"}})))
+				h.routes["HTTPRoute"].OnDelete(tombstone(httpRoute("infra", "admin", []gatewayv1.ParentReference{{Name: "internal"}})))
 			},
 			want: enqueued{Gateways: []string{"infra/internal"}, HTTPRoutes: []string{"infra/admin"}},
 		},
 		{
 			name:  "HTTPRoute delete tombstone without the object",
-			event: func(h eventHandlers) { h.httpRoutes.OnDelete(cache.DeletedFinalStateUnknown{Key: "apps/web"}) },
+			event: func(h eventHandlers) { h.routes["HTTPRoute"].OnDelete(cache.DeletedFinalStateUnknown{Key: "apps/web"}) },
 			want:  enqueued{HTTPRoutes: []string{"apps/web"}},
 		},
 		{
 			name: "TCPRoute add",
 			event: func(h eventHandlers) {
-				h.tcpRoutes.OnAdd(tcpRoute("apps", "db", []gatewayv1.ParentReference{{Namespace: new(gatewayv1.Namespace("infra")), Name: "public"}}), false)
+				h.routes["TCPRoute"].OnAdd(tcpRoute("apps", "db", []gatewayv1.ParentReference{{Namespace: new(gatewayv1.Namespace("infra")), Name: "public"}}), false)
 			},
 			want: enqueued{Gateways: []string{"infra/public"}, TCPRoutes: []string{"apps/db"}},
 		},
@@ -237,21 +239,21 @@ func TestEventHandlers(t *testing.T) {
 			event: func(h eventHandlers) {
 				old := tcpRoute("apps", "db", []gatewayv1.ParentReference{{Namespace: new(gatewayv1.Namespace("infra")), Name: "public"}})
 				updated := tcpRoute("apps", "db", []gatewayv1.ParentReference{{Namespace: new(gatewayv1.Namespace("infra")), Name: "internal"}})
-				h.tcpRoutes.OnUpdate(old, specChanged(old, updated))
+				h.routes["TCPRoute"].OnUpdate(old, specChanged(old, updated))
 			},
 			want: enqueued{Gateways: []string{"infra/internal", "infra/public"}, TCPRoutes: []string{"apps/db"}},
 		},
 		{
 			name: "TCPRoute delete tombstone",
 			event: func(h eventHandlers) {
-				h.tcpRoutes.OnDelete(tombstone(tcpRoute("apps", "db", []gatewayv1.ParentReference{{Namespace: new(gatewayv1.Namespace("infra")), Name: "public"}})))
+				h.routes["TCPRoute"].OnDelete(tombstone(tcpRoute("apps", "db", []gatewayv1.ParentReference{{Namespace: new(gatewayv1.Namespace("infra")), Name: "public"}})))
 			},
 			want: enqueued{Gateways: []string{"infra/public"}, TCPRoutes: []string{"apps/db"}},
 		},
 		{
 			name: "GRPCRoute add",
 			event: func(h eventHandlers) {
-				h.grpcRoutes.OnAdd(grpcRoute("apps", "rpc", []gatewayv1.ParentReference{{Name: "edge"}}), false)
+				h.routes["GRPCRoute"].OnAdd(grpcRoute("apps", "rpc", []gatewayv1.ParentReference{{Name: "edge"}}), false)
 			},
 			want: enqueued{Gateways: []string{"apps/edge"}, GRPCRoutes: []string{"apps/rpc"}},
 		},
@@ -260,14 +262,14 @@ func TestEventHandlers(t *testing.T) {
 			event: func(h eventHandlers) {
 				old := grpcRoute("apps", "rpc", []gatewayv1.ParentReference{{Name: "edge"}})
 				updated := grpcRoute("apps", "rpc", []gatewayv1.ParentReference{{Name: "edge"}, {Namespace: new(gatewayv1.Namespace("infra")), Name: "public"}})
-				h.grpcRoutes.OnUpdate(old, specChanged(old, updated))
+				h.routes["GRPCRoute"].OnUpdate(old, specChanged(old, updated))
 			},
 			want: enqueued{Gateways: []string{"apps/edge", "infra/public"}, GRPCRoutes: []string{"apps/rpc"}},
 		},
 		{
 			name: "GRPCRoute delete tombstone",
 			event: func(h eventHandlers) {
-				h.grpcRoutes.OnDelete(tombstone(grpcRoute("apps", "rpc", []gatewayv1.ParentReference{{Name: "edge"}})))
+				h.routes["GRPCRoute"].OnDelete(tombstone(grpcRoute("apps", "rpc", []gatewayv1.ParentReference{{Name: "edge"}})))
 			},
 			want: enqueued{Gateways: []string{"apps/edge"}, GRPCRoutes: []string{"apps/rpc"}},
 		},
@@ -451,7 +453,7 @@ func TestEventHandlersUnexpectedObjects(t *testing.T) {
 	queues := newQueues(t)
 	h := i.eventHandlers(t.Context(), queues)
 
-	h.httpRoutes.OnDelete(cache.DeletedFinalStateUnknown{Key: "a/b/c"})
+	h.routes["HTTPRoute"].OnDelete(cache.DeletedFinalStateUnknown{Key: "a/b/c"})
 	h.referenceGrants.OnAdd(service("apps", "web-svc"), false)
 	h.referenceGrants.OnDelete(cache.DeletedFinalStateUnknown{Key: "apps/grant"})
 	h.services.OnAdd("not an object", false)
@@ -475,17 +477,14 @@ func newWorldInformers(t *testing.T) *Informers {
 
 func informerOf(t *testing.T, i *Informers, obj runtime.Object) cache.SharedIndexInformer {
 	t.Helper()
+	if kind, ok := gatewayapi.RouteOf(obj); ok {
+		return i.Routes[kind.Kind]
+	}
 	switch obj.(type) {
 	case *gatewayv1.GatewayClass:
 		return i.GatewayClasses.Informer()
 	case *gatewayv1.Gateway:
 		return i.Gateways.Informer()
-	case *gatewayv1.HTTPRoute:
-		return i.HTTPRoutes.Informer()
-	case *gatewayv1.TCPRoute:
-		return i.TCPRoutes.Informer()
-	case *gatewayv1.GRPCRoute:
-		return i.GRPCRoutes.Informer()
 	case *gatewayv1.ReferenceGrant:
 		return i.ReferenceGrants.Informer()
 	case *corev1.Namespace:
@@ -503,16 +502,17 @@ func newQueues(t *testing.T) Queues {
 	q := Queues{
 		GatewayClasses: workqueue.NewTyped[string](),
 		Gateways:       workqueue.NewTyped[cache.ObjectName](),
-		HTTPRoutes:     workqueue.NewTyped[cache.ObjectName](),
-		TCPRoutes:      workqueue.NewTyped[cache.ObjectName](),
-		GRPCRoutes:     workqueue.NewTyped[cache.ObjectName](),
+		Routes:         map[gatewayv1.Kind]workqueue.TypedInterface[cache.ObjectName]{},
+	}
+	for _, kind := range gatewayapi.Routes {
+		q.Routes[kind.Kind] = workqueue.NewTyped[cache.ObjectName]()
 	}
 	t.Cleanup(func() {
 		q.GatewayClasses.ShutDown()
 		q.Gateways.ShutDown()
-		q.HTTPRoutes.ShutDown()
-		q.TCPRoutes.ShutDown()
-		q.GRPCRoutes.ShutDown()
+		for _, queue := range q.Routes {
+			queue.ShutDown()
+		}
 	})
 	return q
 }
@@ -522,9 +522,9 @@ func drain(q Queues) enqueued {
 	return enqueued{
 		GatewayClasses: drainQueue(q.GatewayClasses, func(name string) string { return name }),
 		Gateways:       drainQueue(q.Gateways, cache.ObjectName.String),
-		HTTPRoutes:     drainQueue(q.HTTPRoutes, cache.ObjectName.String),
-		TCPRoutes:      drainQueue(q.TCPRoutes, cache.ObjectName.String),
-		GRPCRoutes:     drainQueue(q.GRPCRoutes, cache.ObjectName.String),
+		HTTPRoutes:     drainQueue(q.Routes["HTTPRoute"], cache.ObjectName.String),
+		TCPRoutes:      drainQueue(q.Routes["TCPRoute"], cache.ObjectName.String),
+		GRPCRoutes:     drainQueue(q.Routes["GRPCRoute"], cache.ObjectName.String),
 	}
 }
 

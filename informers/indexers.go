@@ -5,6 +5,8 @@ import (
 
 	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 )
 
 // Index names, for Indexer.ByIndex and Indexer.IndexKeys on the informers that carry
@@ -12,10 +14,10 @@ import (
 // finds exactly the objects it affects. Values of the "namespace/name" kind are
 // cache.ObjectName strings; every namespaced informer also has cache.NamespaceIndex.
 const (
-	// RouteParentGatewayIndex is on HTTPRoutes, TCPRoutes and GRPCRoutes: the
+	// RouteParentGatewayIndex is on every route kind's informer: the
 	// "namespace/name" of every Gateway the route names in a parentRef.
 	RouteParentGatewayIndex = "routeParentGateway"
-	// RouteBackendServiceIndex is on HTTPRoutes, TCPRoutes and GRPCRoutes: the
+	// RouteBackendServiceIndex is on every route kind's informer: the
 	// "namespace/name" of every Service the route names in a rule's backendRef.
 	RouteBackendServiceIndex = "routeBackendService"
 	// GatewayClassNameIndex is on Gateways: spec.gatewayClassName.
@@ -32,38 +34,24 @@ const (
 // SelectsNamespaces is the one value of GatewaySelectsNamespacesIndex.
 const SelectsNamespaces = "true"
 
-// Defaults the Gateway API applies to a reference whose group or kind is unset.
-const (
-	coreGroup   = ""
-	gatewayKind = "Gateway"
-	serviceKind = "Service"
-	secretKind  = "Secret"
-)
-
 // IndexRouteParentGateways is the index function of RouteParentGatewayIndex.
 func IndexRouteParentGateways(obj any) ([]string, error) {
-	switch route := obj.(type) {
-	case *gatewayv1.HTTPRoute:
-		return nameStrings(parentGateways(route.Namespace, route.Spec.ParentRefs)), nil
-	case *gatewayv1.TCPRoute:
-		return nameStrings(parentGateways(route.Namespace, route.Spec.ParentRefs)), nil
-	case *gatewayv1.GRPCRoute:
-		return nameStrings(parentGateways(route.Namespace, route.Spec.ParentRefs)), nil
+	kind, ok := gatewayapi.RouteOf(obj)
+	if !ok {
+		return nil, unexpectedType(RouteParentGatewayIndex, obj)
 	}
-	return nil, unexpectedType(RouteParentGatewayIndex, obj)
+	names, err := kind.ParentGateways(obj)
+	return nameStrings(names), err
 }
 
 // IndexRouteBackendServices is the index function of RouteBackendServiceIndex.
 func IndexRouteBackendServices(obj any) ([]string, error) {
-	switch route := obj.(type) {
-	case *gatewayv1.HTTPRoute:
-		return nameStrings(HTTPRouteBackendServices(route)), nil
-	case *gatewayv1.TCPRoute:
-		return nameStrings(TCPRouteBackendServices(route)), nil
-	case *gatewayv1.GRPCRoute:
-		return nameStrings(GRPCRouteBackendServices(route)), nil
+	kind, ok := gatewayapi.RouteOf(obj)
+	if !ok {
+		return nil, unexpectedType(RouteBackendServiceIndex, obj)
 	}
-	return nil, unexpectedType(RouteBackendServiceIndex, obj)
+	names, err := kind.BackendServices(obj)
+	return nameStrings(names), err
 }
 
 // IndexGatewayClassName is the index function of GatewayClassNameIndex.
@@ -84,7 +72,7 @@ func IndexGatewayCertificateSecrets(obj any) ([]string, error) {
 	if !ok {
 		return nil, unexpectedType(GatewayCertificateSecretIndex, obj)
 	}
-	return nameStrings(CertificateSecrets(gateway)), nil
+	return nameStrings(gatewayapi.CertificateSecrets(gateway)), nil
 }
 
 // IndexGatewaySelectsNamespaces is the index function of GatewaySelectsNamespacesIndex.
@@ -99,68 +87,6 @@ func IndexGatewaySelectsNamespaces(obj any) ([]string, error) {
 	return []string{SelectsNamespaces}, nil
 }
 
-// parentGateways returns the Gateways among refs, made by a route in routeNamespace.
-func parentGateways(routeNamespace string, refs []gatewayv1.ParentReference) []cache.ObjectName {
-	var names nameList
-	for _, ref := range refs {
-		if !refersTo(ref.Group, ref.Kind, gatewayv1.GroupName, gatewayKind) {
-			continue
-		}
-		names.add(routeNamespace, ref.Namespace, ref.Name)
-	}
-	return names.list
-}
-
-// HTTPRouteBackendServices, TCPRouteBackendServices and GRPCRouteBackendServices return
-// the Services a route names as backends, each once. The Consul syncer reads the same
-// references from the caches.
-func HTTPRouteBackendServices(route *gatewayv1.HTTPRoute) []cache.ObjectName {
-	var names nameList
-	for _, rule := range route.Spec.Rules {
-		for _, ref := range rule.BackendRefs {
-			names.addService(route.Namespace, ref.BackendObjectReference)
-		}
-	}
-	return names.list
-}
-
-func TCPRouteBackendServices(route *gatewayv1.TCPRoute) []cache.ObjectName {
-	var names nameList
-	for _, rule := range route.Spec.Rules {
-		for _, ref := range rule.BackendRefs {
-			names.addService(route.Namespace, ref.BackendObjectReference)
-		}
-	}
-	return names.list
-}
-
-func GRPCRouteBackendServices(route *gatewayv1.GRPCRoute) []cache.ObjectName {
-	var names nameList
-	for _, rule := range route.Spec.Rules {
-		for _, ref := range rule.BackendRefs {
-			names.addService(route.Namespace, ref.BackendObjectReference)
-		}
-	}
-	return names.list
-}
-
-// CertificateSecrets returns the Secrets the gateway's listeners name as certificates.
-func CertificateSecrets(gateway *gatewayv1.Gateway) []cache.ObjectName {
-	var names nameList
-	for _, listener := range gateway.Spec.Listeners {
-		if listener.TLS == nil {
-			continue
-		}
-		for _, ref := range listener.TLS.CertificateRefs {
-			if !refersTo(ref.Group, ref.Kind, coreGroup, secretKind) {
-				continue
-			}
-			names.add(gateway.Namespace, ref.Namespace, ref.Name)
-		}
-	}
-	return names.list
-}
-
 // selectsNamespaces reports whether any listener admits routes by namespace labels.
 func selectsNamespaces(gateway *gatewayv1.Gateway) bool {
 	for _, listener := range gateway.Spec.Listeners {
@@ -173,48 +99,6 @@ func selectsNamespaces(gateway *gatewayv1.Gateway) bool {
 		}
 	}
 	return false
-}
-
-// refersTo reports whether a reference's group and kind, where unset meaning the
-// defaults given, are group and kind.
-func refersTo(refGroup *gatewayv1.Group, refKind *gatewayv1.Kind, group, kind string) bool {
-	if refGroup != nil && string(*refGroup) != group {
-		return false
-	}
-	return refKind == nil || string(*refKind) == kind
-}
-
-// nameList collects referenced names in order, each once: a route may name one
-// Gateway in several parentRefs (one per sectionName), and a Service in several rules.
-type nameList struct {
-	list []cache.ObjectName
-	seen map[cache.ObjectName]bool
-}
-
-// add adds the object called name in namespace, or in defaultNamespace (that of the
-// referring object) when namespace is unset.
-func (l *nameList) add(defaultNamespace string, namespace *gatewayv1.Namespace, name gatewayv1.ObjectName) {
-	ns := defaultNamespace
-	if namespace != nil && *namespace != "" {
-		ns = string(*namespace)
-	}
-	objectName := cache.NewObjectName(ns, string(name))
-	if l.seen[objectName] {
-		return
-	}
-	if l.seen == nil {
-		l.seen = map[cache.ObjectName]bool{}
-	}
-	l.seen[objectName] = true
-	l.list = append(l.list, objectName)
-}
-
-// addService adds ref if it names a Service.
-func (l *nameList) addService(routeNamespace string, ref gatewayv1.BackendObjectReference) {
-	if !refersTo(ref.Group, ref.Kind, coreGroup, serviceKind) {
-		return
-	}
-	l.add(routeNamespace, ref.Namespace, ref.Name)
 }
 
 func nameStrings(names []cache.ObjectName) []string {

@@ -8,8 +8,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/utils/ptr"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewaylisters "sigs.k8s.io/gateway-api/pkg/client/listers/apis/v1"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 )
 
 // backendProblem says why a backendRef cannot be resolved; Reason is one of the Gateway
@@ -47,18 +50,15 @@ var unsupportedAppProtocols = map[gatewayv1.Kind][]string{
 // looked up, so a route without permission learns nothing about what exists in the
 // other namespace.
 func resolveBackendRef(routeKind gatewayv1.Kind, routeNamespace string, ref gatewayv1.BackendObjectReference, services corelisters.ServiceLister, grants gatewaylisters.ReferenceGrantLister) (*backendProblem, error) {
-	namespace := routeNamespace
-	if ref.Namespace != nil && *ref.Namespace != "" {
-		namespace = string(*ref.Namespace)
-	}
-	name := namespace + "/" + string(ref.Name)
+	referent := gatewayapi.Referent(routeNamespace, ref.Namespace, ref.Name)
+	namespace, name := referent.Namespace, referent.String()
 
 	if p := backendKindProblem(ref, name); p != nil {
 		return p, nil
 	}
 	permitted, err := referencePermitted(grants,
 		referenceFrom{Group: gatewayv1.GroupName, Kind: string(routeKind), Namespace: routeNamespace},
-		referenceTo{Group: "", Kind: "Service", Namespace: namespace, Name: string(ref.Name)})
+		referenceTo{Group: gatewayapi.CoreGroup, Kind: gatewayapi.ServiceKind, Namespace: namespace, Name: string(ref.Name)})
 	if err != nil {
 		return nil, err
 	}
@@ -84,16 +84,10 @@ func resolveBackendRef(routeKind gatewayv1.Kind, routeNamespace string, ref gate
 // backendKindProblem accepts only core Services, defaulting group and kind the way the
 // CRD does (group "", kind "Service") so objects read without defaulting behave the same.
 func backendKindProblem(ref gatewayv1.BackendObjectReference, name string) *backendProblem {
-	group, kind := gatewayv1.Group(""), gatewayv1.Kind("Service")
-	if ref.Group != nil {
-		group = *ref.Group
-	}
-	if ref.Kind != nil {
-		kind = *ref.Kind
-	}
-	if group == "" && kind == "Service" {
+	if gatewayapi.RefersTo(ref.Group, ref.Kind, gatewayapi.CoreGroup, gatewayapi.ServiceKind) {
 		return nil
 	}
+	group, kind := ptr.Deref(ref.Group, gatewayapi.CoreGroup), ptr.Deref(ref.Kind, gatewayapi.ServiceKind)
 	groupKind := string(kind)
 	if group != "" {
 		groupKind += "." + string(group)

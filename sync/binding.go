@@ -59,7 +59,7 @@ type routeView struct {
 	namespace  string
 	name       string
 	parentRefs []gatewayv1.ParentReference
-	hostnames  []gatewayv1.Hostname // HTTPRoute only
+	hostnames  []gatewayv1.Hostname // nil for kinds without hostnames
 }
 
 // parentBinding is the decision on one parentRef of a route that names one of our
@@ -101,7 +101,8 @@ func (d *decider) bindParent(route routeView, ref gatewayv1.ParentReference, gw 
 	}
 	var attached []*listenerState
 	for _, st := range allowed {
-		if _, ok := intersectHostnames(st.listener.Hostname, route.hostnames); ok || route.kind != "HTTPRoute" {
+		// A kind without hostnames (TCPRoute) has none to intersect, and attaches.
+		if _, ok := intersectHostnames(st.listener.Hostname, route.hostnames); ok {
 			attached = append(attached, st)
 		}
 	}

@@ -21,6 +21,8 @@ import (
 	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/informers"
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/consullimits"
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/metrics"
 	"github.com/consul-gateway-controller/consul-gateway-controller/workqueue"
 )
@@ -60,15 +62,15 @@ type Publisher interface {
 	Publish(ctx context.Context, c Confirmation)
 }
 
-// Workers is the number of workers per kind.
+// Workers is the number of workers per kind; Routes is per route kind.
 type Workers struct {
-	GatewayClasses, Gateways, HTTPRoutes, TCPRoutes, GRPCRoutes int
+	GatewayClasses, Gateways, Routes int
 }
 
 // Config is what NewController needs.
 type Config struct {
 	ControllerName gatewayv1.GatewayController
-	Capabilities   Capabilities
+	Capabilities   consullimits.Capabilities
 	Informers      *informers.Informers
 	GatewayClient  gatewayclient.Interface
 	Publisher      Publisher
@@ -100,9 +102,8 @@ type Controller struct {
 
 	gatewayClassQueue kworkqueue.TypedRateLimitingInterface[string]
 	gatewayQueue      kworkqueue.TypedRateLimitingInterface[cache.ObjectName]
-	httpRouteQueue    kworkqueue.TypedRateLimitingInterface[cache.ObjectName]
-	tcpRouteQueue     kworkqueue.TypedRateLimitingInterface[cache.ObjectName]
-	grpcRouteQueue    kworkqueue.TypedRateLimitingInterface[cache.ObjectName]
+	// routeQueues holds a queue for each kind of gatewayapi.Routes.
+	routeQueues map[gatewayv1.Kind]kworkqueue.TypedRateLimitingInterface[cache.ObjectName]
 }
 
 // NewController builds the controller and registers its event handlers, which log
@@ -119,11 +120,7 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 			namespaces:     inf.Namespaces.Lister(),
 			services:       inf.Services.Lister(),
 			refs:           listenerRefs{secrets: inf.Secrets.Lister(), grants: inf.ReferenceGrants.Lister()},
-			routeIndexers: map[gatewayv1.Kind]cache.Indexer{
-				"HTTPRoute": inf.HTTPRoutes.Informer().GetIndexer(),
-				"TCPRoute":  inf.TCPRoutes.Informer().GetIndexer(),
-				"GRPCRoute": inf.GRPCRoutes.Informer().GetIndexer(),
-			},
+			routeIndexers:  make(map[gatewayv1.Kind]cache.Indexer, len(gatewayapi.Routes)),
 		},
 		client:            cfg.GatewayClient,
 		publisher:         cfg.Publisher,
@@ -136,9 +133,17 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 		own:               newOwnWrites(),
 		gatewayClassQueue: workqueue.New[string]("gatewayclass"),
 		gatewayQueue:      workqueue.New[cache.ObjectName]("gateway"),
-		httpRouteQueue:    workqueue.New[cache.ObjectName]("httproute"),
-		tcpRouteQueue:     workqueue.New[cache.ObjectName]("tcproute"),
-		grpcRouteQueue:    workqueue.New[cache.ObjectName]("grpcroute"),
+		routeQueues:       make(map[gatewayv1.Kind]kworkqueue.TypedRateLimitingInterface[cache.ObjectName], len(gatewayapi.Routes)),
+	}
+	queues := informers.Queues{
+		GatewayClasses: c.gatewayClassQueue,
+		Gateways:       c.gatewayQueue,
+		Routes:         make(map[gatewayv1.Kind]kworkqueue.TypedInterface[cache.ObjectName], len(gatewayapi.Routes)),
+	}
+	for _, kind := range gatewayapi.Routes {
+		c.routeIndexers[kind.Kind] = inf.Routes[kind.Kind].GetIndexer()
+		c.routeQueues[kind.Kind] = workqueue.New[cache.ObjectName](kind.QueueName())
+		queues.Routes[kind.Kind] = c.routeQueues[kind.Kind]
 	}
 	if c.clock == nil {
 		c.clock = clock.RealClock{}
@@ -146,14 +151,7 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 	if c.dataPlane == nil {
 		c.dataPlane = noDataPlane{}
 	}
-	err := inf.AddEventHandlers(ctx, informers.Queues{
-		GatewayClasses: c.gatewayClassQueue,
-		Gateways:       c.gatewayQueue,
-		HTTPRoutes:     c.httpRouteQueue,
-		TCPRoutes:      c.tcpRouteQueue,
-		GRPCRoutes:     c.grpcRouteQueue,
-	})
-	if err != nil {
+	if err := inf.AddEventHandlers(ctx, queues); err != nil {
 		return nil, fmt.Errorf("add event handlers: %w", err)
 	}
 	return c, nil
@@ -162,15 +160,12 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 // Enqueue asks for an object to be judged again, for example when the data plane's
 // verdict on it changed.
 func (c *Controller) Enqueue(kind gatewayv1.Kind, key cache.ObjectName) {
-	switch kind {
-	case "Gateway":
+	if kind == gatewayapi.GatewayKind {
 		c.gatewayQueue.Add(key)
-	case "HTTPRoute":
-		c.httpRouteQueue.Add(key)
-	case "TCPRoute":
-		c.tcpRouteQueue.Add(key)
-	case "GRPCRoute":
-		c.grpcRouteQueue.Add(key)
+		return
+	}
+	if queue, ok := c.routeQueues[kind]; ok {
+		queue.Add(key)
 	}
 }
 
@@ -201,15 +196,13 @@ func (c *Controller) Run(ctx context.Context) error {
 	run(func() {
 		workqueue.Run(ctx, "gateway", c.gatewayQueue, c.workers.Gateways, c.tracked("Gateway", c.syncGateway))
 	})
-	run(func() {
-		workqueue.Run(ctx, "httproute", c.httpRouteQueue, c.workers.HTTPRoutes, c.tracked("HTTPRoute", c.syncHTTPRoute))
-	})
-	run(func() {
-		workqueue.Run(ctx, "tcproute", c.tcpRouteQueue, c.workers.TCPRoutes, c.tracked("TCPRoute", c.syncTCPRoute))
-	})
-	run(func() {
-		workqueue.Run(ctx, "grpcroute", c.grpcRouteQueue, c.workers.GRPCRoutes, c.tracked("GRPCRoute", c.syncGRPCRoute))
-	})
+	for _, kind := range gatewayapi.Routes {
+		run(func() {
+			workqueue.Run(ctx, kind.QueueName(), c.routeQueues[kind.Kind], c.workers.Routes, c.tracked(kind.Kind, func(ctx context.Context, key cache.ObjectName) error {
+				return c.syncRoute(ctx, kind, key)
+			}))
+		})
+	}
 	wg.Wait()
 	logger.Info("Status workers stopped")
 	return nil
@@ -228,14 +221,15 @@ func (c *Controller) tracked(kind gatewayv1.Kind, sync workqueue.SyncFunc[cache.
 
 // cachedKeys lists every object in the caches the status workers drain.
 func (c *Controller) cachedKeys() []objectKey {
-	var keys []objectKey
-	for kind, store := range map[gatewayv1.Kind]cache.Store{
+	stores := map[gatewayv1.Kind]cache.Store{
 		"GatewayClass": c.informers.GatewayClasses.Informer().GetStore(),
 		"Gateway":      c.informers.Gateways.Informer().GetStore(),
-		"HTTPRoute":    c.informers.HTTPRoutes.Informer().GetStore(),
-		"TCPRoute":     c.informers.TCPRoutes.Informer().GetStore(),
-		"GRPCRoute":    c.informers.GRPCRoutes.Informer().GetStore(),
-	} {
+	}
+	for kind, informer := range c.informers.Routes {
+		stores[kind] = informer.GetStore()
+	}
+	var keys []objectKey
+	for kind, store := range stores {
 		for _, k := range store.ListKeys() {
 			name, err := cache.ParseObjectName(k)
 			if err == nil {
@@ -301,70 +295,28 @@ func (c *Controller) syncGateway(ctx context.Context, key cache.ObjectName) erro
 	})
 }
 
-// route is what a route sync needs of any route kind.
-type route interface {
-	runtime.Object
-	metav1.Object
-}
-
-// syncRoute judges one route of kind: get reads it from the lister, parents returns its
-// stored status.parents, update writes new parents on a copy of it.
-func syncRoute[R route](ctx context.Context, c *Controller, kind gatewayv1.Kind, key cache.ObjectName,
-	get func(namespace, name string) (R, error),
-	parents func(R) []gatewayv1.RouteParentStatus,
-	update func(context.Context, R, []gatewayv1.RouteParentStatus) (runtime.Object, error),
-) error {
-	r, err := get(key.Namespace, key.Name)
-	if apierrors.IsNotFound(err) {
-		c.gone(ctx, kind, key)
+// syncRoute judges one route of kind.
+func (c *Controller) syncRoute(ctx context.Context, kind gatewayapi.RouteKind, key cache.ObjectName) error {
+	obj, exists, err := c.routeIndexers[kind.Kind].GetByKey(key.String())
+	if err != nil {
+		return fmt.Errorf("get %s %s from cache: %w", kind.Kind, key, err)
+	}
+	if !exists {
+		c.gone(ctx, kind.Kind, key)
 		return nil
 	}
+	r, ok := obj.(gatewayapi.Object)
+	if !ok {
+		return fmt.Errorf("%s cache holds %T", kind.Kind, obj)
+	}
+	existing := kind.Parents(r)
+	computed, decision, err := c.routeStatus(ctx, r, existing, r.GetGeneration())
 	if err != nil {
 		return err
 	}
-	computed, decision, err := c.routeStatus(ctx, r, parents(r), r.GetGeneration())
-	if err != nil {
-		return err
-	}
-	return c.confirmRoute(ctx, Confirmation{Kind: kind, Route: decision}, r, computed, parents(r), func() (runtime.Object, error) {
-		return update(ctx, r, computed)
+	return c.confirmRoute(ctx, Confirmation{Kind: kind.Kind, Route: decision}, r, computed, existing, func() (runtime.Object, error) {
+		return kind.UpdateParents(ctx, c.client, r, computed)
 	})
-}
-
-func (c *Controller) syncHTTPRoute(ctx context.Context, key cache.ObjectName) error {
-	lister := c.informers.HTTPRoutes.Lister()
-	return syncRoute(ctx, c, "HTTPRoute", key,
-		func(ns, name string) (*gatewayv1.HTTPRoute, error) { return lister.HTTPRoutes(ns).Get(name) },
-		func(r *gatewayv1.HTTPRoute) []gatewayv1.RouteParentStatus { return r.Status.Parents },
-		func(ctx context.Context, r *gatewayv1.HTTPRoute, parents []gatewayv1.RouteParentStatus) (runtime.Object, error) {
-			update := r.DeepCopy()
-			update.Status.Parents = parents
-			return c.client.GatewayV1().HTTPRoutes(r.Namespace).UpdateStatus(ctx, update, metav1.UpdateOptions{})
-		})
-}
-
-func (c *Controller) syncTCPRoute(ctx context.Context, key cache.ObjectName) error {
-	lister := c.informers.TCPRoutes.Lister()
-	return syncRoute(ctx, c, "TCPRoute", key,
-		func(ns, name string) (*gatewayv1.TCPRoute, error) { return lister.TCPRoutes(ns).Get(name) },
-		func(r *gatewayv1.TCPRoute) []gatewayv1.RouteParentStatus { return r.Status.Parents },
-		func(ctx context.Context, r *gatewayv1.TCPRoute, parents []gatewayv1.RouteParentStatus) (runtime.Object, error) {
-			update := r.DeepCopy()
-			update.Status.Parents = parents
-			return c.client.GatewayV1().TCPRoutes(r.Namespace).UpdateStatus(ctx, update, metav1.UpdateOptions{})
-		})
-}
-
-func (c *Controller) syncGRPCRoute(ctx context.Context, key cache.ObjectName) error {
-	lister := c.informers.GRPCRoutes.Lister()
-	return syncRoute(ctx, c, "GRPCRoute", key,
-		func(ns, name string) (*gatewayv1.GRPCRoute, error) { return lister.GRPCRoutes(ns).Get(name) },
-		func(r *gatewayv1.GRPCRoute) []gatewayv1.RouteParentStatus { return r.Status.Parents },
-		func(ctx context.Context, r *gatewayv1.GRPCRoute, parents []gatewayv1.RouteParentStatus) (runtime.Object, error) {
-			update := r.DeepCopy()
-			update.Status.Parents = parents
-			return c.client.GatewayV1().GRPCRoutes(r.Namespace).UpdateStatus(ctx, update, metav1.UpdateOptions{})
-		})
 }
 
 // routeStatus computes a route's status.parents and logs each parent that did not
@@ -477,12 +429,10 @@ func describeStatus(obj runtime.Object, controller gatewayv1.GatewayController) 
 		for _, l := range o.Status.Listeners {
 			parts = append(parts, fmt.Sprintf("listener %s: %s attachedRoutes=%d", l.Name, describeConditions(l.Conditions), l.AttachedRoutes))
 		}
-	case *gatewayv1.HTTPRoute:
-		parts = describeParents(o.Status.Parents, controller)
-	case *gatewayv1.TCPRoute:
-		parts = describeParents(o.Status.Parents, controller)
-	case *gatewayv1.GRPCRoute:
-		parts = describeParents(o.Status.Parents, controller)
+	default:
+		if kind, ok := gatewayapi.RouteOf(obj); ok {
+			parts = describeParents(kind.Parents(obj), controller)
+		}
 	}
 	return strings.Join(parts, "; ")
 }

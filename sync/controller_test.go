@@ -19,6 +19,8 @@ import (
 	gatewayfake "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned/fake"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/informers"
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/consullimits"
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 )
 
 // recordingPublisher keeps every confirmation.
@@ -44,7 +46,7 @@ func newTestController(t *testing.T, objs ...runtime.Object) (*Controller, *gate
 	pub := &recordingPublisher{}
 	c, err := NewController(t.Context(), Config{
 		ControllerName: testController,
-		Capabilities:   Consul115,
+		Capabilities:   consullimits.Consul115,
 		Informers:      inf,
 		GatewayClient:  gwClient,
 		Publisher:      pub,
@@ -63,7 +65,7 @@ func newTestController(t *testing.T, objs ...runtime.Object) (*Controller, *gate
 		case *gatewayv1.Gateway:
 			store, resource = inf.Gateways.Informer().GetStore(), "gateways"
 		case *gatewayv1.HTTPRoute:
-			store, resource = inf.HTTPRoutes.Informer().GetStore(), "httproutes"
+			store, resource = inf.Routes["HTTPRoute"].GetStore(), "httproutes"
 		default:
 			t.Fatalf("no store for %T", obj)
 		}
@@ -238,7 +240,7 @@ func TestSyncHTTPRouteKeepsOtherControllersEntries(t *testing.T) {
 	route.Status.Parents = []gatewayv1.RouteParentStatus{theirs}
 	c, client, _ := newTestController(t, ourClass(), gateway("infra", "gw", httpListener("http", 80, "")), route)
 
-	if err := c.syncHTTPRoute(t.Context(), cache.MetaObjectToName(route)); err != nil {
+	if err := c.syncRoute(t.Context(), httpRouteKind(t), cache.MetaObjectToName(route)); err != nil {
 		t.Fatal(err)
 	}
 	var written *gatewayv1.HTTPRoute
@@ -269,3 +271,12 @@ func countVerb(actions []k8stesting.Action, verb string) int {
 }
 
 func apiequalSemantic(a, b any) bool { return apiequality.Semantic.DeepEqual(a, b) }
+
+func httpRouteKind(t *testing.T) gatewayapi.RouteKind {
+	t.Helper()
+	kind, ok := gatewayapi.Route("HTTPRoute")
+	if !ok {
+		t.Fatal("HTTPRoute is not a route kind")
+	}
+	return kind
+}

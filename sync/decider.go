@@ -15,13 +15,15 @@ import (
 	gatewaylisters "sigs.k8s.io/gateway-api/pkg/client/listers/apis/v1"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/informers"
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/consullimits"
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 )
 
 // decider computes status from cached objects. It reads listers and indexers only: it
 // has no clients and writes nothing.
 type decider struct {
 	controllerName gatewayv1.GatewayController
-	caps           Capabilities
+	caps           consullimits.Capabilities
 	dataPlane      DataPlane
 
 	classes    gatewaylisters.GatewayClassLister
@@ -37,19 +39,16 @@ type decider struct {
 // ourGateway resolves a parentRef to a Gateway whose class is ours; ok is false for
 // parents of any other kind, missing Gateways and other controllers' Gateways.
 func (d *decider) ourGateway(ref gatewayv1.ParentReference, routeNamespace string) (*gatewayv1.Gateway, *gatewayv1.GatewayClass, bool, error) {
-	if (ref.Group != nil && *ref.Group != gatewayv1.GroupName) || (ref.Kind != nil && *ref.Kind != "Gateway") {
+	if !gatewayapi.IsGateway(ref) {
 		return nil, nil, false, nil
 	}
-	namespace := routeNamespace
-	if ref.Namespace != nil {
-		namespace = string(*ref.Namespace)
-	}
-	gw, err := d.gateways.Gateways(namespace).Get(string(ref.Name))
+	key := gatewayapi.Referent(routeNamespace, ref.Namespace, ref.Name)
+	gw, err := d.gateways.Gateways(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
 		return nil, nil, false, nil
 	}
 	if err != nil {
-		return nil, nil, false, fmt.Errorf("get Gateway %s/%s: %w", namespace, ref.Name, err)
+		return nil, nil, false, fmt.Errorf("get Gateway %s: %w", key, err)
 	}
 	class, ok, err := d.ourClass(string(gw.Spec.GatewayClassName))
 	return gw, class, ok, err
@@ -228,14 +227,7 @@ func (d *decider) attachedRoutes(gw *gatewayv1.Gateway, v gatewayVerdict) (map[g
 
 // refersTo reports whether ref names gw.
 func refersTo(ref gatewayv1.ParentReference, routeNamespace string, gw *gatewayv1.Gateway) bool {
-	if (ref.Group != nil && *ref.Group != gatewayv1.GroupName) || (ref.Kind != nil && *ref.Kind != "Gateway") {
-		return false
-	}
-	namespace := routeNamespace
-	if ref.Namespace != nil {
-		namespace = string(*ref.Namespace)
-	}
-	return namespace == gw.Namespace && string(ref.Name) == gw.Name
+	return gatewayapi.IsGateway(ref) && gatewayapi.Referent(routeNamespace, ref.Namespace, ref.Name) == cache.MetaObjectToName(gw)
 }
 
 func sortedKinds(m map[gatewayv1.Kind]cache.Indexer) []gatewayv1.Kind {
@@ -249,59 +241,52 @@ func sortedKinds(m map[gatewayv1.Kind]cache.Indexer) []gatewayv1.Kind {
 
 // viewRoute returns the binding view and the rule decision of a cached route object.
 func (d *decider) viewRoute(obj any) (routeView, routeRules, error) {
-	switch r := obj.(type) {
-	case *gatewayv1.HTTPRoute:
-		rules, err := d.httpRouteRules(r)
-		return routeView{kind: "HTTPRoute", namespace: r.Namespace, name: r.Name, parentRefs: r.Spec.ParentRefs, hostnames: r.Spec.Hostnames}, rules, err
-	case *gatewayv1.TCPRoute:
-		rules, err := d.tcpRouteRules(r)
-		return routeView{kind: "TCPRoute", namespace: r.Namespace, name: r.Name, parentRefs: r.Spec.ParentRefs}, rules, err
-	case *gatewayv1.GRPCRoute:
-		rules, err := d.grpcRouteRules(r)
-		return routeView{kind: "GRPCRoute", namespace: r.Namespace, name: r.Name, parentRefs: r.Spec.ParentRefs, hostnames: r.Spec.Hostnames}, rules, err
-	default:
+	kind, ok := gatewayapi.RouteOf(obj)
+	if !ok {
 		return routeView{}, routeRules{}, fmt.Errorf("unexpected route object %T", obj)
 	}
-}
-
-func (d *decider) httpRouteRules(r *gatewayv1.HTTPRoute) (routeRules, error) {
-	rules := routeRules{count: len(r.Spec.Rules), problems: make([]*ruleProblem, len(r.Spec.Rules))}
-	for i, rule := range r.Spec.Rules {
-		rules.problems[i] = httpRuleProblem(i, rule, d.caps)
-		for _, ref := range rule.BackendRefs {
-			if err := d.checkBackend(&rules, "HTTPRoute", r.Namespace, ref.BackendObjectReference); err != nil {
-				return rules, err
+	spec, err := kind.Spec(obj)
+	if err != nil {
+		return routeView{}, routeRules{}, err
+	}
+	route := obj.(metav1.Object) // every route kind is
+	view := routeView{kind: kind.Kind, namespace: route.GetNamespace(), name: route.GetName(), parentRefs: spec.ParentRefs, hostnames: spec.Hostnames}
+	rules := routeRules{count: len(spec.BackendRefs), problems: make([]*ruleProblem, len(spec.BackendRefs))}
+	if decide, ok := ruleDecisions[kind.Kind]; ok {
+		copy(rules.problems, decide(obj, d.caps))
+	}
+	for _, refs := range spec.BackendRefs {
+		for _, ref := range refs {
+			if err := d.checkBackend(&rules, kind.Kind, view.namespace, ref); err != nil {
+				return view, rules, err
 			}
 		}
 	}
-	return rules, nil
+	return view, rules, nil
 }
 
-func (d *decider) tcpRouteRules(r *gatewayv1.TCPRoute) (routeRules, error) {
-	rules := routeRules{count: len(r.Spec.Rules), problems: make([]*ruleProblem, len(r.Spec.Rules))}
-	for i, rule := range r.Spec.Rules {
-		rules.problems[i] = tcpRuleProblem(i, rule, d.caps)
-		for _, ref := range rule.BackendRefs {
-			if err := d.checkBackend(&rules, "TCPRoute", r.Namespace, ref.BackendObjectReference); err != nil {
-				return rules, err
-			}
-		}
-	}
-	return rules, nil
+// ruleDecisions decide, per route kind, which rules Consul can program: one problem per
+// rule, nil for a rule it can. A kind without an entry has every rule programmable as
+// far as its rules go; GRPCRoute has none because no listener accepts it at all (see
+// routeKindsByProtocol), but its backends are still checked and reported.
+var ruleDecisions = map[gatewayv1.Kind]func(route any, caps consullimits.Capabilities) []*ruleProblem{
+	"HTTPRoute": ruleProblems(func(r *gatewayv1.HTTPRoute) []gatewayv1.HTTPRouteRule { return r.Spec.Rules }, httpRuleProblem),
+	"TCPRoute":  ruleProblems(func(r *gatewayv1.TCPRoute) []gatewayv1.TCPRouteRule { return r.Spec.Rules }, tcpRuleProblem),
 }
 
-// grpcRouteRules checks only backends: no GRPCRoute is ever accepted (see
-// allowedListeners), but its references are still reported.
-func (d *decider) grpcRouteRules(r *gatewayv1.GRPCRoute) (routeRules, error) {
-	rules := routeRules{count: len(r.Spec.Rules), problems: make([]*ruleProblem, len(r.Spec.Rules))}
-	for _, rule := range r.Spec.Rules {
-		for _, ref := range rule.BackendRefs {
-			if err := d.checkBackend(&rules, "GRPCRoute", r.Namespace, ref.BackendObjectReference); err != nil {
-				return rules, err
-			}
+// ruleProblems makes a rule decision of a kind from its decision on one rule.
+func ruleProblems[R any, Rule any](rules func(R) []Rule, problem func(int, Rule, consullimits.Capabilities) *ruleProblem) func(any, consullimits.Capabilities) []*ruleProblem {
+	return func(route any, caps consullimits.Capabilities) []*ruleProblem {
+		r, ok := route.(R)
+		if !ok {
+			return nil
 		}
+		problems := make([]*ruleProblem, len(rules(r)))
+		for i, rule := range rules(r) {
+			problems[i] = problem(i, rule, caps)
+		}
+		return problems
 	}
-	return rules, nil
 }
 
 // checkBackend records the first unresolved backend of a route.

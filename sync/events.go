@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 )
 
 // statusEvent is an Event a status change deserves.
@@ -76,27 +78,9 @@ func transitions(before, after runtime.Object, controller gatewayv1.GatewayContr
 	case *gatewayv1.Gateway:
 		b, _ := before.(*gatewayv1.Gateway)
 		return gatewayEvents(b, a)
-	case *gatewayv1.HTTPRoute, *gatewayv1.TCPRoute, *gatewayv1.GRPCRoute:
-		return routeEvents(routeParents(before), routeParents(after), controller)
 	}
-	return nil
-}
-
-// routeParents is a route's status.parents; nil for anything else, nil included.
-func routeParents(obj runtime.Object) []gatewayv1.RouteParentStatus {
-	switch r := obj.(type) {
-	case *gatewayv1.HTTPRoute:
-		if r != nil {
-			return r.Status.Parents
-		}
-	case *gatewayv1.TCPRoute:
-		if r != nil {
-			return r.Status.Parents
-		}
-	case *gatewayv1.GRPCRoute:
-		if r != nil {
-			return r.Status.Parents
-		}
+	if kind, ok := gatewayapi.RouteOf(after); ok {
+		return routeEvents(kind.Parents(before), kind.Parents(after), controller)
 	}
 	return nil
 }

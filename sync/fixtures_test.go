@@ -12,6 +12,7 @@ import (
 	gatewaylisters "sigs.k8s.io/gateway-api/pkg/client/listers/apis/v1"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/informers"
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/consullimits"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/testcerts"
 )
 
@@ -60,7 +61,7 @@ func newTestDecider(t *testing.T, objs ...runtime.Object) *decider {
 	}
 	return &decider{
 		controllerName: testController,
-		caps:           Consul115,
+		caps:           consullimits.Consul115,
 		dataPlane:      noDataPlane{},
 		classes:        gatewaylisters.NewGatewayClassLister(idx["GatewayClass"]),
 		gateways:       gatewaylisters.NewGatewayLister(idx["Gateway"]),

@@ -8,6 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/consullimits"
 )
 
 type listenerSummary struct {
@@ -173,7 +175,7 @@ func TestGatewayClassStatus(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			status := gatewayClassStatus(tt.class, tt.bundleVersion, Consul115, metav1.Now())
+			status := gatewayClassStatus(tt.class, tt.bundleVersion, consullimits.Consul115, metav1.Now())
 			if diff := cmp.Diff(tt.want, summarize(status.Conditions)); diff != "" {
 				t.Errorf("conditions (-want +got):\n%s", diff)
 			}
@@ -183,7 +185,7 @@ func TestGatewayClassStatus(t *testing.T) {
 
 func TestSupportedFeaturesAreSortedAndFollowCapabilities(t *testing.T) {
 	t.Parallel()
-	names := func(caps Capabilities) []string {
+	names := func(caps consullimits.Capabilities) []string {
 		var out []string
 		for _, f := range supportedFeatures(caps) {
 			out = append(out, string(f.Name))
@@ -191,10 +193,10 @@ func TestSupportedFeaturesAreSortedAndFollowCapabilities(t *testing.T) {
 		return out
 	}
 	want := []string{"Gateway", "HTTPRoute", "HTTPRouteBackendRequestHeaderModification", "HTTPRouteMethodMatching", "HTTPRouteQueryParamMatching", "ReferenceGrant", "TCPRoute"}
-	if diff := cmp.Diff(want, names(Consul115)); diff != "" {
+	if diff := cmp.Diff(want, names(consullimits.Consul115)); diff != "" {
 		t.Errorf("features for Consul 1.15 (-want +got):\n%s", diff)
 	}
-	all := names(Capabilities{ResponseHeaderModifier: true, FullPathRewrite: true})
+	all := names(consullimits.Capabilities{ResponseHeaderModifier: true, FullPathRewrite: true})
 	for _, f := range []string{"HTTPRouteResponseHeaderModification", "HTTPRoutePathRewrite"} {
 		if !contains(all, f) {
 			t.Errorf("features with every capability lack %s: %v", f, all)

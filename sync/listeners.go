@@ -10,6 +10,8 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewaylisters "sigs.k8s.io/gateway-api/pkg/client/listers/apis/v1"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 )
 
 // routeKindsByProtocol are the route kinds each supported listener protocol serves.
@@ -134,17 +136,14 @@ func checkCertificates(gw *gatewayv1.Gateway, st *listenerState, refs listenerRe
 }
 
 func checkCertificateRef(gw *gatewayv1.Gateway, ref gatewayv1.SecretObjectReference, refs listenerRefs) (gatewayv1.ListenerConditionReason, string, error) {
-	namespace := gw.Namespace
-	if ref.Namespace != nil {
-		namespace = string(*ref.Namespace)
-	}
-	name := namespace + "/" + string(ref.Name)
-	if (ref.Group != nil && *ref.Group != "") || (ref.Kind != nil && *ref.Kind != "Secret") {
+	referent := gatewayapi.Referent(gw.Namespace, ref.Namespace, ref.Name)
+	namespace, name := referent.Namespace, referent.String()
+	if !gatewayapi.RefersTo(ref.Group, ref.Kind, gatewayapi.CoreGroup, gatewayapi.SecretKind) {
 		return gatewayv1.ListenerReasonInvalidCertificateRef, fmt.Sprintf("certificateRef %s must be a core Secret", name), nil
 	}
 	permitted, err := referencePermitted(refs.grants,
 		referenceFrom{Group: gatewayv1.GroupName, Kind: "Gateway", Namespace: gw.Namespace},
-		referenceTo{Group: "", Kind: "Secret", Namespace: namespace, Name: string(ref.Name)})
+		referenceTo{Group: gatewayapi.CoreGroup, Kind: gatewayapi.SecretKind, Namespace: namespace, Name: string(ref.Name)})
 	if err != nil {
 		return "", "", err
 	}

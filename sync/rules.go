@@ -4,79 +4,14 @@ import (
 	"fmt"
 
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/consullimits"
 )
-
-// Capabilities says what the connected Consul can express. Consul115 is Consul 1.15's
-// set. Each field is a Gateway API feature that some Consul releases can program and
-// others cannot; what no Consul API gateway can express (RequestRedirect,
-// RequestMirror, CORS, ExternalAuth, ExtensionRef) is refused outright.
-type Capabilities struct {
-	// ResponseHeaderModifier: response header filters on http-route, at rule and
-	// backendRef level.
-	ResponseHeaderModifier bool
-	// FullPathRewrite: URLRewrite with ReplaceFullPath.
-	FullPathRewrite bool
-	// HostnameRewrite: URLRewrite with a hostname (Host header rewrite).
-	HostnameRewrite bool
-	// RequestTimeouts: HTTPRouteRule.Timeouts (request and backendRequest).
-	RequestTimeouts bool
-	// RetryPolicy: HTTPRouteRule.Retry.
-	RetryPolicy bool
-	// SessionPersistence: HTTPRouteRule.SessionPersistence.
-	SessionPersistence bool
-	// SingleBackendURLRewrite: a URLRewrite filter on a backendRef, honoured only when
-	// the rule has exactly one backendRef and no rule-level URLRewrite.
-	SingleBackendURLRewrite bool
-	// TCPWeightedBackends: a tcp-route spreading connections over several services by
-	// weight. Without it a TCP rule may send traffic to one backend only.
-	TCPWeightedBackends bool
-}
-
-// Consul115 is what Consul 1.15.4's API gateway config entries can express
-// (agent/structs/config_entry_routes.go and agent/consul/discoverychain/gateway_httproute.go):
-//
-//   - http-route filters are HTTPFilters{Headers, URLRewrite} (config_entry_routes.go:416-419),
-//     and the headers are applied as request headers only (gateway_httproute.go:99, 115, 139):
-//     no response header modifier.
-//   - URLRewrite holds only Path (config_entry_routes.go:428-430), used as the Envoy
-//     prefix_rewrite (gateway_httproute.go:178-183): a prefix replacement, no full-path
-//     replacement, no hostname.
-//   - HTTPRouteRule holds Filters, Matches and Services only (config_entry_routes.go:434-445):
-//     no timeouts, retries or session persistence, although the service-router the
-//     gateway synthesizes has them, the route entry gives no way to set them.
-//   - HTTPService.Filters (config_entry_routes.go:455) carries headers and URLRewrite;
-//     headers apply in both the single-service and the split case
-//     (gateway_httproute.go:90, 135), the URLRewrite only when the rule has one service
-//     (gateway_httproute.go:86-89), and then it replaces the rule's rewrite.
-//   - tcp-route Services holds at most one service (config_entry_routes.go:539-541) and
-//     TCPService has no weight (config_entry_routes.go:577-581).
-var Consul115 = Capabilities{
-	ResponseHeaderModifier:  false,
-	FullPathRewrite:         false,
-	HostnameRewrite:         false,
-	RequestTimeouts:         false,
-	RetryPolicy:             false,
-	SessionPersistence:      false,
-	SingleBackendURLRewrite: true,
-	TCPWeightedBackends:     false,
-}
 
 // ruleProblem says why one rule cannot be programmed.
 type ruleProblem struct {
 	Reason  gatewayv1.RouteConditionReason // gatewayv1.RouteReasonUnsupportedValue
 	Message string
-}
-
-// notSupported ends every "cannot express" message, so they read the same everywhere.
-const notSupported = "is not supported by Consul's API gateway"
-
-// consulHTTPMethods are the methods an http-route match can carry
-// (config_entry_routes.go:346-357). Gateway API may add values to its enum; those must
-// be refused, not passed through.
-var consulHTTPMethods = map[gatewayv1.HTTPMethod]bool{
-	gatewayv1.HTTPMethodConnect: true, gatewayv1.HTTPMethodDelete: true, gatewayv1.HTTPMethodGet: true,
-	gatewayv1.HTTPMethodHead: true, gatewayv1.HTTPMethodOptions: true, gatewayv1.HTTPMethodPatch: true,
-	gatewayv1.HTTPMethodPost: true, gatewayv1.HTTPMethodPut: true, gatewayv1.HTTPMethodTrace: true,
 }
 
 // httpRuleProblem returns nil when Consul (per caps) can program the rule exactly, else
@@ -89,7 +24,7 @@ var consulHTTPMethods = map[gatewayv1.HTTPMethod]bool{
 // changes no traffic. BackendRef weights are allowed: Consul splits by weight, though
 // its Normalize turns a weight of 0 into 1 (config_entry_routes.go:107-109), so whoever
 // writes the entry must leave weight-0 backends out rather than pass 0.
-func httpRuleProblem(index int, rule gatewayv1.HTTPRouteRule, caps Capabilities) *ruleProblem {
+func httpRuleProblem(index int, rule gatewayv1.HTTPRouteRule, caps consullimits.Capabilities) *ruleProblem {
 	if msg := httpMatchesProblem(rule.Matches); msg != "" {
 		return unsupportedRule(index, msg)
 	}
@@ -116,7 +51,7 @@ func httpRuleProblem(index int, rule gatewayv1.HTTPRouteRule, caps Capabilities)
 // may send traffic to one backend only. A backendRef with weight 0 receives no
 // connections per the spec, so it is left out of the count: whoever writes the entry
 // omits it, and the route still does what it says.
-func tcpRuleProblem(index int, rule gatewayv1.TCPRouteRule, caps Capabilities) *ruleProblem {
+func tcpRuleProblem(index int, rule gatewayv1.TCPRouteRule, caps consullimits.Capabilities) *ruleProblem {
 	if caps.TCPWeightedBackends {
 		return nil
 	}
@@ -163,27 +98,29 @@ func httpMatchProblem(match gatewayv1.HTTPRouteMatch) string {
 		switch *match.Path.Type {
 		case gatewayv1.PathMatchExact, gatewayv1.PathMatchPathPrefix, gatewayv1.PathMatchRegularExpression:
 		default:
-			return fmt.Sprintf("path type %s %s", *match.Path.Type, notSupported)
+			return fmt.Sprintf("path type %s %s", *match.Path.Type, consullimits.NotSupported)
 		}
 	}
 	for _, h := range match.Headers {
 		if h.Type != nil && *h.Type != gatewayv1.HeaderMatchExact && *h.Type != gatewayv1.HeaderMatchRegularExpression {
-			return fmt.Sprintf("header %s match type %s %s", h.Name, *h.Type, notSupported)
+			return fmt.Sprintf("header %s match type %s %s", h.Name, *h.Type, consullimits.NotSupported)
 		}
 	}
 	for _, q := range match.QueryParams {
 		if q.Type != nil && *q.Type != gatewayv1.QueryParamMatchExact && *q.Type != gatewayv1.QueryParamMatchRegularExpression {
-			return fmt.Sprintf("query param %s match type %s %s", q.Name, *q.Type, notSupported)
+			return fmt.Sprintf("query param %s match type %s %s", q.Name, *q.Type, consullimits.NotSupported)
 		}
 	}
-	if match.Method != nil && !consulHTTPMethods[*match.Method] {
-		return fmt.Sprintf("method %s %s", *match.Method, notSupported)
+	if match.Method != nil {
+		if _, ok := consullimits.HTTPMethod(*match.Method); !ok {
+			return fmt.Sprintf("method %s %s", *match.Method, consullimits.NotSupported)
+		}
 	}
 	return ""
 }
 
 // ruleFilterProblem checks one rule-level filter.
-func ruleFilterProblem(f gatewayv1.HTTPRouteFilter, rule gatewayv1.HTTPRouteRule, caps Capabilities) string {
+func ruleFilterProblem(f gatewayv1.HTTPRouteFilter, rule gatewayv1.HTTPRouteRule, caps consullimits.Capabilities) string {
 	switch f.Type {
 	case gatewayv1.HTTPRouteFilterRequestHeaderModifier:
 		return ""
@@ -194,13 +131,13 @@ func ruleFilterProblem(f gatewayv1.HTTPRouteFilter, rule gatewayv1.HTTPRouteRule
 	case gatewayv1.HTTPRouteFilterURLRewrite:
 		return urlRewriteProblem("filter URLRewrite", f.URLRewrite, rule.Matches, caps)
 	}
-	return fmt.Sprintf("filter %s %s", f.Type, notSupported)
+	return fmt.Sprintf("filter %s %s", f.Type, consullimits.NotSupported)
 }
 
 // backendFilterProblem checks one filter on backendRef b. Consul applies per-service
 // headers in every case, but a per-service URLRewrite only when the rule has a single
 // service, and it then replaces the rule's rewrite instead of following it.
-func backendFilterProblem(b int, f gatewayv1.HTTPRouteFilter, rule gatewayv1.HTTPRouteRule, caps Capabilities) string {
+func backendFilterProblem(b int, f gatewayv1.HTTPRouteFilter, rule gatewayv1.HTTPRouteRule, caps consullimits.Capabilities) string {
 	where := fmt.Sprintf("backendRef %d filter %s", b, f.Type)
 	switch f.Type {
 	case gatewayv1.HTTPRouteFilterRequestHeaderModifier:
@@ -221,19 +158,19 @@ func backendFilterProblem(b int, f gatewayv1.HTTPRouteFilter, rule gatewayv1.HTT
 		}
 		return urlRewriteProblem(where, f.URLRewrite, rule.Matches, caps)
 	}
-	return where + " " + notSupported
+	return where + " " + consullimits.NotSupported
 }
 
 // urlRewriteProblem checks a URLRewrite filter found at where. ReplacePrefixMatch maps
 // to Consul's prefix rewrite; the spec only allows it with exactly one PathPrefix match
 // (HTTPRouteRule XValidation), which the API server enforces, but objects that skipped
 // validation must not turn into a rewrite Consul applies to the wrong path.
-func urlRewriteProblem(where string, rw *gatewayv1.HTTPURLRewriteFilter, matches []gatewayv1.HTTPRouteMatch, caps Capabilities) string {
+func urlRewriteProblem(where string, rw *gatewayv1.HTTPURLRewriteFilter, matches []gatewayv1.HTTPRouteMatch, caps consullimits.Capabilities) string {
 	if rw == nil {
 		return ""
 	}
 	if rw.Hostname != nil && !caps.HostnameRewrite {
-		return where + " hostname " + notSupported
+		return where + " hostname " + consullimits.NotSupported
 	}
 	if rw.Path == nil {
 		return ""
@@ -249,7 +186,7 @@ func urlRewriteProblem(where string, rw *gatewayv1.HTTPURLRewriteFilter, matches
 			return ""
 		}
 	}
-	return fmt.Sprintf("%s path type %s %s", where, rw.Path.Type, notSupported)
+	return fmt.Sprintf("%s path type %s %s", where, rw.Path.Type, consullimits.NotSupported)
 }
 
 // singlePathPrefixMatch reports whether matches is exactly one PathPrefix match, with
@@ -279,15 +216,15 @@ func hasFilter(filters []gatewayv1.HTTPRouteFilter, t gatewayv1.HTTPRouteFilterT
 // httpRuleFeatureProblem checks the rule-level features that are not filters. Timeouts
 // with neither field set ask for nothing; a retry stanza asks for retries on connection
 // errors even when empty, so any retry counts.
-func httpRuleFeatureProblem(rule gatewayv1.HTTPRouteRule, caps Capabilities) string {
+func httpRuleFeatureProblem(rule gatewayv1.HTTPRouteRule, caps consullimits.Capabilities) string {
 	if t := rule.Timeouts; t != nil && (t.Request != nil || t.BackendRequest != nil) && !caps.RequestTimeouts {
-		return "timeouts " + notSupported
+		return "timeouts " + consullimits.NotSupported
 	}
 	if rule.Retry != nil && !caps.RetryPolicy {
-		return "retry " + notSupported
+		return "retry " + consullimits.NotSupported
 	}
 	if rule.SessionPersistence != nil && !caps.SessionPersistence {
-		return "sessionPersistence " + notSupported
+		return "sessionPersistence " + consullimits.NotSupported
 	}
 	return ""
 }

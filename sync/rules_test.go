@@ -5,6 +5,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/consullimits"
 )
 
 // unsupportedValue is the problem every refused rule carries.
@@ -50,20 +52,20 @@ var (
 )
 
 func TestHTTPRuleProblem(t *testing.T) {
-	allCaps := Capabilities{ResponseHeaderModifier: true, FullPathRewrite: true, HostnameRewrite: true, RequestTimeouts: true,
+	allCaps := consullimits.Capabilities{ResponseHeaderModifier: true, FullPathRewrite: true, HostnameRewrite: true, RequestTimeouts: true,
 		RetryPolicy: true, SessionPersistence: true, SingleBackendURLRewrite: true, TCPWeightedBackends: true}
 
 	tests := []struct {
 		name  string
 		index int
 		rule  gatewayv1.HTTPRouteRule
-		caps  Capabilities
+		caps  consullimits.Capabilities
 		want  *ruleProblem
 	}{
-		{name: "empty rule", rule: gatewayv1.HTTPRouteRule{}, caps: Consul115},
+		{name: "empty rule", rule: gatewayv1.HTTPRouteRule{}, caps: consullimits.Consul115},
 		{
 			name: "everything Consul 1.15 expresses",
-			caps: Consul115,
+			caps: consullimits.Consul115,
 			rule: gatewayv1.HTTPRouteRule{
 				Name: new(gatewayv1.SectionName("api")),
 				Matches: []gatewayv1.HTTPRouteMatch{
@@ -84,25 +86,25 @@ func TestHTTPRuleProblem(t *testing.T) {
 		{
 			name:  "unknown path match type",
 			index: 3,
-			caps:  Consul115,
+			caps:  consullimits.Consul115,
 			rule:  gatewayv1.HTTPRouteRule{Matches: []gatewayv1.HTTPRouteMatch{pathMatch(gatewayv1.PathMatchExact, "/"), pathMatch("Glob", "/*")}},
 			want:  unsupportedValue("rule 3: match 1 path type Glob is not supported by Consul's API gateway"),
 		},
 		{
 			name: "unknown header match type",
-			caps: Consul115,
+			caps: consullimits.Consul115,
 			rule: gatewayv1.HTTPRouteRule{Matches: []gatewayv1.HTTPRouteMatch{{Headers: []gatewayv1.HTTPHeaderMatch{{Type: new(gatewayv1.HeaderMatchType("Prefix")), Name: "X-A", Value: "a"}}}}},
 			want: unsupportedValue("rule 0: match 0 header X-A match type Prefix is not supported by Consul's API gateway"),
 		},
 		{
 			name: "unknown query param match type",
-			caps: Consul115,
+			caps: consullimits.Consul115,
 			rule: gatewayv1.HTTPRouteRule{Matches: []gatewayv1.HTTPRouteMatch{{QueryParams: []gatewayv1.HTTPQueryParamMatch{{Type: new(gatewayv1.QueryParamMatchType("Present")), Name: "q", Value: "x"}}}}},
 			want: unsupportedValue("rule 0: match 0 query param q match type Present is not supported by Consul's API gateway"),
 		},
 		{
 			name: "unknown method",
-			caps: Consul115,
+			caps: consullimits.Consul115,
 			rule: gatewayv1.HTTPRouteRule{Matches: []gatewayv1.HTTPRouteMatch{{Method: new(gatewayv1.HTTPMethod("PROPFIND"))}}},
 			want: unsupportedValue("rule 0: match 0 method PROPFIND is not supported by Consul's API gateway"),
 		},
@@ -147,39 +149,39 @@ func TestHTTPRuleProblem(t *testing.T) {
 		},
 		{
 			name: "the first unsupported filter is named",
-			caps: Consul115,
+			caps: consullimits.Consul115,
 			rule: gatewayv1.HTTPRouteRule{Filters: []gatewayv1.HTTPRouteFilter{requestHeaders, responseHeaders, mirror}},
 			want: unsupportedValue("rule 0: filter ResponseHeaderModifier is not supported by Consul's API gateway"),
 		},
 		{
 			name: "ResponseHeaderModifier with the capability",
-			caps: Capabilities{ResponseHeaderModifier: true},
+			caps: consullimits.Capabilities{ResponseHeaderModifier: true},
 			rule: gatewayv1.HTTPRouteRule{Filters: []gatewayv1.HTTPRouteFilter{responseHeaders}},
 		},
 		{
 			name: "ReplacePrefixMatch with one PathPrefix match",
-			caps: Consul115,
+			caps: consullimits.Consul115,
 			rule: gatewayv1.HTTPRouteRule{Matches: []gatewayv1.HTTPRouteMatch{pathMatch(gatewayv1.PathMatchPathPrefix, "/old")}, Filters: []gatewayv1.HTTPRouteFilter{prefixRewrite("/new")}},
 		},
 		{
 			name: "ReplacePrefixMatch with the default match",
-			caps: Consul115,
+			caps: consullimits.Consul115,
 			rule: gatewayv1.HTTPRouteRule{Filters: []gatewayv1.HTTPRouteFilter{prefixRewrite("/new")}},
 		},
 		{
 			name: "ReplacePrefixMatch with a match that defaults its path",
-			caps: Consul115,
+			caps: consullimits.Consul115,
 			rule: gatewayv1.HTTPRouteRule{Matches: []gatewayv1.HTTPRouteMatch{{Method: new(gatewayv1.HTTPMethodGet)}}, Filters: []gatewayv1.HTTPRouteFilter{prefixRewrite("/new")}},
 		},
 		{
 			name: "ReplacePrefixMatch with an Exact match",
-			caps: Consul115,
+			caps: consullimits.Consul115,
 			rule: gatewayv1.HTTPRouteRule{Matches: []gatewayv1.HTTPRouteMatch{pathMatch(gatewayv1.PathMatchExact, "/old")}, Filters: []gatewayv1.HTTPRouteFilter{prefixRewrite("/new")}},
 			want: unsupportedValue("rule 0: filter URLRewrite ReplacePrefixMatch needs exactly one PathPrefix match"),
 		},
 		{
 			name: "ReplacePrefixMatch with two PathPrefix matches",
-			caps: Consul115,
+			caps: consullimits.Consul115,
 			rule: gatewayv1.HTTPRouteRule{
 				Matches: []gatewayv1.HTTPRouteMatch{pathMatch(gatewayv1.PathMatchPathPrefix, "/a"), pathMatch(gatewayv1.PathMatchPathPrefix, "/b")},
 				Filters: []gatewayv1.HTTPRouteFilter{prefixRewrite("/new")},
@@ -188,13 +190,13 @@ func TestHTTPRuleProblem(t *testing.T) {
 		},
 		{
 			name: "ReplaceFullPath on Consul 1.15",
-			caps: Consul115,
+			caps: consullimits.Consul115,
 			rule: gatewayv1.HTTPRouteRule{Filters: []gatewayv1.HTTPRouteFilter{fullPathRewrite("/new")}},
 			want: unsupportedValue("rule 0: filter URLRewrite path type ReplaceFullPath is not supported by Consul's API gateway"),
 		},
 		{
 			name: "ReplaceFullPath with the capability",
-			caps: Capabilities{FullPathRewrite: true},
+			caps: consullimits.Capabilities{FullPathRewrite: true},
 			rule: gatewayv1.HTTPRouteRule{Filters: []gatewayv1.HTTPRouteFilter{fullPathRewrite("/new")}},
 		},
 		{
@@ -206,14 +208,14 @@ func TestHTTPRuleProblem(t *testing.T) {
 		},
 		{
 			name: "hostname rewrite on Consul 1.15",
-			caps: Consul115,
+			caps: consullimits.Consul115,
 			rule: gatewayv1.HTTPRouteRule{Filters: []gatewayv1.HTTPRouteFilter{{Type: gatewayv1.HTTPRouteFilterURLRewrite,
 				URLRewrite: &gatewayv1.HTTPURLRewriteFilter{Hostname: new(gatewayv1.PreciseHostname("internal.example.com"))}}}},
 			want: unsupportedValue("rule 0: filter URLRewrite hostname is not supported by Consul's API gateway"),
 		},
 		{
 			name: "hostname rewrite with the capability",
-			caps: Capabilities{HostnameRewrite: true},
+			caps: consullimits.Capabilities{HostnameRewrite: true},
 			rule: gatewayv1.HTTPRouteRule{Filters: []gatewayv1.HTTPRouteFilter{{Type: gatewayv1.HTTPRouteFilterURLRewrite,
 				URLRewrite: &gatewayv1.HTTPURLRewriteFilter{Hostname: new(gatewayv1.PreciseHostname("internal.example.com"))}}}},
 		},
@@ -225,13 +227,13 @@ func TestHTTPRuleProblem(t *testing.T) {
 		},
 		{
 			name: "backendRef ResponseHeaderModifier on Consul 1.15",
-			caps: Consul115,
+			caps: consullimits.Consul115,
 			rule: gatewayv1.HTTPRouteRule{BackendRefs: []gatewayv1.HTTPBackendRef{httpBackend("a", 1, responseHeaders)}},
 			want: unsupportedValue("rule 0: backendRef 0 filter ResponseHeaderModifier is not supported by Consul's API gateway"),
 		},
 		{
 			name: "backendRef URLRewrite with a single backend",
-			caps: Consul115,
+			caps: consullimits.Consul115,
 			rule: gatewayv1.HTTPRouteRule{
 				Matches:     []gatewayv1.HTTPRouteMatch{pathMatch(gatewayv1.PathMatchPathPrefix, "/old")},
 				BackendRefs: []gatewayv1.HTTPBackendRef{httpBackend("a", 1, prefixRewrite("/new"))},
@@ -239,7 +241,7 @@ func TestHTTPRuleProblem(t *testing.T) {
 		},
 		{
 			name: "backendRef URLRewrite on a split",
-			caps: Consul115,
+			caps: consullimits.Consul115,
 			rule: gatewayv1.HTTPRouteRule{
 				Matches:     []gatewayv1.HTTPRouteMatch{pathMatch(gatewayv1.PathMatchPathPrefix, "/old")},
 				BackendRefs: []gatewayv1.HTTPBackendRef{httpBackend("a", 1), httpBackend("b", 1, prefixRewrite("/new"))},
@@ -248,7 +250,7 @@ func TestHTTPRuleProblem(t *testing.T) {
 		},
 		{
 			name: "backendRef URLRewrite after a rule URLRewrite",
-			caps: Consul115,
+			caps: consullimits.Consul115,
 			rule: gatewayv1.HTTPRouteRule{
 				Matches:     []gatewayv1.HTTPRouteMatch{pathMatch(gatewayv1.PathMatchPathPrefix, "/old")},
 				Filters:     []gatewayv1.HTTPRouteFilter{prefixRewrite("/mid")},
@@ -258,7 +260,7 @@ func TestHTTPRuleProblem(t *testing.T) {
 		},
 		{
 			name: "backendRef ReplacePrefixMatch with an Exact match",
-			caps: Consul115,
+			caps: consullimits.Consul115,
 			rule: gatewayv1.HTTPRouteRule{
 				Matches:     []gatewayv1.HTTPRouteMatch{pathMatch(gatewayv1.PathMatchExact, "/old")},
 				BackendRefs: []gatewayv1.HTTPBackendRef{httpBackend("a", 1, prefixRewrite("/new"))},
@@ -267,31 +269,31 @@ func TestHTTPRuleProblem(t *testing.T) {
 		},
 		{
 			name: "backendRef URLRewrite without the capability",
-			caps: Capabilities{},
+			caps: consullimits.Capabilities{},
 			rule: gatewayv1.HTTPRouteRule{BackendRefs: []gatewayv1.HTTPBackendRef{httpBackend("a", 1, prefixRewrite("/new"))}},
 			want: unsupportedValue("rule 0: backendRef 0 filter URLRewrite is not supported by Consul's API gateway"),
 		},
 		{
 			name: "request timeout",
-			caps: Consul115,
+			caps: consullimits.Consul115,
 			rule: gatewayv1.HTTPRouteRule{Timeouts: &gatewayv1.HTTPRouteTimeouts{Request: new(gatewayv1.Duration("10s"))}},
 			want: unsupportedValue("rule 0: timeouts is not supported by Consul's API gateway"),
 		},
 		{
 			name: "backend request timeout",
-			caps: Consul115,
+			caps: consullimits.Consul115,
 			rule: gatewayv1.HTTPRouteRule{Timeouts: &gatewayv1.HTTPRouteTimeouts{BackendRequest: new(gatewayv1.Duration("1s"))}},
 			want: unsupportedValue("rule 0: timeouts is not supported by Consul's API gateway"),
 		},
 		{
 			name: "empty retry stanza still asks for retries",
-			caps: Consul115,
+			caps: consullimits.Consul115,
 			rule: gatewayv1.HTTPRouteRule{Retry: &gatewayv1.HTTPRouteRetry{}},
 			want: unsupportedValue("rule 0: retry is not supported by Consul's API gateway"),
 		},
 		{
 			name: "session persistence",
-			caps: Consul115,
+			caps: consullimits.Consul115,
 			rule: gatewayv1.HTTPRouteRule{SessionPersistence: &gatewayv1.SessionPersistence{SessionName: new("s")}},
 			want: unsupportedValue("rule 0: sessionPersistence is not supported by Consul's API gateway"),
 		},
@@ -326,27 +328,27 @@ func TestTCPRuleProblem(t *testing.T) {
 		name  string
 		index int
 		refs  []gatewayv1.BackendRef
-		caps  Capabilities
+		caps  consullimits.Capabilities
 		want  *ruleProblem
 	}{
-		{name: "no backends", caps: Consul115},
-		{name: "one backend, default weight", caps: Consul115, refs: []gatewayv1.BackendRef{backend("db", nil)}},
-		{name: "one backend, weight 0", caps: Consul115, refs: []gatewayv1.BackendRef{backend("db", new(int32(0)))}},
-		{name: "a weight-0 backend does not count", caps: Consul115, refs: []gatewayv1.BackendRef{backend("db", new(int32(5))), backend("old", new(int32(0)))}},
+		{name: "no backends", caps: consullimits.Consul115},
+		{name: "one backend, default weight", caps: consullimits.Consul115, refs: []gatewayv1.BackendRef{backend("db", nil)}},
+		{name: "one backend, weight 0", caps: consullimits.Consul115, refs: []gatewayv1.BackendRef{backend("db", new(int32(0)))}},
+		{name: "a weight-0 backend does not count", caps: consullimits.Consul115, refs: []gatewayv1.BackendRef{backend("db", new(int32(5))), backend("old", new(int32(0)))}},
 		{
 			name: "two backends with traffic",
-			caps: Consul115,
+			caps: consullimits.Consul115,
 			refs: []gatewayv1.BackendRef{backend("a", nil), backend("b", new(int32(1)))},
 			want: unsupportedValue("rule 0: backendRefs: 2 backends would receive traffic, but Consul's tcp-route forwards to a single service"),
 		},
 		{
 			name:  "index is named",
 			index: 4,
-			caps:  Consul115,
+			caps:  consullimits.Consul115,
 			refs:  []gatewayv1.BackendRef{backend("a", nil), backend("b", nil), backend("c", nil)},
 			want:  unsupportedValue("rule 4: backendRefs: 3 backends would receive traffic, but Consul's tcp-route forwards to a single service"),
 		},
-		{name: "weighted backends with the capability", caps: Capabilities{TCPWeightedBackends: true}, refs: []gatewayv1.BackendRef{backend("a", nil), backend("b", nil)}},
+		{name: "weighted backends with the capability", caps: consullimits.Capabilities{TCPWeightedBackends: true}, refs: []gatewayv1.BackendRef{backend("a", nil), backend("b", nil)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -361,8 +363,8 @@ func TestTCPRuleProblem(t *testing.T) {
 // TestConsul115 pins the Consul 1.15 capability set read from its source, so a change
 // to it is a deliberate edit of this test too.
 func TestConsul115(t *testing.T) {
-	want := Capabilities{SingleBackendURLRewrite: true}
-	if diff := cmp.Diff(want, Consul115); diff != "" {
-		t.Errorf("Consul115 (-want +got):\n%s", diff)
+	want := consullimits.Capabilities{SingleBackendURLRewrite: true}
+	if diff := cmp.Diff(want, consullimits.Consul115); diff != "" {
+		t.Errorf("consullimits.Consul115 (-want +got):\n%s", diff)
 	}
 }

@@ -10,11 +10,13 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	"sigs.k8s.io/gateway-api/pkg/consts"
 	"sigs.k8s.io/gateway-api/pkg/features"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/consullimits"
 )
 
 // gatewayClassStatus computes the status of a class of ours. bundleVersion is the
 // bundle-version annotation of the installed Gateway API CRDs ("" when unknown).
-func gatewayClassStatus(class *gatewayv1.GatewayClass, bundleVersion string, caps Capabilities, now metav1.Time) gatewayv1.GatewayClassStatus {
+func gatewayClassStatus(class *gatewayv1.GatewayClass, bundleVersion string, caps consullimits.Capabilities, now metav1.Time) gatewayv1.GatewayClassStatus {
 	gen := class.Generation
 	accepted := condition(gatewayv1.GatewayClassConditionStatusAccepted, true, gatewayv1.GatewayClassReasonAccepted, "GatewayClass is accepted", gen)
 	if class.Spec.ParametersRef != nil {
@@ -52,7 +54,7 @@ func bundleSupported(bundleVersion string) (bool, string) {
 
 // supportedFeatures lists, in the ascending order the API requires, the features
 // implemented end to end for caps.
-func supportedFeatures(caps Capabilities) []gatewayv1.SupportedFeature {
+func supportedFeatures(caps consullimits.Capabilities) []gatewayv1.SupportedFeature {
 	names := []features.FeatureName{
 		features.SupportGateway,
 		features.SupportHTTPRoute,

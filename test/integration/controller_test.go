@@ -23,6 +23,7 @@ import (
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul"
 	"github.com/consul-gateway-controller/consul-gateway-controller/informers"
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/consullimits"
 	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
 	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
 )
@@ -90,12 +91,12 @@ func startController(t *testing.T, name gatewayv1.GatewayController, opts contro
 	}
 	controller, err := gwsync.NewController(t.Context(), gwsync.Config{
 		ControllerName: name,
-		Capabilities:   gwsync.Consul115,
+		Capabilities:   consullimits.Consul115,
 		Informers:      inf,
 		GatewayClient:  gateway,
 		DataPlane:      dataPlane,
 		Publisher:      publisher,
-		Workers:        gwsync.Workers{GatewayClasses: 1, Gateways: 2, HTTPRoutes: 2, TCPRoutes: 1, GRPCRoutes: 1},
+		Workers:        gwsync.Workers{GatewayClasses: 1, Gateways: 2, Routes: 2},
 		BundleVersion:  func() string { return "v1.6.3" },
 	})
 	if err != nil {

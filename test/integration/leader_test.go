@@ -19,6 +19,7 @@ import (
 	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/informers"
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/consullimits"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/leader"
 	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
 	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
@@ -71,11 +72,11 @@ func startReplica(ctx context.Context, t *testing.T, identity string, controller
 			inf := informers.New(kube, gateway, 0)
 			controller, err := gwsync.NewController(ctx, gwsync.Config{
 				ControllerName: controllerName,
-				Capabilities:   gwsync.Consul115,
+				Capabilities:   consullimits.Consul115,
 				Informers:      inf,
 				GatewayClient:  gateway,
 				Publisher:      &confirmations{},
-				Workers:        gwsync.Workers{GatewayClasses: 1, Gateways: 1, HTTPRoutes: 1, TCPRoutes: 1, GRPCRoutes: 1},
+				Workers:        gwsync.Workers{GatewayClasses: 1, Gateways: 1, Routes: 1},
 				BundleVersion:  func() string { return "v1.6.3" },
 			})
 			if err != nil {

@@ -1,0 +1,90 @@
+// Package consullimits is the one account of what Consul's API gateway config entries
+// can express: the status pipeline refuses what is not in it, and the Consul translation
+// writes what is. A feature becomes servable by changing it here and teaching the
+// translation to write it, never one without the other (see the consul package's
+// TestTranslationExpressesCapabilities).
+package consullimits
+
+import (
+	consulapi "github.com/hashicorp/consul/api"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+// Capabilities says what the connected Consul can express. Consul115 is Consul 1.15's
+// set. Each field is a Gateway API feature that some Consul releases can program and
+// others cannot; what no Consul API gateway can express (RequestRedirect,
+// RequestMirror, CORS, ExternalAuth, ExtensionRef) is refused outright.
+type Capabilities struct {
+	// ResponseHeaderModifier: response header filters on http-route, at rule and
+	// backendRef level.
+	ResponseHeaderModifier bool
+	// FullPathRewrite: URLRewrite with ReplaceFullPath.
+	FullPathRewrite bool
+	// HostnameRewrite: URLRewrite with a hostname (Host header rewrite).
+	HostnameRewrite bool
+	// RequestTimeouts: HTTPRouteRule.Timeouts (request and backendRequest).
+	RequestTimeouts bool
+	// RetryPolicy: HTTPRouteRule.Retry.
+	RetryPolicy bool
+	// SessionPersistence: HTTPRouteRule.SessionPersistence.
+	SessionPersistence bool
+	// SingleBackendURLRewrite: a URLRewrite filter on a backendRef, honoured only when
+	// the rule has exactly one backendRef and no rule-level URLRewrite.
+	SingleBackendURLRewrite bool
+	// TCPWeightedBackends: a tcp-route spreading connections over several services by
+	// weight. Without it a TCP rule may send traffic to one backend only.
+	TCPWeightedBackends bool
+}
+
+// Consul115 is what Consul 1.15.4's API gateway config entries can express
+// (agent/structs/config_entry_routes.go and agent/consul/discoverychain/gateway_httproute.go):
+//
+//   - http-route filters are HTTPFilters{Headers, URLRewrite} (config_entry_routes.go:416-419),
+//     and the headers are applied as request headers only (gateway_httproute.go:99, 115, 139):
+//     no response header modifier.
+//   - URLRewrite holds only Path (config_entry_routes.go:428-430), used as the Envoy
+//     prefix_rewrite (gateway_httproute.go:178-183): a prefix replacement, no full-path
+//     replacement, no hostname.
+//   - HTTPRouteRule holds Filters, Matches and Services only (config_entry_routes.go:434-445):
+//     no timeouts, retries or session persistence, although the service-router the
+//     gateway synthesizes has them, the route entry gives no way to set them.
+//   - HTTPService.Filters (config_entry_routes.go:455) carries headers and URLRewrite;
+//     headers apply in both the single-service and the split case
+//     (gateway_httproute.go:90, 135), the URLRewrite only when the rule has one service
+//     (gateway_httproute.go:86-89), and then it replaces the rule's rewrite.
+//   - tcp-route Services holds at most one service (config_entry_routes.go:539-541) and
+//     TCPService has no weight (config_entry_routes.go:577-581).
+var Consul115 = Capabilities{
+	ResponseHeaderModifier:  false,
+	FullPathRewrite:         false,
+	HostnameRewrite:         false,
+	RequestTimeouts:         false,
+	RetryPolicy:             false,
+	SessionPersistence:      false,
+	SingleBackendURLRewrite: true,
+	TCPWeightedBackends:     false,
+}
+
+// NotSupported ends every "cannot express" message, so they read the same everywhere.
+const NotSupported = "is not supported by Consul's API gateway"
+
+// httpMethods are the methods an http-route match can carry
+// (config_entry_routes.go:346-357). Gateway API may add values to its enum; those must
+// be refused, not passed through.
+var httpMethods = map[gatewayv1.HTTPMethod]consulapi.HTTPMatchMethod{
+	gatewayv1.HTTPMethodConnect: consulapi.HTTPMatchMethodConnect,
+	gatewayv1.HTTPMethodDelete:  consulapi.HTTPMatchMethodDelete,
+	gatewayv1.HTTPMethodGet:     consulapi.HTTPMatchMethodGet,
+	gatewayv1.HTTPMethodHead:    consulapi.HTTPMatchMethodHead,
+	gatewayv1.HTTPMethodOptions: consulapi.HTTPMatchMethodOptions,
+	gatewayv1.HTTPMethodPatch:   consulapi.HTTPMatchMethodPatch,
+	gatewayv1.HTTPMethodPost:    consulapi.HTTPMatchMethodPost,
+	gatewayv1.HTTPMethodPut:     consulapi.HTTPMatchMethodPut,
+	gatewayv1.HTTPMethodTrace:   consulapi.HTTPMatchMethodTrace,
+}
+
+// HTTPMethod is method as an http-route match carries it; ok is false when it cannot.
+func HTTPMethod(method gatewayv1.HTTPMethod) (consulapi.HTTPMatchMethod, bool) {
+	m, ok := httpMethods[method]
+	return m, ok
+}

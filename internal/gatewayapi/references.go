@@ -1,0 +1,74 @@
+package gatewayapi
+
+import (
+	"k8s.io/client-go/tools/cache"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+// The defaults the Gateway API gives a reference whose group or kind is unset.
+const (
+	CoreGroup   = ""
+	GatewayKind = "Gateway"
+	ServiceKind = "Service"
+	SecretKind  = "Secret"
+)
+
+// Referent is the object a reference names: name in namespace, or in defaultNamespace
+// (the referring object's) when namespace is unset or empty. Every reference the
+// controller follows is resolved here, so an empty namespace means the same to the
+// index, the status decision and the Consul translation.
+func Referent(defaultNamespace string, namespace *gatewayv1.Namespace, name gatewayv1.ObjectName) cache.ObjectName {
+	if namespace != nil && *namespace != "" {
+		return cache.ObjectName{Namespace: string(*namespace), Name: string(name)}
+	}
+	return cache.ObjectName{Namespace: defaultNamespace, Name: string(name)}
+}
+
+// RefersTo reports whether a reference's group and kind, where unset taking the
+// defaults given, are group and kind.
+func RefersTo(refGroup *gatewayv1.Group, refKind *gatewayv1.Kind, group, kind string) bool {
+	if refGroup != nil && string(*refGroup) != group {
+		return false
+	}
+	return refKind == nil || string(*refKind) == kind
+}
+
+// IsGateway reports whether a parentRef names a Gateway (the default parent kind).
+func IsGateway(ref gatewayv1.ParentReference) bool {
+	return RefersTo(ref.Group, ref.Kind, gatewayv1.GroupName, GatewayKind)
+}
+
+// nameSet collects referenced names in order, each once: a route may name one Gateway
+// in several parentRefs (one per sectionName), and a Service in several rules.
+type nameSet struct {
+	list []cache.ObjectName
+	seen map[cache.ObjectName]bool
+}
+
+func (s *nameSet) add(name cache.ObjectName) {
+	if s.seen[name] {
+		return
+	}
+	if s.seen == nil {
+		s.seen = map[cache.ObjectName]bool{}
+	}
+	s.seen[name] = true
+	s.list = append(s.list, name)
+}
+
+// CertificateSecrets returns the Secrets the gateway's listeners name as certificates,
+// each once.
+func CertificateSecrets(gateway *gatewayv1.Gateway) []cache.ObjectName {
+	var names nameSet
+	for _, listener := range gateway.Spec.Listeners {
+		if listener.TLS == nil {
+			continue
+		}
+		for _, ref := range listener.TLS.CertificateRefs {
+			if RefersTo(ref.Group, ref.Kind, CoreGroup, SecretKind) {
+				names.add(Referent(gateway.Namespace, ref.Namespace, ref.Name))
+			}
+		}
+	}
+	return names.list
+}
