@@ -21,6 +21,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayfake "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned/fake"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 )
 
 // fieldSelectors records the field selector of every list and watch, per resource.
@@ -210,22 +212,27 @@ func TestDropManagedFields(t *testing.T) {
 func TestNewInstallsIndexers(t *testing.T) {
 	i := New(kubefake.NewClientset(), gatewayfake.NewClientset(), 0)
 	routes := []string{cache.NamespaceIndex, RouteParentGatewayIndex, RouteBackendServiceIndex}
-	for kind, tt := range map[string]struct {
+	type indexes struct {
 		informer cache.SharedIndexInformer
 		want     []string
-	}{
+	}
+	all := map[string]indexes{
 		"GatewayClass": {i.GatewayClasses.Informer(), []string{cache.NamespaceIndex}},
 		"Gateway": {i.Gateways.Informer(), []string{
 			cache.NamespaceIndex, GatewayClassNameIndex, GatewayCertificateSecretIndex, GatewaySelectsNamespacesIndex,
 		}},
-		"HTTPRoute":      {i.Routes["HTTPRoute"], routes},
-		"TCPRoute":       {i.Routes["TCPRoute"], routes},
-		"GRPCRoute":      {i.Routes["GRPCRoute"], routes},
 		"ReferenceGrant": {i.ReferenceGrants.Informer(), []string{cache.NamespaceIndex}},
 		"Namespace":      {i.Namespaces.Informer(), []string{cache.NamespaceIndex}},
 		"Service":        {i.Services.Informer(), []string{cache.NamespaceIndex}},
 		"Secret":         {i.Secrets.Informer(), []string{cache.NamespaceIndex}},
-	} {
+	}
+	if len(i.Routes) != len(gatewayapi.Routes) {
+		t.Errorf("%d route informers for %d route kinds", len(i.Routes), len(gatewayapi.Routes))
+	}
+	for kind, informer := range i.Routes {
+		all[string(kind)] = indexes{informer, routes}
+	}
+	for kind, tt := range all {
 		got := sets.List(sets.KeySet(tt.informer.GetIndexer().GetIndexers()))
 		if diff := cmp.Diff(sets.List(sets.New(tt.want...)), got); diff != "" {
 			t.Errorf("%s indexes (-want +got):\n%s", kind, diff)
@@ -235,14 +242,17 @@ func TestNewInstallsIndexers(t *testing.T) {
 
 func TestHasSyncedCoversHandlers(t *testing.T) {
 	i := New(kubefake.NewClientset(), gatewayfake.NewClientset(), 0)
-	if got := len(i.HasSynced()); got != 9 {
-		t.Errorf("before AddEventHandlers: %d HasSynced, want one per informer (9)", got)
+	// GatewayClasses, Gateways, ReferenceGrants, Namespaces, Services, Secrets and
+	// every route kind.
+	informers := 6 + len(gatewayapi.Routes)
+	if got := len(i.HasSynced()); got != informers {
+		t.Errorf("before AddEventHandlers: %d HasSynced, want one per informer (%d)", got, informers)
 	}
 	if err := i.AddEventHandlers(t.Context(), newQueues(t)); err != nil {
 		t.Fatal(err)
 	}
-	if got := len(i.HasSynced()); got != 18 {
-		t.Errorf("after AddEventHandlers: %d HasSynced, want one per informer and handler (18)", got)
+	if got := len(i.HasSynced()); got != 2*informers {
+		t.Errorf("after AddEventHandlers: %d HasSynced, want one per informer and handler (%d)", got, 2*informers)
 	}
 }
 

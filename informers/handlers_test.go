@@ -67,6 +67,8 @@ type enqueued struct {
 	HTTPRoutes     []string
 	TCPRoutes      []string
 	GRPCRoutes     []string
+	TLSRoutes      []string
+	UDPRoutes      []string
 }
 
 func TestEventHandlers(t *testing.T) {
@@ -525,6 +527,8 @@ func drain(q Queues) enqueued {
 		HTTPRoutes:     drainQueue(q.Routes["HTTPRoute"], cache.ObjectName.String),
 		TCPRoutes:      drainQueue(q.Routes["TCPRoute"], cache.ObjectName.String),
 		GRPCRoutes:     drainQueue(q.Routes["GRPCRoute"], cache.ObjectName.String),
+		TLSRoutes:      drainQueue(q.Routes["TLSRoute"], cache.ObjectName.String),
+		UDPRoutes:      drainQueue(q.Routes["UDPRoute"], cache.ObjectName.String),
 	}
 }
 

@@ -160,8 +160,8 @@ func (d *decider) allowedListeners(route routeView, gw *gatewayv1.Gateway, liste
 		}
 	}
 	if !kindServed {
-		if route.kind == "GRPCRoute" {
-			return nil, "Consul's API gateway has no gRPC routes: GRPCRoute is not supported", nil
+		if why, unserved := unservedRouteKinds[route.kind]; unserved {
+			return nil, why, nil
 		}
 		return nil, fmt.Sprintf("no selected listener serves %s", route.kind), nil
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/informers"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/consullimits"
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/testcerts"
 )
 
@@ -28,11 +29,16 @@ func newTestDecider(t *testing.T, objs ...runtime.Object) *decider {
 	for _, kind := range []string{"GatewayClass", "Gateway", "Namespace", "Service", "Secret", "ReferenceGrant"} {
 		idx[kind] = cache.NewIndexer(cache.MetaNamespaceKeyFunc, ns)
 	}
-	for _, kind := range []string{"HTTPRoute", "TCPRoute", "GRPCRoute"} {
-		idx[kind] = cache.NewIndexer(cache.MetaNamespaceKeyFunc, routeIdx)
+	routeIndexers := map[gatewayv1.Kind]cache.Indexer{}
+	for _, kind := range gatewayapi.Routes {
+		routeIndexers[kind.Kind] = cache.NewIndexer(cache.MetaNamespaceKeyFunc, routeIdx)
+		idx[string(kind.Kind)] = routeIndexers[kind.Kind]
 	}
 	for _, obj := range objs {
 		var kind string
+		if route, ok := gatewayapi.RouteOf(obj); ok {
+			kind = string(route.Kind)
+		}
 		switch obj.(type) {
 		case *gatewayv1.GatewayClass:
 			kind = "GatewayClass"
@@ -46,13 +52,8 @@ func newTestDecider(t *testing.T, objs ...runtime.Object) *decider {
 			kind = "Secret"
 		case *gatewayv1.ReferenceGrant:
 			kind = "ReferenceGrant"
-		case *gatewayv1.HTTPRoute:
-			kind = "HTTPRoute"
-		case *gatewayv1.TCPRoute:
-			kind = "TCPRoute"
-		case *gatewayv1.GRPCRoute:
-			kind = "GRPCRoute"
-		default:
+		}
+		if kind == "" {
 			t.Fatalf("no cache for %T", obj)
 		}
 		if err := idx[kind].Add(obj); err != nil {
@@ -71,9 +72,7 @@ func newTestDecider(t *testing.T, objs ...runtime.Object) *decider {
 			secrets: corelisters.NewSecretLister(idx["Secret"]),
 			grants:  gatewaylisters.NewReferenceGrantLister(idx["ReferenceGrant"]),
 		},
-		routeIndexers: map[gatewayv1.Kind]cache.Indexer{
-			"HTTPRoute": idx["HTTPRoute"], "TCPRoute": idx["TCPRoute"], "GRPCRoute": idx["GRPCRoute"],
-		},
+		routeIndexers: routeIndexers,
 	}
 }
 

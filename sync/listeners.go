@@ -23,6 +23,14 @@ var routeKindsByProtocol = map[gatewayv1.ProtocolType][]gatewayv1.Kind{
 	gatewayv1.TCPProtocolType:   {"TCPRoute"},
 }
 
+// unservedRouteKinds are the route kinds no listener of Consul's API gateway serves,
+// with what a route of the kind is told.
+var unservedRouteKinds = map[gatewayv1.Kind]string{
+	"GRPCRoute": "Consul's API gateway has no gRPC routes: GRPCRoute is not supported",
+	"TLSRoute":  "Consul's API gateway has no TLS passthrough routes: TLSRoute is not supported",
+	"UDPRoute":  "Consul's API gateway has no UDP routes: UDPRoute is not supported",
+}
+
 // listenerState is the verdict on one listener of a Gateway.
 type listenerState struct {
 	listener       gatewayv1.Listener

@@ -154,7 +154,7 @@ func TestHTTPRouteParents(t *testing.T) {
 	}
 }
 
-func TestTCPAndGRPCRouteParents(t *testing.T) {
+func TestRouteParentsOfEveryKind(t *testing.T) {
 	t.Parallel()
 	gw := gateway("infra", "gw", allowAll(tcpListener("tcp", 5432)), allowAll(httpListener("http", 80, "")))
 	tcp := &gatewayv1.TCPRoute{
@@ -172,13 +172,29 @@ func TestTCPAndGRPCRouteParents(t *testing.T) {
 			CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: []gatewayv1.ParentReference{parentRef("infra", "gw", "")}},
 		},
 	}
-	d := newTestDecider(t, ourClass(), gw, service("apps", "db", 5432), tcp, grpc)
+	tls := &gatewayv1.TLSRoute{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "passthrough", Generation: 1},
+		Spec: gatewayv1.TLSRouteSpec{
+			CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: []gatewayv1.ParentReference{parentRef("infra", "gw", "")}},
+			Hostnames:       []gatewayv1.Hostname{"db.example.com"},
+		},
+	}
+	udp := &gatewayv1.UDPRoute{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "dns", Generation: 1},
+		Spec: gatewayv1.UDPRouteSpec{
+			CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: []gatewayv1.ParentReference{parentRef("infra", "gw", "")}},
+		},
+	}
+	d := newTestDecider(t, ourClass(), gw, service("apps", "db", 5432), tcp, grpc, tls, udp)
 	for _, tt := range []struct {
-		route metav1.Object
-		want  []summary
+		route   metav1.Object
+		want    []summary
+		message string
 	}{
-		{tcp, accepted("Accepted")},
-		{grpc, rejected("NotAllowedByListeners")},
+		{tcp, accepted("Accepted"), ""},
+		{grpc, rejected("NotAllowedByListeners"), "Consul's API gateway has no gRPC routes: GRPCRoute is not supported"},
+		{tls, rejected("NotAllowedByListeners"), "Consul's API gateway has no TLS passthrough routes: TLSRoute is not supported"},
+		{udp, rejected("NotAllowedByListeners"), "Consul's API gateway has no UDP routes: UDPRoute is not supported"},
 	} {
 		view, rules, err := d.viewRoute(tt.route)
 		if err != nil {
@@ -194,13 +210,16 @@ func TestTCPAndGRPCRouteParents(t *testing.T) {
 		if diff := cmp.Diff(tt.want, summarize(got[0].Conditions)); diff != "" {
 			t.Errorf("%s conditions (-want +got):\n%s", view.kind, diff)
 		}
+		if tt.message != "" && got[0].Conditions[0].Message != tt.message {
+			t.Errorf("%s: Accepted message %q, want %q", view.kind, got[0].Conditions[0].Message, tt.message)
+		}
 	}
 	status, err := d.gatewayStatus(gw, ourClass(), metav1.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if status.Listeners[0].AttachedRoutes != 1 || status.Listeners[1].AttachedRoutes != 0 {
-		t.Errorf("attachedRoutes tcp=%d http=%d, want 1 and 0 (a GRPCRoute never attaches)", status.Listeners[0].AttachedRoutes, status.Listeners[1].AttachedRoutes)
+		t.Errorf("attachedRoutes tcp=%d http=%d, want 1 and 0 (GRPC, TLS and UDP routes never attach)", status.Listeners[0].AttachedRoutes, status.Listeners[1].AttachedRoutes)
 	}
 }
 

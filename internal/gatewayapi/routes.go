@@ -132,6 +132,32 @@ var Routes = []RouteKind{
 			return c.GatewayV1().GRPCRoutes(ns)
 		},
 	}.describe(),
+	routeAccess[*gatewayv1.TLSRoute]{
+		kind:     "TLSRoute",
+		informer: func(v1 gatewayinformers.Interface) cache.SharedIndexInformer { return v1.TLSRoutes().Informer() },
+		spec: func(r *gatewayv1.TLSRoute) RouteSpec {
+			return RouteSpec{ParentRefs: r.Spec.ParentRefs, Hostnames: r.Spec.Hostnames, BackendRefs: backendRefs(r.Spec.Rules,
+				func(rule gatewayv1.TLSRouteRule) []gatewayv1.BackendRef { return rule.BackendRefs },
+				func(ref gatewayv1.BackendRef) gatewayv1.BackendObjectReference { return ref.BackendObjectReference })}
+		},
+		parents: func(r *gatewayv1.TLSRoute) *[]gatewayv1.RouteParentStatus { return &r.Status.Parents },
+		client: func(c gatewayclient.Interface, ns string) statusWriter[*gatewayv1.TLSRoute] {
+			return c.GatewayV1().TLSRoutes(ns)
+		},
+	}.describe(),
+	routeAccess[*gatewayv1.UDPRoute]{
+		kind:     "UDPRoute",
+		informer: func(v1 gatewayinformers.Interface) cache.SharedIndexInformer { return v1.UDPRoutes().Informer() },
+		spec: func(r *gatewayv1.UDPRoute) RouteSpec {
+			return RouteSpec{ParentRefs: r.Spec.ParentRefs, BackendRefs: backendRefs(r.Spec.Rules,
+				func(rule gatewayv1.UDPRouteRule) []gatewayv1.BackendRef { return rule.BackendRefs },
+				func(ref gatewayv1.BackendRef) gatewayv1.BackendObjectReference { return ref.BackendObjectReference })}
+		},
+		parents: func(r *gatewayv1.UDPRoute) *[]gatewayv1.RouteParentStatus { return &r.Status.Parents },
+		client: func(c gatewayclient.Interface, ns string) statusWriter[*gatewayv1.UDPRoute] {
+			return c.GatewayV1().UDPRoutes(ns)
+		},
+	}.describe(),
 }
 
 // Route returns the description of a route kind; ok is false for any other kind.
@@ -194,7 +220,7 @@ func (a routeAccess[R]) describe() RouteKind {
 		Spec: func(obj any) (RouteSpec, error) {
 			r, ok := obj.(R)
 			if !ok {
-				return RouteSpec{}, fmt.Errorf("expected a %s, got %T", a.kind, obj)
+				return RouteSpec{}, fmt.Errorf("expected %s, got %T", a.kind, obj)
 			}
 			return a.spec(r), nil
 		},
@@ -208,7 +234,7 @@ func (a routeAccess[R]) describe() RouteKind {
 		UpdateParents: func(ctx context.Context, client gatewayclient.Interface, obj runtime.Object, parents []gatewayv1.RouteParentStatus) (runtime.Object, error) {
 			r, ok := obj.(R)
 			if !ok {
-				return nil, fmt.Errorf("expected a %s, got %T", a.kind, obj)
+				return nil, fmt.Errorf("expected %s, got %T", a.kind, obj)
 			}
 			update := r.DeepCopyObject().(R)
 			*a.parents(update) = parents

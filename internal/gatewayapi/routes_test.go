@@ -33,16 +33,24 @@ func routeFixtures() map[gatewayv1.Kind]Object {
 	tcp.Spec.ParentRefs = parents
 	grpc := &gatewayv1.GRPCRoute{ObjectMeta: meta}
 	grpc.Spec.ParentRefs, grpc.Spec.Hostnames = parents, []gatewayv1.Hostname{"a.example.com"}
+	tls := &gatewayv1.TLSRoute{ObjectMeta: meta}
+	tls.Spec.ParentRefs, tls.Spec.Hostnames = parents, []gatewayv1.Hostname{"a.example.com"}
+	udp := &gatewayv1.UDPRoute{ObjectMeta: meta}
+	udp.Spec.ParentRefs = parents
 	for _, ref := range refs {
 		http.Spec.Rules = append(http.Spec.Rules, gatewayv1.HTTPRouteRule{BackendRefs: []gatewayv1.HTTPBackendRef{{BackendRef: gatewayv1.BackendRef{BackendObjectReference: ref}}}})
 		tcp.Spec.Rules = append(tcp.Spec.Rules, gatewayv1.TCPRouteRule{BackendRefs: []gatewayv1.BackendRef{{BackendObjectReference: ref}}})
 		grpc.Spec.Rules = append(grpc.Spec.Rules, gatewayv1.GRPCRouteRule{BackendRefs: []gatewayv1.GRPCBackendRef{{BackendRef: gatewayv1.BackendRef{BackendObjectReference: ref}}}})
+		tls.Spec.Rules = append(tls.Spec.Rules, gatewayv1.TLSRouteRule{BackendRefs: []gatewayv1.BackendRef{{BackendObjectReference: ref}}})
+		udp.Spec.Rules = append(udp.Spec.Rules, gatewayv1.UDPRouteRule{BackendRefs: []gatewayv1.BackendRef{{BackendObjectReference: ref}}})
 	}
 	// The first Service again, in a rule of its own.
 	http.Spec.Rules = append(http.Spec.Rules, http.Spec.Rules[0])
 	tcp.Spec.Rules = append(tcp.Spec.Rules, tcp.Spec.Rules[0])
 	grpc.Spec.Rules = append(grpc.Spec.Rules, grpc.Spec.Rules[0])
-	return map[gatewayv1.Kind]Object{"HTTPRoute": http, "TCPRoute": tcp, "GRPCRoute": grpc}
+	tls.Spec.Rules = append(tls.Spec.Rules, tls.Spec.Rules[0])
+	udp.Spec.Rules = append(udp.Spec.Rules, udp.Spec.Rules[0])
+	return map[gatewayv1.Kind]Object{"HTTPRoute": http, "TCPRoute": tcp, "GRPCRoute": grpc, "TLSRoute": tls, "UDPRoute": udp}
 }
 
 func TestRoutesDescribeEveryKindAlike(t *testing.T) {
@@ -66,7 +74,8 @@ func TestRoutesDescribeEveryKindAlike(t *testing.T) {
 			if len(spec.BackendRefs) != 4 || len(spec.ParentRefs) != 4 {
 				t.Errorf("spec has %d rules and %d parentRefs, want 4 and 4", len(spec.BackendRefs), len(spec.ParentRefs))
 			}
-			if kind.Kind != "TCPRoute" && len(spec.Hostnames) != 1 {
+			withHostnames := kind.Kind != "TCPRoute" && kind.Kind != "UDPRoute"
+			if withHostnames != (len(spec.Hostnames) == 1) {
 				t.Errorf("hostnames %v, want the route's one", spec.Hostnames)
 			}
 
@@ -118,8 +127,8 @@ func TestRouteKindRefusesOtherKinds(t *testing.T) {
 	if _, ok := RouteOf(&gatewayv1.Gateway{}); ok {
 		t.Error("a Gateway is described as a route")
 	}
-	if _, ok := Route("UDPRoute"); ok {
-		t.Error("UDPRoute is described, but no fixture has one")
+	if _, ok := Route("ListenerSet"); ok {
+		t.Error("ListenerSet is described as a route")
 	}
 }
 

@@ -98,7 +98,7 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 	fs = fss.FlagSet("controller")
 	fs.StringVar(&o.ControllerName, "controller-name", o.ControllerName, "The GatewayClass controllerName this controller serves (DOMAIN/PATH).")
 	fs.IntVar(&o.GatewayWorkers, "gateway-workers", o.GatewayWorkers, "Status workers for Gateways (GatewayClasses get one).")
-	fs.IntVar(&o.RouteWorkers, "route-workers", o.RouteWorkers, "Status workers for each route kind (HTTPRoute, TCPRoute, GRPCRoute).")
+	fs.IntVar(&o.RouteWorkers, "route-workers", o.RouteWorkers, "Status workers for each route kind (HTTPRoute, TCPRoute, GRPCRoute, TLSRoute, UDPRoute).")
 
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Address serving /metrics (Prometheus). \"0\" disables it.")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "Address serving /healthz and /readyz. \"0\" disables it.")

@@ -304,7 +304,8 @@ func startWatchListOffProxy(t *testing.T) *watchListOffProxy {
 
 // deployExample is what an operator would apply next to deploy/, in namespace ns: a
 // Gateway with HTTP, HTTPS (a kubernetes.io/tls Secret) and TCP listeners, an
-// HTTPRoute, a TCPRoute, a GRPCRoute (Consul 1.15 serves none, but it gets a status), a
+// HTTPRoute, a TCPRoute, a GRPCRoute, TLSRoute and UDPRoute (Consul 1.15 serves none of
+// those, but they get a status), a
 // route to a Service of namespace ns-be allowed by a ReferenceGrant there, and a route
 // to a Service that does not exist. Service names carry ns because Consul names
 // service-defaults after the Service alone.
@@ -388,6 +389,23 @@ func (x deployExample) create(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: x.ns, Name: "rpc"},
 		Spec:       gatewayv1.GRPCRouteSpec{CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: edge("http")}},
 	})
+	dbBackend := []gatewayv1.BackendRef{{BackendObjectReference: gatewayv1.BackendObjectReference{
+		Name: gatewayv1.ObjectName(x.service("db")), Port: new(gatewayv1.PortNumber(5432))}}}
+	createObject(t, &gatewayv1.TLSRoute{
+		ObjectMeta: metav1.ObjectMeta{Namespace: x.ns, Name: "passthrough"},
+		Spec: gatewayv1.TLSRouteSpec{
+			CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: edge("")},
+			Hostnames:       []gatewayv1.Hostname{"db.example.com"},
+			Rules:           []gatewayv1.TLSRouteRule{{BackendRefs: dbBackend}},
+		},
+	})
+	createObject(t, &gatewayv1.UDPRoute{
+		ObjectMeta: metav1.ObjectMeta{Namespace: x.ns, Name: "dns"},
+		Spec: gatewayv1.UDPRouteSpec{
+			CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: edge("")},
+			Rules:           []gatewayv1.UDPRouteRule{{BackendRefs: dbBackend}},
+		},
+	})
 	// Without a namespace controller the namespaces only go Terminating and keep their
 	// objects: delete the Gateway and routes, or a later controller of the same class
 	// (TestDeployAppliesAndRunsWithItsOwnRBAC again, with -count) would judge them and
@@ -400,6 +418,8 @@ func (x deployExample) create(t *testing.T) {
 		}
 		_ = gw.TCPRoutes(x.ns).Delete(ctx, "db", del)
 		_ = gw.GRPCRoutes(x.ns).Delete(ctx, "rpc", del)
+		_ = gw.TLSRoutes(x.ns).Delete(ctx, "passthrough", del)
+		_ = gw.UDPRoutes(x.ns).Delete(ctx, "dns", del)
 		_ = gw.Gateways(x.ns).Delete(ctx, "edge", del)
 		x.deleteConsulEntries()
 	})

@@ -140,6 +140,21 @@ func (e exampleSet) create(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: e.apps, Name: "rpc"},
 		Spec:       gatewayv1.GRPCRouteSpec{CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: []gatewayv1.ParentReference{edge("")}}},
 	})
+	createObject(t, &gatewayv1.TLSRoute{
+		ObjectMeta: metav1.ObjectMeta{Namespace: e.apps, Name: "passthrough"},
+		Spec: gatewayv1.TLSRouteSpec{
+			CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: []gatewayv1.ParentReference{edge("")}},
+			Hostnames:       []gatewayv1.Hostname{"db.example.com"},
+			Rules:           []gatewayv1.TLSRouteRule{{BackendRefs: []gatewayv1.BackendRef{{BackendObjectReference: gatewayv1.BackendObjectReference{Name: "echo", Port: ptr(gatewayv1.PortNumber(8080))}}}}},
+		},
+	})
+	createObject(t, &gatewayv1.UDPRoute{
+		ObjectMeta: metav1.ObjectMeta{Namespace: e.apps, Name: "dns"},
+		Spec: gatewayv1.UDPRouteSpec{
+			CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: []gatewayv1.ParentReference{edge("udp")}},
+			Rules:           []gatewayv1.UDPRouteRule{{BackendRefs: []gatewayv1.BackendRef{{BackendObjectReference: gatewayv1.BackendObjectReference{Name: "echo", Port: ptr(gatewayv1.PortNumber(8080))}}}}},
+		},
+	})
 	_ = ctx
 }
 
@@ -194,6 +209,10 @@ func createObject(t *testing.T, obj runtime.Object) {
 		_, err = gw.TCPRoutes(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
 	case *gatewayv1.GRPCRoute:
 		_, err = gw.GRPCRoutes(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+	case *gatewayv1.TLSRoute:
+		_, err = gw.TLSRoutes(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+	case *gatewayv1.UDPRoute:
+		_, err = gw.UDPRoutes(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
 	case *gatewayv1.ReferenceGrant:
 		_, err = gw.ReferenceGrants(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
 	default:
@@ -293,6 +312,16 @@ func (e exampleSet) gotStatus(ctx context.Context) (classConds string, gateways 
 		return "", nil, nil, err
 	}
 	routes["grpc:"+e.apps+"/rpc"] = ourParents(grpc.Status.Parents, e.controller)
+	tls, err := gw.TLSRoutes(e.apps).Get(ctx, "passthrough", metav1.GetOptions{})
+	if err != nil {
+		return "", nil, nil, err
+	}
+	routes["tls:"+e.apps+"/passthrough"] = ourParents(tls.Status.Parents, e.controller)
+	udp, err := gw.UDPRoutes(e.apps).Get(ctx, "dns", metav1.GetOptions{})
+	if err != nil {
+		return "", nil, nil, err
+	}
+	routes["udp:"+e.apps+"/dns"] = ourParents(udp.Status.Parents, e.controller)
 	return classConds, gateways, routes, nil
 }
 
@@ -318,6 +347,8 @@ func TestExampleSetConvergesAndRestartWritesNothing(t *testing.T) {
 	wantRoutes := e.wantRoutes()
 	wantRoutes["tcp:"+e.apps+"/db"] = []parentVerdict{{"edge", "tcp", "True/Accepted", ok}}
 	wantRoutes["grpc:"+e.apps+"/rpc"] = []parentVerdict{{"edge", "", "False/NotAllowedByListeners", ok}}
+	wantRoutes["tls:"+e.apps+"/passthrough"] = []parentVerdict{{"edge", "", "False/NotAllowedByListeners", ok}}
+	wantRoutes["udp:"+e.apps+"/dns"] = []parentVerdict{{"edge", "udp", "False/NotAllowedByListeners", ok}}
 
 	eventually(t, 30*time.Second, "example set converges", func() (bool, error) {
 		class, gateways, routes, err := e.gotStatus(t.Context())
@@ -348,6 +379,8 @@ func TestExampleSetConvergesAndRestartWritesNothing(t *testing.T) {
 		{"HTTPRoute", cache.ObjectName{Namespace: e.other, Name: "web"}},
 		{"TCPRoute", cache.ObjectName{Namespace: e.apps, Name: "db"}},
 		{"GRPCRoute", cache.ObjectName{Namespace: e.apps, Name: "rpc"}},
+		{"TLSRoute", cache.ObjectName{Namespace: e.apps, Name: "passthrough"}},
+		{"UDPRoute", cache.ObjectName{Namespace: e.apps, Name: "dns"}},
 	}
 	eventually(t, 30*time.Second, "the restarted controller confirms every object", func() (bool, error) {
 		for _, k := range keys {
