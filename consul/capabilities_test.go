@@ -13,8 +13,8 @@ import (
 // uses exactly that feature and nothing else Consul could refuse.
 func capabilityExamples() map[string]any {
 	httpRule := func(rule gatewayv1.HTTPRouteRule) confirmedHTTPRoute {
-		rule.BackendRefs = append(rule.BackendRefs, trHTTPRef("", "web", 8080, nil))
-		return trHTTPRoute("apps", "r", nil, trAttached(trAttach("apps", "gw", "http")), rule)
+		rule.BackendRefs = append(rule.BackendRefs, httpBackend("", "web", 8080, nil))
+		return newConfirmedHTTPRoute("apps", "r", nil, attachedTo(attachment("apps", "gw", "http")), rule)
 	}
 	rewrite := func(rw gatewayv1.HTTPURLRewriteFilter) gatewayv1.HTTPRouteFilter {
 		return gatewayv1.HTTPRouteFilter{Type: gatewayv1.HTTPRouteFilterURLRewrite, URLRewrite: &rw}
@@ -25,22 +25,22 @@ func capabilityExamples() map[string]any {
 			ResponseHeaderModifier: &gatewayv1.HTTPHeaderFilter{Set: []gatewayv1.HTTPHeader{{Name: "X-A", Value: "1"}}},
 		}}}),
 		"FullPathRewrite": httpRule(gatewayv1.HTTPRouteRule{Filters: []gatewayv1.HTTPRouteFilter{rewrite(gatewayv1.HTTPURLRewriteFilter{
-			Path: &gatewayv1.HTTPPathModifier{Type: gatewayv1.FullPathHTTPPathModifier, ReplaceFullPath: trPtr("/x")},
+			Path: &gatewayv1.HTTPPathModifier{Type: gatewayv1.FullPathHTTPPathModifier, ReplaceFullPath: new("/x")},
 		})}}),
 		"HostnameRewrite": httpRule(gatewayv1.HTTPRouteRule{Filters: []gatewayv1.HTTPRouteFilter{rewrite(gatewayv1.HTTPURLRewriteFilter{
-			Hostname: trPtr(gatewayv1.PreciseHostname("b.example.com")),
+			Hostname: new(gatewayv1.PreciseHostname("b.example.com")),
 		})}}),
-		"RequestTimeouts":    httpRule(gatewayv1.HTTPRouteRule{Timeouts: &gatewayv1.HTTPRouteTimeouts{Request: trPtr(gatewayv1.Duration("5s"))}}),
-		"RetryPolicy":        httpRule(gatewayv1.HTTPRouteRule{Retry: &gatewayv1.HTTPRouteRetry{Attempts: trPtr(2)}}),
-		"SessionPersistence": httpRule(gatewayv1.HTTPRouteRule{SessionPersistence: &gatewayv1.SessionPersistence{SessionName: trPtr("s")}}),
-		"SingleBackendURLRewrite": trHTTPRoute("apps", "r", nil, trAttached(trAttach("apps", "gw", "http")), gatewayv1.HTTPRouteRule{
-			Matches: []gatewayv1.HTTPRouteMatch{trPrefix("/api")},
-			BackendRefs: []gatewayv1.HTTPBackendRef{trHTTPRef("", "web", 8080, nil, rewrite(gatewayv1.HTTPURLRewriteFilter{
-				Path: &gatewayv1.HTTPPathModifier{Type: gatewayv1.PrefixMatchHTTPPathModifier, ReplacePrefixMatch: trPtr("/")},
+		"RequestTimeouts":    httpRule(gatewayv1.HTTPRouteRule{Timeouts: &gatewayv1.HTTPRouteTimeouts{Request: new(gatewayv1.Duration("5s"))}}),
+		"RetryPolicy":        httpRule(gatewayv1.HTTPRouteRule{Retry: &gatewayv1.HTTPRouteRetry{Attempts: new(2)}}),
+		"SessionPersistence": httpRule(gatewayv1.HTTPRouteRule{SessionPersistence: &gatewayv1.SessionPersistence{SessionName: new("s")}}),
+		"SingleBackendURLRewrite": newConfirmedHTTPRoute("apps", "r", nil, attachedTo(attachment("apps", "gw", "http")), gatewayv1.HTTPRouteRule{
+			Matches: []gatewayv1.HTTPRouteMatch{prefixMatch("/api")},
+			BackendRefs: []gatewayv1.HTTPBackendRef{httpBackend("", "web", 8080, nil, rewrite(gatewayv1.HTTPURLRewriteFilter{
+				Path: &gatewayv1.HTTPPathModifier{Type: gatewayv1.PrefixMatchHTTPPathModifier, ReplacePrefixMatch: new("/")},
 			}))},
 		}),
-		"TCPWeightedBackends": trTCPRoute("apps", "r", trAttached(trAttach("apps", "gw", "tcp")),
-			trRef("", "web", 8080, trPtr[int32](1)), trRef("", "db", 5432, trPtr[int32](1))),
+		"TCPWeightedBackends": newConfirmedTCPRoute("apps", "r", attachedTo(attachment("apps", "gw", "tcp")),
+			backendRef("", "web", 8080, new(int32(1))), backendRef("", "db", 5432, new(int32(1)))),
 	}
 }
 
@@ -58,11 +58,11 @@ func TestTranslationExpressesCapabilities(t *testing.T) {
 			if !ok {
 				t.Fatalf("no example uses %s; add one", field)
 			}
-			d := Translate(trSnapshot(
-				trGateway("apps", "gw", true, trValid(trHTTP("http", 80, "")), trValid(trTCP("tcp", 9000))),
-				trService("apps", "web", 8080), trService("apps", "db", 5432),
+			d := Translate(snapshotOf(
+				confirmedGateway("apps", "gw", true, validListener(httpListener("http", 80, "")), validListener(tcpListener("tcp", 9000))),
+				backendService("apps", "web", 8080), backendService("apps", "db", 5432),
 				example,
-			), Naming{}, trOwnership, Options{})
+			), Naming{}, testOwnership, Options{})
 			expressible := caps.Field(i).Bool()
 			if expressible && len(d.Problems) > 0 {
 				t.Errorf("Consul115 says %s is expressible, but the translation reports %v", field, d.Problems)

@@ -191,7 +191,7 @@ func TestCompactEncoding(t *testing.T) {
 					Type:               "Accepted",
 					Status:             consulapi.ConditionStatusTrue,
 					Reason:             "Accepted",
-					LastTransitionTime: encPtr(time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC)),
+					LastTransitionTime: new(time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC)),
 				}}},
 			},
 			want: `{
@@ -228,20 +228,20 @@ func TestCompactEncoding(t *testing.T) {
 			if err != nil {
 				t.Fatalf("marshal: %v", err)
 			}
-			if diff := cmp.Diff(encDecodeJSON(t, []byte(tt.want)), encDecodeJSON(t, got)); diff != "" {
+			if diff := cmp.Diff(decodeJSON(t, []byte(tt.want)), decodeJSON(t, got)); diff != "" {
 				t.Errorf("Compact encoding differs (-want +got):\n%s\ngot: %s", diff, got)
 			}
-			encAssertNoNull(t, "", encDecodeJSON(t, got))
+			assertNoNull(t, "", decodeJSON(t, got))
 
 			plain, err := json.Marshal(tt.entry)
 			if err != nil {
 				t.Fatal(err)
 			}
 			for _, path := range tt.absent {
-				if !encHasPath(encDecodeJSON(t, plain), strings.Split(path, ".")) {
+				if !hasPath(decodeJSON(t, plain), strings.Split(path, ".")) {
 					t.Errorf("test is stale: the client no longer encodes %s", path)
 				}
-				if encHasPath(encDecodeJSON(t, got), strings.Split(path, ".")) {
+				if hasPath(decodeJSON(t, got), strings.Split(path, ".")) {
 					t.Errorf("Compact kept %s", path)
 				}
 			}
@@ -294,7 +294,7 @@ func TestCompactThroughClient(t *testing.T) {
 		_, _ = io.WriteString(w, "true")
 	}))
 	defer srv.Close()
-	client := encTestClient(t, srv.URL)
+	client := newEncodingTestClient(t, srv.URL)
 
 	entry := &consulapi.APIGatewayConfigEntry{
 		Kind: consulapi.APIGateway, Name: "gw",
@@ -345,7 +345,7 @@ func TestReadConsul115Encoding(t *testing.T) {
 		_, _ = io.WriteString(w, body)
 	}))
 	defer srv.Close()
-	raw, _, err := encTestClient(t, srv.URL).ConfigEntries().Get(consulapi.HTTPRoute, "r", nil)
+	raw, _, err := newEncodingTestClient(t, srv.URL).ConfigEntries().Get(consulapi.HTTPRoute, "r", nil)
 	if err != nil {
 		t.Fatalf("Get: %v", err)
 	}
@@ -365,7 +365,7 @@ func TestReadConsul115Encoding(t *testing.T) {
 	}
 }
 
-func encTestClient(t *testing.T, url string) *consulapi.Client {
+func newEncodingTestClient(t *testing.T, url string) *consulapi.Client {
 	t.Helper()
 	cfg := consulapi.DefaultNonPooledConfig()
 	cfg.Address = strings.TrimPrefix(url, "http://")
@@ -383,7 +383,7 @@ func encTestClient(t *testing.T, url string) *consulapi.Client {
 	return client
 }
 
-func encDecodeJSON(t *testing.T, b []byte) any {
+func decodeJSON(t *testing.T, b []byte) any {
 	t.Helper()
 	dec := json.NewDecoder(strings.NewReader(string(b)))
 	dec.UseNumber()
@@ -394,39 +394,37 @@ func encDecodeJSON(t *testing.T, b []byte) any {
 	return v
 }
 
-func encAssertNoNull(t *testing.T, path string, v any) {
+func assertNoNull(t *testing.T, path string, v any) {
 	t.Helper()
 	switch v := v.(type) {
 	case nil:
 		t.Errorf("null at %q", path)
 	case map[string]any:
 		for k, c := range v {
-			encAssertNoNull(t, path+"."+k, c)
+			assertNoNull(t, path+"."+k, c)
 		}
 	case []any:
 		for _, c := range v {
-			encAssertNoNull(t, path+"[]", c)
+			assertNoNull(t, path+"[]", c)
 		}
 	}
 }
 
-// encHasPath reports whether key path is present in v, looking through arrays.
-func encHasPath(v any, path []string) bool {
+// hasPath reports whether key path is present in v, looking through arrays.
+func hasPath(v any, path []string) bool {
 	if len(path) == 0 {
 		return true
 	}
 	switch v := v.(type) {
 	case map[string]any:
 		c, ok := v[path[0]]
-		return ok && encHasPath(c, path[1:])
+		return ok && hasPath(c, path[1:])
 	case []any:
 		for _, c := range v {
-			if encHasPath(c, path) {
+			if hasPath(c, path) {
 				return true
 			}
 		}
 	}
 	return false
 }
-
-func encPtr[T any](v T) *T { return &v }

@@ -14,18 +14,18 @@ func TestListenerProgrammable(t *testing.T) {
 	status := func(conds ...metav1.Condition) []gatewayv1.ListenerStatus {
 		return []gatewayv1.ListenerStatus{{Name: "l", Conditions: conds}}
 	}
-	accepted, resolved := trCond("Accepted", true, "Accepted"), trCond("ResolvedRefs", true, "ResolvedRefs")
+	accepted, resolved := cond("Accepted", true, "Accepted"), cond("ResolvedRefs", true, "ResolvedRefs")
 	tests := []struct {
 		name     string
 		statuses []gatewayv1.ListenerStatus
 		want     bool
 	}{
-		{"valid", status(accepted, resolved, trCond("Conflicted", false, "NoConflicts")), true},
+		{"valid", status(accepted, resolved, cond("Conflicted", false, "NoConflicts")), true},
 		{"no conflicted condition", status(accepted, resolved), true},
-		{"not accepted", status(trCond("Accepted", false, "UnsupportedProtocol"), resolved), false},
-		{"refs not resolved", status(accepted, trCond("ResolvedRefs", false, "InvalidCertificateRef")), false},
+		{"not accepted", status(cond("Accepted", false, "UnsupportedProtocol"), resolved), false},
+		{"refs not resolved", status(accepted, cond("ResolvedRefs", false, "InvalidCertificateRef")), false},
 		{"no resolved condition", status(accepted), false},
-		{"conflicted", status(accepted, resolved, trCond("Conflicted", true, "HostnameConflict")), false},
+		{"conflicted", status(accepted, resolved, cond("Conflicted", true, "HostnameConflict")), false},
 		{"unknown accepted", status(metav1.Condition{Type: "Accepted", Status: metav1.ConditionUnknown}, resolved), false},
 		{"no status entry", []gatewayv1.ListenerStatus{{Name: "other", Conditions: []metav1.Condition{accepted, resolved}}}, false},
 	}
@@ -48,8 +48,8 @@ func TestListenerProtocol(t *testing.T) {
 }
 
 func TestListenerTranslation(t *testing.T) {
-	tr := &translator{snap: trSnapshot(trSecret("infra", "tls"), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "infra", Name: "empty"}}), naming: Naming{Prefix: "p-"}, owner: trOwnership}
-	gw := trGateway("infra", "gw", true)
+	tr := &translator{snap: snapshotOf(tlsSecret("infra", "tls"), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "infra", Name: "empty"}}), naming: Naming{Prefix: "p-"}, owner: testOwnership}
+	gw := confirmedGateway("infra", "gw", true)
 	tests := []struct {
 		name        string
 		listener    gatewayv1.Listener
@@ -57,24 +57,24 @@ func TestListenerTranslation(t *testing.T) {
 		wantCerts   []string
 		wantProblem string
 	}{
-		{name: "http with hostname", listener: trHTTP("h", 80, "a.example.com"), want: consulapi.APIGatewayListener{Name: "h", Port: 80, Protocol: "http", Hostname: "a.example.com"}},
+		{name: "http with hostname", listener: httpListener("h", 80, "a.example.com"), want: consulapi.APIGatewayListener{Name: "h", Port: 80, Protocol: "http", Hostname: "a.example.com"}},
 		{name: "tcp drops hostname", listener: func() gatewayv1.Listener {
-			l := trTCP("t", 9000)
-			l.Hostname = trPtr(gatewayv1.Hostname("ignored.example.com"))
+			l := tcpListener("t", 9000)
+			l.Hostname = new(gatewayv1.Hostname("ignored.example.com"))
 			return l
 		}(), want: consulapi.APIGatewayListener{Name: "t", Port: 9000, Protocol: "tcp"}},
-		{name: "https", listener: trHTTPS("s", 443, "", trCertRef("", "tls")), want: consulapi.APIGatewayListener{Name: "s", Port: 443, Protocol: "http", TLS: consulapi.APIGatewayTLSConfiguration{
+		{name: "https", listener: httpsListener("s", 443, "", certRef("", "tls")), want: consulapi.APIGatewayListener{Name: "s", Port: 443, Protocol: "http", TLS: consulapi.APIGatewayTLSConfiguration{
 			Certificates: []consulapi.ResourceReference{{Kind: consulapi.InlineCertificate, Name: "p-secret.tls.infra"}},
 		}}, wantCerts: []string{"p-secret.tls.infra"}},
-		{name: "https without certificates", listener: trHTTPS("s", 443, ""), wantProblem: "an HTTPS listener must terminate TLS with at least one certificateRef"},
+		{name: "https without certificates", listener: httpsListener("s", 443, ""), wantProblem: "an HTTPS listener must terminate TLS with at least one certificateRef"},
 		{name: "https passthrough", listener: func() gatewayv1.Listener {
-			l := trHTTPS("s", 443, "", trCertRef("", "tls"))
-			l.TLS.Mode = trPtr(gatewayv1.TLSModePassthrough)
+			l := httpsListener("s", 443, "", certRef("", "tls"))
+			l.TLS.Mode = new(gatewayv1.TLSModePassthrough)
 			return l
 		}(), wantProblem: "an HTTPS listener must terminate TLS with at least one certificateRef"},
-		{name: "missing secret", listener: trHTTPS("s", 443, "", trCertRef("", "tls"), trCertRef("other", "tls")), wantProblem: "Secret other/tls with tls.crt and tls.key is not in the cache"},
-		{name: "secret without data", listener: trHTTPS("s", 443, "", trCertRef("", "empty")), wantProblem: "Secret infra/empty with tls.crt and tls.key is not in the cache"},
-		{name: "not a secret", listener: trHTTPS("s", 443, "", gatewayv1.SecretObjectReference{Kind: trPtr(gatewayv1.Kind("ConfigMap")), Name: "tls"}), wantProblem: "certificateRef infra/tls is not a core Secret"},
+		{name: "missing secret", listener: httpsListener("s", 443, "", certRef("", "tls"), certRef("other", "tls")), wantProblem: "Secret other/tls with tls.crt and tls.key is not in the cache"},
+		{name: "secret without data", listener: httpsListener("s", 443, "", certRef("", "empty")), wantProblem: "Secret infra/empty with tls.crt and tls.key is not in the cache"},
+		{name: "not a secret", listener: httpsListener("s", 443, "", gatewayv1.SecretObjectReference{Kind: new(gatewayv1.Kind("ConfigMap")), Name: "tls"}), wantProblem: "certificateRef infra/tls is not a core Secret"},
 		{name: "udp", listener: gatewayv1.Listener{Name: "u", Port: 53, Protocol: gatewayv1.UDPProtocolType}, wantProblem: "protocol UDP is not supported by Consul's API gateway"},
 	}
 	for _, tt := range tests {

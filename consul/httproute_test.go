@@ -13,7 +13,7 @@ func TestBackendWeight(t *testing.T) {
 	for _, tt := range []struct {
 		w    *int32
 		want int
-	}{{nil, 1}, {trPtr[int32](0), 0}, {trPtr[int32](7), 7}, {trPtr[int32](-1), 0}} {
+	}{{nil, 1}, {new(int32(0)), 0}, {new(int32(7)), 7}, {new(int32(-1)), 0}} {
 		if got := backendWeight(tt.w); got != tt.want {
 			t.Errorf("backendWeight(%v) = %d, want %d", tt.w, got, tt.want)
 		}
@@ -21,27 +21,27 @@ func TestBackendWeight(t *testing.T) {
 }
 
 func TestRefsResolved(t *testing.T) {
-	if !refsResolved(trRouteStatus(true), trController) {
+	if !refsResolved(ourRouteStatus(true), testController) {
 		t.Error("resolved status not recognised")
 	}
-	if refsResolved(trRouteStatus(false), trController) {
+	if refsResolved(ourRouteStatus(false), testController) {
 		t.Error("another controller's ResolvedRefs True was taken for ours")
 	}
-	if refsResolved(nil, trController) {
+	if refsResolved(nil, testController) {
 		t.Error("no status vouches for nothing")
 	}
 }
 
 func TestBackendProblem(t *testing.T) {
-	appProtocol := trService("apps", "h2c", 8080)
-	appProtocol.Spec.Ports[0].AppProtocol = trPtr("kubernetes.io/h2c")
-	httpProtocol := trService("apps", "plain", 8080)
-	httpProtocol.Spec.Ports[0].AppProtocol = trPtr("HTTP")
-	services := trSnapshot(trService("apps", "web", 8080), trService("other", "api", 8080), appProtocol, httpProtocol,
+	appProtocol := backendService("apps", "h2c", 8080)
+	appProtocol.Spec.Ports[0].AppProtocol = new("kubernetes.io/h2c")
+	httpProtocol := backendService("apps", "plain", 8080)
+	httpProtocol.Spec.Ports[0].AppProtocol = new("HTTP")
+	services := snapshotOf(backendService("apps", "web", 8080), backendService("other", "api", 8080), appProtocol, httpProtocol,
 		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "ext"}, Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, Ports: []corev1.ServicePort{{Port: 80}}}},
 	).Services
 	ref := func(ns, name string, port int32) gatewayv1.BackendObjectReference {
-		return trRef(ns, name, port, nil).BackendObjectReference
+		return backendRef(ns, name, port, nil).BackendObjectReference
 	}
 	tests := []struct {
 		name     string
@@ -51,9 +51,9 @@ func TestBackendProblem(t *testing.T) {
 		want     string
 	}{
 		{"same namespace", "HTTPRoute", ref("", "web", 8080), false, ""},
-		{"explicit core kind", "HTTPRoute", gatewayv1.BackendObjectReference{Group: trPtr(gatewayv1.Group("")), Kind: trPtr(gatewayv1.Kind("Service")), Name: "web", Port: trPtr(gatewayv1.PortNumber(8080))}, false, ""},
-		{"other kind", "HTTPRoute", gatewayv1.BackendObjectReference{Kind: trPtr(gatewayv1.Kind("ServiceImport")), Name: "web"}, true, "is not a core Service"},
-		{"other group", "HTTPRoute", gatewayv1.BackendObjectReference{Group: trPtr(gatewayv1.Group("x.io")), Name: "web"}, true, "is not a core Service"},
+		{"explicit core kind", "HTTPRoute", gatewayv1.BackendObjectReference{Group: new(gatewayv1.Group("")), Kind: new(gatewayv1.Kind("Service")), Name: "web", Port: new(gatewayv1.PortNumber(8080))}, false, ""},
+		{"other kind", "HTTPRoute", gatewayv1.BackendObjectReference{Kind: new(gatewayv1.Kind("ServiceImport")), Name: "web"}, true, "is not a core Service"},
+		{"other group", "HTTPRoute", gatewayv1.BackendObjectReference{Group: new(gatewayv1.Group("x.io")), Name: "web"}, true, "is not a core Service"},
 		{"missing", "HTTPRoute", ref("", "nope", 8080), true, "names a Service that does not exist"},
 		{"external name", "HTTPRoute", ref("", "ext", 80), true, "names an ExternalName Service"},
 		{"no port", "HTTPRoute", gatewayv1.BackendObjectReference{Name: "web"}, true, "has no port"},

@@ -16,10 +16,10 @@ import (
 // with other content, new versions with the same content) and requires, at every
 // step, exactly what a fresh Translate gives.
 func TestTranslatorEqualsTranslateThroughChanges(t *testing.T) {
-	for _, tc := range trCases() {
+	for _, tc := range translationCases() {
 		t.Run(tc.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(1, uint64(len(tc.name))))
-			tr := NewTranslator(tc.naming, trOwnership, tc.opts)
+			tr := NewTranslator(tc.naming, testOwnership, tc.opts)
 			current := map[int]any{}
 			for i, obj := range tc.objects {
 				current[i] = obj
@@ -42,8 +42,8 @@ func TestTranslatorEqualsTranslateThroughChanges(t *testing.T) {
 						objs = append(objs, obj)
 					}
 				}
-				want := Translate(trSnapshot(objs...), tc.naming, trOwnership, tc.opts)
-				if diff := gocmp.Diff(want, tr.Translate(trSnapshot(objs...))); diff != "" {
+				want := Translate(snapshotOf(objs...), tc.naming, testOwnership, tc.opts)
+				if diff := gocmp.Diff(want, tr.Translate(snapshotOf(objs...))); diff != "" {
 					t.Fatalf("step %d: Translator differs from Translate (-want +got):\n%s", step, diff)
 				}
 			}
@@ -75,7 +75,7 @@ func changed(obj any) any {
 	switch o := obj.(type) {
 	case *gatewayv1.Gateway:
 		c := o.DeepCopy()
-		c.Status.Conditions = []metav1.Condition{trCond("Accepted", false, "Invalid")}
+		c.Status.Conditions = []metav1.Condition{cond("Accepted", false, "Invalid")}
 		return c
 	case *corev1.Secret:
 		c := o.DeepCopy()
@@ -86,9 +86,9 @@ func changed(obj any) any {
 		c.Spec.Ports = nil
 		return c
 	case confirmedHTTPRoute:
-		return confirmedHTTPRoute{Route: o.Route.DeepCopy(), Decision: trAttached()}
+		return confirmedHTTPRoute{Route: o.Route.DeepCopy(), Decision: attachedTo()}
 	case confirmedTCPRoute:
-		return confirmedTCPRoute{Route: o.Route.DeepCopy(), Decision: trAttached()}
+		return confirmedTCPRoute{Route: o.Route.DeepCopy(), Decision: attachedTo()}
 	}
 	panic(fmt.Sprintf("unexpected fixture %T", obj))
 }
@@ -98,33 +98,33 @@ func changed(obj any) any {
 // a Gateway's new version translates it and the routes that read it.
 func TestTranslatorTranslatesOnlyWhatChanged(t *testing.T) {
 	objs := []any{
-		trGateway("apps", "a", true, trValid(trHTTP("http", 80, ""))),
-		trGateway("apps", "b", true, trValid(trHTTP("http", 80, ""))),
-		trService("apps", "web", 8080),
+		confirmedGateway("apps", "a", true, validListener(httpListener("http", 80, ""))),
+		confirmedGateway("apps", "b", true, validListener(httpListener("http", 80, ""))),
+		backendService("apps", "web", 8080),
 	}
 	for i := range 100 {
 		gw := "a"
 		if i%2 == 1 {
 			gw = "b"
 		}
-		objs = append(objs, trWebRoute(fmt.Sprintf("r%d", i), nil, trAttach("apps", gw, "http")))
+		objs = append(objs, webRoute(fmt.Sprintf("r%d", i), nil, attachment("apps", gw, "http")))
 	}
-	tr := NewTranslator(Naming{}, trOwnership, Options{ManageServiceDefaults: true})
-	tr.Translate(trSnapshot(objs...))
+	tr := NewTranslator(Naming{}, testOwnership, Options{ManageServiceDefaults: true})
+	tr.Translate(snapshotOf(objs...))
 	if tr.translated != 102 {
 		t.Fatalf("first translation: %d objects translated, want 102", tr.translated)
 	}
-	tr.Translate(trSnapshot(objs...))
+	tr.Translate(snapshotOf(objs...))
 	if tr.translated != 0 {
 		t.Errorf("same snapshot: %d objects translated, want 0", tr.translated)
 	}
 	objs[10] = copied(objs[10])
-	tr.Translate(trSnapshot(objs...))
+	tr.Translate(snapshotOf(objs...))
 	if tr.translated != 1 {
 		t.Errorf("one new route version: %d objects translated, want 1", tr.translated)
 	}
 	objs[0] = copied(objs[0]) // Gateway a: itself and its 50 routes
-	tr.Translate(trSnapshot(objs...))
+	tr.Translate(snapshotOf(objs...))
 	if tr.translated != 51 {
 		t.Errorf("one new Gateway version: %d objects translated, want 51", tr.translated)
 	}

@@ -11,8 +11,8 @@ import (
 )
 
 func TestRouteParents(t *testing.T) {
-	s := trSnapshot(trGateway("infra", "gw", true, trValid(trHTTP("http", 80, "")), trValid(trTCP("tcp", 9000))))
-	tr := newTranslator(s, Naming{Partition: "p"}, trOwnership, Options{})
+	s := snapshotOf(confirmedGateway("infra", "gw", true, validListener(httpListener("http", 80, "")), validListener(tcpListener("tcp", 9000))))
+	tr := newTranslator(s, Naming{Partition: "p"}, testOwnership, Options{})
 	gw := cache.ObjectName{Namespace: "infra", Name: "gw"}
 	if pg := tr.object(nil, s.Gateways[gw], nil, func() { tr.gateway(gw, s.Gateways[gw]) }).gateway; pg != nil {
 		tr.gateways[gw] = pg
@@ -20,9 +20,9 @@ func TestRouteParents(t *testing.T) {
 	route := cache.ObjectName{Namespace: "apps", Name: "r"}
 
 	parents := tr.routeParents("HTTPRoute", route, []gwsync.Attachment{
-		trAttach("infra", "gw", "http"),
-		trAttach("infra", "gw", "http", "tcp"), // the same listener again, and a tcp one
-		trAttach("infra", "missing", "http"),   // a Gateway without entry
+		attachment("infra", "gw", "http"),
+		attachment("infra", "gw", "http", "tcp"), // the same listener again, and a tcp one
+		attachment("infra", "missing", "http"),   // a Gateway without entry
 	}, "http")
 	want := []consulapi.ResourceReference{{Kind: consulapi.APIGateway, Name: "gw.infra", SectionName: "http", Partition: "p"}}
 	if diff := gocmp.Diff(want, parentRefs(parents)); diff != "" {
@@ -34,7 +34,7 @@ func TestRouteParents(t *testing.T) {
 	}
 
 	tr.desired.Problems = nil
-	if parents := tr.routeParents("HTTPRoute", route, []gwsync.Attachment{trAttach("infra", "missing", "http"), trAttach("infra", "gw", "nope")}, "http"); len(parents) != 0 {
+	if parents := tr.routeParents("HTTPRoute", route, []gwsync.Attachment{attachment("infra", "missing", "http"), attachment("infra", "gw", "nope")}, "http"); len(parents) != 0 {
 		t.Errorf("parents without written listeners: %v", parents)
 	}
 	wantProblems = []Problem{{Kind: "HTTPRoute", Object: route, Message: "none of the listeners the route is accepted on is programmed in Consul (infra/missing/http, infra/gw/nope)"}}

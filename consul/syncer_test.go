@@ -28,7 +28,7 @@ func TestTranslateQueuesKeysOnlyOnceTheirDesiredStateIsInPlace(t *testing.T) {
 	s := NewSyncer(Config{
 		Ownership: Ownership{Controller: "example.com/c", ClusterID: "test"},
 	})
-	gw := trGateway("infra", "gw", true, trValid(trHTTP("http", 80, "")))
+	gw := confirmedGateway("infra", "gw", true, validListener(httpListener("http", 80, "")))
 	queued := 0
 	s.queue = checkingQueue{TypedRateLimitingInterface: s.queue, check: func(key EntryKey) {
 		queued++

@@ -9,18 +9,18 @@ import (
 )
 
 func TestTCPRuleBackends(t *testing.T) {
-	tr := &translator{snap: trSnapshot(trService("apps", "a", 1), trService("apps", "b", 1))}
+	tr := &translator{snap: snapshotOf(backendService("apps", "a", 1), backendService("apps", "b", 1))}
 	tests := []struct {
 		name        string
 		refs        []gatewayv1.BackendRef
 		want        consulapi.TCPService
 		wantProblem string
 	}{
-		{"one", []gatewayv1.BackendRef{trRef("", "a", 1, nil)}, consulapi.TCPService{Name: "a"}, ""},
-		{"weight 0 not counted", []gatewayv1.BackendRef{trRef("", "a", 1, trPtr[int32](0)), trRef("", "b", 1, trPtr[int32](5))}, consulapi.TCPService{Name: "b"}, ""},
-		{"none", []gatewayv1.BackendRef{trRef("", "a", 1, trPtr[int32](0))}, consulapi.TCPService{}, "rule 0: no backendRef has a weight above 0; the rule is left out of Consul"},
-		{"two", []gatewayv1.BackendRef{trRef("", "a", 1, nil), trRef("", "b", 1, nil)}, consulapi.TCPService{}, "rule 0: 2 backends would receive connections, but Consul's tcp-route forwards to a single service; the rule is left out of Consul"},
-		{"missing", []gatewayv1.BackendRef{trRef("", "c", 1, nil)}, consulapi.TCPService{}, "rule 0: backendRef apps/c names a Service that does not exist; the rule is left out of Consul"},
+		{"one", []gatewayv1.BackendRef{backendRef("", "a", 1, nil)}, consulapi.TCPService{Name: "a"}, ""},
+		{"weight 0 not counted", []gatewayv1.BackendRef{backendRef("", "a", 1, new(int32(0))), backendRef("", "b", 1, new(int32(5)))}, consulapi.TCPService{Name: "b"}, ""},
+		{"none", []gatewayv1.BackendRef{backendRef("", "a", 1, new(int32(0)))}, consulapi.TCPService{}, "rule 0: no backendRef has a weight above 0; the rule is left out of Consul"},
+		{"two", []gatewayv1.BackendRef{backendRef("", "a", 1, nil), backendRef("", "b", 1, nil)}, consulapi.TCPService{}, "rule 0: 2 backends would receive connections, but Consul's tcp-route forwards to a single service; the rule is left out of Consul"},
+		{"missing", []gatewayv1.BackendRef{backendRef("", "c", 1, nil)}, consulapi.TCPService{}, "rule 0: backendRef apps/c names a Service that does not exist; the rule is left out of Consul"},
 	}
 	for _, tt := range tests {
 		got, problem := tr.tcpRule("apps", 0, gatewayv1.TCPRouteRule{BackendRefs: tt.refs}, true)

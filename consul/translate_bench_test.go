@@ -11,13 +11,13 @@ import (
 func benchSnapshot(routes int) Snapshot {
 	var objs []any
 	for g := range max(routes/20, 1) {
-		objs = append(objs, trGateway("apps", fmt.Sprintf("gw%d", g), true, trValid(trHTTP("http", 80, ""))))
+		objs = append(objs, confirmedGateway("apps", fmt.Sprintf("gw%d", g), true, validListener(httpListener("http", 80, ""))))
 	}
-	objs = append(objs, trService("apps", "web", 8080))
+	objs = append(objs, backendService("apps", "web", 8080))
 	for i := range routes {
-		objs = append(objs, trWebRoute(fmt.Sprintf("r%d", i), []string{fmt.Sprintf("r%d.example.com", i)}, trAttach("apps", fmt.Sprintf("gw%d", i/20), "http")))
+		objs = append(objs, webRoute(fmt.Sprintf("r%d", i), []string{fmt.Sprintf("r%d.example.com", i)}, attachment("apps", fmt.Sprintf("gw%d", i/20), "http")))
 	}
-	return trSnapshot(objs...)
+	return snapshotOf(objs...)
 }
 
 // BenchmarkTranslate measures one full translation for snapshots of growing size:

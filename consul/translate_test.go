@@ -28,23 +28,21 @@ var update = flag.Bool("update", false, "rewrite the translation golden files in
 
 // ---- fixtures ----
 
-const trController = "example.com/gateway-controller"
+const testController = "example.com/gateway-controller"
 
-var trOwnership = Ownership{Controller: trController, ClusterID: "test-cluster"}
+var testOwnership = Ownership{Controller: testController, ClusterID: "test-cluster"}
 
 // Placeholders: the translation copies Secret data, it never parses it.
 const (
-	trCertPEM = "-----BEGIN CERTIFICATE-----\nTEST\n-----END CERTIFICATE-----\n"
-	trKeyPEM  = "-----BEGIN PRIVATE KEY-----\nTEST\n-----END PRIVATE KEY-----\n"
+	certPEM = "-----BEGIN CERTIFICATE-----\nTEST\n-----END CERTIFICATE-----\n"
+	keyPEM  = "-----BEGIN PRIVATE KEY-----\nTEST\n-----END PRIVATE KEY-----\n"
 )
 
-func trPtr[T any](v T) *T { return &v }
-
-func trUID(kind, ns, name string) types.UID {
+func uidOf(kind, ns, name string) types.UID {
 	return types.UID(fmt.Sprintf("uid-%s-%s-%s", strings.ToLower(kind), ns, name))
 }
 
-func trCond(condType string, status bool, reason string) metav1.Condition {
+func cond(condType string, status bool, reason string) metav1.Condition {
 	s := metav1.ConditionFalse
 	if status {
 		s = metav1.ConditionTrue
@@ -52,63 +50,63 @@ func trCond(condType string, status bool, reason string) metav1.Condition {
 	return metav1.Condition{Type: condType, Status: s, Reason: reason, ObservedGeneration: 1}
 }
 
-// trListener is a listener and whether its confirmed status says it is valid.
-type trListener struct {
+// judgedListener is a listener and whether its confirmed status says it is valid.
+type judgedListener struct {
 	l     gatewayv1.Listener
 	valid bool
 }
 
-func trValid(l gatewayv1.Listener) trListener   { return trListener{l, true} }
-func trInvalid(l gatewayv1.Listener) trListener { return trListener{l, false} }
+func validListener(l gatewayv1.Listener) judgedListener   { return judgedListener{l, true} }
+func invalidListener(l gatewayv1.Listener) judgedListener { return judgedListener{l, false} }
 
-func trHTTP(name string, port int32, host string) gatewayv1.Listener {
+func httpListener(name string, port int32, host string) gatewayv1.Listener {
 	l := gatewayv1.Listener{Name: gatewayv1.SectionName(name), Port: port, Protocol: gatewayv1.HTTPProtocolType}
 	if host != "" {
-		l.Hostname = trPtr(gatewayv1.Hostname(host))
+		l.Hostname = new(gatewayv1.Hostname(host))
 	}
 	return l
 }
 
-func trHTTPS(name string, port int32, host string, certs ...gatewayv1.SecretObjectReference) gatewayv1.Listener {
-	l := trHTTP(name, port, host)
+func httpsListener(name string, port int32, host string, certs ...gatewayv1.SecretObjectReference) gatewayv1.Listener {
+	l := httpListener(name, port, host)
 	l.Protocol = gatewayv1.HTTPSProtocolType
-	l.TLS = &gatewayv1.ListenerTLSConfig{Mode: trPtr(gatewayv1.TLSModeTerminate), CertificateRefs: certs}
+	l.TLS = &gatewayv1.ListenerTLSConfig{Mode: new(gatewayv1.TLSModeTerminate), CertificateRefs: certs}
 	return l
 }
 
-func trTCP(name string, port int32) gatewayv1.Listener {
+func tcpListener(name string, port int32) gatewayv1.Listener {
 	return gatewayv1.Listener{Name: gatewayv1.SectionName(name), Port: port, Protocol: gatewayv1.TCPProtocolType}
 }
 
-func trCertRef(ns, name string) gatewayv1.SecretObjectReference {
+func certRef(ns, name string) gatewayv1.SecretObjectReference {
 	ref := gatewayv1.SecretObjectReference{Name: gatewayv1.ObjectName(name)}
 	if ns != "" {
-		ref.Namespace = trPtr(gatewayv1.Namespace(ns))
+		ref.Namespace = new(gatewayv1.Namespace(ns))
 	}
 	return ref
 }
 
-// trGateway is a confirmed Gateway: status as the status pipeline writes it.
-func trGateway(ns, name string, accepted bool, listeners ...trListener) *gatewayv1.Gateway {
+// confirmedGateway is a confirmed Gateway: status as the status pipeline writes it.
+func confirmedGateway(ns, name string, accepted bool, listeners ...judgedListener) *gatewayv1.Gateway {
 	gw := &gatewayv1.Gateway{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: trUID("Gateway", ns, name), Generation: 1},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: uidOf("Gateway", ns, name), Generation: 1},
 		Spec:       gatewayv1.GatewaySpec{GatewayClassName: "consul"},
 	}
 	reason := "Accepted"
 	if !accepted {
 		reason = "ListenersNotValid"
 	}
-	gw.Status.Conditions = []metav1.Condition{trCond("Accepted", accepted, reason), trCond("Programmed", false, "Pending")}
+	gw.Status.Conditions = []metav1.Condition{cond("Accepted", accepted, reason), cond("Programmed", false, "Pending")}
 	for _, tl := range listeners {
 		gw.Spec.Listeners = append(gw.Spec.Listeners, tl.l)
 		conds := []metav1.Condition{
-			trCond("Accepted", true, "Accepted"), trCond("Programmed", false, "Pending"),
-			trCond("ResolvedRefs", true, "ResolvedRefs"), trCond("Conflicted", false, "NoConflicts"),
+			cond("Accepted", true, "Accepted"), cond("Programmed", false, "Pending"),
+			cond("ResolvedRefs", true, "ResolvedRefs"), cond("Conflicted", false, "NoConflicts"),
 		}
 		if !tl.valid {
 			conds = []metav1.Condition{
-				trCond("Accepted", false, "UnsupportedProtocol"), trCond("Programmed", false, "Invalid"),
-				trCond("ResolvedRefs", true, "ResolvedRefs"), trCond("Conflicted", false, "NoConflicts"),
+				cond("Accepted", false, "UnsupportedProtocol"), cond("Programmed", false, "Invalid"),
+				cond("ResolvedRefs", true, "ResolvedRefs"), cond("Conflicted", false, "NoConflicts"),
 			}
 		}
 		gw.Status.Listeners = append(gw.Status.Listeners, gatewayv1.ListenerStatus{Name: tl.l.Name, Conditions: conds})
@@ -116,57 +114,57 @@ func trGateway(ns, name string, accepted bool, listeners ...trListener) *gateway
 	return gw
 }
 
-func trSecret(ns, name string) *corev1.Secret {
+func tlsSecret(ns, name string) *corev1.Secret {
 	return &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: trUID("Secret", ns, name)},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: uidOf("Secret", ns, name)},
 		Type:       corev1.SecretTypeTLS,
-		Data:       map[string][]byte{corev1.TLSCertKey: []byte(trCertPEM), corev1.TLSPrivateKeyKey: []byte(trKeyPEM)},
+		Data:       map[string][]byte{corev1.TLSCertKey: []byte(certPEM), corev1.TLSPrivateKeyKey: []byte(keyPEM)},
 	}
 }
 
-func trService(ns, name string, ports ...int32) *corev1.Service {
-	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: trUID("Service", ns, name)}}
+func backendService(ns, name string, ports ...int32) *corev1.Service {
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: uidOf("Service", ns, name)}}
 	for _, p := range ports {
 		svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{Port: p})
 	}
 	return svc
 }
 
-// trRef is a backendRef to a Service; ns "" means the route's namespace, weight nil
+// backendRef is a backendRef to a Service; ns "" means the route's namespace, weight nil
 // means unset.
-func trRef(ns, name string, port int32, weight *int32) gatewayv1.BackendRef {
+func backendRef(ns, name string, port int32, weight *int32) gatewayv1.BackendRef {
 	ref := gatewayv1.BackendRef{
-		BackendObjectReference: gatewayv1.BackendObjectReference{Name: gatewayv1.ObjectName(name), Port: trPtr(port)},
+		BackendObjectReference: gatewayv1.BackendObjectReference{Name: gatewayv1.ObjectName(name), Port: new(port)},
 		Weight:                 weight,
 	}
 	if ns != "" {
-		ref.Namespace = trPtr(gatewayv1.Namespace(ns))
+		ref.Namespace = new(gatewayv1.Namespace(ns))
 	}
 	return ref
 }
 
-func trHTTPRef(ns, name string, port int32, weight *int32, filters ...gatewayv1.HTTPRouteFilter) gatewayv1.HTTPBackendRef {
-	return gatewayv1.HTTPBackendRef{BackendRef: trRef(ns, name, port, weight), Filters: filters}
+func httpBackend(ns, name string, port int32, weight *int32, filters ...gatewayv1.HTTPRouteFilter) gatewayv1.HTTPBackendRef {
+	return gatewayv1.HTTPBackendRef{BackendRef: backendRef(ns, name, port, weight), Filters: filters}
 }
 
-func trPrefix(path string) gatewayv1.HTTPRouteMatch {
-	return gatewayv1.HTTPRouteMatch{Path: &gatewayv1.HTTPPathMatch{Type: trPtr(gatewayv1.PathMatchPathPrefix), Value: trPtr(path)}}
+func prefixMatch(path string) gatewayv1.HTTPRouteMatch {
+	return gatewayv1.HTTPRouteMatch{Path: &gatewayv1.HTTPPathMatch{Type: new(gatewayv1.PathMatchPathPrefix), Value: new(path)}}
 }
 
-func trRouteStatus(resolved bool) []gatewayv1.RouteParentStatus {
+func ourRouteStatus(resolved bool) []gatewayv1.RouteParentStatus {
 	reason := "ResolvedRefs"
 	if !resolved {
 		reason = "BackendNotFound"
 	}
 	return []gatewayv1.RouteParentStatus{
 		// Another controller's entry says nothing about ours.
-		{ControllerName: "other.example.com/controller", Conditions: []metav1.Condition{trCond("ResolvedRefs", true, "ResolvedRefs")}},
-		{ControllerName: trController, Conditions: []metav1.Condition{trCond("Accepted", true, "Accepted"), trCond("ResolvedRefs", resolved, reason)}},
+		{ControllerName: "other.example.com/controller", Conditions: []metav1.Condition{cond("ResolvedRefs", true, "ResolvedRefs")}},
+		{ControllerName: testController, Conditions: []metav1.Condition{cond("Accepted", true, "Accepted"), cond("ResolvedRefs", resolved, reason)}},
 	}
 }
 
 // confirmedHTTPRoute and confirmedTCPRoute are route fixtures of their own type, so a
-// case can edit the route; trSnapshot files them as ConfirmedRoutes.
+// case can edit the route; snapshotOf files them as ConfirmedRoutes.
 type confirmedHTTPRoute struct {
 	Route    *gatewayv1.HTTPRoute
 	Decision gwsync.RouteDecision
@@ -177,29 +175,29 @@ type confirmedTCPRoute struct {
 	Decision gwsync.RouteDecision
 }
 
-// trHTTPRoute is a confirmed HTTPRoute whose references all resolved.
-func trHTTPRoute(ns, name string, hostnames []string, decision gwsync.RouteDecision, rules ...gatewayv1.HTTPRouteRule) confirmedHTTPRoute {
-	r := &gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: trUID("HTTPRoute", ns, name), Generation: 1}}
+// newConfirmedHTTPRoute is a confirmed HTTPRoute whose references all resolved.
+func newConfirmedHTTPRoute(ns, name string, hostnames []string, decision gwsync.RouteDecision, rules ...gatewayv1.HTTPRouteRule) confirmedHTTPRoute {
+	r := &gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: uidOf("HTTPRoute", ns, name), Generation: 1}}
 	for _, h := range hostnames {
 		r.Spec.Hostnames = append(r.Spec.Hostnames, gatewayv1.Hostname(h))
 	}
 	r.Spec.Rules = rules
-	r.Status.Parents = trRouteStatus(true)
+	r.Status.Parents = ourRouteStatus(true)
 	return confirmedHTTPRoute{Route: r, Decision: decision}
 }
 
-func trTCPRoute(ns, name string, decision gwsync.RouteDecision, refs ...gatewayv1.BackendRef) confirmedTCPRoute {
-	r := &gatewayv1.TCPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: trUID("TCPRoute", ns, name), Generation: 1}}
+func newConfirmedTCPRoute(ns, name string, decision gwsync.RouteDecision, refs ...gatewayv1.BackendRef) confirmedTCPRoute {
+	r := &gatewayv1.TCPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: uidOf("TCPRoute", ns, name), Generation: 1}}
 	r.Spec.Rules = []gatewayv1.TCPRouteRule{{BackendRefs: refs}}
-	r.Status.Parents = trRouteStatus(true)
+	r.Status.Parents = ourRouteStatus(true)
 	return confirmedTCPRoute{Route: r, Decision: decision}
 }
 
-func trAttached(attachments ...gwsync.Attachment) gwsync.RouteDecision {
+func attachedTo(attachments ...gwsync.Attachment) gwsync.RouteDecision {
 	return gwsync.RouteDecision{Attachments: attachments}
 }
 
-func trAttach(gwNamespace, gwName string, listeners ...string) gwsync.Attachment {
+func attachment(gwNamespace, gwName string, listeners ...string) gwsync.Attachment {
 	a := gwsync.Attachment{Gateway: cache.ObjectName{Namespace: gwNamespace, Name: gwName}}
 	for _, l := range listeners {
 		a.Listeners = append(a.Listeners, gatewayv1.SectionName(l))
@@ -207,8 +205,8 @@ func trAttach(gwNamespace, gwName string, listeners ...string) gwsync.Attachment
 	return a
 }
 
-// trSnapshot files objects into a snapshot.
-func trSnapshot(objs ...any) Snapshot {
+// snapshotOf files objects into a snapshot.
+func snapshotOf(objs ...any) Snapshot {
 	s := emptySnapshot()
 	for _, obj := range objs {
 		switch o := obj.(type) {
@@ -231,30 +229,30 @@ func trSnapshot(objs ...any) Snapshot {
 
 // ---- golden cases ----
 
-type trCase struct {
+type translationCase struct {
 	name    string
 	naming  Naming
 	opts    Options
 	objects []any
 }
 
-func trCases() []trCase {
-	return []trCase{
+func translationCases() []translationCase {
+	return []translationCase{
 		{
 			// http, https (two certificates, one shared from another namespace) and tcp
 			// are written; the UDP listener and the second listener on port 80 are not
 			// valid per status and are left out without a problem.
 			name: "gateway_listeners",
 			objects: []any{
-				trGateway("infra", "gw", true,
-					trValid(trHTTP("http", 80, "*.example.com")),
-					trValid(trHTTPS("https", 443, "secure.example.com", trCertRef("", "tls-a"), trCertRef("certs", "tls-shared"))),
-					trValid(gatewayv1.Listener{Name: "tcp", Port: 5432, Protocol: gatewayv1.TCPProtocolType, Hostname: trPtr(gatewayv1.Hostname("db.example.com"))}),
-					trInvalid(gatewayv1.Listener{Name: "dns", Port: 53, Protocol: gatewayv1.UDPProtocolType}),
-					trInvalid(trHTTP("http-other", 80, "other.example.com")),
+				confirmedGateway("infra", "gw", true,
+					validListener(httpListener("http", 80, "*.example.com")),
+					validListener(httpsListener("https", 443, "secure.example.com", certRef("", "tls-a"), certRef("certs", "tls-shared"))),
+					validListener(gatewayv1.Listener{Name: "tcp", Port: 5432, Protocol: gatewayv1.TCPProtocolType, Hostname: new(gatewayv1.Hostname("db.example.com"))}),
+					invalidListener(gatewayv1.Listener{Name: "dns", Port: 53, Protocol: gatewayv1.UDPProtocolType}),
+					invalidListener(httpListener("http-other", 80, "other.example.com")),
 				),
-				trSecret("infra", "tls-a"),
-				trSecret("certs", "tls-shared"),
+				tlsSecret("infra", "tls-a"),
+				tlsSecret("certs", "tls-shared"),
 			},
 		},
 		{
@@ -262,10 +260,10 @@ func trCases() []trCase {
 			// attachments and no problem either.
 			name: "gateway_not_accepted",
 			objects: []any{
-				trGateway("infra", "gw", false, trValid(trHTTP("http", 80, ""))),
-				trHTTPRoute("apps", "orphan", nil, gwsync.RouteDecision{},
-					gatewayv1.HTTPRouteRule{BackendRefs: []gatewayv1.HTTPBackendRef{trHTTPRef("", "web", 8080, nil)}}),
-				trService("apps", "web", 8080),
+				confirmedGateway("infra", "gw", false, validListener(httpListener("http", 80, ""))),
+				newConfirmedHTTPRoute("apps", "orphan", nil, gwsync.RouteDecision{},
+					gatewayv1.HTTPRouteRule{BackendRefs: []gatewayv1.HTTPBackendRef{httpBackend("", "web", 8080, nil)}}),
+				backendService("apps", "web", 8080),
 			},
 		},
 		{
@@ -273,29 +271,29 @@ func trCases() []trCase {
 			// pipeline and is not written.
 			name: "route_two_listeners_dropped_rule",
 			objects: []any{
-				trGateway("infra", "gw", true,
-					trValid(trHTTP("http", 80, "")),
-					trValid(trHTTPS("https", 443, "app.example.com", trCertRef("", "tls")))),
-				trSecret("infra", "tls"),
-				trService("apps", "api", 8080),
-				trService("apps", "web", 8080),
-				trService("apps", "mirror", 8080),
-				trHTTPRoute("apps", "app", []string{"app.example.com"},
-					gwsync.RouteDecision{Attachments: []gwsync.Attachment{trAttach("infra", "gw", "http", "https")}, DroppedRules: []int{1}},
+				confirmedGateway("infra", "gw", true,
+					validListener(httpListener("http", 80, "")),
+					validListener(httpsListener("https", 443, "app.example.com", certRef("", "tls")))),
+				tlsSecret("infra", "tls"),
+				backendService("apps", "api", 8080),
+				backendService("apps", "web", 8080),
+				backendService("apps", "mirror", 8080),
+				newConfirmedHTTPRoute("apps", "app", []string{"app.example.com"},
+					gwsync.RouteDecision{Attachments: []gwsync.Attachment{attachment("infra", "gw", "http", "https")}, DroppedRules: []int{1}},
 					gatewayv1.HTTPRouteRule{
-						Matches:     []gatewayv1.HTTPRouteMatch{trPrefix("/api")},
-						BackendRefs: []gatewayv1.HTTPBackendRef{trHTTPRef("", "api", 8080, nil)},
+						Matches:     []gatewayv1.HTTPRouteMatch{prefixMatch("/api")},
+						BackendRefs: []gatewayv1.HTTPBackendRef{httpBackend("", "api", 8080, nil)},
 					},
 					gatewayv1.HTTPRouteRule{
-						Matches: []gatewayv1.HTTPRouteMatch{trPrefix("/mirror")},
+						Matches: []gatewayv1.HTTPRouteMatch{prefixMatch("/mirror")},
 						Filters: []gatewayv1.HTTPRouteFilter{{
 							Type:          gatewayv1.HTTPRouteFilterRequestMirror,
-							RequestMirror: &gatewayv1.HTTPRequestMirrorFilter{BackendRef: trRef("", "mirror", 8080, nil).BackendObjectReference},
+							RequestMirror: &gatewayv1.HTTPRequestMirrorFilter{BackendRef: backendRef("", "mirror", 8080, nil).BackendObjectReference},
 						}},
-						BackendRefs: []gatewayv1.HTTPBackendRef{trHTTPRef("", "web", 8080, nil)},
+						BackendRefs: []gatewayv1.HTTPBackendRef{httpBackend("", "web", 8080, nil)},
 					},
 					gatewayv1.HTTPRouteRule{
-						BackendRefs: []gatewayv1.HTTPBackendRef{trHTTPRef("", "web", 8080, nil)},
+						BackendRefs: []gatewayv1.HTTPBackendRef{httpBackend("", "web", 8080, nil)},
 					},
 				),
 			},
@@ -303,30 +301,30 @@ func trCases() []trCase {
 		{
 			name: "http_matches_filters",
 			objects: []any{
-				trGateway("apps", "gw", true, trValid(trHTTP("http", 80, ""))),
-				trService("apps", "web", 8080),
-				trService("apps", "legacy", 8080),
-				trService("apps", "v2", 8080),
-				trHTTPRoute("apps", "matches", nil, trAttached(trAttach("apps", "gw", "http")),
+				confirmedGateway("apps", "gw", true, validListener(httpListener("http", 80, ""))),
+				backendService("apps", "web", 8080),
+				backendService("apps", "legacy", 8080),
+				backendService("apps", "v2", 8080),
+				newConfirmedHTTPRoute("apps", "matches", nil, attachedTo(attachment("apps", "gw", "http")),
 					// Every match kind, and request header modification on the rule.
 					gatewayv1.HTTPRouteRule{
 						Matches: []gatewayv1.HTTPRouteMatch{
 							{
-								Path: &gatewayv1.HTTPPathMatch{Type: trPtr(gatewayv1.PathMatchExact), Value: trPtr("/exact")},
+								Path: &gatewayv1.HTTPPathMatch{Type: new(gatewayv1.PathMatchExact), Value: new("/exact")},
 								Headers: []gatewayv1.HTTPHeaderMatch{
 									{Name: "x-exact-default", Value: "a"},
-									{Type: trPtr(gatewayv1.HeaderMatchExact), Name: "x-exact", Value: "b"},
-									{Type: trPtr(gatewayv1.HeaderMatchRegularExpression), Name: "x-regex", Value: "^v[0-9]+$"},
+									{Type: new(gatewayv1.HeaderMatchExact), Name: "x-exact", Value: "b"},
+									{Type: new(gatewayv1.HeaderMatchRegularExpression), Name: "x-regex", Value: "^v[0-9]+$"},
 								},
 								QueryParams: []gatewayv1.HTTPQueryParamMatch{
 									{Name: "exact-default", Value: "1"},
-									{Type: trPtr(gatewayv1.QueryParamMatchExact), Name: "exact", Value: "2"},
-									{Type: trPtr(gatewayv1.QueryParamMatchRegularExpression), Name: "regex", Value: "[a-z]+"},
+									{Type: new(gatewayv1.QueryParamMatchExact), Name: "exact", Value: "2"},
+									{Type: new(gatewayv1.QueryParamMatchRegularExpression), Name: "regex", Value: "[a-z]+"},
 								},
-								Method: trPtr(gatewayv1.HTTPMethodGet),
+								Method: new(gatewayv1.HTTPMethodGet),
 							},
-							{Path: &gatewayv1.HTTPPathMatch{Type: trPtr(gatewayv1.PathMatchPathPrefix), Value: trPtr("/prefix")}, Method: trPtr(gatewayv1.HTTPMethodPost)},
-							{Path: &gatewayv1.HTTPPathMatch{Type: trPtr(gatewayv1.PathMatchRegularExpression), Value: trPtr("^/re/[0-9]+$")}},
+							{Path: &gatewayv1.HTTPPathMatch{Type: new(gatewayv1.PathMatchPathPrefix), Value: new("/prefix")}, Method: new(gatewayv1.HTTPMethodPost)},
+							{Path: &gatewayv1.HTTPPathMatch{Type: new(gatewayv1.PathMatchRegularExpression), Value: new("^/re/[0-9]+$")}},
 							// No path: the CRD default, PathPrefix "/".
 							{Headers: []gatewayv1.HTTPHeaderMatch{{Name: "x-only-header", Value: "yes"}}},
 						},
@@ -338,26 +336,26 @@ func trCases() []trCase {
 								Remove: []string{"x-remove", "x-remove-2"},
 							},
 						}},
-						BackendRefs: []gatewayv1.HTTPBackendRef{trHTTPRef("", "web", 8080, nil)},
+						BackendRefs: []gatewayv1.HTTPBackendRef{httpBackend("", "web", 8080, nil)},
 					},
 					// Rule-level prefix rewrite; header modification on the backend.
 					gatewayv1.HTTPRouteRule{
-						Matches: []gatewayv1.HTTPRouteMatch{trPrefix("/old")},
+						Matches: []gatewayv1.HTTPRouteMatch{prefixMatch("/old")},
 						Filters: []gatewayv1.HTTPRouteFilter{{
 							Type:       gatewayv1.HTTPRouteFilterURLRewrite,
-							URLRewrite: &gatewayv1.HTTPURLRewriteFilter{Path: &gatewayv1.HTTPPathModifier{Type: gatewayv1.PrefixMatchHTTPPathModifier, ReplacePrefixMatch: trPtr("/new")}},
+							URLRewrite: &gatewayv1.HTTPURLRewriteFilter{Path: &gatewayv1.HTTPPathModifier{Type: gatewayv1.PrefixMatchHTTPPathModifier, ReplacePrefixMatch: new("/new")}},
 						}},
-						BackendRefs: []gatewayv1.HTTPBackendRef{trHTTPRef("", "legacy", 8080, nil, gatewayv1.HTTPRouteFilter{
+						BackendRefs: []gatewayv1.HTTPBackendRef{httpBackend("", "legacy", 8080, nil, gatewayv1.HTTPRouteFilter{
 							Type:                  gatewayv1.HTTPRouteFilterRequestHeaderModifier,
 							RequestHeaderModifier: &gatewayv1.HTTPHeaderFilter{Set: []gatewayv1.HTTPHeader{{Name: "x-backend", Value: "legacy"}}},
 						})},
 					},
 					// No matches (every request); backend-level rewrite and headers.
 					gatewayv1.HTTPRouteRule{
-						BackendRefs: []gatewayv1.HTTPBackendRef{trHTTPRef("", "v2", 8080, nil,
+						BackendRefs: []gatewayv1.HTTPBackendRef{httpBackend("", "v2", 8080, nil,
 							gatewayv1.HTTPRouteFilter{
 								Type:       gatewayv1.HTTPRouteFilterURLRewrite,
-								URLRewrite: &gatewayv1.HTTPURLRewriteFilter{Path: &gatewayv1.HTTPPathModifier{Type: gatewayv1.PrefixMatchHTTPPathModifier, ReplacePrefixMatch: trPtr("/v2")}},
+								URLRewrite: &gatewayv1.HTTPURLRewriteFilter{Path: &gatewayv1.HTTPPathModifier{Type: gatewayv1.PrefixMatchHTTPPathModifier, ReplacePrefixMatch: new("/v2")}},
 							},
 							gatewayv1.HTTPRouteFilter{
 								Type:                  gatewayv1.HTTPRouteFilterRequestHeaderModifier,
@@ -373,17 +371,17 @@ func trCases() []trCase {
 			// it 1), an unset weight is 1.
 			name: "weighted_backends",
 			objects: []any{
-				trGateway("apps", "gw", true, trValid(trHTTP("http", 80, ""))),
-				trService("apps", "stable", 8080),
-				trService("apps", "canary", 8080),
-				trService("apps", "drained", 8080),
-				trService("apps", "default-weight", 8080),
-				trHTTPRoute("apps", "split", nil, trAttached(trAttach("apps", "gw", "http")),
+				confirmedGateway("apps", "gw", true, validListener(httpListener("http", 80, ""))),
+				backendService("apps", "stable", 8080),
+				backendService("apps", "canary", 8080),
+				backendService("apps", "drained", 8080),
+				backendService("apps", "default-weight", 8080),
+				newConfirmedHTTPRoute("apps", "split", nil, attachedTo(attachment("apps", "gw", "http")),
 					gatewayv1.HTTPRouteRule{BackendRefs: []gatewayv1.HTTPBackendRef{
-						trHTTPRef("", "stable", 8080, trPtr[int32](90)),
-						trHTTPRef("", "canary", 8080, trPtr[int32](10)),
-						trHTTPRef("", "drained", 8080, trPtr[int32](0)),
-						trHTTPRef("", "default-weight", 8080, nil),
+						httpBackend("", "stable", 8080, new(int32(90))),
+						httpBackend("", "canary", 8080, new(int32(10))),
+						httpBackend("", "drained", 8080, new(int32(0))),
+						httpBackend("", "default-weight", 8080, nil),
 					}},
 				),
 			},
@@ -394,46 +392,46 @@ func trCases() []trCase {
 			// backend left and are left out. Rule 3 shows each kind of unusable ref.
 			name: "invalid_backends",
 			objects: []any{
-				trGateway("apps", "gw", true, trValid(trHTTP("http", 80, ""))),
-				trService("apps", "web", 8080),
+				confirmedGateway("apps", "gw", true, validListener(httpListener("http", 80, ""))),
+				backendService("apps", "web", 8080),
 				&corev1.Service{
 					ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "external", UID: "uid-service-apps-external"},
 					Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "example.org", Ports: []corev1.ServicePort{{Port: 80}}},
 				},
 				func() confirmedHTTPRoute {
-					c := trHTTPRoute("apps", "broken", nil, trAttached(trAttach("apps", "gw", "http")),
+					c := newConfirmedHTTPRoute("apps", "broken", nil, attachedTo(attachment("apps", "gw", "http")),
 						gatewayv1.HTTPRouteRule{
-							Matches: []gatewayv1.HTTPRouteMatch{trPrefix("/partial")},
+							Matches: []gatewayv1.HTTPRouteMatch{prefixMatch("/partial")},
 							BackendRefs: []gatewayv1.HTTPBackendRef{
-								trHTTPRef("", "web", 8080, trPtr[int32](1)),
-								trHTTPRef("", "missing", 8080, trPtr[int32](1)),
+								httpBackend("", "web", 8080, new(int32(1))),
+								httpBackend("", "missing", 8080, new(int32(1))),
 							},
 						},
 						gatewayv1.HTTPRouteRule{
-							Matches:     []gatewayv1.HTTPRouteMatch{trPrefix("/none")},
-							BackendRefs: []gatewayv1.HTTPBackendRef{trHTTPRef("", "missing", 8080, nil)},
+							Matches:     []gatewayv1.HTTPRouteMatch{prefixMatch("/none")},
+							BackendRefs: []gatewayv1.HTTPBackendRef{httpBackend("", "missing", 8080, nil)},
 						},
 						gatewayv1.HTTPRouteRule{
 							// No backendRefs at all: Gateway API answers 500.
-							Matches: []gatewayv1.HTTPRouteMatch{trPrefix("/empty")},
+							Matches: []gatewayv1.HTTPRouteMatch{prefixMatch("/empty")},
 							Filters: []gatewayv1.HTTPRouteFilter{{
 								Type:                  gatewayv1.HTTPRouteFilterRequestHeaderModifier,
 								RequestHeaderModifier: &gatewayv1.HTTPHeaderFilter{Remove: []string{"x"}},
 							}},
 						},
 						gatewayv1.HTTPRouteRule{
-							Matches: []gatewayv1.HTTPRouteMatch{trPrefix("/kinds")},
+							Matches: []gatewayv1.HTTPRouteMatch{prefixMatch("/kinds")},
 							BackendRefs: []gatewayv1.HTTPBackendRef{
 								{BackendRef: gatewayv1.BackendRef{BackendObjectReference: gatewayv1.BackendObjectReference{
-									Group: trPtr(gatewayv1.Group("example.com")), Kind: trPtr(gatewayv1.Kind("Bucket")), Name: "bucket",
+									Group: new(gatewayv1.Group("example.com")), Kind: new(gatewayv1.Kind("Bucket")), Name: "bucket",
 								}}},
-								trHTTPRef("", "external", 80, nil),
-								trHTTPRef("", "web", 9999, nil),
-								trHTTPRef("", "web", 8080, trPtr[int32](0)),
+								httpBackend("", "external", 80, nil),
+								httpBackend("", "web", 9999, nil),
+								httpBackend("", "web", 8080, new(int32(0))),
 							},
 						},
 					)
-					c.Route.Status.Parents = trRouteStatus(false)
+					c.Route.Status.Parents = ourRouteStatus(false)
 					return c
 				}(),
 			},
@@ -444,24 +442,24 @@ func trCases() []trCase {
 			// (ResolvedRefs False: the status names only the first failing ref).
 			name: "cross_namespace_backend",
 			objects: []any{
-				trGateway("infra", "gw", true, trValid(func() gatewayv1.Listener {
-					l := trHTTP("http", 80, "")
-					l.AllowedRoutes = &gatewayv1.AllowedRoutes{Namespaces: &gatewayv1.RouteNamespaces{From: trPtr(gatewayv1.NamespacesFromAll)}}
+				confirmedGateway("infra", "gw", true, validListener(func() gatewayv1.Listener {
+					l := httpListener("http", 80, "")
+					l.AllowedRoutes = &gatewayv1.AllowedRoutes{Namespaces: &gatewayv1.RouteNamespaces{From: new(gatewayv1.NamespacesFromAll)}}
 					return l
 				}())),
-				trService("backends", "api", 8080),
-				trService("apps", "web", 8080),
-				trHTTPRoute("apps", "granted", nil, trAttached(trAttach("infra", "gw", "http")),
-					gatewayv1.HTTPRouteRule{BackendRefs: []gatewayv1.HTTPBackendRef{trHTTPRef("backends", "api", 8080, nil)}}),
+				backendService("backends", "api", 8080),
+				backendService("apps", "web", 8080),
+				newConfirmedHTTPRoute("apps", "granted", nil, attachedTo(attachment("infra", "gw", "http")),
+					gatewayv1.HTTPRouteRule{BackendRefs: []gatewayv1.HTTPBackendRef{httpBackend("backends", "api", 8080, nil)}}),
 				func() confirmedHTTPRoute {
-					c := trHTTPRoute("apps", "unresolved", nil, trAttached(trAttach("infra", "gw", "http")),
+					c := newConfirmedHTTPRoute("apps", "unresolved", nil, attachedTo(attachment("infra", "gw", "http")),
 						gatewayv1.HTTPRouteRule{
-							Matches:     []gatewayv1.HTTPRouteMatch{trPrefix("/api")},
-							BackendRefs: []gatewayv1.HTTPBackendRef{trHTTPRef("backends", "api", 8080, nil)},
+							Matches:     []gatewayv1.HTTPRouteMatch{prefixMatch("/api")},
+							BackendRefs: []gatewayv1.HTTPBackendRef{httpBackend("backends", "api", 8080, nil)},
 						},
-						gatewayv1.HTTPRouteRule{BackendRefs: []gatewayv1.HTTPBackendRef{trHTTPRef("", "web", 8080, nil), trHTTPRef("", "gone", 8080, nil)}},
+						gatewayv1.HTTPRouteRule{BackendRefs: []gatewayv1.HTTPBackendRef{httpBackend("", "web", 8080, nil), httpBackend("", "gone", 8080, nil)}},
 					)
-					c.Route.Status.Parents = trRouteStatus(false)
+					c.Route.Status.Parents = ourRouteStatus(false)
 					return c
 				}(),
 			},
@@ -471,15 +469,15 @@ func trCases() []trCase {
 			// counted; "broken" names a missing Service and is left out.
 			name: "tcp_route",
 			objects: []any{
-				trGateway("infra", "gw", true, trValid(trTCP("postgres", 5432)), trValid(trTCP("redis", 6379))),
-				trService("data", "postgres", 5432),
-				trService("data", "postgres-old", 5432),
-				trTCPRoute("data", "db", trAttached(trAttach("infra", "gw", "postgres")),
-					trRef("", "postgres-old", 5432, trPtr[int32](0)),
-					trRef("", "postgres", 5432, nil)),
+				confirmedGateway("infra", "gw", true, validListener(tcpListener("postgres", 5432)), validListener(tcpListener("redis", 6379))),
+				backendService("data", "postgres", 5432),
+				backendService("data", "postgres-old", 5432),
+				newConfirmedTCPRoute("data", "db", attachedTo(attachment("infra", "gw", "postgres")),
+					backendRef("", "postgres-old", 5432, new(int32(0))),
+					backendRef("", "postgres", 5432, nil)),
 				func() confirmedTCPRoute {
-					c := trTCPRoute("data", "broken", trAttached(trAttach("infra", "gw", "redis")), trRef("", "redis", 6379, nil))
-					c.Route.Status.Parents = trRouteStatus(false)
+					c := newConfirmedTCPRoute("data", "broken", attachedTo(attachment("infra", "gw", "redis")), backendRef("", "redis", 6379, nil))
+					c.Route.Status.Parents = ourRouteStatus(false)
 					return c
 				}(),
 			},
@@ -491,15 +489,15 @@ func trCases() []trCase {
 			naming: Naming{Prefix: "k8s-", Partition: "team-a", MirrorNamespaces: true, MirrorPrefix: "kube-"},
 			opts:   Options{ManageServiceDefaults: true},
 			objects: []any{
-				trGateway("infra", "gw", true,
-					trValid(trHTTPS("https", 443, "", trCertRef("certs", "wildcard"))),
-					trValid(trTCP("tcp", 9000))),
-				trSecret("certs", "wildcard"),
-				trService("backends", "api", 8080),
-				trService("apps", "queue", 9000),
-				trHTTPRoute("apps", "web", []string{"www.example.com"}, trAttached(trAttach("infra", "gw", "https")),
-					gatewayv1.HTTPRouteRule{BackendRefs: []gatewayv1.HTTPBackendRef{trHTTPRef("backends", "api", 8080, nil)}}),
-				trTCPRoute("apps", "queue", trAttached(trAttach("infra", "gw", "tcp")), trRef("", "queue", 9000, nil)),
+				confirmedGateway("infra", "gw", true,
+					validListener(httpsListener("https", 443, "", certRef("certs", "wildcard"))),
+					validListener(tcpListener("tcp", 9000))),
+				tlsSecret("certs", "wildcard"),
+				backendService("backends", "api", 8080),
+				backendService("apps", "queue", 9000),
+				newConfirmedHTTPRoute("apps", "web", []string{"www.example.com"}, attachedTo(attachment("infra", "gw", "https")),
+					gatewayv1.HTTPRouteRule{BackendRefs: []gatewayv1.HTTPBackendRef{httpBackend("backends", "api", 8080, nil)}}),
+				newConfirmedTCPRoute("apps", "queue", attachedTo(attachment("infra", "gw", "tcp")), backendRef("", "queue", 9000, nil)),
 			},
 		},
 		{
@@ -508,18 +506,18 @@ func trCases() []trCase {
 			name: "service_defaults",
 			opts: Options{ManageServiceDefaults: true},
 			objects: []any{
-				trGateway("apps", "gw", true, trValid(trHTTP("http", 80, "")), trValid(trTCP("tcp", 9000))),
-				trService("apps", "web", 8080),
-				trService("apps", "api", 8080),
-				trService("apps", "drained", 8080),
-				trService("apps", "queue", 9000),
-				trHTTPRoute("apps", "one", nil, trAttached(trAttach("apps", "gw", "http")),
-					gatewayv1.HTTPRouteRule{BackendRefs: []gatewayv1.HTTPBackendRef{trHTTPRef("", "web", 8080, nil), trHTTPRef("", "drained", 8080, trPtr[int32](0))}}),
-				trHTTPRoute("apps", "two", []string{"two.example.com"}, trAttached(trAttach("apps", "gw", "http")),
-					gatewayv1.HTTPRouteRule{BackendRefs: []gatewayv1.HTTPBackendRef{trHTTPRef("", "web", 8080, nil), trHTTPRef("", "api", 8080, nil)}}),
-				trTCPRoute("apps", "queue", trAttached(trAttach("apps", "gw", "tcp")), trRef("", "queue", 9000, nil)),
+				confirmedGateway("apps", "gw", true, validListener(httpListener("http", 80, "")), validListener(tcpListener("tcp", 9000))),
+				backendService("apps", "web", 8080),
+				backendService("apps", "api", 8080),
+				backendService("apps", "drained", 8080),
+				backendService("apps", "queue", 9000),
+				newConfirmedHTTPRoute("apps", "one", nil, attachedTo(attachment("apps", "gw", "http")),
+					gatewayv1.HTTPRouteRule{BackendRefs: []gatewayv1.HTTPBackendRef{httpBackend("", "web", 8080, nil), httpBackend("", "drained", 8080, new(int32(0)))}}),
+				newConfirmedHTTPRoute("apps", "two", []string{"two.example.com"}, attachedTo(attachment("apps", "gw", "http")),
+					gatewayv1.HTTPRouteRule{BackendRefs: []gatewayv1.HTTPBackendRef{httpBackend("", "web", 8080, nil), httpBackend("", "api", 8080, nil)}}),
+				newConfirmedTCPRoute("apps", "queue", attachedTo(attachment("apps", "gw", "tcp")), backendRef("", "queue", 9000, nil)),
 				// web is http now: Consul 1.15 refuses a tcp-route to it.
-				trTCPRoute("apps", "web-tcp", trAttached(trAttach("apps", "gw", "tcp")), trRef("", "web", 8080, nil)),
+				newConfirmedTCPRoute("apps", "web-tcp", attachedTo(attachment("apps", "gw", "tcp")), backendRef("", "web", 8080, nil)),
 			},
 		},
 		{
@@ -528,55 +526,55 @@ func trCases() []trCase {
 			// the missing listener has nowhere to go.
 			name: "missing_secret",
 			objects: []any{
-				trGateway("infra", "partial", true,
-					trValid(trHTTP("http", 80, "")),
-					trValid(trHTTPS("https", 443, "", trCertRef("", "present"), trCertRef("", "gone")))),
-				trGateway("infra", "tls-only", true, trValid(trHTTPS("https", 443, "", trCertRef("", "gone")))),
-				trSecret("infra", "present"),
-				trService("infra", "web", 8080),
-				trHTTPRoute("infra", "secure", nil, trAttached(trAttach("infra", "tls-only", "https")),
-					gatewayv1.HTTPRouteRule{BackendRefs: []gatewayv1.HTTPBackendRef{trHTTPRef("", "web", 8080, nil)}}),
-				trHTTPRoute("infra", "both", nil, trAttached(trAttach("infra", "partial", "http", "https")),
-					gatewayv1.HTTPRouteRule{BackendRefs: []gatewayv1.HTTPBackendRef{trHTTPRef("", "web", 8080, nil)}}),
+				confirmedGateway("infra", "partial", true,
+					validListener(httpListener("http", 80, "")),
+					validListener(httpsListener("https", 443, "", certRef("", "present"), certRef("", "gone")))),
+				confirmedGateway("infra", "tls-only", true, validListener(httpsListener("https", 443, "", certRef("", "gone")))),
+				tlsSecret("infra", "present"),
+				backendService("infra", "web", 8080),
+				newConfirmedHTTPRoute("infra", "secure", nil, attachedTo(attachment("infra", "tls-only", "https")),
+					gatewayv1.HTTPRouteRule{BackendRefs: []gatewayv1.HTTPBackendRef{httpBackend("", "web", 8080, nil)}}),
+				newConfirmedHTTPRoute("infra", "both", nil, attachedTo(attachment("infra", "partial", "http", "https")),
+					gatewayv1.HTTPRouteRule{BackendRefs: []gatewayv1.HTTPBackendRef{httpBackend("", "web", 8080, nil)}}),
 			},
 		},
 		{
 			// Consul 1.15 takes no wildcard route hostnames. See routeHostnames.
 			name: "wildcard_hostnames",
 			objects: []any{
-				trGateway("infra", "gw", true,
-					trValid(trHTTP("wild", 8080, "*.example.com")),
-					trValid(trHTTP("foo", 8081, "foo.example.com")),
-					trValid(trHTTP("any", 8082, "")),
-					trValid(trHTTP("shop", 8083, "shop.other.com"))),
-				trService("apps", "web", 8080),
+				confirmedGateway("infra", "gw", true,
+					validListener(httpListener("wild", 8080, "*.example.com")),
+					validListener(httpListener("foo", 8081, "foo.example.com")),
+					validListener(httpListener("any", 8082, "")),
+					validListener(httpListener("shop", 8083, "shop.other.com"))),
+				backendService("apps", "web", 8080),
 				// Same wildcard as the listener: the entry has no hostnames, Consul serves
 				// the listener's "*.example.com".
-				trWebRoute("same-wildcard", []string{"*.example.com"}, trAttach("infra", "gw", "wild")),
+				webRoute("same-wildcard", []string{"*.example.com"}, attachment("infra", "gw", "wild")),
 				// A wildcard on a more specific listener: that listener's hostname.
-				trWebRoute("narrowed", []string{"*.example.com"}, trAttach("infra", "gw", "foo")),
+				webRoute("narrowed", []string{"*.example.com"}, attachment("infra", "gw", "foo")),
 				// A wildcard on a listener for any hostname: Consul cannot express it.
-				trWebRoute("unexpressible", []string{"*.example.com"}, trAttach("infra", "gw", "any")),
+				webRoute("unexpressible", []string{"*.example.com"}, attachment("infra", "gw", "any")),
 				// "example.com" does not intersect "*.example.com" and is left out; Consul's
 				// suffix filter would serve it.
-				trWebRoute("concrete", []string{"a.example.com", "example.com"}, trAttach("infra", "gw", "wild")),
+				webRoute("concrete", []string{"a.example.com", "example.com"}, attachment("infra", "gw", "wild")),
 				// Wildcard plus a concrete hostname, each matching one listener exactly.
-				trWebRoute("mixed", []string{"*.example.com", "shop.other.com"}, trAttach("infra", "gw", "wild", "shop")),
+				webRoute("mixed", []string{"*.example.com", "shop.other.com"}, attachment("infra", "gw", "wild", "shop")),
 				// Served on "wild" as the listener's own wildcard; not expressible on "any".
-				trWebRoute("partly", []string{"*.example.com"}, trAttach("infra", "gw", "wild", "any")),
+				webRoute("partly", []string{"*.example.com"}, attachment("infra", "gw", "wild", "any")),
 			},
 		},
 	}
 }
 
-func trWebRoute(name string, hostnames []string, a gwsync.Attachment) confirmedHTTPRoute {
-	return trHTTPRoute("apps", name, hostnames, trAttached(a),
-		gatewayv1.HTTPRouteRule{BackendRefs: []gatewayv1.HTTPBackendRef{trHTTPRef("", "web", 8080, nil)}})
+func webRoute(name string, hostnames []string, a gwsync.Attachment) confirmedHTTPRoute {
+	return newConfirmedHTTPRoute("apps", name, hostnames, attachedTo(a),
+		gatewayv1.HTTPRouteRule{BackendRefs: []gatewayv1.HTTPBackendRef{httpBackend("", "web", 8080, nil)}})
 }
 
-// trEncode is the golden form of a translation: entries sorted by kind, partition,
+// goldenForm is the golden form of a translation: entries sorted by kind, partition,
 // namespace and name, then the problems.
-func trEncode(t *testing.T, d Desired) []byte {
+func goldenForm(t *testing.T, d Desired) []byte {
 	t.Helper()
 	type entry struct {
 		Kind, Partition, Namespace, Name string
@@ -603,11 +601,11 @@ func trEncode(t *testing.T, d Desired) []byte {
 }
 
 func TestTranslateGolden(t *testing.T) {
-	for _, tc := range trCases() {
+	for _, tc := range translationCases() {
 		t.Run(tc.name, func(t *testing.T) {
-			d := Translate(trSnapshot(tc.objects...), tc.naming, trOwnership, tc.opts)
-			trCheckConsul115(t, d)
-			got := trEncode(t, d)
+			d := Translate(snapshotOf(tc.objects...), tc.naming, testOwnership, tc.opts)
+			checkConsul115Validation(t, d)
+			got := goldenForm(t, d)
 			path := filepath.Join("testdata", tc.name+".golden.json")
 			if *update {
 				if err := os.MkdirAll("testdata", 0o755); err != nil {
@@ -629,17 +627,17 @@ func TestTranslateGolden(t *testing.T) {
 	}
 }
 
-// trCheckConsul115 checks every entry against the validation Consul 1.15 applies
+// checkConsul115Validation checks every entry against the validation Consul 1.15 applies
 // (agent/structs config_entry_gateways.go, config_entry_routes.go) and the
 // normalization it does on write, which must leave our entries unchanged, and checks
 // the invariants the translation promises.
-func trCheckConsul115(t *testing.T, d Desired) {
+func checkConsul115Validation(t *testing.T, d Desired) {
 	t.Helper()
 	for key, e := range d.Entries {
 		if KeyOf(e) != key {
 			t.Errorf("entry under %v has key %v", key, KeyOf(e))
 		}
-		if e.GetMeta()[metaController] != trOwnership.Controller || e.GetMeta()[metaUID] == "" {
+		if e.GetMeta()[metaController] != testOwnership.Controller || e.GetMeta()[metaUID] == "" {
 			t.Errorf("%v: meta %v does not name its owner", key, e.GetMeta())
 		}
 		switch e := e.(type) {
@@ -674,7 +672,7 @@ func trCheckConsul115(t *testing.T, d Desired) {
 					t.Errorf("%v: wildcard hostname %q", key, h)
 				}
 			}
-			trCheckParents(t, d, key, e.Parents, "http")
+			checkParents(t, d, key, e.Parents, "http")
 			if len(e.Rules) == 0 {
 				t.Errorf("%v: no rules", key)
 			}
@@ -697,7 +695,7 @@ func trCheckConsul115(t *testing.T, d Desired) {
 				}
 			}
 		case *consulapi.TCPRouteConfigEntry:
-			trCheckParents(t, d, key, e.Parents, "tcp")
+			checkParents(t, d, key, e.Parents, "tcp")
 			if len(e.Services) != 1 {
 				t.Errorf("%v: %d services", key, len(e.Services))
 			}
@@ -715,8 +713,8 @@ func trCheckConsul115(t *testing.T, d Desired) {
 	}
 }
 
-// trCheckParents: parents are unique, name a written listener of the route's protocol.
-func trCheckParents(t *testing.T, d Desired, key EntryKey, parents []consulapi.ResourceReference, protocol string) {
+// checkParents: parents are unique, name a written listener of the route's protocol.
+func checkParents(t *testing.T, d Desired, key EntryKey, parents []consulapi.ResourceReference, protocol string) {
 	t.Helper()
 	if len(parents) == 0 {
 		t.Errorf("%v: no parents", key)
@@ -739,7 +737,7 @@ func trCheckParents(t *testing.T, d Desired, key EntryKey, parents []consulapi.R
 // ---- determinism ----
 
 func TestTranslateDeterministic(t *testing.T) {
-	cases := append(trCases(), trCase{
+	cases := append(translationCases(), translationCase{
 		// Objects that share entries: with one destination namespace the Services
 		// apps/web and other/web are one Consul service, and two Gateways use one
 		// Secret. The first in sorted order owns a shared entry, whatever the order.
@@ -747,28 +745,28 @@ func TestTranslateDeterministic(t *testing.T) {
 		naming: Naming{DestinationNamespace: "k8s"},
 		opts:   Options{ManageServiceDefaults: true},
 		objects: []any{
-			trGateway("infra", "a", true, trValid(trHTTPS("https", 443, "", trCertRef("certs", "tls")))),
-			trGateway("infra", "b", true, trValid(trHTTPS("https", 443, "", trCertRef("certs", "tls"))), trValid(trHTTP("http", 80, ""))),
-			trSecret("certs", "tls"),
-			trService("apps", "web", 8080),
-			trService("other", "web", 8080),
-			trHTTPRoute("apps", "r", nil, trAttached(trAttach("infra", "a", "https"), trAttach("infra", "b", "https", "http")),
-				gatewayv1.HTTPRouteRule{BackendRefs: []gatewayv1.HTTPBackendRef{trHTTPRef("", "web", 8080, nil)}}),
-			trHTTPRoute("other", "r", nil, trAttached(trAttach("infra", "b", "http")),
-				gatewayv1.HTTPRouteRule{BackendRefs: []gatewayv1.HTTPBackendRef{trHTTPRef("", "web", 8080, nil)}}),
+			confirmedGateway("infra", "a", true, validListener(httpsListener("https", 443, "", certRef("certs", "tls")))),
+			confirmedGateway("infra", "b", true, validListener(httpsListener("https", 443, "", certRef("certs", "tls"))), validListener(httpListener("http", 80, ""))),
+			tlsSecret("certs", "tls"),
+			backendService("apps", "web", 8080),
+			backendService("other", "web", 8080),
+			newConfirmedHTTPRoute("apps", "r", nil, attachedTo(attachment("infra", "a", "https"), attachment("infra", "b", "https", "http")),
+				gatewayv1.HTTPRouteRule{BackendRefs: []gatewayv1.HTTPBackendRef{httpBackend("", "web", 8080, nil)}}),
+			newConfirmedHTTPRoute("other", "r", nil, attachedTo(attachment("infra", "b", "http")),
+				gatewayv1.HTTPRouteRule{BackendRefs: []gatewayv1.HTTPBackendRef{httpBackend("", "web", 8080, nil)}}),
 		},
 	})
 	for _, tc := range cases {
-		first := Translate(trSnapshot(tc.objects...), tc.naming, trOwnership, tc.opts)
-		want := trEncode(t, first)
+		first := Translate(snapshotOf(tc.objects...), tc.naming, testOwnership, tc.opts)
+		want := goldenForm(t, first)
 		for i := range 30 {
 			// A fresh snapshot each time: fresh maps, filled in another order.
 			objs := slices.Clone(tc.objects)
 			if i%2 == 1 {
 				slices.Reverse(objs)
 			}
-			d := Translate(trSnapshot(objs...), tc.naming, trOwnership, tc.opts)
-			if got := trEncode(t, d); !bytes.Equal(got, want) {
+			d := Translate(snapshotOf(objs...), tc.naming, testOwnership, tc.opts)
+			if got := goldenForm(t, d); !bytes.Equal(got, want) {
 				t.Fatalf("%s: run %d differs:\n%s", tc.name, i, gocmp.Diff(string(want), string(got)))
 			}
 			if diff := gocmp.Diff(first, d); diff != "" {
@@ -790,9 +788,9 @@ func TestTranslateDeterministic(t *testing.T) {
 
 // TestTranslateDoesNotModifySnapshot: the snapshot is shared with the syncer.
 func TestTranslateDoesNotModifySnapshot(t *testing.T) {
-	for _, tc := range trCases() {
-		s := trSnapshot(tc.objects...)
-		before := trSnapshot(tc.objects...)
+	for _, tc := range translationCases() {
+		s := snapshotOf(tc.objects...)
+		before := snapshotOf(tc.objects...)
 		for k, gw := range before.Gateways {
 			before.Gateways[k] = gw.DeepCopy()
 		}
@@ -801,7 +799,7 @@ func TestTranslateDoesNotModifySnapshot(t *testing.T) {
 				routes[k] = ConfirmedRoute{Route: r.Route.DeepCopyObject().(gatewayapi.Object), Decision: r.Decision}
 			}
 		}
-		Translate(s, tc.naming, trOwnership, tc.opts)
+		Translate(s, tc.naming, testOwnership, tc.opts)
 		if diff := gocmp.Diff(before.Gateways, s.Gateways); diff != "" {
 			t.Errorf("%s: Gateways modified:\n%s", tc.name, diff)
 		}
@@ -812,7 +810,7 @@ func TestTranslateDoesNotModifySnapshot(t *testing.T) {
 }
 
 func TestTranslateEmpty(t *testing.T) {
-	d := Translate(Snapshot{}, Naming{}, trOwnership, Options{ManageServiceDefaults: true})
+	d := Translate(Snapshot{}, Naming{}, testOwnership, Options{ManageServiceDefaults: true})
 	if len(d.Entries) != 0 || len(d.Problems) != 0 || d.Entries == nil {
 		t.Errorf("empty snapshot: %+v", d)
 	}
