@@ -11,6 +11,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/consullimits"
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 )
 
 // gateway writes the api-gateway entry of an accepted Gateway and the certificate
@@ -128,8 +129,8 @@ func listenerProtocol(p gatewayv1.ProtocolType) string {
 // gatewayNamespace. The entry is named and placed by the Secret's namespace, so every
 // Gateway that uses one Secret shares one entry.
 func (t *translator) certificate(gatewayNamespace string, ref gatewayv1.SecretObjectReference) (*consulapi.InlineCertificateConfigEntry, string) {
-	key := objectRef(gatewayNamespace, ref.Namespace, ref.Name)
-	if (ref.Group != nil && *ref.Group != "") || (ref.Kind != nil && *ref.Kind != "Secret") {
+	key := gatewayapi.Referent(gatewayNamespace, ref.Namespace, ref.Name)
+	if !gatewayapi.RefersTo(ref.Group, ref.Kind, gatewayapi.CoreGroup, gatewayapi.SecretKind) {
 		return nil, fmt.Sprintf("certificateRef %s is not a core Secret", key)
 	}
 	secret, _ := t.read(readSecret, key).(*corev1.Secret)

@@ -12,6 +12,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/consullimits"
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 )
 
 // httpRoute writes the http-route entry of a route that is served somewhere.
@@ -174,8 +175,8 @@ func refsResolved(parents []gatewayv1.RouteParentStatus, controller string) bool
 // an HTTPRoute port with an appProtocol other than http. That errs towards not
 // sending traffic, never towards bypassing a ReferenceGrant.
 func backendProblem(kind, routeNamespace string, ref gatewayv1.BackendObjectReference, service func(cache.ObjectName) *corev1.Service, resolved bool) (cache.ObjectName, string) {
-	key := objectRef(routeNamespace, ref.Namespace, ref.Name)
-	if (ref.Group != nil && *ref.Group != "") || (ref.Kind != nil && *ref.Kind != "Service") {
+	key := gatewayapi.Referent(routeNamespace, ref.Namespace, ref.Name)
+	if !gatewayapi.RefersTo(ref.Group, ref.Kind, gatewayapi.CoreGroup, gatewayapi.ServiceKind) {
 		return key, "is not a core Service"
 	}
 	svc := service(key)

@@ -182,14 +182,6 @@ func conditionIs(conds []metav1.Condition, condType string, status metav1.Condit
 	return c != nil && c.Status == status
 }
 
-// objectRef is the object a reference names; its namespace defaults to from's.
-func objectRef(from string, namespace *gatewayv1.Namespace, name gatewayv1.ObjectName) cache.ObjectName {
-	if namespace != nil && *namespace != "" {
-		return cache.ObjectName{Namespace: string(*namespace), Name: string(name)}
-	}
-	return cache.ObjectName{Namespace: from, Name: string(name)}
-}
-
 func sortedKeys[V any](m map[cache.ObjectName]V) []cache.ObjectName {
 	keys := make([]cache.ObjectName, 0, len(m))
 	for k := range m {
