@@ -12,9 +12,9 @@ GO_TEST_FLAGS ?= -race -count=1 -timeout=30m
 
 KUBE_CMDS := kube-apiserver kubectl kube-controller-manager kube-scheduler
 KUBE_TOOLS := $(addprefix bin/,$(KUBE_CMDS)) bin/etcd
-ALL_TOOLS := $(KUBE_TOOLS) bin/consul bin/golangci-lint bin/rvcheck
+ALL_TOOLS := $(KUBE_TOOLS) bin/kwok bin/consul bin/golangci-lint bin/rvcheck
 # What make test runs against: a subset of ALL_TOOLS, so CI builds no more than it uses.
-TEST_TOOLS := bin/kube-apiserver bin/etcd bin/consul bin/golangci-lint bin/kubectl
+TEST_TOOLS := $(KUBE_TOOLS) bin/kwok bin/consul bin/golangci-lint
 # Packages that need no server; everything under test/ runs against the real ones.
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v '/test/')
 
@@ -37,6 +37,17 @@ $(addprefix bin/,$(KUBE_CMDS)): bin/%: tools/kube/go.mod tools/kube/go.sum tools
 bin/etcd: tools/kube/go.mod tools/kube/go.sum tools/versions.mk
 	@echo "building etcd $(ETCD_VERSION): about 2 minutes on a cold Go build cache"
 	cd tools/kube && $(GO) build -o $(BIN)/etcd go.etcd.io/etcd/server/v3
+
+# kwok plays the kubelet of the test cluster. Its stages (what it does to Nodes and
+# Pods) are kwok's own fast set, taken from the same module: nodes initialise and keep
+# their Lease, pods become Ready with an IP, and are deleted or completed.
+KWOK_STAGES := node/fast/node-initialize node/heartbeat-with-lease/node-heartbeat-with-lease \
+  pod/fast/pod-ready pod/fast/pod-complete pod/fast/pod-delete
+bin/kwok: tools/kwok/go.mod tools/kwok/go.sum tools/versions.mk
+	@echo "building kwok $(KWOK_VERSION): about 2 minutes on a cold Go build cache"
+	cd tools/kwok && $(GO) build -o $(BIN)/kwok sigs.k8s.io/kwok/cmd/kwok
+	cd tools/kwok && dir=$$($(GO) list -m -f '{{.Dir}}' sigs.k8s.io/kwok) && \
+	  for stage in $(KWOK_STAGES); do cat "$$dir/kustomize/stage/$$stage.yaml"; echo "---"; done > $(BIN)/kwok-stages.yaml
 
 bin/consul: tools/consul/go.mod tools/consul/go.sum tools/versions.mk
 	@echo "building consul $(CONSUL_VERSION): about 5 minutes on a cold Go build cache"

@@ -7,6 +7,8 @@ KUBERNETES_VERSION := v1.37.2
 KUBE_STAGING_VERSION := v0.37.2
 # etcd, at the version k8s.io/kubernetes requires.
 ETCD_VERSION := v3.7.0
+# kwok: the kubelet stand-in of the test cluster (fake Nodes, Pods made Ready).
+KWOK_VERSION := v0.8.0
 # Consul: v1.15.4 is the newest release whose whole dependency set is MPL-2.0.
 CONSUL_VERSION := v1.15.4
 # The consul/api release that the Consul v1.15.4 server compiles with outside its tree.

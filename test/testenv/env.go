@@ -28,12 +28,17 @@ type Options struct {
 	// StateDir keeps the servers' data, certificates and logs there and leaves it in
 	// place on Stop (for make run-local). Empty means a temp dir that Stop removes.
 	StateDir string
+	// Nodes, when above zero, also starts the Workloads with that many fake Nodes, so
+	// Deployments roll out to Ready pods and owned objects are garbage-collected.
+	Nodes int
 }
 
 // Env is a running set of servers and admin clients for them.
 type Env struct {
 	Kube   *KubeAPI
 	Consul *ConsulAgent
+	// Workloads is nil unless Options.Nodes asked for it.
+	Workloads *Workloads
 
 	// Clients authenticated as AdminUser and with Consul's management token.
 	KubeClient    kubernetes.Interface
@@ -45,8 +50,8 @@ type Env struct {
 	keepDir bool
 }
 
-// Start brings up etcd, kube-apiserver (with the Gateway API CRDs Established) and
-// Consul. On error everything started so far is stopped again.
+// Start brings up etcd, kube-apiserver (with the Gateway API CRDs Established), Consul
+// and, when asked, the Workloads. On error everything started so far is stopped again.
 func Start(ctx context.Context, opts Options) (env *Env, err error) {
 	env = &Env{keepDir: opts.StateDir != ""}
 	if env.dir, err = stateDir(opts.StateDir); err != nil {
@@ -70,6 +75,11 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 	}
 	if err = InstallGatewayAPI(ctx, env.Kube.Config(AdminUser)); err != nil {
 		return env, err
+	}
+	if opts.Nodes > 0 {
+		if env.Workloads, err = startWorkloads(ctx, env.dir, env.logDir, env.Kube, opts.Nodes); err != nil {
+			return env, err
+		}
 	}
 	return env, env.adminClients()
 }
@@ -113,6 +123,11 @@ func (e *Env) Dir() string { return e.dir }
 // Stop stops every server and removes the state dir unless it was given by the caller.
 func (e *Env) Stop() error {
 	var errs []string
+	if e.Workloads != nil {
+		for _, err := range e.Workloads.stop() {
+			errs = append(errs, err.Error())
+		}
+	}
 	if e.Consul != nil {
 		if err := e.Consul.Stop(); err != nil {
 			errs = append(errs, err.Error())

@@ -33,6 +33,7 @@ func TestToolVersions(t *testing.T) {
 	}{
 		{"tools/kube/go.mod", "k8s.io/kubernetes", "KUBERNETES_VERSION"},
 		{"tools/kube/go.mod", "go.etcd.io/etcd/server/v3", "ETCD_VERSION"},
+		{"tools/kwok/go.mod", "sigs.k8s.io/kwok", "KWOK_VERSION"},
 		{"tools/consul/go.mod", "github.com/hashicorp/consul", "CONSUL_VERSION"},
 		{"tools/consul/go.mod", "github.com/hashicorp/consul/api", "CONSUL_SERVER_API_VERSION"},
 		{"tools/lint/go.mod", "github.com/golangci/golangci-lint/v2", "GOLANGCI_LINT_VERSION"},
