@@ -12,13 +12,13 @@ GO_TEST_FLAGS ?= -race -count=1 -timeout=30m
 
 KUBE_CMDS := kube-apiserver kubectl kube-controller-manager kube-scheduler
 KUBE_TOOLS := $(addprefix bin/,$(KUBE_CMDS)) bin/etcd
-ALL_TOOLS := $(KUBE_TOOLS) bin/kwok bin/consul bin/golangci-lint bin/rvcheck
+ALL_TOOLS := $(KUBE_TOOLS) bin/kwok bin/consul bin/golangci-lint bin/rvcheck bin/controller-gen
 # What make test runs against: a subset of ALL_TOOLS, so CI builds no more than it uses.
 TEST_TOOLS := $(KUBE_TOOLS) bin/kwok bin/consul bin/golangci-lint
 # Packages that need no server; everything under test/ runs against the real ones.
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v '/test/')
 
-.PHONY: help build tools test test-unit test-integration test-image lint run-local bench clean image
+.PHONY: help build tools generate test test-unit test-integration test-image lint run-local bench clean image
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -57,6 +57,17 @@ bin/golangci-lint: tools/lint/go.mod tools/lint/go.sum tools/versions.mk
 	@echo "building golangci-lint $(GOLANGCI_LINT_VERSION): about 3 minutes on a cold Go build cache"
 	cd tools/lint && $(GO) build -o $(BIN)/golangci-lint github.com/golangci/golangci-lint/v2/cmd/golangci-lint
 
+bin/controller-gen: tools/codegen/go.mod tools/codegen/go.sum tools/versions.mk
+	@echo "building controller-gen $(CONTROLLER_TOOLS_VERSION): about a minute on a cold Go build cache"
+	cd tools/codegen && $(GO) build -o $(BIN)/controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen
+
+# The project's own API (api/) is Go types with markers; its DeepCopy methods and its
+# CRD are generated from them. make lint fails when they are not current.
+CRD_DIR := deploy/crds
+generate: bin/controller-gen ## write api/'s DeepCopy methods and deploy/crds from the Go types
+	$(BIN)/controller-gen object paths=./api/...
+	$(BIN)/controller-gen crd:crdVersions=v1 paths=./api/... output:crd:dir=$(CRD_DIR)
+
 # The resourceVersion analyzer: its sources are this project's, so it is rebuilt when
 # they change.
 bin/rvcheck: tools/lint/go.mod tools/lint/go.sum $(wildcard tools/lint/rvcheck/*.go tools/lint/cmd/rvcheck/*.go)
@@ -70,7 +81,7 @@ test-unit: ## unit tests (no servers)
 test-integration: $(TEST_TOOLS) ## integration tests against real kube-apiserver, etcd and Consul
 	$(GO) test $(GO_TEST_FLAGS) ./test/...
 
-lint: bin/golangci-lint bin/rvcheck ## gofmt, go vet, golangci-lint, go mod tidy, module and resourceVersion rules
+lint: bin/golangci-lint bin/rvcheck bin/controller-gen ## gofmt, go vet, golangci-lint, go mod tidy, generated code, module and resourceVersion rules
 	@unformatted=$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go')); \
 	  if [[ -n "$$unformatted" ]]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
@@ -79,6 +90,11 @@ lint: bin/golangci-lint bin/rvcheck ## gofmt, go vet, golangci-lint, go mod tidy
 	@if grep -q 'sigs.k8s.io/controller-runtime' go.mod; then \
 	  echo "go.mod lists sigs.k8s.io/controller-runtime; the product must not depend on it"; exit 1; fi
 	$(BIN)/rvcheck ./...
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	  $(BIN)/controller-gen object paths=./api/... output:object:stdout > "$$tmp/deepcopy.go" && \
+	  $(BIN)/controller-gen crd:crdVersions=v1 paths=./api/... output:crd:dir="$$tmp/crds" && \
+	  diff -u api/v1alpha1/zz_generated.deepcopy.go "$$tmp/deepcopy.go" && diff -ru $(CRD_DIR) "$$tmp/crds" || \
+	  { echo "generated code is stale: run make generate"; exit 1; }
 	cd tools/lint && $(GO) vet ./... && $(GO) mod tidy -diff && \
 	  $(BIN)/golangci-lint run --allow-parallel-runners -c ../../.golangci.yml ./... && $(GO) test $(GO_TEST_FLAGS) ./...
 

@@ -14,6 +14,8 @@ CONSUL_VERSION := v1.15.4
 # The consul/api release that the Consul v1.15.4 server compiles with outside its tree.
 CONSUL_SERVER_API_VERSION := v1.21.1
 GOLANGCI_LINT_VERSION := v2.15.0
+# controller-gen writes the DeepCopy methods and the CRD of api/ (tools/codegen).
+CONTROLLER_TOOLS_VERSION := v0.23.0
 # Gateway API: the root go.mod pins the same version; its CRDs come from that module.
 GATEWAY_API_VERSION := v1.6.3
 # go-containerregistry builds the OCI image of make image (tools/image).

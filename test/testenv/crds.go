@@ -65,6 +65,22 @@ func InstallGatewayAPI(ctx context.Context, cfg *rest.Config) error {
 	if err != nil {
 		return err
 	}
+	return installManifests(ctx, cfg, dir)
+}
+
+// InstallProjectCRDs installs this project's own CRDs (deploy/crds) and waits until
+// each is Established and served.
+func InstallProjectCRDs(ctx context.Context, cfg *rest.Config) error {
+	root, err := RepoRoot()
+	if err != nil {
+		return err
+	}
+	return installManifests(ctx, cfg, filepath.Join(root, "deploy", "crds"))
+}
+
+// installManifests creates every object of the manifests in dir and waits until each
+// CRD among them is Established and served.
+func installManifests(ctx context.Context, cfg *rest.Config, dir string) error {
 	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	if err != nil {
 		return err

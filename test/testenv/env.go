@@ -50,8 +50,9 @@ type Env struct {
 	keepDir bool
 }
 
-// Start brings up etcd, kube-apiserver (with the Gateway API CRDs Established), Consul
-// and, when asked, the Workloads. On error everything started so far is stopped again.
+// Start brings up etcd, kube-apiserver (with the Gateway API CRDs and the project's own
+// Established), Consul and, when asked, the Workloads. On error everything started so
+// far is stopped again.
 func Start(ctx context.Context, opts Options) (env *Env, err error) {
 	env = &Env{keepDir: opts.StateDir != ""}
 	if env.dir, err = stateDir(opts.StateDir); err != nil {
@@ -74,6 +75,9 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 		return env, err
 	}
 	if err = InstallGatewayAPI(ctx, env.Kube.Config(AdminUser)); err != nil {
+		return env, err
+	}
+	if err = InstallProjectCRDs(ctx, env.Kube.Config(AdminUser)); err != nil {
 		return env, err
 	}
 	if opts.Nodes > 0 {

@@ -138,7 +138,7 @@ func (w *Workloads) waitNodesReady(ctx context.Context, client kubernetes.Interf
 				return err
 			}
 			if !nodeReady(node) {
-				return fmt.Errorf("Node %s is not Ready", name)
+				return fmt.Errorf("node %s is not Ready", name)
 			}
 		}
 		return nil

@@ -1,0 +1,153 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// DefaultImage is the consul-dataplane image gateway pods run unless a GatewayConfig
+// names another: the release consul-k8s 1.1 (the line for Consul 1.15) ships with.
+const DefaultImage = "hashicorp/consul-dataplane:1.1.13"
+
+// DefaultGRPCPort is Consul's gRPC port unless a GatewayConfig names another.
+const DefaultGRPCPort int32 = 8502
+
+// GatewayConfig configures the data plane of the Gateways it applies to: those of a
+// GatewayClass whose parametersRef names it (the reference must give its namespace),
+// and a Gateway whose spec.infrastructure.parametersRef names it (in the Gateway's own
+// namespace), which then replaces the class's.
+//
+// +genclient
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Namespaced,categories=gateway-api
+// +kubebuilder:printcolumn:name="Consul",type=string,JSONPath=`.spec.consul.address`
+// +kubebuilder:printcolumn:name="Service",type=string,JSONPath=`.spec.service.type`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type GatewayConfig struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec GatewayConfigSpec `json:"spec"`
+}
+
+// GatewayConfigSpec is how a Gateway's data plane is deployed.
+type GatewayConfigSpec struct {
+	// Consul is how the gateway pods reach Consul's servers.
+	Consul ConsulConnection `json:"consul"`
+
+	// Image is the consul-dataplane image of the gateway pods. Unset means
+	// hashicorp/consul-dataplane:1.1.13.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	Image string `json:"image,omitempty"`
+
+	// Replicas bounds the number of gateway pods.
+	// +optional
+	Replicas *Replicas `json:"replicas,omitempty"`
+
+	// Service is the Service that exposes the gateway pods.
+	// +optional
+	Service *ServiceConfig `json:"service,omitempty"`
+
+	// Resources of the consul-dataplane container.
+	// +optional
+	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// NodeSelector of the gateway pods.
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+
+	// Tolerations of the gateway pods.
+	// +optional
+	// +listType=atomic
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+
+	// LogLevel of consul-dataplane and Envoy. Unset means info.
+	// +optional
+	// +kubebuilder:validation:Enum=trace;debug;info;warn;error
+	LogLevel string `json:"logLevel,omitempty"`
+}
+
+// ConsulConnection is how gateway pods reach Consul's servers.
+type ConsulConnection struct {
+	// Address of Consul's servers, as consul-dataplane's -addresses takes it: a DNS
+	// name or IP, or "exec=<command>" to discover them.
+	// +kubebuilder:validation:MinLength=1
+	Address string `json:"address"`
+
+	// GRPCPort is the servers' gRPC port. Unset means 8502.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	GRPCPort *int32 `json:"grpcPort,omitempty"`
+
+	// TLS, when set, makes the gateway pods speak TLS to the servers; unset means
+	// plaintext.
+	// +optional
+	TLS *ConsulTLS `json:"tls,omitempty"`
+
+	// AuthMethod, when set, is the Kubernetes auth method the gateway pods log in to
+	// Consul with (ACLs on), using their ServiceAccount's token.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	AuthMethod string `json:"authMethod,omitempty"`
+}
+
+// ConsulTLS is the TLS the gateway pods speak to Consul's servers.
+type ConsulTLS struct {
+	// ServerName is the name the servers' certificate is checked against; unset
+	// means the address.
+	// +optional
+	ServerName string `json:"serverName,omitempty"`
+
+	// CASecretName names a Secret in the Gateway's namespace whose ca.crt signs the
+	// servers' certificate; unset means the pods' system roots.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	CASecretName string `json:"caSecretName,omitempty"`
+}
+
+// Replicas bounds the number of gateway pods. The controller sets Default; a Gateway
+// may ask for another number within Min and Max (see the docs of the data plane).
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.min) || !has(self.max) || self.min <= self.max",message="min must not exceed max"
+// +kubebuilder:validation:XValidation:rule="!has(self.min) || !has(self.default) || self.min <= self.default",message="default must not be below min"
+// +kubebuilder:validation:XValidation:rule="!has(self.max) || !has(self.default) || self.default <= self.max",message="default must not exceed max"
+type Replicas struct {
+	// Default is the number of pods of a new gateway Deployment. Unset means 1.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Default *int32 `json:"default,omitempty"`
+	// Min is the fewest pods allowed.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Min *int32 `json:"min,omitempty"`
+	// Max is the most pods allowed.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	Max *int32 `json:"max,omitempty"`
+}
+
+// ServiceConfig is the Service that exposes the gateway pods.
+type ServiceConfig struct {
+	// Type of the Service. Unset means LoadBalancer.
+	// +optional
+	// +kubebuilder:validation:Enum=ClusterIP;NodePort;LoadBalancer
+	Type *corev1.ServiceType `json:"type,omitempty"`
+
+	// CopyAnnotations are annotation keys copied from the Gateway to its Service when
+	// the Gateway has them, for example a cloud load balancer's settings.
+	// +optional
+	// +listType=set
+	CopyAnnotations []string `json:"copyAnnotations,omitempty"`
+}
+
+// GatewayConfigList is a list of GatewayConfigs.
+//
+// +kubebuilder:object:root=true
+type GatewayConfigList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+
+	Items []GatewayConfig `json:"items"`
+}
