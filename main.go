@@ -30,6 +30,8 @@ import (
 	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 	gatewayscheme "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned/scheme"
 
+	configclient "github.com/consul-gateway-controller/consul-gateway-controller/api/client"
+	"github.com/consul-gateway-controller/consul-gateway-controller/api/v1alpha1"
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul"
 	"github.com/consul-gateway-controller/consul-gateway-controller/informers"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/consullimits"
@@ -90,12 +92,19 @@ func run(ctx context.Context, opts *options.Options) error {
 	if err != nil {
 		return fmt.Errorf("create metadata client: %w", err)
 	}
+	configs, err := configclient.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("create GatewayConfig client: %w", err)
+	}
 	version, err := kube.Discovery().ServerVersion()
 	if err != nil {
 		return fmt.Errorf("reach the Kubernetes API server: %w", err)
 	}
 	if _, err := kube.Discovery().ServerResourcesForGroupVersion(gatewayv1.GroupVersion.String()); err != nil {
 		return fmt.Errorf("find the Gateway API (%s); are its CRDs installed? %w", gatewayv1.GroupVersion, err)
+	}
+	if _, err := kube.Discovery().ServerResourcesForGroupVersion(v1alpha1.SchemeGroupVersion.String()); err != nil {
+		return fmt.Errorf("find this controller's own API (%s); is deploy/crds installed? %w", v1alpha1.SchemeGroupVersion, err)
 	}
 	logger.Info("Connected to Kubernetes", "host", cfg.Host, "version", version.GitVersion)
 	consulClient, err := consulapi.NewClient(opts.ConsulConfig())
@@ -108,7 +117,7 @@ func run(ctx context.Context, opts *options.Options) error {
 	defer eventBroadcaster.Shutdown()
 	recorder := eventBroadcaster.NewRecorder(gatewayscheme.Scheme, opts.ControllerName)
 
-	inf := informers.New(kube, gateway, 0)
+	inf := informers.New(kube, gateway, configs, 0)
 	bundle := informers.NewBundleVersion(meta, 0)
 	syncer := consul.NewSyncer(consul.Config{
 		Client:      consulClient,

@@ -19,6 +19,8 @@ import (
 	gatewayfactory "sigs.k8s.io/gateway-api/pkg/client/informers/externalversions"
 	gatewayinformers "sigs.k8s.io/gateway-api/pkg/client/informers/externalversions/apis/v1"
 
+	"github.com/consul-gateway-controller/consul-gateway-controller/api/client"
+
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 )
 
@@ -40,10 +42,15 @@ type Informers struct {
 	// Secrets caches only kubernetes.io/tls Secrets. A certificateRef to a Secret of
 	// any other type finds nothing here, and is invalid either way.
 	Secrets coreinformers.TypedSecretInformer
+	// GatewayConfigs caches the project's own parameters kind.
+	GatewayConfigs cache.SharedIndexInformer
 
 	gatewayFactory gatewayfactory.SharedInformerFactory
 	coreFactory    kubeinformers.SharedInformerFactory
 	secretFactory  kubeinformers.SharedInformerFactory
+	// own holds the informers no factory starts, and ownDone their goroutines.
+	own     []cache.SharedIndexInformer
+	ownDone sync.WaitGroup
 
 	mu sync.Mutex
 	// handlersSynced holds the HasSynced of every handler AddEventHandlers registered:
@@ -54,7 +61,7 @@ type Informers struct {
 // New builds the informers and their indexers; nothing talks to the API server until
 // Start. resync is the period at which every cached object is delivered again as an
 // update, the safety net for any event the mapping in handlers.go misses.
-func New(kube kubernetes.Interface, gateway gatewayclient.Interface, resync time.Duration) *Informers {
+func New(kube kubernetes.Interface, gateway gatewayclient.Interface, configs client.Interface, resync time.Duration) *Informers {
 	gatewayFactory := gatewayfactory.NewSharedInformerFactoryWithOptions(gateway, resync,
 		gatewayfactory.WithTransform(dropManagedFields))
 	coreFactory := kubeinformers.NewSharedInformerFactoryWithOptions(kube, resync,
@@ -80,7 +87,9 @@ func New(kube kubernetes.Interface, gateway gatewayclient.Interface, resync time
 		gatewayFactory:  gatewayFactory,
 		coreFactory:     coreFactory,
 		secretFactory:   secretFactory,
+		GatewayConfigs:  newGatewayConfigInformer(configs, resync),
 	}
+	i.own = []cache.SharedIndexInformer{i.GatewayConfigs}
 	for _, kind := range gatewayapi.Routes {
 		i.Routes[kind.Kind] = kind.Informer(gatewayV1)
 	}
@@ -98,11 +107,14 @@ func (i *Informers) addIndexers() {
 		RouteParentGatewayIndex:  IndexRouteParentGateways,
 		RouteBackendServiceIndex: IndexRouteBackendServices,
 	}
-	mustAddIndexers(i.GatewayClasses.Informer(), nil)
+	mustAddIndexers(i.GatewayClasses.Informer(), cache.Indexers{
+		GatewayClassParametersIndex: IndexGatewayClassParameters,
+	})
 	mustAddIndexers(i.Gateways.Informer(), cache.Indexers{
 		GatewayClassNameIndex:         IndexGatewayClassName,
 		GatewayCertificateSecretIndex: IndexGatewayCertificateSecrets,
 		GatewaySelectsNamespacesIndex: IndexGatewaySelectsNamespaces,
+		GatewayParametersIndex:        IndexGatewayParameters,
 	})
 	for _, informer := range i.Routes {
 		mustAddIndexers(informer, routeIndexers)
@@ -131,6 +143,9 @@ func (i *Informers) StartWithContext(ctx context.Context) {
 	i.gatewayFactory.StartWithContext(ctx)
 	i.coreFactory.StartWithContext(ctx)
 	i.secretFactory.StartWithContext(withoutBodyLogging(ctx))
+	for _, informer := range i.own {
+		i.ownDone.Go(func() { informer.RunWithContext(ctx) })
+	}
 }
 
 // Shutdown blocks until every informer goroutine has returned. End the context given
@@ -139,6 +154,7 @@ func (i *Informers) Shutdown() {
 	i.gatewayFactory.Shutdown()
 	i.coreFactory.Shutdown()
 	i.secretFactory.Shutdown()
+	i.ownDone.Wait()
 }
 
 // HasSynced lists every informer's HasSynced and, once AddEventHandlers has run, every
@@ -155,6 +171,7 @@ func (i *Informers) HasSynced() []cache.InformerSynced {
 		i.Namespaces.Informer().HasSynced,
 		i.Services.Informer().HasSynced,
 		i.Secrets.Informer().HasSynced,
+		i.GatewayConfigs.HasSynced,
 	}
 	for _, informer := range i.Routes {
 		synced = append(synced, informer.HasSynced)

@@ -22,6 +22,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayfake "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned/fake"
 
+	configfake "github.com/consul-gateway-controller/consul-gateway-controller/api/client/fake"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 )
 
@@ -64,7 +65,7 @@ func recordFieldSelectors(fake *k8stesting.Fake) *fieldSelectors {
 func TestSecretInformerSelectsTLSSecrets(t *testing.T) {
 	kube := kubefake.NewClientset()
 	selectors := recordFieldSelectors(&kube.Fake)
-	startInformers(t, New(kube, gatewayfake.NewClientset(), 0))
+	startInformers(t, New(kube, gatewayfake.NewClientset(), configfake.NewClientset(), 0))
 
 	// The watch starts after the list that syncs the cache; wait for it too.
 	waitFor(t, "the Secret watch", func() bool { return len(selectors.get("watch", "secrets")) > 0 })
@@ -129,7 +130,7 @@ func TestInformersDropManagedFields(t *testing.T) {
 		t.Fatal("the fake Gateway API clientset dropped managedFields itself")
 	}
 
-	i := startInformers(t, New(kube, gateway, 0))
+	i := startInformers(t, New(kube, gateway, configfake.NewClientset(), 0))
 
 	for kind, informer := range map[string]cache.SharedIndexInformer{
 		"GatewayClass":   i.GatewayClasses.Informer(),
@@ -210,17 +211,18 @@ func TestDropManagedFields(t *testing.T) {
 }
 
 func TestNewInstallsIndexers(t *testing.T) {
-	i := New(kubefake.NewClientset(), gatewayfake.NewClientset(), 0)
+	i := New(kubefake.NewClientset(), gatewayfake.NewClientset(), configfake.NewClientset(), 0)
 	routes := []string{cache.NamespaceIndex, RouteParentGatewayIndex, RouteBackendServiceIndex}
 	type indexes struct {
 		informer cache.SharedIndexInformer
 		want     []string
 	}
 	all := map[string]indexes{
-		"GatewayClass": {i.GatewayClasses.Informer(), []string{cache.NamespaceIndex}},
+		"GatewayClass": {i.GatewayClasses.Informer(), []string{cache.NamespaceIndex, GatewayClassParametersIndex}},
 		"Gateway": {i.Gateways.Informer(), []string{
-			cache.NamespaceIndex, GatewayClassNameIndex, GatewayCertificateSecretIndex, GatewaySelectsNamespacesIndex,
+			cache.NamespaceIndex, GatewayClassNameIndex, GatewayCertificateSecretIndex, GatewaySelectsNamespacesIndex, GatewayParametersIndex,
 		}},
+		"GatewayConfig": {i.GatewayConfigs, []string{cache.NamespaceIndex}},
 		"ReferenceGrant": {i.ReferenceGrants.Informer(), []string{cache.NamespaceIndex}},
 		"Namespace":      {i.Namespaces.Informer(), []string{cache.NamespaceIndex}},
 		"Service":        {i.Services.Informer(), []string{cache.NamespaceIndex}},
@@ -241,10 +243,10 @@ func TestNewInstallsIndexers(t *testing.T) {
 }
 
 func TestHasSyncedCoversHandlers(t *testing.T) {
-	i := New(kubefake.NewClientset(), gatewayfake.NewClientset(), 0)
-	// GatewayClasses, Gateways, ReferenceGrants, Namespaces, Services, Secrets and
-	// every route kind.
-	informers := 6 + len(gatewayapi.Routes)
+	i := New(kubefake.NewClientset(), gatewayfake.NewClientset(), configfake.NewClientset(), 0)
+	// GatewayClasses, Gateways, ReferenceGrants, Namespaces, Services, Secrets,
+	// GatewayConfigs and every route kind.
+	informers := 7 + len(gatewayapi.Routes)
 	if got := len(i.HasSynced()); got != informers {
 		t.Errorf("before AddEventHandlers: %d HasSynced, want one per informer (%d)", got, informers)
 	}
@@ -274,7 +276,7 @@ func TestAddEventHandlersOnRunningInformers(t *testing.T) {
 		gateway("infra", "public", "consul", "", gatewayv1.SecretObjectReference{Name: "cert"}),
 		httpRoute("apps", "web", []gatewayv1.ParentReference{{Namespace: new(gatewayv1.Namespace("infra")), Name: "public"}}),
 	)
-	i := New(kube, gateway, 0)
+	i := New(kube, gateway, configfake.NewClientset(), 0)
 	queues := newQueues(t)
 	if err := i.AddEventHandlers(t.Context(), queues); err != nil {
 		t.Fatal(err)
@@ -398,7 +400,7 @@ func waitFor(t *testing.T, what string, done func() bool) {
 }
 
 func TestExists(t *testing.T) {
-	inf := New(kubefake.NewClientset(), gatewayfake.NewSimpleClientset(), 0)
+	inf := New(kubefake.NewClientset(), gatewayfake.NewSimpleClientset(), configfake.NewClientset(), 0)
 	route := &gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "r"}}
 	if err := inf.Routes["HTTPRoute"].GetStore().Add(route); err != nil {
 		t.Fatal(err)

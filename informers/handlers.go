@@ -50,6 +50,7 @@ func (i *Informers) AddEventHandlers(ctx context.Context, q Queues) error {
 		{"Namespace", i.Namespaces.Informer(), h.namespaces},
 		{"Service", i.Services.Informer(), h.services},
 		{"Secret", i.Secrets.Informer(), h.secrets},
+		{"GatewayConfig", i.GatewayConfigs, h.gatewayConfigs},
 	}
 	for _, kind := range gatewayapi.Routes {
 		registrations = append(registrations, registration{kind.Kind, i.Routes[kind.Kind], h.routes[kind.Kind]})
@@ -77,11 +78,13 @@ type eventHandlers struct {
 	namespaces      cache.ResourceEventHandler
 	services        cache.ResourceEventHandler
 	secrets         cache.ResourceEventHandler
+	gatewayConfigs  cache.ResourceEventHandler
 }
 
 func (i *Informers) eventHandlers(ctx context.Context, q Queues) eventHandlers {
 	m := &keyMapper{
 		queues:   q,
+		classes:  i.GatewayClasses.Informer().GetIndexer(),
 		gateways: i.Gateways.Informer().GetIndexer(),
 		routes:   make(map[gatewayv1.Kind]cache.Indexer, len(i.Routes)),
 		logger:   klog.FromContext(ctx).WithName("informers"),
@@ -94,6 +97,7 @@ func (i *Informers) eventHandlers(ctx context.Context, q Queues) eventHandlers {
 		namespaces:      m.onNamespaceLabels(m.namespaceChanged),
 		services:        m.forEachName(m.serviceChanged),
 		secrets:         m.forEachName(m.secretChanged),
+		gatewayConfigs:  m.forEachName(m.gatewayConfigChanged),
 	}
 	for _, kind := range gatewayapi.Routes {
 		m.routes[kind.Kind] = i.Routes[kind.Kind].GetIndexer()
@@ -106,6 +110,7 @@ func (i *Informers) eventHandlers(ctx context.Context, q Queues) eventHandlers {
 // refer to it in the indexes of indexers.go.
 type keyMapper struct {
 	queues   Queues
+	classes  cache.Indexer
 	gateways cache.Indexer
 	routes   map[gatewayv1.Kind]cache.Indexer
 	logger   klog.Logger
@@ -179,6 +184,19 @@ func (m *keyMapper) serviceChanged(service cache.ObjectName) {
 // their routes: a listener whose certificate does not resolve is not valid.
 func (m *keyMapper) secretChanged(secret cache.ObjectName) {
 	for _, gateway := range m.indexed(m.gateways, GatewayCertificateSecretIndex, secret.String()) {
+		m.enqueueGatewayAndRoutes(gateway)
+	}
+}
+
+// gatewayConfigChanged enqueues the classes whose parametersRef names the config, with
+// everything gatewayClassChanged enqueues, and the Gateways whose own parametersRef
+// names it, with their routes: whether their parameters are valid is part of their
+// Accepted condition.
+func (m *keyMapper) gatewayConfigChanged(config cache.ObjectName) {
+	for _, class := range m.indexed(m.classes, GatewayClassParametersIndex, config.String()) {
+		m.gatewayClassChanged(class)
+	}
+	for _, gateway := range m.indexed(m.gateways, GatewayParametersIndex, config.String()) {
 		m.enqueueGatewayAndRoutes(gateway)
 	}
 }

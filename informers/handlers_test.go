@@ -15,6 +15,8 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayfake "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned/fake"
 
+	configfake "github.com/consul-gateway-controller/consul-gateway-controller/api/client/fake"
+	"github.com/consul-gateway-controller/consul-gateway-controller/api/v1alpha1"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 )
 
@@ -468,7 +470,7 @@ func TestEventHandlersUnexpectedObjects(t *testing.T) {
 // newWorldInformers returns informers, never started, whose caches hold world().
 func newWorldInformers(t *testing.T) *Informers {
 	t.Helper()
-	i := New(kubefake.NewClientset(), gatewayfake.NewClientset(), 0)
+	i := New(kubefake.NewClientset(), gatewayfake.NewClientset(), configfake.NewClientset(), 0)
 	for _, obj := range world() {
 		if err := informerOf(t, i, obj).GetIndexer().Add(obj); err != nil {
 			t.Fatal(err)
@@ -673,5 +675,51 @@ func secret(namespace, name string) *corev1.Secret {
 	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, ResourceVersion: "1"},
 		Type:       corev1.SecretTypeTLS,
+	}
+}
+
+// A GatewayConfig event reaches the classes and Gateways that name it as parameters,
+// and nothing else; a reference of another kind names no config.
+func TestGatewayConfigEvents(t *testing.T) {
+	configRef := func(kind gatewayv1.Kind, namespace, name string) *gatewayv1.ParametersReference {
+		return &gatewayv1.ParametersReference{Group: v1alpha1.GroupName, Kind: kind, Name: name, Namespace: new(gatewayv1.Namespace(namespace))}
+	}
+	withParams := gatewayClass("with-params")
+	withParams.Spec.ParametersRef = configRef(v1alpha1.GatewayConfigKind, "configs", "shared")
+	wrongKind := gatewayClass("wrong-kind")
+	wrongKind.Spec.ParametersRef = configRef("ConfigMap", "configs", "shared")
+	paramsGateway := gateway("infra", "own", "consul", "")
+	paramsGateway.Spec.Infrastructure = &gatewayv1.GatewayInfrastructure{ParametersRef: &gatewayv1.LocalParametersReference{
+		Group: v1alpha1.GroupName, Kind: v1alpha1.GatewayConfigKind, Name: "own",
+	}}
+	config := func(namespace, name string) *v1alpha1.GatewayConfig {
+		return &v1alpha1.GatewayConfig{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, ResourceVersion: "1"}}
+	}
+	for _, tt := range []struct {
+		name  string
+		event func(h eventHandlers)
+		want  enqueued
+	}{
+		{"the class's config", func(h eventHandlers) { h.gatewayConfigs.OnAdd(config("configs", "shared"), false) },
+			enqueued{GatewayClasses: []string{"with-params"}}},
+		{"a Gateway's own config", func(h eventHandlers) {
+			c := config("infra", "own")
+			h.gatewayConfigs.OnUpdate(c, resynced(c))
+		}, enqueued{Gateways: []string{"infra/own"}}},
+		{"a config nobody names", func(h eventHandlers) { h.gatewayConfigs.OnDelete(config("apps", "own")) }, enqueued{}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			i := newWorldInformers(t)
+			for _, obj := range []runtime.Object{withParams, wrongKind, paramsGateway} {
+				if err := informerOf(t, i, obj).GetIndexer().Add(obj); err != nil {
+					t.Fatal(err)
+				}
+			}
+			queues := newQueues(t)
+			tt.event(i.eventHandlers(t.Context(), queues))
+			if diff := cmp.Diff(tt.want, drain(queues), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("enqueued keys (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -25,6 +25,12 @@ const (
 	// GatewayCertificateSecretIndex is on Gateways: the "namespace/name" of every Secret
 	// a listener names in tls.certificateRefs.
 	GatewayCertificateSecretIndex = "gatewayCertificateSecret"
+	// GatewayClassParametersIndex is on GatewayClasses: the "namespace/name" of the
+	// GatewayConfig its parametersRef names.
+	GatewayClassParametersIndex = "gatewayClassParameters"
+	// GatewayParametersIndex is on Gateways: the "namespace/name" of the GatewayConfig
+	// its spec.infrastructure.parametersRef names.
+	GatewayParametersIndex = "gatewayParameters"
 	// GatewaySelectsNamespacesIndex is on Gateways: SelectsNamespaces when any listener
 	// admits routes by a namespace label selector, and nothing otherwise. Only those
 	// gateways can change when a Namespace's labels do.
@@ -73,6 +79,31 @@ func IndexGatewayCertificateSecrets(obj any) ([]string, error) {
 		return nil, unexpectedType(GatewayCertificateSecretIndex, obj)
 	}
 	return nameStrings(gatewayapi.CertificateSecrets(gateway)), nil
+}
+
+// IndexGatewayClassParameters is the index function of GatewayClassParametersIndex.
+func IndexGatewayClassParameters(obj any) ([]string, error) {
+	class, ok := obj.(*gatewayv1.GatewayClass)
+	if !ok {
+		return nil, unexpectedType(GatewayClassParametersIndex, obj)
+	}
+	return configIndexValue(gatewayapi.ClassParameters(class)), nil
+}
+
+// IndexGatewayParameters is the index function of GatewayParametersIndex.
+func IndexGatewayParameters(obj any) ([]string, error) {
+	gateway, ok := obj.(*gatewayv1.Gateway)
+	if !ok {
+		return nil, unexpectedType(GatewayParametersIndex, obj)
+	}
+	return configIndexValue(gatewayapi.GatewayParameters(gateway)), nil
+}
+
+func configIndexValue(ref gatewayapi.ParametersRef, ok bool) []string {
+	if !ok || ref.Problem != "" {
+		return nil
+	}
+	return []string{ref.Config.String()}
 }
 
 // IndexGatewaySelectsNamespaces is the index function of GatewaySelectsNamespacesIndex.

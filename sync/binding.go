@@ -26,8 +26,20 @@ func (d *decider) evaluateGateway(gw *gatewayv1.Gateway, class *gatewayv1.Gatewa
 		return gatewayVerdict{}, err
 	}
 	v := gatewayVerdict{listeners: listeners}
-	if class.Spec.ParametersRef != nil {
-		v.reason, v.message = gatewayv1.GatewayReasonInvalid, fmt.Sprintf("GatewayClass %s is not accepted: it has a parametersRef", class.Name)
+	classParams, err := d.classParameters(class)
+	if err != nil {
+		return gatewayVerdict{}, err
+	}
+	if classParams.problem != "" {
+		v.reason, v.message = gatewayv1.GatewayReasonInvalid, fmt.Sprintf("GatewayClass %s is not accepted: %s", class.Name, classParams.problem)
+		return v, nil
+	}
+	own, named, err := d.gatewayParameters(gw)
+	if err != nil {
+		return gatewayVerdict{}, err
+	}
+	if named && own.problem != "" {
+		v.reason, v.message = gatewayv1.GatewayReasonInvalidParameters, "spec.infrastructure.parametersRef: "+own.problem
 		return v, nil
 	}
 	if len(gw.Spec.Addresses) > 0 {

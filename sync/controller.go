@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/listers"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	kworkqueue "k8s.io/client-go/util/workqueue"
@@ -20,6 +21,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
+	"github.com/consul-gateway-controller/consul-gateway-controller/api/v1alpha1"
 	"github.com/consul-gateway-controller/consul-gateway-controller/informers"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/consullimits"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
@@ -119,6 +121,7 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 			gateways:       inf.Gateways.Lister(),
 			namespaces:     inf.Namespaces.Lister(),
 			services:       inf.Services.Lister(),
+			configs:        listers.New[*v1alpha1.GatewayConfig](inf.GatewayConfigs.GetIndexer(), v1alpha1.Resource("gatewayconfigs")),
 			refs:           listenerRefs{secrets: inf.Secrets.Lister(), grants: inf.ReferenceGrants.Lister()},
 			routeIndexers:  make(map[gatewayv1.Kind]cache.Indexer, len(gatewayapi.Routes)),
 		},
@@ -257,7 +260,11 @@ func (c *Controller) syncGatewayClass(ctx context.Context, name string) error {
 	if class.Spec.ControllerName != c.controllerName {
 		return nil // another controller's class: never touched, never published
 	}
-	status := gatewayClassStatus(class, c.bundleVersion(), c.caps, c.now())
+	params, err := c.classParameters(class)
+	if err != nil {
+		return err
+	}
+	status := gatewayClassStatus(class, params, c.bundleVersion(), c.caps, c.now())
 	return c.confirm(ctx, Confirmation{Kind: "GatewayClass"}, class, apiequality.Semantic.DeepEqual(status, class.Status), func() (runtime.Object, error) {
 		update := class.DeepCopy()
 		update.Status = status

@@ -18,6 +18,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayfake "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned/fake"
 
+	configfake "github.com/consul-gateway-controller/consul-gateway-controller/api/client/fake"
 	"github.com/consul-gateway-controller/consul-gateway-controller/informers"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/consullimits"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
@@ -42,7 +43,7 @@ func newTestController(t *testing.T, objs ...runtime.Object) (*Controller, *gate
 	// Objects go into the tracker under an explicit v1 resource: the scheme also knows
 	// the v1beta1 aliases of these types, and the tracker would guess another version.
 	gwClient := gatewayfake.NewSimpleClientset()
-	inf := informers.New(kubefake.NewClientset(), gwClient, 0)
+	inf := informers.New(kubefake.NewClientset(), gwClient, configfake.NewClientset(), 0)
 	pub := &recordingPublisher{}
 	c, err := NewController(t.Context(), Config{
 		ControllerName: testController,

@@ -9,11 +9,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/listers"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewaylisters "sigs.k8s.io/gateway-api/pkg/client/listers/apis/v1"
 
+	"github.com/consul-gateway-controller/consul-gateway-controller/api/v1alpha1"
 	"github.com/consul-gateway-controller/consul-gateway-controller/informers"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/consullimits"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
@@ -30,6 +32,7 @@ type decider struct {
 	gateways   gatewaylisters.GatewayLister
 	namespaces corelisters.NamespaceLister
 	services   corelisters.ServiceLister
+	configs    listers.ResourceIndexer[*v1alpha1.GatewayConfig]
 	refs       listenerRefs
 	// routeIndexers hold each route kind's cache, indexed by
 	// informers.RouteParentGatewayIndex.

@@ -6,11 +6,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/listers"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewaylisters "sigs.k8s.io/gateway-api/pkg/client/listers/apis/v1"
 
+	"github.com/consul-gateway-controller/consul-gateway-controller/api/v1alpha1"
 	"github.com/consul-gateway-controller/consul-gateway-controller/informers"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/consullimits"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
@@ -26,7 +28,7 @@ func newTestDecider(t *testing.T, objs ...runtime.Object) *decider {
 	ns := cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}
 	routeIdx := cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc, informers.RouteParentGatewayIndex: informers.IndexRouteParentGateways}
 	idx := map[string]cache.Indexer{}
-	for _, kind := range []string{"GatewayClass", "Gateway", "Namespace", "Service", "Secret", "ReferenceGrant"} {
+	for _, kind := range []string{"GatewayClass", "Gateway", "Namespace", "Service", "Secret", "ReferenceGrant", "GatewayConfig"} {
 		idx[kind] = cache.NewIndexer(cache.MetaNamespaceKeyFunc, ns)
 	}
 	routeIndexers := map[gatewayv1.Kind]cache.Indexer{}
@@ -52,6 +54,8 @@ func newTestDecider(t *testing.T, objs ...runtime.Object) *decider {
 			kind = "Secret"
 		case *gatewayv1.ReferenceGrant:
 			kind = "ReferenceGrant"
+		case *v1alpha1.GatewayConfig:
+			kind = "GatewayConfig"
 		}
 		if kind == "" {
 			t.Fatalf("no cache for %T", obj)
@@ -68,6 +72,7 @@ func newTestDecider(t *testing.T, objs ...runtime.Object) *decider {
 		gateways:       gatewaylisters.NewGatewayLister(idx["Gateway"]),
 		namespaces:     corelisters.NewNamespaceLister(idx["Namespace"]),
 		services:       corelisters.NewServiceLister(idx["Service"]),
+		configs:        listers.New[*v1alpha1.GatewayConfig](idx["GatewayConfig"], v1alpha1.Resource("gatewayconfigs")),
 		refs: listenerRefs{
 			secrets: corelisters.NewSecretLister(idx["Secret"]),
 			grants:  gatewaylisters.NewReferenceGrantLister(idx["ReferenceGrant"]),

@@ -1,6 +1,7 @@
 package sync
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/consul-gateway-controller/consul-gateway-controller/api/v1alpha1"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/consullimits"
 )
 
@@ -158,28 +160,105 @@ func TestGatewayStatus(t *testing.T) {
 
 func TestGatewayClassStatus(t *testing.T) {
 	t.Parallel()
-	withParams := ourClass()
-	withParams.Spec.ParametersRef = &gatewayv1.ParametersReference{Group: "example.com", Kind: "Config", Name: "x"}
+	accepted := []summary{{"Accepted", "True", "Accepted"}, {"SupportedVersion", "True", "SupportedVersion"}}
+	invalid := []summary{{"Accepted", "False", "InvalidParameters"}, {"SupportedVersion", "True", "SupportedVersion"}}
 	tests := []struct {
 		name          string
-		class         *gatewayv1.GatewayClass
+		params        *gatewayv1.ParametersReference
 		bundleVersion string
 		want          []summary
+		message       string // of Accepted, when set
 	}{
-		{"accepted", ourClass(), "v1.6.3", []summary{{"Accepted", "True", "Accepted"}, {"SupportedVersion", "True", "SupportedVersion"}}},
-		{"patch release", ourClass(), "v1.6.0", []summary{{"Accepted", "True", "Accepted"}, {"SupportedVersion", "True", "SupportedVersion"}}},
-		{"other minor release", ourClass(), "v1.5.1", []summary{{"Accepted", "True", "Accepted"}, {"SupportedVersion", "False", "UnsupportedVersion"}}},
-		{"unknown bundle", ourClass(), "", []summary{{"Accepted", "True", "Accepted"}, {"SupportedVersion", "False", "UnsupportedVersion"}}},
-		{"parametersRef", withParams, "v1.6.3", []summary{{"Accepted", "False", "InvalidParameters"}, {"SupportedVersion", "True", "SupportedVersion"}}},
+		{"accepted", nil, "v1.6.3", accepted, "GatewayClass is accepted"},
+		{"patch release", nil, "v1.6.0", accepted, ""},
+		{"other minor release", nil, "v1.5.1", []summary{{"Accepted", "True", "Accepted"}, {"SupportedVersion", "False", "UnsupportedVersion"}}, ""},
+		{"unknown bundle", nil, "", []summary{{"Accepted", "True", "Accepted"}, {"SupportedVersion", "False", "UnsupportedVersion"}}, ""},
+		{"valid GatewayConfig", configParams("infra", "valid"), "v1.6.3", accepted, ""},
+		{"another kind", &gatewayv1.ParametersReference{Group: "", Kind: "ConfigMap", Name: "x", Namespace: new(gatewayv1.Namespace("infra"))}, "v1.6.3", invalid,
+			`parametersRef names ConfigMap x of group ""; this controller takes GatewayConfig of group consul-gateway-controller.github.io`},
+		{"no namespace", &gatewayv1.ParametersReference{Group: v1alpha1.GroupName, Kind: v1alpha1.GatewayConfigKind, Name: "valid"}, "v1.6.3", invalid,
+			"parametersRef to GatewayConfig valid has no namespace; GatewayConfig is namespaced"},
+		{"missing", configParams("infra", "missing"), "v1.6.3", invalid, "GatewayConfig infra/missing does not exist"},
+		{"invalid", configParams("infra", "invalid"), "v1.6.3", invalid, "GatewayConfig infra/invalid is invalid: spec.replicas.min 3 exceeds max 2"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			status := gatewayClassStatus(tt.class, tt.bundleVersion, consullimits.Consul115, metav1.Now())
+			class := ourClass()
+			class.Spec.ParametersRef = tt.params
+			d := newTestDecider(t, class, gatewayConfig("infra", "valid", nil), gatewayConfig("infra", "invalid", &v1alpha1.Replicas{Min: new(int32(3)), Max: new(int32(2))}))
+			params, err := d.classParameters(class)
+			if err != nil {
+				t.Fatal(err)
+			}
+			status := gatewayClassStatus(class, params, tt.bundleVersion, consullimits.Consul115, metav1.Now())
 			if diff := cmp.Diff(tt.want, summarize(status.Conditions)); diff != "" {
 				t.Errorf("conditions (-want +got):\n%s", diff)
 			}
+			if tt.message != "" && status.Conditions[0].Message != tt.message {
+				t.Errorf("Accepted message %q, want %q", status.Conditions[0].Message, tt.message)
+			}
 		})
+	}
+}
+
+// A Gateway is deployed with its own parameters when it names some, else with its
+// class's; either being unusable keeps it from being accepted.
+func TestGatewayParameters(t *testing.T) {
+	t.Parallel()
+	own := func(name string) *gatewayv1.GatewayInfrastructure {
+		return &gatewayv1.GatewayInfrastructure{ParametersRef: &gatewayv1.LocalParametersReference{Group: v1alpha1.GroupName, Kind: v1alpha1.GatewayConfigKind, Name: name}}
+	}
+	tests := []struct {
+		name     string
+		class    *gatewayv1.ParametersReference
+		infra    *gatewayv1.GatewayInfrastructure
+		accepted summary
+		message  string
+	}{
+		{"none", nil, nil, summary{"Accepted", "True", "Accepted"}, ""},
+		{"own, valid", nil, own("valid"), summary{"Accepted", "True", "Accepted"}, ""},
+		{"own, missing", nil, own("missing"), summary{"Accepted", "False", "InvalidParameters"},
+			"spec.infrastructure.parametersRef: GatewayConfig infra/missing does not exist"},
+		{"own, another kind", nil, &gatewayv1.GatewayInfrastructure{ParametersRef: &gatewayv1.LocalParametersReference{Group: "", Kind: "ConfigMap", Name: "valid"}},
+			summary{"Accepted", "False", "InvalidParameters"}, `spec.infrastructure.parametersRef: parametersRef names ConfigMap valid of group ""`},
+		{"own, invalid", nil, own("invalid"), summary{"Accepted", "False", "InvalidParameters"},
+			"spec.infrastructure.parametersRef: GatewayConfig infra/invalid is invalid: spec.replicas.min 3 exceeds max 2"},
+		{"class's, missing", configParams("infra", "missing"), own("valid"), summary{"Accepted", "False", "Invalid"},
+			"GatewayClass ours is not accepted: GatewayConfig infra/missing does not exist"},
+		{"class's, valid", configParams("infra", "valid"), nil, summary{"Accepted", "True", "Accepted"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			class := ourClass()
+			class.Spec.ParametersRef = tt.class
+			gw := gateway("infra", "gw", httpListener("http", 80, ""))
+			gw.Spec.Infrastructure = tt.infra
+			d := newTestDecider(t, class, gw, gatewayConfig("infra", "valid", nil), gatewayConfig("infra", "invalid", &v1alpha1.Replicas{Min: new(int32(3)), Max: new(int32(2))}))
+			status, err := d.gatewayStatus(gw, class, metav1.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := summarize(status.Conditions)
+			if len(got) == 0 || got[0] != tt.accepted {
+				t.Fatalf("conditions %v, want Accepted %v", got, tt.accepted)
+			}
+			if tt.message != "" && !strings.HasPrefix(status.Conditions[0].Message, tt.message) {
+				t.Errorf("Accepted message %q, want it to start with %q", status.Conditions[0].Message, tt.message)
+			}
+		})
+	}
+}
+
+func configParams(namespace, name string) *gatewayv1.ParametersReference {
+	return &gatewayv1.ParametersReference{Group: v1alpha1.GroupName, Kind: v1alpha1.GatewayConfigKind, Name: name, Namespace: new(gatewayv1.Namespace(namespace))}
+}
+
+func gatewayConfig(namespace, name string, replicas *v1alpha1.Replicas) *v1alpha1.GatewayConfig {
+	return &v1alpha1.GatewayConfig{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec:       v1alpha1.GatewayConfigSpec{Replicas: replicas},
 	}
 }
 

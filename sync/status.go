@@ -16,12 +16,12 @@ import (
 
 // gatewayClassStatus computes the status of a class of ours. bundleVersion is the
 // bundle-version annotation of the installed Gateway API CRDs ("" when unknown).
-func gatewayClassStatus(class *gatewayv1.GatewayClass, bundleVersion string, caps consullimits.Capabilities, now metav1.Time) gatewayv1.GatewayClassStatus {
+// params is the decision on its parametersRef.
+func gatewayClassStatus(class *gatewayv1.GatewayClass, params parameters, bundleVersion string, caps consullimits.Capabilities, now metav1.Time) gatewayv1.GatewayClassStatus {
 	gen := class.Generation
 	accepted := condition(gatewayv1.GatewayClassConditionStatusAccepted, true, gatewayv1.GatewayClassReasonAccepted, "GatewayClass is accepted", gen)
-	if class.Spec.ParametersRef != nil {
-		accepted = condition(gatewayv1.GatewayClassConditionStatusAccepted, false, gatewayv1.GatewayClassReasonInvalidParameters,
-			"parametersRef is not supported: this controller takes no parameters", gen)
+	if params.problem != "" {
+		accepted = condition(gatewayv1.GatewayClassConditionStatusAccepted, false, gatewayv1.GatewayClassReasonInvalidParameters, params.problem, gen)
 	}
 	supported, message := bundleSupported(bundleVersion)
 	reason := gatewayv1.GatewayClassReasonSupportedVersion

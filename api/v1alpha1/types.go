@@ -27,13 +27,17 @@ type GatewayConfig struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec GatewayConfigSpec `json:"spec"`
+	// +optional
+	Spec GatewayConfigSpec `json:"spec,omitempty"`
 }
 
 // GatewayConfigSpec is how a Gateway's data plane is deployed.
 type GatewayConfigSpec struct {
-	// Consul is how the gateway pods reach Consul's servers.
-	Consul ConsulConnection `json:"consul"`
+	// Consul is how the gateway pods reach Consul's servers. What is unset comes from
+	// the controller's flags (--gateway-consul-address and the like), which default to
+	// the servers the controller itself talks to.
+	// +optional
+	Consul *ConsulConnection `json:"consul,omitempty"`
 
 	// Image is the consul-dataplane image of the gateway pods. Unset means
 	// hashicorp/consul-dataplane:1.1.13.
@@ -72,8 +76,9 @@ type GatewayConfigSpec struct {
 type ConsulConnection struct {
 	// Address of Consul's servers, as consul-dataplane's -addresses takes it: a DNS
 	// name or IP, or "exec=<command>" to discover them.
+	// +optional
 	// +kubebuilder:validation:MinLength=1
-	Address string `json:"address"`
+	Address string `json:"address,omitempty"`
 
 	// GRPCPort is the servers' gRPC port. Unset means 8502.
 	// +optional

@@ -34,7 +34,7 @@ func TestGatewayConfigCRD(t *testing.T) {
 	valid := &v1alpha1.GatewayConfig{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "valid"},
 		Spec: v1alpha1.GatewayConfigSpec{
-			Consul:   v1alpha1.ConsulConnection{Address: "consul-server.consul.svc", GRPCPort: new(int32(8503))},
+			Consul:   &v1alpha1.ConsulConnection{Address: "consul-server.consul.svc", GRPCPort: new(int32(8503))},
 			Replicas: &v1alpha1.Replicas{Default: new(int32(2)), Min: new(int32(1)), Max: new(int32(3))},
 			LogLevel: "debug",
 		},
@@ -68,7 +68,7 @@ func TestGatewayConfigCRD(t *testing.T) {
 		edit    func(*v1alpha1.GatewayConfigSpec)
 		message string
 	}{
-		{"no address", func(s *v1alpha1.GatewayConfigSpec) { s.Consul.Address = "" }, "spec.consul.address"},
+		{"max of zero", func(s *v1alpha1.GatewayConfigSpec) { s.Replicas = &v1alpha1.Replicas{Max: new(int32(0))} }, "spec.replicas.max"},
 		{"port out of range", func(s *v1alpha1.GatewayConfigSpec) { s.Consul.GRPCPort = new(int32(70000)) }, "spec.consul.grpcPort"},
 		{"min above max", func(s *v1alpha1.GatewayConfigSpec) { s.Replicas.Min = new(int32(5)) }, "min must not exceed max"},
 		{"default above max", func(s *v1alpha1.GatewayConfigSpec) { s.Replicas.Default = new(int32(9)) }, "default must not exceed max"},

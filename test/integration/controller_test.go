@@ -21,6 +21,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
+	configclient "github.com/consul-gateway-controller/consul-gateway-controller/api/client"
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul"
 	"github.com/consul-gateway-controller/consul-gateway-controller/informers"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/consullimits"
@@ -72,7 +73,11 @@ func startController(t *testing.T, name gatewayv1.GatewayController, opts contro
 	})
 	kube := kubernetes.NewForConfigOrDie(cfg)
 	gateway := gatewayclient.NewForConfigOrDie(cfg)
-	inf := informers.New(kube, gateway, 0)
+	configs, err := configclient.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inf := informers.New(kube, gateway, configs, 0)
 	var publisher gwsync.Publisher = rc.published
 	var dataPlane gwsync.DataPlane
 	if opts.consul != nil {

@@ -18,6 +18,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
+	configclient "github.com/consul-gateway-controller/consul-gateway-controller/api/client"
 	"github.com/consul-gateway-controller/consul-gateway-controller/informers"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/consullimits"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/leader"
@@ -61,6 +62,10 @@ func startReplica(ctx context.Context, t *testing.T, identity string, controller
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return replicaTransport{r: r, next: rt} })
 	kube := kubernetes.NewForConfigOrDie(cfg)
 	gateway := gatewayclient.NewForConfigOrDie(cfg)
+	configs, err := configclient.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	lease.Identity = identity
 	go func() {
 		r.result <- leader.Run(ctx, kube, lease, func(ctx context.Context) error {
@@ -69,7 +74,7 @@ func startReplica(ctx context.Context, t *testing.T, identity string, controller
 				r.leadStopped = time.Now()
 				r.mu.Unlock()
 			}()
-			inf := informers.New(kube, gateway, 0)
+			inf := informers.New(kube, gateway, configs, 0)
 			controller, err := gwsync.NewController(ctx, gwsync.Config{
 				ControllerName: controllerName,
 				Capabilities:   consullimits.Consul115,

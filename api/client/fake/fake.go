@@ -40,6 +40,10 @@ func NewClientset(objects ...runtime.Object) *Clientset {
 	return c
 }
 
+// IsWatchListSemanticsUnSupported tells informers to list and then watch: the object
+// tracker cannot stream a list, as client-go's generated fakes cannot.
+func (c *Clientset) IsWatchListSemanticsUnSupported() bool { return true }
+
 // GatewayConfigs implements client.Interface.
 func (c *Clientset) GatewayConfigs(namespace string) client.GatewayConfigInterface {
 	return gentype.NewFakeClientWithList[*v1alpha1.GatewayConfig, *v1alpha1.GatewayConfigList](

@@ -1,0 +1,42 @@
+package v1alpha1
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+func TestValidate(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		spec GatewayConfigSpec
+		want []string // substrings, one per expected problem
+	}{
+		{"empty", GatewayConfigSpec{}, nil},
+		{"replicas in order", GatewayConfigSpec{Replicas: &Replicas{Default: new(int32(2)), Min: new(int32(1)), Max: new(int32(3))}}, nil},
+		{"min above max", GatewayConfigSpec{Replicas: &Replicas{Min: new(int32(4)), Max: new(int32(3))}}, []string{"spec.replicas.min 4 exceeds max 3"}},
+		{"default outside", GatewayConfigSpec{Replicas: &Replicas{Default: new(int32(0)), Min: new(int32(1))}}, []string{"spec.replicas.default 0 is below min 1"}},
+		{"negative", GatewayConfigSpec{Replicas: &Replicas{Default: new(int32(-1))}}, []string{"spec.replicas.default -1 is negative"}},
+		{"request above limit", GatewayConfigSpec{Resources: &corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")},
+			Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")},
+		}}, []string{"spec.resources.requests.cpu 2 exceeds its limit 500m"}},
+		{"Service type", GatewayConfigSpec{Service: &ServiceConfig{Type: new(corev1.ServiceTypeExternalName)}}, []string{`spec.service.type "ExternalName"`}},
+		{"annotation key", GatewayConfigSpec{Service: &ServiceConfig{CopyAnnotations: []string{"example.com/ok", "not a key"}}}, []string{`spec.service.copyAnnotations "not a key"`}},
+		{"port", GatewayConfigSpec{Consul: &ConsulConnection{GRPCPort: new(int32(0))}}, []string{"spec.consul.grpcPort 0 is not a port"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := tt.spec.Validate()
+			if len(got) != len(tt.want) {
+				t.Fatalf("problems %q, want %d", got, len(tt.want))
+			}
+			for i, want := range tt.want {
+				if !strings.Contains(got[i], want) {
+					t.Errorf("problem %q, want it to contain %q", got[i], want)
+				}
+			}
+		})
+	}
+}
