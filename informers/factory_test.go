@@ -222,7 +222,7 @@ func TestNewInstallsIndexers(t *testing.T) {
 		"Gateway": {i.Gateways.Informer(), []string{
 			cache.NamespaceIndex, GatewayClassNameIndex, GatewayCertificateSecretIndex, GatewaySelectsNamespacesIndex, GatewayParametersIndex,
 		}},
-		"GatewayConfig": {i.GatewayConfigs, []string{cache.NamespaceIndex}},
+		"GatewayConfig":  {i.GatewayConfigs, []string{cache.NamespaceIndex}},
 		"ReferenceGrant": {i.ReferenceGrants.Informer(), []string{cache.NamespaceIndex}},
 		"Namespace":      {i.Namespaces.Informer(), []string{cache.NamespaceIndex}},
 		"Service":        {i.Services.Informer(), []string{cache.NamespaceIndex}},
