@@ -1,0 +1,366 @@
+package dataplane
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/api/v1alpha1"
+)
+
+// Labels of every object this package writes, and of the gateway pods. The Gateway API
+// names the first two (GEP-1762); ManagedByLabel is what the informers select on, so
+// unrelated objects in the cluster are never cached.
+const (
+	GatewayNameLabel  = "gateway.networking.k8s.io/gateway-name"
+	GatewayClassLabel = "gateway.networking.k8s.io/gateway-class-name"
+	ManagedByLabel    = "app.kubernetes.io/managed-by"
+	ManagedByValue    = "consul-gateway-controller"
+)
+
+// AutoscaledAnnotation on a Gateway, with the value "true", leaves the replicas of its
+// Deployment to whoever else sets them (a HorizontalPodAutoscaler): the controller's
+// apply then carries no replicas, so it never fights them.
+const AutoscaledAnnotation = "consul-gateway-controller.github.io/autoscaled"
+
+// Ports of the consul-dataplane container besides the listeners'.
+const (
+	readyPort = 21000 // Envoy's readiness endpoint, /ready
+	adminPort = 19000 // Envoy's admin API, on loopback only
+)
+
+// caMountPath is where a GatewayConfig's CA Secret is mounted.
+const caMountPath = "/consul/tls"
+
+// Defaults are what a Gateway without a GatewayConfig (or one that leaves a field
+// unset) is deployed with; they come from the controller's flags.
+type Defaults struct {
+	Image         string
+	ConsulAddress string
+	GRPCPort      int32
+}
+
+// Gateway is what the desired objects are built from: a Gateway whose Accepted=True
+// status the API server has confirmed, its class, and the GatewayConfig it is
+// deployed with (nil for none).
+type Gateway struct {
+	Gateway *gatewayv1.Gateway
+	Class   *gatewayv1.GatewayClass
+	Config  *v1alpha1.GatewayConfig
+}
+
+// Objects are the desired ServiceAccount, Deployment and Service of one Gateway, as
+// server-side apply configurations: exactly the fields this controller owns.
+type Objects struct {
+	ServiceAccount *corev1ac.ServiceAccountApplyConfiguration
+	Deployment     *appsv1ac.DeploymentApplyConfiguration
+	Service        *corev1ac.ServiceApplyConfiguration
+}
+
+// Name is the name of a Gateway's ServiceAccount, Deployment and Service:
+// "<gateway>-<class>" as GEP-1762 suggests, shortened with a hash when it would exceed
+// the 63 characters a Service name may have.
+func Name(gateway *gatewayv1.Gateway) string {
+	name := gateway.Name + "-" + string(gateway.Spec.GatewayClassName)
+	if len(name) <= 63 {
+		return name
+	}
+	sum := sha256.Sum256([]byte(name))
+	return name[:54] + "-" + hex.EncodeToString(sum[:])[:8]
+}
+
+// Desired computes the objects a Gateway's data plane consists of. It is pure: the same
+// input gives the same objects.
+func Desired(in Gateway, defaults Defaults) Objects {
+	gw := in.Gateway
+	name := Name(gw)
+	labels := objectLabels(in)
+	annotations := infrastructureAnnotations(gw)
+	owner := metav1ac.OwnerReference().
+		WithAPIVersion(gatewayv1.GroupVersion.String()).WithKind("Gateway").
+		WithName(gw.Name).WithUID(gw.UID).
+		WithController(true).WithBlockOwnerDeletion(true)
+	spec := configSpec(in.Config)
+
+	sa := corev1ac.ServiceAccount(name, gw.Namespace).
+		WithLabels(labels).WithOwnerReferences(owner)
+	if len(annotations) > 0 {
+		sa.WithAnnotations(annotations)
+	}
+	return Objects{
+		ServiceAccount: sa,
+		Deployment:     deployment(in, name, labels, annotations, owner, spec, defaults),
+		Service:        service(in, name, labels, owner, spec),
+	}
+}
+
+func configSpec(config *v1alpha1.GatewayConfig) v1alpha1.GatewayConfigSpec {
+	if config == nil {
+		return v1alpha1.GatewayConfigSpec{}
+	}
+	return config.Spec
+}
+
+// objectLabels are the Gateway's spec.infrastructure.labels, then the labels that say
+// which Gateway an object serves: those win over a user's label of the same key.
+func objectLabels(in Gateway) map[string]string {
+	labels := map[string]string{}
+	if infra := in.Gateway.Spec.Infrastructure; infra != nil {
+		for k, v := range infra.Labels {
+			labels[string(k)] = string(v)
+		}
+	}
+	maps.Copy(labels, selectorLabels(in.Gateway))
+	labels[GatewayClassLabel] = string(in.Gateway.Spec.GatewayClassName)
+	return labels
+}
+
+// selectorLabels select a Gateway's pods. They never change for a Gateway (a
+// Deployment's selector is immutable): a class change relabels, but does not reselect.
+func selectorLabels(gw *gatewayv1.Gateway) map[string]string {
+	return map[string]string{GatewayNameLabel: gw.Name, ManagedByLabel: ManagedByValue}
+}
+
+func infrastructureAnnotations(gw *gatewayv1.Gateway) map[string]string {
+	out := map[string]string{}
+	if infra := gw.Spec.Infrastructure; infra != nil {
+		for k, v := range infra.Annotations {
+			out[string(k)] = string(v)
+		}
+	}
+	return out
+}
+
+func deployment(in Gateway, name string, labels, annotations map[string]string, owner *metav1ac.OwnerReferenceApplyConfiguration, spec v1alpha1.GatewayConfigSpec, defaults Defaults) *appsv1ac.DeploymentApplyConfiguration {
+	gw := in.Gateway
+	podTemplate := corev1ac.PodTemplateSpec().
+		WithLabels(labels).
+		WithSpec(podSpec(in, name, spec, defaults))
+	if len(annotations) > 0 {
+		podTemplate.WithAnnotations(annotations)
+	}
+	deploymentSpec := appsv1ac.DeploymentSpec().
+		WithSelector(metav1ac.LabelSelector().WithMatchLabels(selectorLabels(gw))).
+		WithTemplate(podTemplate)
+	if gw.Annotations[AutoscaledAnnotation] != "true" {
+		deploymentSpec.WithReplicas(replicas(spec.Replicas))
+	}
+	d := appsv1ac.Deployment(name, gw.Namespace).
+		WithLabels(labels).
+		WithOwnerReferences(owner).
+		WithSpec(deploymentSpec)
+	if len(annotations) > 0 {
+		d.WithAnnotations(annotations)
+	}
+	return d
+}
+
+// replicas is the default number of pods, kept within min and max; unset means 1.
+func replicas(r *v1alpha1.Replicas) int32 {
+	n := int32(1)
+	if r == nil {
+		return n
+	}
+	if r.Default != nil {
+		n = *r.Default
+	}
+	if r.Min != nil && n < *r.Min {
+		n = *r.Min
+	}
+	if r.Max != nil && n > *r.Max {
+		n = *r.Max
+	}
+	return n
+}
+
+func podSpec(in Gateway, name string, spec v1alpha1.GatewayConfigSpec, defaults Defaults) *corev1ac.PodSpecApplyConfiguration {
+	pod := corev1ac.PodSpec().
+		WithServiceAccountName(name).
+		WithContainers(container(in, spec, defaults)).
+		WithSecurityContext(corev1ac.PodSecurityContext().
+			// Envoy binds the listeners' ports, some below 1024, without any capability.
+			WithSysctls(corev1ac.Sysctl().WithName("net.ipv4.ip_unprivileged_port_start").WithValue("0")).
+			WithRunAsNonRoot(true).
+			WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault)))
+	if len(spec.NodeSelector) > 0 {
+		pod.WithNodeSelector(spec.NodeSelector)
+	}
+	for i := range spec.Tolerations {
+		t := spec.Tolerations[i]
+		toleration := corev1ac.Toleration().WithKey(t.Key).WithOperator(t.Operator).WithValue(t.Value).WithEffect(t.Effect)
+		if t.TolerationSeconds != nil {
+			toleration.WithTolerationSeconds(*t.TolerationSeconds)
+		}
+		pod.WithTolerations(toleration)
+	}
+	// The root filesystem is read-only; consul-dataplane writes Envoy's bootstrap to
+	// a temporary directory.
+	pod.WithVolumes(corev1ac.Volume().WithName("tmp").WithEmptyDir(corev1ac.EmptyDirVolumeSource()))
+	if tls := consulTLS(spec); tls != nil && tls.CASecretName != "" {
+		pod.WithVolumes(corev1ac.Volume().WithName("consul-ca").
+			WithSecret(corev1ac.SecretVolumeSource().WithSecretName(tls.CASecretName)))
+	}
+	return pod
+}
+
+func consulTLS(spec v1alpha1.GatewayConfigSpec) *v1alpha1.ConsulTLS {
+	if spec.Consul == nil {
+		return nil
+	}
+	return spec.Consul.TLS
+}
+
+// container runs consul-dataplane as the gateway's proxy: it logs in to Consul when an
+// auth method is set, asks Consul's xDS server for the configuration of the catalog
+// instance named like the pod (registered on the node "<node>-virtual"), and starts
+// Envoy with it.
+func container(in Gateway, spec v1alpha1.GatewayConfigSpec, defaults Defaults) *corev1ac.ContainerApplyConfiguration {
+	c := corev1ac.Container().
+		WithName("consul-dataplane").
+		WithImage(orDefault(spec.Image, defaults.Image)).
+		WithArgs(dataplaneArgs(spec, defaults)...).
+		WithEnv(
+			fieldEnv("POD_NAME", "metadata.name"),
+			fieldEnv("POD_IP", "status.podIP"),
+			fieldEnv("NODE_NAME", "spec.nodeName"),
+		).
+		WithPorts(corev1ac.ContainerPort().WithName("ready").WithContainerPort(readyPort).WithProtocol(corev1.ProtocolTCP)).
+		WithReadinessProbe(corev1ac.Probe().
+			WithHTTPGet(corev1ac.HTTPGetAction().WithPath("/ready").WithPort(intstr.FromString("ready"))).
+			WithPeriodSeconds(5)).
+		WithSecurityContext(corev1ac.SecurityContext().
+			WithAllowPrivilegeEscalation(false).
+			WithReadOnlyRootFilesystem(true).
+			WithCapabilities(corev1ac.Capabilities().WithDrop("ALL")))
+	for _, port := range listenerPorts(in.Gateway) {
+		c.WithPorts(corev1ac.ContainerPort().WithName(portName(port)).WithContainerPort(int32(port)).WithProtocol(corev1.ProtocolTCP))
+	}
+	c.WithVolumeMounts(corev1ac.VolumeMount().WithName("tmp").WithMountPath("/tmp"))
+	if spec.Resources != nil {
+		c.WithResources(corev1ac.ResourceRequirements().WithRequests(spec.Resources.Requests).WithLimits(spec.Resources.Limits))
+	}
+	if tls := consulTLS(spec); tls != nil && tls.CASecretName != "" {
+		c.WithVolumeMounts(corev1ac.VolumeMount().WithName("consul-ca").WithMountPath(caMountPath).WithReadOnly(true))
+	}
+	return c
+}
+
+func dataplaneArgs(spec v1alpha1.GatewayConfigSpec, defaults Defaults) []string {
+	consul := v1alpha1.ConsulConnection{}
+	if spec.Consul != nil {
+		consul = *spec.Consul
+	}
+	grpcPort := defaults.GRPCPort
+	if consul.GRPCPort != nil {
+		grpcPort = *consul.GRPCPort
+	}
+	args := []string{
+		"-addresses=" + orDefault(consul.Address, defaults.ConsulAddress),
+		"-grpc-port=" + strconv.Itoa(int(grpcPort)),
+		"-proxy-service-id=$(POD_NAME)",
+		"-service-node-name=$(NODE_NAME)-virtual",
+		"-log-level=" + orDefault(spec.LogLevel, "info"),
+		"-envoy-admin-bind-address=127.0.0.1",
+		"-envoy-admin-bind-port=" + strconv.Itoa(adminPort),
+		"-envoy-ready-bind-address=$(POD_IP)",
+		"-envoy-ready-bind-port=" + strconv.Itoa(readyPort),
+	}
+	switch tls := consul.TLS; {
+	case tls == nil:
+		args = append(args, "-tls-disabled")
+	default:
+		if tls.ServerName != "" {
+			args = append(args, "-tls-server-name="+tls.ServerName)
+		}
+		if tls.CASecretName != "" {
+			args = append(args, "-ca-certs="+caMountPath+"/"+corev1.ServiceAccountRootCAKey)
+		}
+	}
+	if consul.AuthMethod != "" {
+		args = append(args,
+			"-credential-type=login",
+			"-login-auth-method="+consul.AuthMethod,
+			"-login-bearer-token-path=/var/run/secrets/kubernetes.io/serviceaccount/token",
+		)
+	}
+	return args
+}
+
+func fieldEnv(name, path string) *corev1ac.EnvVarApplyConfiguration {
+	return corev1ac.EnvVar().WithName(name).WithValueFrom(corev1ac.EnvVarSource().
+		WithFieldRef(corev1ac.ObjectFieldSelector().WithFieldPath(path)))
+}
+
+// service exposes one port per distinct listener port; listeners sharing a port share
+// the Service port (Consul's api-gateway serves them on one Envoy listener).
+func service(in Gateway, name string, labels map[string]string, owner *metav1ac.OwnerReferenceApplyConfiguration, spec v1alpha1.GatewayConfigSpec) *corev1ac.ServiceApplyConfiguration {
+	gw := in.Gateway
+	serviceType := corev1.ServiceTypeLoadBalancer
+	if spec.Service != nil && spec.Service.Type != nil {
+		serviceType = *spec.Service.Type
+	}
+	serviceSpec := corev1ac.ServiceSpec().
+		WithType(serviceType).
+		WithSelector(selectorLabels(gw))
+	for _, port := range listenerPorts(gw) {
+		serviceSpec.WithPorts(corev1ac.ServicePort().
+			WithName(portName(port)).
+			WithProtocol(corev1.ProtocolTCP).
+			WithPort(int32(port)).
+			WithTargetPort(intstr.FromInt32(int32(port))))
+	}
+	svc := corev1ac.Service(name, gw.Namespace).
+		WithLabels(labels).
+		WithOwnerReferences(owner).
+		WithSpec(serviceSpec)
+	if annotations := serviceAnnotations(gw, spec); len(annotations) > 0 {
+		svc.WithAnnotations(annotations)
+	}
+	return svc
+}
+
+// serviceAnnotations are the infrastructure annotations and the Gateway's own
+// annotations the GatewayConfig says to copy.
+func serviceAnnotations(gw *gatewayv1.Gateway, spec v1alpha1.GatewayConfigSpec) map[string]string {
+	out := infrastructureAnnotations(gw)
+	if spec.Service == nil {
+		return out
+	}
+	for _, key := range spec.Service.CopyAnnotations {
+		if v, ok := gw.Annotations[key]; ok {
+			out[key] = v
+		}
+	}
+	return out
+}
+
+// listenerPorts are the distinct ports of the Gateway's listeners, ascending.
+func listenerPorts(gw *gatewayv1.Gateway) []gatewayv1.PortNumber {
+	var ports []gatewayv1.PortNumber
+	for _, l := range gw.Spec.Listeners {
+		if !slices.Contains(ports, l.Port) {
+			ports = append(ports, l.Port)
+		}
+	}
+	slices.Sort(ports)
+	return ports
+}
+
+func portName(port gatewayv1.PortNumber) string { return fmt.Sprintf("port-%d", port) }
+
+func orDefault(value, fallback string) string {
+	if value == "" {
+		return fallback
+	}
+	return value
+}
