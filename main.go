@@ -19,6 +19,7 @@ import (
 	consulapi "github.com/hashicorp/consul/api"
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/listers"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -33,6 +34,7 @@ import (
 	configclient "github.com/consul-gateway-controller/consul-gateway-controller/api/client"
 	"github.com/consul-gateway-controller/consul-gateway-controller/api/v1alpha1"
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul"
+	"github.com/consul-gateway-controller/consul-gateway-controller/dataplane"
 	"github.com/consul-gateway-controller/consul-gateway-controller/informers"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/consullimits"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/leader"
@@ -129,13 +131,37 @@ func run(ctx context.Context, opts *options.Options) error {
 		OwnerExists: inf.Exists,
 		Workers:     opts.ConsulWorkers,
 	})
+	publishers := gwsync.Publishers{syncer}
+	var (
+		owned       *informers.Owned
+		deployer    *dataplane.Controller
+		deployments gwsync.GatewayDeployments
+	)
+	if opts.DeployGateways {
+		owned = informers.NewOwned(kube, dataplane.ManagedSelector, 0)
+		deployer, err = dataplane.NewController(ctx, dataplane.Config{
+			Client:       kube,
+			Classes:      inf.GatewayClasses.Lister(),
+			Configs:      listers.New[*v1alpha1.GatewayConfig](inf.GatewayConfigs.GetIndexer(), v1alpha1.Resource("gatewayconfigs")),
+			Owned:        owned,
+			Defaults:     opts.GatewayDefaults(),
+			FieldManager: fieldManager,
+			Workers:      opts.DataplaneWorkers,
+		})
+		if err != nil {
+			return err
+		}
+		publishers = append(publishers, deployer)
+		deployments = deployer
+	}
 	controller, err := gwsync.NewController(ctx, gwsync.Config{
 		ControllerName: gatewayv1.GatewayController(opts.ControllerName),
 		Capabilities:   consullimits.Consul115,
 		Informers:      inf,
 		GatewayClient:  gateway,
-		Publisher:      syncer,
+		Publisher:      publishers,
 		DataPlane:      syncer,
+		Deployments:    deployments,
 		Workers:        gwsync.Workers{GatewayClasses: 1, Gateways: opts.GatewayWorkers, Routes: opts.RouteWorkers},
 		BundleVersion:  bundle.Get,
 		Clock:          clock.RealClock{},
@@ -145,6 +171,12 @@ func run(ctx context.Context, opts *options.Options) error {
 		return err
 	}
 	syncer.OnVerdictChange(controller.Enqueue)
+	if owned != nil {
+		// A gateway pod or Service that changes may change its Gateway's status.
+		if err := owned.AddEventHandlers(ctx, func(gw cache.ObjectName) { controller.Enqueue("Gateway", gw) }); err != nil {
+			return err
+		}
+	}
 	if err := bundle.OnChange(controller.EnqueueAllGatewayClasses); err != nil {
 		return err
 	}
@@ -156,10 +188,16 @@ func run(ctx context.Context, opts *options.Options) error {
 	defer cancel()
 	inf.StartWithContext(ctx)
 	go bundle.Run(ctx)
+	if owned != nil {
+		owned.StartWithContext(ctx)
+	}
 	// Probes answer from the start: /readyz says why the process is not ready yet
 	// (for example RBAC that keeps a cache from syncing) instead of refusing connections.
 	var leading atomic.Bool
 	synced := append(inf.HasSynced(), bundle.HasSynced)
+	if owned != nil {
+		synced = append(synced, owned.HasSynced()...)
+	}
 	handler := metrics.Handler(func() error { return ready(synced, consulClient, leading.Load()) }, opts.Profiling)
 	for _, addr := range []string{opts.MetricsBindAddress, opts.HealthProbeBindAddress} {
 		go func() {
@@ -181,8 +219,14 @@ func run(ctx context.Context, opts *options.Options) error {
 		}
 		syncerDone := make(chan error, 1)
 		go func() { syncerDone <- syncer.Run(ctx, controller.InitialSyncDone()) }()
+		deployerDone := make(chan error, 1)
+		if deployer != nil {
+			go func() { deployerDone <- deployer.Run(ctx) }()
+		} else {
+			deployerDone <- nil
+		}
 		err := controller.Run(ctx)
-		return errors.Join(err, <-syncerDone)
+		return errors.Join(err, <-syncerDone, <-deployerDone)
 	}
 	if !opts.LeaderElect {
 		metrics.Leader.Set(1)
@@ -190,6 +234,9 @@ func run(ctx context.Context, opts *options.Options) error {
 	}
 	return leader.Run(ctx, clients.leaderElection, opts.LeaderConfig(), writers)
 }
+
+// fieldManager names this controller in the managedFields of what it applies.
+const fieldManager = "consul-gateway-controller"
 
 // sideClients are the clients of requests that must not wait behind status writes in
 // the main client's rate limiter. A Lease renewal that waits there past the renew

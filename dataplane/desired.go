@@ -22,11 +22,14 @@ import (
 // names the first two (GEP-1762); ManagedByLabel is what the informers select on, so
 // unrelated objects in the cluster are never cached.
 const (
-	GatewayNameLabel  = "gateway.networking.k8s.io/gateway-name"
-	GatewayClassLabel = "gateway.networking.k8s.io/gateway-class-name"
+	GatewayNameLabel  = gatewayv1.GatewayNameLabelKey
+	GatewayClassLabel = gatewayv1.GatewayClassNameLabelKey
 	ManagedByLabel    = "app.kubernetes.io/managed-by"
 	ManagedByValue    = "consul-gateway-controller"
 )
+
+// ManagedSelector selects the objects this package writes, and the gateway pods.
+var ManagedSelector = ManagedByLabel + "=" + ManagedByValue
 
 // AutoscaledAnnotation on a Gateway, with the value "true", leaves the replicas of its
 // Deployment to whoever else sets them (a HorizontalPodAutoscaler): the controller's
@@ -298,7 +301,7 @@ func dataplaneArgs(spec v1alpha1.GatewayConfigSpec, defaults Defaults) []string 
 
 func fieldEnv(name, path string) *corev1ac.EnvVarApplyConfiguration {
 	return corev1ac.EnvVar().WithName(name).WithValueFrom(corev1ac.EnvVarSource().
-		WithFieldRef(corev1ac.ObjectFieldSelector().WithFieldPath(path)))
+		WithFieldRef(corev1ac.ObjectFieldSelector().WithAPIVersion("v1").WithFieldPath(path)))
 }
 
 // service exposes one port per distinct listener port; listeners sharing a port share

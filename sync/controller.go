@@ -64,6 +64,16 @@ type Publisher interface {
 	Publish(ctx context.Context, c Confirmation)
 }
 
+// Publishers hands each confirmation to every one of its Publishers, in order.
+type Publishers []Publisher
+
+// Publish implements Publisher.
+func (ps Publishers) Publish(ctx context.Context, c Confirmation) {
+	for _, p := range ps {
+		p.Publish(ctx, c)
+	}
+}
+
 // Workers is the number of workers per kind; Routes is per route kind.
 type Workers struct {
 	GatewayClasses, Gateways, Routes int
@@ -79,6 +89,9 @@ type Config struct {
 	Workers        Workers
 	// DataPlane reports Consul's verdicts; nil means none is wired in.
 	DataPlane DataPlane
+	// Deployments reports the gateway pods and Services this controller deploys; nil
+	// when it deploys none.
+	Deployments GatewayDeployments
 	// BundleVersion returns the bundle-version annotation of the installed Gateway API
 	// CRDs, "" when unknown.
 	BundleVersion func() string
@@ -117,6 +130,7 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 			controllerName: cfg.ControllerName,
 			caps:           cfg.Capabilities,
 			dataPlane:      cfg.DataPlane,
+			deployments:    cfg.Deployments,
 			classes:        inf.GatewayClasses.Lister(),
 			gateways:       inf.Gateways.Lister(),
 			namespaces:     inf.Namespaces.Lister(),
@@ -184,7 +198,11 @@ func (c *Controller) EnqueueAllGatewayClasses() {
 // in-flight sync has finished.
 func (c *Controller) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
-	if !cache.WaitForNamedCacheSyncWithContext(ctx, append(c.informers.HasSynced(), c.dataPlane.HasSynced)...) {
+	synced := append(c.informers.HasSynced(), c.dataPlane.HasSynced)
+	if c.deployments != nil {
+		synced = append(synced, c.deployments.HasSynced)
+	}
+	if !cache.WaitForNamedCacheSyncWithContext(ctx, synced...) {
 		return fmt.Errorf("caches did not sync: %w", context.Cause(ctx))
 	}
 	c.initial.expect(c.cachedKeys())

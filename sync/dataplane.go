@@ -34,3 +34,22 @@ type noDataPlane struct{}
 
 func (noDataPlane) Verdict(gatewayv1.Kind, cache.ObjectName) Verdict { return Verdict{} }
 func (noDataPlane) HasSynced() bool                                  { return true }
+
+// GatewayDeployments reports the state of the pods and Service a Gateway is deployed
+// with, when this controller deploys them. The Gateway's addresses come from it, and
+// its Programmed condition needs a Ready pod and an address besides Consul's verdict.
+type GatewayDeployments interface {
+	State(gw *gatewayv1.Gateway) DeploymentState
+	// HasSynced reports whether the caches the states come from have synced.
+	HasSynced() bool
+}
+
+// DeploymentState is what a Gateway's data plane looks like in the cluster.
+type DeploymentState struct {
+	// Addresses are the Gateway's addresses, from its Service.
+	Addresses []gatewayv1.GatewayStatusAddress
+	// ReadyPods counts the gateway pods that are Ready.
+	ReadyPods int
+	// Problem says why the data plane cannot be deployed at all; "" when it can.
+	Problem string
+}

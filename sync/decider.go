@@ -27,6 +27,8 @@ type decider struct {
 	controllerName gatewayv1.GatewayController
 	caps           consullimits.Capabilities
 	dataPlane      DataPlane
+	// deployments is nil when this controller does not deploy gateways.
+	deployments GatewayDeployments
 
 	classes    gatewaylisters.GatewayClassLister
 	gateways   gatewaylisters.GatewayLister

@@ -22,11 +22,30 @@ type parameters struct {
 
 // classParameters judges a class's parametersRef.
 func (d *decider) classParameters(class *gatewayv1.GatewayClass) (parameters, error) {
+	return classParameters(d.configs, class)
+}
+
+func classParameters(configs listers.ResourceIndexer[*v1alpha1.GatewayConfig], class *gatewayv1.GatewayClass) (parameters, error) {
 	ref, ok := gatewayapi.ClassParameters(class)
 	if !ok {
 		return parameters{}, nil
 	}
-	return d.resolveParameters(ref)
+	return resolveParameters(configs, ref)
+}
+
+// GatewayConfigFor returns the GatewayConfig a Gateway of class is deployed with: the
+// one its own spec.infrastructure.parametersRef names, else its class's; nil when
+// neither names one. problem says why a named one cannot be used, as the Gateway's or
+// the class's Accepted condition says it.
+func GatewayConfigFor(configs listers.ResourceIndexer[*v1alpha1.GatewayConfig], gw *gatewayv1.Gateway, class *gatewayv1.GatewayClass) (config *v1alpha1.GatewayConfig, problem string, err error) {
+	p, err := classParameters(configs, class)
+	if err != nil || p.problem != "" {
+		return nil, p.problem, err
+	}
+	if ref, ok := gatewayapi.GatewayParameters(gw); ok {
+		p, err = resolveParameters(configs, ref)
+	}
+	return p.config, p.problem, err
 }
 
 // gatewayParameters judges a Gateway's own spec.infrastructure.parametersRef; a
@@ -36,18 +55,18 @@ func (d *decider) gatewayParameters(gw *gatewayv1.Gateway) (parameters, bool, er
 	if !ok {
 		return parameters{}, false, nil
 	}
-	p, err := d.resolveParameters(ref)
+	p, err := resolveParameters(d.configs, ref)
 	return p, true, err
 }
 
 // resolveParameters finds and validates the GatewayConfig ref names. A missing config
 // is a problem of the reference, not an error: it may be created later, and its event
 // brings the referrers back (informers.GatewayClassParametersIndex).
-func (d *decider) resolveParameters(ref gatewayapi.ParametersRef) (parameters, error) {
+func resolveParameters(configs listers.ResourceIndexer[*v1alpha1.GatewayConfig], ref gatewayapi.ParametersRef) (parameters, error) {
 	if ref.Problem != "" {
 		return parameters{problem: ref.Problem}, nil
 	}
-	config, err := listers.NewNamespaced(d.configs, ref.Config.Namespace).Get(ref.Config.Name)
+	config, err := listers.NewNamespaced(configs, ref.Config.Namespace).Get(ref.Config.Name)
 	if apierrors.IsNotFound(err) {
 		return parameters{problem: fmt.Sprintf("GatewayConfig %s does not exist", ref.Config)}, nil
 	}

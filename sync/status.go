@@ -91,12 +91,20 @@ func (d *decider) gatewayStatus(gw *gatewayv1.Gateway, class *gatewayv1.GatewayC
 	}
 	gen := gw.Generation
 	verdict := d.dataPlane.Verdict("Gateway", cache.MetaObjectToName(gw))
-	programmed := gatewayProgrammed(v, verdict, gen)
+	var deployed *DeploymentState
+	if d.deployments != nil {
+		state := d.deployments.State(gw)
+		deployed = &state
+	}
+	programmed := gatewayProgrammed(v, verdict, deployed, gen)
 	status := gatewayv1.GatewayStatus{
 		Conditions: mergeConditions(gw.Status.Conditions, []metav1.Condition{
 			condition(gatewayv1.GatewayConditionAccepted, v.accepted, v.reason, v.message, gen),
 			programmed,
 		}, now),
+	}
+	if deployed != nil {
+		status.Addresses = deployed.Addresses
 	}
 	for i := range v.listeners {
 		st := &v.listeners[i]
@@ -119,18 +127,31 @@ func existingListenerConditions(gw *gatewayv1.Gateway, name gatewayv1.SectionNam
 	return nil
 }
 
-// gatewayProgrammed is the Gateway's Programmed condition: Consul's verdict on its
-// api-gateway entry once the Gateway is accepted.
-func gatewayProgrammed(v gatewayVerdict, verdict Verdict, gen int64) metav1.Condition {
+// gatewayProgrammed is the Gateway's Programmed condition once it is accepted:
+// Consul's verdict on its api-gateway entry and, when this controller deploys the
+// Gateway (deployed is not nil), an address and a Ready gateway pod.
+func gatewayProgrammed(v gatewayVerdict, verdict Verdict, deployed *DeploymentState, gen int64) metav1.Condition {
+	const programmedType = gatewayv1.GatewayConditionProgrammed
 	switch {
 	case !v.accepted:
-		return condition(gatewayv1.GatewayConditionProgrammed, false, gatewayv1.GatewayReasonInvalid, "The Gateway is not accepted", gen)
+		return condition(programmedType, false, gatewayv1.GatewayReasonInvalid, "The Gateway is not accepted", gen)
+	case deployed != nil && deployed.Problem != "":
+		return condition(programmedType, false, gatewayv1.GatewayReasonPending, deployed.Problem, gen)
 	case !verdict.Known:
-		return condition(gatewayv1.GatewayConditionProgrammed, false, gatewayv1.GatewayReasonPending, "Waiting for Consul to accept the gateway", gen)
-	case verdict.Programmed:
-		return condition(gatewayv1.GatewayConditionProgrammed, true, gatewayv1.GatewayReasonProgrammed, "Consul accepted the api-gateway entry", gen)
+		return condition(programmedType, false, gatewayv1.GatewayReasonPending, "Waiting for Consul to accept the gateway", gen)
+	case !verdict.Programmed:
+		return condition(programmedType, false, verdict.Reason, verdict.Message, gen)
+	case deployed == nil:
+		return condition(programmedType, true, gatewayv1.GatewayReasonProgrammed, "Consul accepted the api-gateway entry", gen)
+	case len(deployed.Addresses) == 0:
+		return condition(programmedType, false, gatewayv1.GatewayReasonAddressNotAssigned,
+			"Consul accepted the api-gateway entry; the gateway's Service has no address yet (a LoadBalancer waits for its load balancer)", gen)
+	case deployed.ReadyPods == 0:
+		return condition(programmedType, false, gatewayv1.GatewayReasonPending,
+			"Consul accepted the api-gateway entry; waiting for a gateway pod to be Ready", gen)
 	default:
-		return condition(gatewayv1.GatewayConditionProgrammed, false, verdict.Reason, verdict.Message, gen)
+		return condition(programmedType, true, gatewayv1.GatewayReasonProgrammed,
+			"Consul accepted the api-gateway entry, and gateway pods are Ready behind the Gateway's addresses", gen)
 	}
 }
 

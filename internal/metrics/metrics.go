@@ -40,6 +40,13 @@ var (
 		Help: "Status writes to the Kubernetes API server, by kind and result (ok, conflict, error).",
 	}, []string{"kind", "result"})
 
+	// GatewayObjectApplies counts server-side applies of gateway Deployments, Services
+	// and ServiceAccounts.
+	GatewayObjectApplies = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "gateway_object_applies_total",
+		Help: "Server-side applies of the Deployments, Services and ServiceAccounts of Gateways, by kind and result (ok, conflict, error).",
+	}, []string{"kind", "result"})
+
 	// ConsulWrites counts config entry writes to Consul.
 	ConsulWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace, Name: "consul_writes_total",
@@ -102,7 +109,7 @@ func init() {
 	Registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		StatusWrites, ConsulWrites, DriftCorrections, GCDeletions, SyncDuration, Leader,
+		StatusWrites, GatewayObjectApplies, ConsulWrites, DriftCorrections, GCDeletions, SyncDuration, Leader,
 		TranslateDuration, TranslatedObjects, ConsulRequestDuration, ConsulEntriesCompared,
 	)
 	registerRESTClientMetrics()

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"strings"
 	"time"
@@ -16,7 +17,9 @@ import (
 	cliflag "k8s.io/component-base/cli/flag"
 	"k8s.io/klog/v2"
 
+	"github.com/consul-gateway-controller/consul-gateway-controller/api/v1alpha1"
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul"
+	"github.com/consul-gateway-controller/consul-gateway-controller/dataplane"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/leader"
 	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
 )
@@ -47,6 +50,14 @@ type Options struct {
 	ConsulCACert    string
 	Naming          consul.Naming
 	Translation     consul.Options
+
+	// DeployGateways runs the data plane: each accepted Gateway gets its gateway pods
+	// and Service (package dataplane).
+	DeployGateways   bool
+	DataplaneWorkers int
+	// Gateway holds the defaults of gateway pods without a GatewayConfig saying
+	// otherwise; an empty ConsulAddress means the host of the Consul HTTP address.
+	Gateway dataplane.Defaults
 }
 
 // New returns the defaults.
@@ -58,6 +69,9 @@ func New() *Options {
 		GatewayWorkers:         2,
 		RouteWorkers:           4,
 		ConsulWorkers:          2,
+		DeployGateways:         true,
+		DataplaneWorkers:       2,
+		Gateway:                dataplane.Defaults{Image: v1alpha1.DefaultImage, GRPCPort: v1alpha1.DefaultGRPCPort},
 		ClusterID:              "default",
 		LeaderElect:            true,
 		MetricsBindAddress:     ":8080",
@@ -126,6 +140,13 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 	fs.StringVar(&o.Naming.MirrorPrefix, "consul-mirror-namespaces-prefix", o.Naming.MirrorPrefix, "Prefix of mirrored Consul namespaces (with --consul-mirror-namespaces).")
 	fs.BoolVar(&o.Translation.ManageServiceDefaults, "manage-service-defaults", o.Translation.ManageServiceDefaults, "Write service-defaults with protocol http for HTTP backends that have none.")
 
+	fs = fss.FlagSet("gateway data plane")
+	fs.BoolVar(&o.DeployGateways, "deploy-gateways", o.DeployGateways, "Deploy each accepted Gateway's consul-dataplane pods and Service, and require a Ready pod and an address for Programmed. Disable when the gateways are deployed by other means.")
+	fs.IntVar(&o.DataplaneWorkers, "dataplane-workers", o.DataplaneWorkers, "Workers applying gateway Deployments, Services and ServiceAccounts.")
+	fs.StringVar(&o.Gateway.Image, "gateway-image", o.Gateway.Image, "consul-dataplane image of gateway pods whose GatewayConfig names none.")
+	fs.StringVar(&o.Gateway.ConsulAddress, "gateway-consul-address", o.Gateway.ConsulAddress, "Consul server address of gateway pods whose GatewayConfig names none (consul-dataplane -addresses). Empty means the host of the Consul HTTP address.")
+	fs.Int32Var(&o.Gateway.GRPCPort, "gateway-consul-grpc-port", o.Gateway.GRPCPort, "Consul servers' gRPC port for gateway pods whose GatewayConfig names none.")
+
 	var klogFlags flag.FlagSet
 	klog.InitFlags(&klogFlags)
 	fss.FlagSet("logging").AddGoFlagSet(&klogFlags)
@@ -154,7 +175,7 @@ func (o *Options) Validate() error {
 	for _, f := range []struct {
 		name string
 		n    int
-	}{{"--gateway-workers", o.GatewayWorkers}, {"--route-workers", o.RouteWorkers}, {"--consul-workers", o.ConsulWorkers}, {"--kube-api-burst", o.KubeAPIBurst}} {
+	}{{"--gateway-workers", o.GatewayWorkers}, {"--route-workers", o.RouteWorkers}, {"--consul-workers", o.ConsulWorkers}, {"--kube-api-burst", o.KubeAPIBurst}, {"--dataplane-workers", o.DataplaneWorkers}} {
 		if f.n < 1 {
 			errs = append(errs, fmt.Errorf("%s %d: want at least 1", f.name, f.n))
 		}
@@ -176,6 +197,9 @@ func (o *Options) Validate() error {
 	if !o.Naming.MirrorNamespaces && o.Naming.MirrorPrefix != "" {
 		errs = append(errs, errors.New("--consul-mirror-namespaces-prefix needs --consul-mirror-namespaces"))
 	}
+	if o.Gateway.GRPCPort < 1 || o.Gateway.GRPCPort > 65535 {
+		errs = append(errs, fmt.Errorf("--gateway-consul-grpc-port %d: want a port", o.Gateway.GRPCPort))
+	}
 	return errors.Join(errs...)
 }
 
@@ -193,6 +217,27 @@ func (o *Options) ConsulConfig() *consulapi.Config {
 		cfg.TLSConfig.CAFile = o.ConsulCACert
 	}
 	return cfg
+}
+
+// GatewayDefaults are the defaults of gateway pods; the Consul address falls back to
+// the host the controller's own Consul client talks to.
+func (o *Options) GatewayDefaults() dataplane.Defaults {
+	d := o.Gateway
+	if d.ConsulAddress == "" {
+		d.ConsulAddress = consulHost(o.ConsulConfig().Address)
+	}
+	return d
+}
+
+// consulHost is the host of a Consul HTTP address (scheme://host:port or host:port).
+func consulHost(address string) string {
+	if _, rest, ok := strings.Cut(address, "://"); ok {
+		address = rest
+	}
+	if host, _, err := net.SplitHostPort(address); err == nil {
+		return host
+	}
+	return address
 }
 
 // Ownership is how entries written with these options are marked.

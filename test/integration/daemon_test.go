@@ -50,7 +50,7 @@ func TestDaemon(t *testing.T) {
 	}
 	consulToken := "daemon-test-consul-token-6b1f0e2c"
 	p := startControllerProcess(t, "daemon", processOptions{kubeconfig: kubeconfig, consulToken: consulToken, args: []string{
-		"--controller-name=" + string(s.controller), "--cluster-id=daemon", "--manage-service-defaults", "-v=10",
+		"--controller-name=" + string(s.controller), "--cluster-id=daemon", "--manage-service-defaults", "-v=10", "--deploy-gateways=false",
 		"--leader-elect-resource-namespace=" + s.ns, "--leader-elect-resource-name=daemon",
 	}})
 
@@ -256,7 +256,7 @@ func TestQuietAtV0(t *testing.T) {
 	s := newConsulStack(t, "quiet")
 	createObject(t, s.route("web"))
 	p := startControllerProcess(t, "quiet", processOptions{args: []string{
-		"--controller-name=" + string(s.controller), "--cluster-id=quiet", "--manage-service-defaults",
+		"--controller-name=" + string(s.controller), "--cluster-id=quiet", "--manage-service-defaults", "--deploy-gateways=false",
 		"--leader-elect-resource-namespace=" + s.ns,
 	}})
 	eventually(t, 60*time.Second, "the example converges", func() (bool, error) {

@@ -34,6 +34,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/consul-gateway-controller/consul-gateway-controller/api/v1alpha1"
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/testcerts"
 	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
@@ -344,9 +345,17 @@ func (x deployExample) create(t *testing.T) {
 			To:   []gatewayv1.ReferenceGrantTo{{Group: "", Kind: "Service"}},
 		},
 	})
+	// The Gateway's own parameters: a ClusterIP Service, so the gateway gets an address
+	// without a cloud load balancer.
+	createObject(t, &v1alpha1.GatewayConfig{
+		ObjectMeta: metav1.ObjectMeta{Namespace: x.ns, Name: "edge"},
+		Spec:       v1alpha1.GatewayConfigSpec{Service: &v1alpha1.ServiceConfig{Type: new(corev1.ServiceTypeClusterIP)}},
+	})
 	createObject(t, &gatewayv1.Gateway{
 		ObjectMeta: metav1.ObjectMeta{Namespace: x.ns, Name: "edge"},
-		Spec: gatewayv1.GatewaySpec{GatewayClassName: gatewayv1.ObjectName(x.class), Listeners: []gatewayv1.Listener{
+		Spec: gatewayv1.GatewaySpec{GatewayClassName: gatewayv1.ObjectName(x.class), Infrastructure: &gatewayv1.GatewayInfrastructure{
+			ParametersRef: &gatewayv1.LocalParametersReference{Group: v1alpha1.GroupName, Kind: v1alpha1.GatewayConfigKind, Name: "edge"},
+		}, Listeners: []gatewayv1.Listener{
 			{Name: "http", Port: 8080, Protocol: gatewayv1.HTTPProtocolType},
 			{Name: "https", Port: 8443, Protocol: gatewayv1.HTTPSProtocolType,
 				TLS: &gatewayv1.ListenerTLSConfig{CertificateRefs: []gatewayv1.SecretObjectReference{{Name: "tls"}}}},

@@ -175,7 +175,7 @@ func startReplicaProcess(t *testing.T, identity string, args []string, opts ...r
 	if err := clientcmd.WriteToFile(*cfg, kubeconfig); err != nil {
 		t.Fatal(err)
 	}
-	r.process = startControllerProcess(t, identity, processOptions{kubeconfig: kubeconfig, consulAddr: r.consul.addr, args: args})
+	r.process = startControllerProcess(t, identity, processOptions{kubeconfig: kubeconfig, consulAddr: r.consul.addr, args: append([]string{"--deploy-gateways=false"}, args...)})
 	return r
 }
 

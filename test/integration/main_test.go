@@ -30,7 +30,9 @@ func TestMain(m *testing.M) {
 			panic(err)
 		}
 	}
-	code := testenv.Main(m, testenv.Options{Users: []string{"viewer"}}, &env)
+	// One fake Node: the deploy tests run the controller as deployed, gateway pods
+	// included.
+	code := testenv.Main(m, testenv.Options{Users: []string{"viewer"}, Nodes: 1}, &env)
 	if binaryDir != "" {
 		_ = os.RemoveAll(binaryDir)
 	}

@@ -18,6 +18,8 @@ import (
 	"k8s.io/client-go/util/retry"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	configclient "github.com/consul-gateway-controller/consul-gateway-controller/api/client"
+	"github.com/consul-gateway-controller/consul-gateway-controller/api/v1alpha1"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/testcerts"
 )
 
@@ -215,6 +217,11 @@ func createObject(t *testing.T, obj runtime.Object) {
 		_, err = gw.UDPRoutes(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
 	case *gatewayv1.ReferenceGrant:
 		_, err = gw.ReferenceGrants(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+	case *v1alpha1.GatewayConfig:
+		var configs *configclient.Clientset
+		if configs, err = configclient.NewForConfig(env.Kube.Config("admin")); err == nil {
+			_, err = configs.GatewayConfigs(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		}
 	default:
 		t.Fatalf("createObject: unexpected %T", obj)
 	}

@@ -1,0 +1,223 @@
+package dataplane
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	gosync "sync"
+
+	"github.com/google/go-cmp/cmp"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/listers"
+	"k8s.io/client-go/tools/cache"
+	kworkqueue "k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gatewaylisters "sigs.k8s.io/gateway-api/pkg/client/listers/apis/v1"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/api/v1alpha1"
+	"github.com/consul-gateway-controller/consul-gateway-controller/informers"
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/metrics"
+	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
+	"github.com/consul-gateway-controller/consul-gateway-controller/workqueue"
+)
+
+// Config is what NewController needs.
+type Config struct {
+	Client   kubernetes.Interface
+	Classes  gatewaylisters.GatewayClassLister
+	Configs  listers.ResourceIndexer[*v1alpha1.GatewayConfig]
+	Owned    *informers.Owned
+	Defaults Defaults
+	// FieldManager names the controller in the objects' managedFields.
+	FieldManager string
+	Workers      int
+}
+
+// Controller applies the data plane of every Gateway whose Accepted=True status the API
+// server has confirmed. It learns of them as a Publisher of the status pipeline, like
+// the Consul syncer, and from events on the objects it owns, so a hand edit is put back.
+//
+// A Gateway that stops being accepted keeps what was deployed from its last valid
+// parameters; deleting it lets the garbage collector remove its objects (they carry its
+// controller ownerReference).
+type Controller struct {
+	cfg   Config
+	queue kworkqueue.TypedRateLimitingInterface[cache.ObjectName]
+
+	mu        gosync.Mutex
+	confirmed map[cache.ObjectName]*gatewayv1.Gateway
+	// conflicts says, per Gateway, which object of its name exists without being its.
+	conflicts map[cache.ObjectName]string
+}
+
+// NewController builds the controller and registers its handlers on cfg.Owned.
+func NewController(ctx context.Context, cfg Config) (*Controller, error) {
+	c := &Controller{
+		cfg:       cfg,
+		queue:     workqueue.New[cache.ObjectName]("dataplane"),
+		confirmed: map[cache.ObjectName]*gatewayv1.Gateway{},
+		conflicts: map[cache.ObjectName]string{},
+	}
+	if err := cfg.Owned.AddEventHandlers(ctx, c.queue.Add); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Publish records a confirmed Gateway: one accepted at its current generation is
+// deployed, any other is left as it is.
+func (c *Controller) Publish(_ context.Context, conf gwsync.Confirmation) {
+	if conf.Kind != "Gateway" {
+		return
+	}
+	gw, ok := conf.Object.(*gatewayv1.Gateway)
+	c.mu.Lock()
+	if ok && acceptedNow(gw) {
+		c.confirmed[conf.Key] = gw
+	} else {
+		delete(c.confirmed, conf.Key)
+	}
+	c.mu.Unlock()
+	c.queue.Add(conf.Key)
+}
+
+// acceptedNow reports whether gw's status says Accepted=True for its current spec.
+func acceptedNow(gw *gatewayv1.Gateway) bool {
+	accepted := meta.FindStatusCondition(gw.Status.Conditions, string(gatewayv1.GatewayConditionAccepted))
+	return accepted != nil && accepted.Status == metav1.ConditionTrue && accepted.ObservedGeneration == gw.Generation
+}
+
+// Run waits for the owned caches, then applies until ctx is done. Applying before the
+// caches hold the existing objects would rewrite every one of them on each restart.
+func (c *Controller) Run(ctx context.Context) error {
+	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.cfg.Owned.HasSynced()...) {
+		return fmt.Errorf("gateway object caches did not sync: %w", context.Cause(ctx))
+	}
+	workqueue.Run(ctx, "dataplane", c.queue, c.cfg.Workers, c.sync)
+	return nil
+}
+
+// Conflict says why a Gateway's objects cannot be written, "" when they can: an object
+// of their name exists and another owner controls it.
+func (c *Controller) Conflict(key cache.ObjectName) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.conflicts[key]
+}
+
+func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
+	c.mu.Lock()
+	gw := c.confirmed[key]
+	c.mu.Unlock()
+	if gw == nil {
+		return nil // not accepted (any more): what was deployed stays
+	}
+	class, err := c.cfg.Classes.Get(string(gw.Spec.GatewayClassName))
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("get GatewayClass %s: %w", gw.Spec.GatewayClassName, err)
+	}
+	config, problem, err := gwsync.GatewayConfigFor(c.cfg.Configs, gw, class)
+	if err != nil {
+		return err
+	}
+	if problem != "" {
+		klog.FromContext(ctx).V(4).Info("Parameters not usable; the deployed data plane stays", "gateway", key, "problem", problem)
+		return nil
+	}
+	objects := Desired(Gateway{Gateway: gw, Class: class, Config: config}, c.cfg.Defaults)
+	err = errors.Join(
+		c.applyServiceAccount(ctx, gw, objects.ServiceAccount),
+		c.applyDeployment(ctx, gw, objects.Deployment),
+		c.applyService(ctx, gw, objects.Service),
+	)
+	var conflict notOwnedError
+	c.mu.Lock()
+	if errors.As(err, &conflict) {
+		c.conflicts[key] = conflict.Error()
+		err = nil // nothing a retry can fix; the object's own events bring the key back
+	} else {
+		delete(c.conflicts, key)
+	}
+	c.mu.Unlock()
+	return err
+}
+
+func (c *Controller) applyServiceAccount(ctx context.Context, gw *gatewayv1.Gateway, desired *corev1ac.ServiceAccountApplyConfiguration) error {
+	return apply(ctx, c, gw, "ServiceAccount", desired, *desired.Name,
+		c.cfg.Owned.ServiceAccounts.Lister().ServiceAccounts(gw.Namespace).Get,
+		corev1ac.ExtractServiceAccount,
+		c.cfg.Client.CoreV1().ServiceAccounts(gw.Namespace).Apply)
+}
+
+func (c *Controller) applyDeployment(ctx context.Context, gw *gatewayv1.Gateway, desired *appsv1ac.DeploymentApplyConfiguration) error {
+	return apply(ctx, c, gw, "Deployment", desired, *desired.Name,
+		c.cfg.Owned.Deployments.Lister().Deployments(gw.Namespace).Get,
+		appsv1ac.ExtractDeployment,
+		c.cfg.Client.AppsV1().Deployments(gw.Namespace).Apply)
+}
+
+func (c *Controller) applyService(ctx context.Context, gw *gatewayv1.Gateway, desired *corev1ac.ServiceApplyConfiguration) error {
+	return apply(ctx, c, gw, "Service", desired, *desired.Name,
+		c.cfg.Owned.Services.Lister().Services(gw.Namespace).Get,
+		corev1ac.ExtractService,
+		c.cfg.Client.CoreV1().Services(gw.Namespace).Apply)
+}
+
+// apply writes desired with server-side apply unless the cached object already holds
+// it: the fields this controller manages in the cached object (extract) are compared
+// with desired, so a converged object costs no request, while a field someone else
+// changed (and so took over) makes the apply take it back. Fields the controller does
+// not set (an autoscaler's replicas, another controller's annotations) are not in
+// desired and never fought over.
+//
+// An existing object of the name that this Gateway does not control is never written.
+func apply[T metav1.Object, AC any](ctx context.Context, c *Controller, gw *gatewayv1.Gateway, kind string, desired AC, name string,
+	cached func(name string) (T, error),
+	extract func(obj T, fieldManager string) (AC, error),
+	write func(ctx context.Context, config AC, opts metav1.ApplyOptions) (T, error),
+) error {
+	existing, err := cached(name)
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return fmt.Errorf("get %s %s/%s from cache: %w", kind, gw.Namespace, name, err)
+	case !metav1.IsControlledBy(existing, gw):
+		return notOwnedError{kind: kind, namespace: gw.Namespace, name: name, gateway: gw.Name}
+	default:
+		current, err := extract(existing, c.cfg.FieldManager)
+		if err != nil {
+			return fmt.Errorf("read the fields of %s %s/%s this controller manages: %w", kind, gw.Namespace, name, err)
+		}
+		if apiequality.Semantic.DeepEqual(current, desired) {
+			return nil
+		}
+		if logger := klog.FromContext(ctx); logger.V(4).Enabled() {
+			logger.V(4).Info("Gateway object differs from its desired state", "kind", kind, "object", klog.KRef(gw.Namespace, name), "diff", cmp.Diff(current, desired))
+		}
+	}
+	_, err = write(ctx, desired, metav1.ApplyOptions{FieldManager: c.cfg.FieldManager, Force: true})
+	metrics.GatewayObjectApplies.WithLabelValues(kind, metrics.Result(err)).Inc()
+	if err != nil {
+		return fmt.Errorf("apply %s %s/%s: %w", kind, gw.Namespace, name, err)
+	}
+	klog.FromContext(ctx).V(2).Info("Applied gateway object", "kind", kind, "object", klog.KRef(gw.Namespace, name), "gateway", klog.KObj(gw))
+	return nil
+}
+
+// notOwnedError is an object of the name a Gateway's objects take that is not the
+// Gateway's: a user's, or another Gateway's after a name clash.
+type notOwnedError struct{ kind, namespace, name, gateway string }
+
+func (e notOwnedError) Error() string {
+	return fmt.Sprintf("%s %s/%s exists and is not controlled by Gateway %s; rename or delete it", e.kind, e.namespace, e.name, e.gateway)
+}

@@ -1,0 +1,106 @@
+package dataplane
+
+import (
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/cache"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
+)
+
+// State implements sync.GatewayDeployments from the owned caches: the Gateway's
+// addresses from its Service, and how many of its pods are Ready.
+func (c *Controller) State(gw *gatewayv1.Gateway) gwsync.DeploymentState {
+	state := gwsync.DeploymentState{Problem: c.Conflict(cache.MetaObjectToName(gw))}
+	pods, err := c.cfg.Owned.Pods.Lister().Pods(gw.Namespace).List(labels.SelectorFromSet(selectorLabels(gw)))
+	if err != nil {
+		return state
+	}
+	var ready []*corev1.Pod
+	for _, pod := range pods {
+		if podReady(pod) {
+			ready = append(ready, pod)
+		}
+	}
+	state.ReadyPods = len(ready)
+	svc, err := c.cfg.Owned.Services.Lister().Services(gw.Namespace).Get(Name(gw))
+	if err == nil && metaControlledBy(svc, gw) {
+		state.Addresses = Addresses(svc, ready)
+	}
+	return state
+}
+
+// HasSynced reports whether every owned cache has synced.
+func (c *Controller) HasSynced() bool {
+	for _, synced := range c.cfg.Owned.HasSynced() {
+		if !synced() {
+			return false
+		}
+	}
+	return true
+}
+
+func metaControlledBy(svc *corev1.Service, gw *gatewayv1.Gateway) bool {
+	owner := metav1.GetControllerOf(svc)
+	return owner != nil && owner.UID == gw.UID
+}
+
+// podReady reports whether a pod is Ready and not on its way out.
+func podReady(pod *corev1.Pod) bool {
+	if pod.DeletionTimestamp != nil {
+		return false
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// Addresses are a Gateway's addresses, by its Service's type: a LoadBalancer's
+// ingress IPs and hostnames, a ClusterIP Service's cluster IPs, and for a NodePort
+// Service the IPs of the nodes its Ready pods run on. Each appears once, IPs before
+// hostnames, in order.
+func Addresses(svc *corev1.Service, readyPods []*corev1.Pod) []gatewayv1.GatewayStatusAddress {
+	var ips, hostnames []string
+	switch svc.Spec.Type {
+	case corev1.ServiceTypeLoadBalancer:
+		for _, ingress := range svc.Status.LoadBalancer.Ingress {
+			if ingress.IP != "" {
+				ips = append(ips, ingress.IP)
+			}
+			if ingress.Hostname != "" {
+				hostnames = append(hostnames, ingress.Hostname)
+			}
+		}
+	case corev1.ServiceTypeNodePort:
+		for _, pod := range readyPods {
+			if pod.Status.HostIP != "" {
+				ips = append(ips, pod.Status.HostIP)
+			}
+		}
+	default:
+		for _, ip := range svc.Spec.ClusterIPs {
+			if ip != "" && ip != corev1.ClusterIPNone {
+				ips = append(ips, ip)
+			}
+		}
+	}
+	var out []gatewayv1.GatewayStatusAddress
+	for _, group := range []struct {
+		values []string
+		kind   gatewayv1.AddressType
+	}{{ips, gatewayv1.IPAddressType}, {hostnames, gatewayv1.HostnameAddressType}} {
+		slices.Sort(group.values)
+		for _, v := range slices.Compact(group.values) {
+			out = append(out, gatewayv1.GatewayStatusAddress{Type: new(group.kind), Value: v})
+		}
+	}
+	return out
+}
+

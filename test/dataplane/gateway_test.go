@@ -1,0 +1,426 @@
+package dataplane
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/api/v1alpha1"
+	"github.com/consul-gateway-controller/consul-gateway-controller/dataplane"
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/testcerts"
+	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
+)
+
+// gatewayCase is one Gateway of its own class and namespace, its GatewayConfig, and
+// the controller serving the class.
+type gatewayCase struct {
+	t          *testing.T
+	ns         string
+	class      string
+	controller *testenv.Controller
+	name       string // of the Gateway's Deployment, Service and ServiceAccount
+}
+
+func newGatewayCase(t *testing.T, prefix string, serviceType corev1.ServiceType) *gatewayCase {
+	t.Helper()
+	ns := createNamespace(t, prefix)
+	controllerName := gatewayv1.GatewayController("consul-gateway-controller.github.io/" + ns)
+	g := &gatewayCase{t: t, ns: ns, class: ns}
+	createClass(t, ns, controllerName, nil)
+	g.controller = startController(t, ns, controllerName)
+	cert, key, err := testcerts.SelfSigned("secure.example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.KubeClient.CoreV1().Secrets(ns).Create(t.Context(), &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "tls"}, Type: corev1.SecretTypeTLS,
+		Data: map[string][]byte{corev1.TLSCertKey: cert, corev1.TLSPrivateKeyKey: key},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := configClient(t).GatewayConfigs(ns).Create(t.Context(), &v1alpha1.GatewayConfig{
+		ObjectMeta: metav1.ObjectMeta{Name: "edge"},
+		Spec: v1alpha1.GatewayConfigSpec{
+			Replicas: &v1alpha1.Replicas{Default: new(int32(2))},
+			Service:  &v1alpha1.ServiceConfig{Type: &serviceType, CopyAnnotations: []string{"lb.example.com/scheme"}},
+		},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	gw := &gatewayv1.Gateway{
+		ObjectMeta: metav1.ObjectMeta{Name: "edge", Annotations: map[string]string{"lb.example.com/scheme": "internal"}},
+		Spec: gatewayv1.GatewaySpec{
+			GatewayClassName: gatewayv1.ObjectName(ns),
+			Infrastructure: &gatewayv1.GatewayInfrastructure{
+				Labels:        map[gatewayv1.LabelKey]gatewayv1.LabelValue{"team": "edge"},
+				ParametersRef: &gatewayv1.LocalParametersReference{Group: v1alpha1.GroupName, Kind: v1alpha1.GatewayConfigKind, Name: "edge"},
+			},
+			Listeners: []gatewayv1.Listener{
+				{Name: "http", Port: 80, Protocol: gatewayv1.HTTPProtocolType},
+				{Name: "https", Port: 443, Protocol: gatewayv1.HTTPSProtocolType, TLS: &gatewayv1.ListenerTLSConfig{
+					CertificateRefs: []gatewayv1.SecretObjectReference{{Name: "tls"}},
+				}},
+			},
+		},
+	}
+	created, err := env.GatewayClient.GatewayV1().Gateways(ns).Create(t.Context(), gw, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.name = dataplane.Name(created)
+	return g
+}
+
+func (g *gatewayCase) gateway(ctx context.Context) (*gatewayv1.Gateway, error) {
+	return env.GatewayClient.GatewayV1().Gateways(g.ns).Get(ctx, "edge", metav1.GetOptions{})
+}
+
+func (g *gatewayCase) deployment(ctx context.Context) (*appsv1.Deployment, error) {
+	return env.KubeClient.AppsV1().Deployments(g.ns).Get(ctx, g.name, metav1.GetOptions{})
+}
+
+func (g *gatewayCase) service(ctx context.Context) (*corev1.Service, error) {
+	return env.KubeClient.CoreV1().Services(g.ns).Get(ctx, g.name, metav1.GetOptions{})
+}
+
+// programmed waits until the Gateway's Programmed condition starts with want.
+func (g *gatewayCase) programmed(want string, timeout time.Duration) *gatewayv1.Gateway {
+	g.t.Helper()
+	var last *gatewayv1.Gateway
+	eventually(g.t, timeout, "Gateway Programmed "+want, func(ctx context.Context) error {
+		gw, err := g.gateway(ctx)
+		if err != nil {
+			return err
+		}
+		last = gw
+		if got := conditionOf(gw.Status.Conditions, "Programmed"); !strings.HasPrefix(got, want) {
+			return fmt.Errorf("Programmed %q, addresses %v", got, gw.Status.Addresses)
+		}
+		return nil
+	})
+	return last
+}
+
+func conditionOf(conds []metav1.Condition, condType string) string {
+	for _, c := range conds {
+		if c.Type == condType {
+			return fmt.Sprintf("%s/%s: %s", c.Status, c.Reason, c.Message)
+		}
+	}
+	return "none"
+}
+
+// A Gateway gets its ServiceAccount, Deployment and Service, owned by it; its pods
+// become Ready on a fake Node; its address is its Service's; then it is Programmed.
+// Its objects follow its listeners and its GatewayConfig, take back a hand edit of a
+// field the controller owns, leave alone fields set by others, and go with the
+// Gateway. A restart against the converged cluster applies nothing.
+func TestGatewayDataPlane(t *testing.T) {
+	ctx := t.Context()
+	g := newGatewayCase(t, "dp", corev1.ServiceTypeClusterIP)
+
+	gw := g.programmed("True/Programmed", 60*time.Second)
+	svc, err := g.service(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(gw.Status.Addresses) != 1 || gw.Status.Addresses[0].Value != svc.Spec.ClusterIP || *gw.Status.Addresses[0].Type != gatewayv1.IPAddressType {
+		t.Errorf("addresses %v, want the Service's cluster IP %s", gw.Status.Addresses, svc.Spec.ClusterIP)
+	}
+	if got := servicePorts(svc); !slices.Equal(got, []int32{80, 443}) {
+		t.Errorf("Service ports %v, want 80 and 443", got)
+	}
+	if svc.Annotations["lb.example.com/scheme"] != "internal" {
+		t.Errorf("Service annotations %v lack the copied lb.example.com/scheme", svc.Annotations)
+	}
+	d, err := g.deployment(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa, err := env.KubeClient.CoreV1().ServiceAccounts(g.ns).Get(ctx, g.name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, obj := range []metav1.Object{d, svc, sa} {
+		if !metav1.IsControlledBy(obj, gw) {
+			t.Errorf("%s is not controlled by the Gateway: %v", obj.GetName(), obj.GetOwnerReferences())
+		}
+		l := obj.GetLabels()
+		if l[gatewayv1.GatewayNameLabelKey] != "edge" || l[gatewayv1.GatewayClassNameLabelKey] != g.class || l["team"] != "edge" {
+			t.Errorf("%s labels %v", obj.GetName(), l)
+		}
+	}
+	if d.Status.ReadyReplicas != 2 || d.Spec.Template.Spec.ServiceAccountName != g.name {
+		t.Errorf("Deployment ready %d, serviceAccount %q", d.Status.ReadyReplicas, d.Spec.Template.Spec.ServiceAccountName)
+	}
+
+	// Listeners change: the Service follows.
+	updateGateway(t, g, func(gw *gatewayv1.Gateway) {
+		gw.Spec.Listeners = append(gw.Spec.Listeners, gatewayv1.Listener{Name: "tcp", Port: 5432, Protocol: gatewayv1.TCPProtocolType})
+	})
+	eventually(t, 30*time.Second, "the Service gains port 5432", func(ctx context.Context) error {
+		svc, err := g.service(ctx)
+		if err != nil {
+			return err
+		}
+		if got := servicePorts(svc); !slices.Equal(got, []int32{80, 443, 5432}) {
+			return fmt.Errorf("ports %v", got)
+		}
+		return nil
+	})
+
+	// The GatewayConfig changes: the Deployment rolls.
+	updateConfig(t, g.ns, func(c *v1alpha1.GatewayConfig) { c.Spec.Replicas.Default = new(int32(3)) })
+	eventually(t, 60*time.Second, "3 ready replicas", func(ctx context.Context) error {
+		d, err := g.deployment(ctx)
+		if err != nil {
+			return err
+		}
+		if *d.Spec.Replicas != 3 || d.Status.ReadyReplicas != 3 {
+			return fmt.Errorf("replicas %d, ready %d", *d.Spec.Replicas, d.Status.ReadyReplicas)
+		}
+		return nil
+	})
+
+	// A hand edit of the image (a field the controller owns) is put back; an
+	// annotation someone else adds stays.
+	d, err = g.deployment(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Spec.Template.Spec.Containers[0].Image = "example.com/hand-edited:1"
+	d.Annotations["example.com/owner"] = "platform-team"
+	if _, err := env.KubeClient.AppsV1().Deployments(g.ns).Update(ctx, d, metav1.UpdateOptions{FieldManager: "kubectl-edit"}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the image is put back, the annotation stays", func(ctx context.Context) error {
+		d, err := g.deployment(ctx)
+		if err != nil {
+			return err
+		}
+		if image := d.Spec.Template.Spec.Containers[0].Image; image != v1alpha1.DefaultImage {
+			return fmt.Errorf("image %q", image)
+		}
+		if d.Annotations["example.com/owner"] != "platform-team" {
+			return fmt.Errorf("annotations %v", d.Annotations)
+		}
+		return nil
+	})
+
+	// Invalid parameters deploy nothing new: the Deployment stays as it is.
+	d, err = g.deployment(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	updateConfig(t, g.ns, func(c *v1alpha1.GatewayConfig) {
+		c.Spec.Replicas.Default = new(int32(1))
+		c.Spec.Resources = &corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")},
+			Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")},
+		}
+	})
+	eventually(t, 30*time.Second, "the Gateway is not accepted", func(ctx context.Context) error {
+		gw, err := g.gateway(ctx)
+		if err != nil {
+			return err
+		}
+		if got := conditionOf(gw.Status.Conditions, "Accepted"); !strings.HasPrefix(got, "False/InvalidParameters") {
+			return fmt.Errorf("Accepted %q", got)
+		}
+		return nil
+	})
+	time.Sleep(2 * time.Second) // time enough for a wrong apply to land
+	after, err := g.deployment(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Generation != d.Generation || *after.Spec.Replicas != 3 {
+		t.Errorf("invalid parameters changed the Deployment: generation %d -> %d, replicas %d", d.Generation, after.Generation, *after.Spec.Replicas)
+	}
+	updateConfig(t, g.ns, func(c *v1alpha1.GatewayConfig) { c.Spec.Resources = nil })
+	g.programmed("True/Programmed", 60*time.Second)
+
+	// A restart against the converged cluster applies nothing.
+	time.Sleep(2 * time.Second)
+	if _, err := g.controller.Terminate(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	restarted := startController(t, g.ns+"-restarted", gatewayv1.GatewayController("consul-gateway-controller.github.io/"+g.ns))
+	eventually(t, 30*time.Second, "the restarted controller is ready", func(ctx context.Context) error {
+		if !restarted.Ready(ctx) {
+			return fmt.Errorf("not ready")
+		}
+		return nil
+	})
+	time.Sleep(3 * time.Second)
+	metricsText, err := restarted.Metrics(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := counterSum(metricsText, "consul_gateway_controller_gateway_object_applies_total"); n != 0 {
+		t.Errorf("the restarted controller applied %v gateway objects, want 0", n)
+	}
+
+	// Deleting the Gateway lets the garbage collector remove what it owned.
+	if err := env.GatewayClient.GatewayV1().Gateways(g.ns).Delete(ctx, "edge", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, "the Gateway's objects are garbage-collected", func(ctx context.Context) error {
+		var left []string
+		if _, err := g.deployment(ctx); err == nil {
+			left = append(left, "Deployment")
+		}
+		if _, err := g.service(ctx); err == nil {
+			left = append(left, "Service")
+		}
+		if _, err := env.KubeClient.CoreV1().ServiceAccounts(g.ns).Get(ctx, g.name, metav1.GetOptions{}); err == nil {
+			left = append(left, "ServiceAccount")
+		}
+		if len(left) > 0 {
+			return fmt.Errorf("left: %v", left)
+		}
+		return nil
+	})
+}
+
+// A LoadBalancer Service without ingress leaves the Gateway AddressNotAssigned; the
+// ingress a cloud load balancer would write makes it the Gateway's address.
+func TestGatewayLoadBalancerAddress(t *testing.T) {
+	ctx := t.Context()
+	g := newGatewayCase(t, "lb", corev1.ServiceTypeLoadBalancer)
+	g.programmed("False/AddressNotAssigned", 60*time.Second)
+
+	svc, err := g.service(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "203.0.113.7"}, {Hostname: "edge.lb.example.com"}}
+	if _, err := env.KubeClient.CoreV1().Services(g.ns).UpdateStatus(ctx, svc, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	gw := g.programmed("True/Programmed", 30*time.Second)
+	want := []gatewayv1.GatewayStatusAddress{
+		{Type: new(gatewayv1.IPAddressType), Value: "203.0.113.7"},
+		{Type: new(gatewayv1.HostnameAddressType), Value: "edge.lb.example.com"},
+	}
+	if fmt.Sprint(addressStrings(gw.Status.Addresses)) != fmt.Sprint(addressStrings(want)) {
+		t.Errorf("addresses %v, want %v", addressStrings(gw.Status.Addresses), addressStrings(want))
+	}
+}
+
+// An autoscaled Gateway's Deployment carries no replicas of the controller's: what
+// an autoscaler sets stays.
+func TestAutoscaledReplicasLeftAlone(t *testing.T) {
+	ctx := t.Context()
+	g := newGatewayCase(t, "hpa", corev1.ServiceTypeClusterIP)
+	g.programmed("True/Programmed", 60*time.Second)
+	updateGateway(t, g, func(gw *gatewayv1.Gateway) { gw.Annotations[dataplane.AutoscaledAnnotation] = "true" })
+	// The autoscaler's write, through the scale subresource as an HPA does.
+	eventually(t, 30*time.Second, "the controller gives up replicas", func(ctx context.Context) error {
+		d, err := g.deployment(ctx)
+		if err != nil {
+			return err
+		}
+		for _, m := range d.ManagedFields {
+			if m.Manager == "consul-gateway-controller" && strings.Contains(string(m.FieldsV1.Raw), `"f:replicas"`) {
+				return fmt.Errorf("the controller still manages spec.replicas")
+			}
+		}
+		return nil
+	})
+	scale := []byte(`{"spec":{"replicas":4}}`)
+	if _, err := env.KubeClient.AppsV1().Deployments(g.ns).Patch(ctx, g.name, types.MergePatchType, scale, metav1.PatchOptions{FieldManager: "horizontal-pod-autoscaler"}, "scale"); err != nil {
+		t.Fatal(err)
+	}
+	// Another change makes the controller apply again; replicas must survive it.
+	updateGateway(t, g, func(gw *gatewayv1.Gateway) {
+		gw.Spec.Listeners = append(gw.Spec.Listeners, gatewayv1.Listener{Name: "alt", Port: 8080, Protocol: gatewayv1.HTTPProtocolType})
+	})
+	eventually(t, 30*time.Second, "the Service gains port 8080", func(ctx context.Context) error {
+		svc, err := g.service(ctx)
+		if err != nil {
+			return err
+		}
+		if !slices.Contains(servicePorts(svc), 8080) {
+			return fmt.Errorf("ports %v", servicePorts(svc))
+		}
+		return nil
+	})
+	d, err := g.deployment(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *d.Spec.Replicas != 4 {
+		t.Errorf("replicas %d after the controller applied again, want the autoscaler's 4", *d.Spec.Replicas)
+	}
+}
+
+func updateGateway(t *testing.T, g *gatewayCase, edit func(*gatewayv1.Gateway)) {
+	t.Helper()
+	gw, err := g.gateway(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gw.Annotations == nil {
+		gw.Annotations = map[string]string{}
+	}
+	edit(gw)
+	if _, err := env.GatewayClient.GatewayV1().Gateways(g.ns).Update(t.Context(), gw, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func updateConfig(t *testing.T, ns string, edit func(*v1alpha1.GatewayConfig)) {
+	t.Helper()
+	configs := configClient(t).GatewayConfigs(ns)
+	c, err := configs.Get(t.Context(), "edge", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit(c)
+	if _, err := configs.Update(t.Context(), c, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func servicePorts(svc *corev1.Service) []int32 {
+	var ports []int32
+	for _, p := range svc.Spec.Ports {
+		ports = append(ports, p.Port)
+	}
+	slices.Sort(ports)
+	return ports
+}
+
+func addressStrings(addresses []gatewayv1.GatewayStatusAddress) []string {
+	var out []string
+	for _, a := range addresses {
+		out = append(out, string(*a.Type)+"="+a.Value)
+	}
+	return out
+}
+
+// counterSum adds up every series of a counter in a Prometheus text exposition.
+func counterSum(text, name string) float64 {
+	re := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + `(?:\{[^}]*\})? (\S+)$`)
+	var sum float64
+	for _, m := range re.FindAllStringSubmatch(text, -1) {
+		v, err := strconv.ParseFloat(m[1], 64)
+		if err == nil {
+			sum += v
+		}
+	}
+	return sum
+}
