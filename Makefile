@@ -114,7 +114,7 @@ image: ## OCI layout and docker tarball of the static controller in _output/imag
 	cd tools/image && $(GO) run . -binary $(IMAGE_DIR)/consul-gateway-controller -arch $(IMAGE_ARCH) -version $(IMAGE_VERSION) \
 	  -layout $(IMAGE_DIR)/layout -tarball $(IMAGE_DIR)/consul-gateway-controller.tar
 
-run-local: build bin/kube-apiserver bin/etcd bin/consul bin/kubectl ## local apiserver, etcd, Consul and the controller, with examples/ applied
+run-local: build $(KUBE_TOOLS) bin/kwok bin/consul ## local control plane with a fake Node, Consul and the controller, with examples/ applied
 	$(GO) run ./test/localstack -state-dir=_output/local -controller=$(CONTROLLER) -examples=examples
 
 # The bench builds the controller itself (go build of this checkout) and starts its own

@@ -103,4 +103,3 @@ func Addresses(svc *corev1.Service, readyPods []*corev1.Pod) []gatewayv1.Gateway
 	}
 	return out
 }
-

@@ -49,8 +49,12 @@ func NewOwned(kube kubernetes.Interface, selector string, resync time.Duration) 
 	return o
 }
 
-func (o *Owned) informers() []interface{ Informer() cache.SharedIndexInformer } {
-	return []interface{ Informer() cache.SharedIndexInformer }{o.Deployments, o.Services, o.ServiceAccounts, o.Pods}
+func (o *Owned) informers() []interface {
+	Informer() cache.SharedIndexInformer
+} {
+	return []interface {
+		Informer() cache.SharedIndexInformer
+	}{o.Deployments, o.Services, o.ServiceAccounts, o.Pods}
 }
 
 // StartWithContext starts the informers; they stop when ctx is done.

@@ -112,6 +112,11 @@ func init() {
 		StatusWrites, GatewayObjectApplies, ConsulWrites, DriftCorrections, GCDeletions, SyncDuration, Leader,
 		TranslateDuration, TranslatedObjects, ConsulRequestDuration, ConsulEntriesCompared,
 	)
+	// The series of every kind exist from the start, whether gateways are deployed or
+	// not, so a rate over them is defined.
+	for _, kind := range []string{"Deployment", "Service", "ServiceAccount"} {
+		GatewayObjectApplies.WithLabelValues(kind, "ok")
+	}
 	registerRESTClientMetrics()
 	for _, c := range queueCollectors {
 		Registry.MustRegister(c)

@@ -40,8 +40,8 @@ func run(stateDir, controller, examples string, verbosity int) error {
 	if err := os.RemoveAll(stateDir); err != nil {
 		return err
 	}
-	fmt.Println("starting etcd, kube-apiserver and Consul...")
-	env, err := testenv.Start(ctx, testenv.Options{StateDir: stateDir})
+	fmt.Println("starting etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok (one fake Node) and Consul...")
+	env, err := testenv.Start(ctx, testenv.Options{StateDir: stateDir, Nodes: 1})
 	if err != nil {
 		return err
 	}
@@ -85,9 +85,10 @@ func run(stateDir, controller, examples string, verbosity int) error {
 	}
 	fmt.Printf(`
 The local stack is up. Look at it with:
-  %s --kubeconfig %s get gatewayclasses,gateways,httproutes -A
-  Consul UI: http://%s/ui
-Server logs are in %s. Press Ctrl-C to stop everything.
+  %[1]s --kubeconfig %[2]s get gatewayclasses,gateways,httproutes -A
+  %[1]s --kubeconfig %[2]s -n demo get deployments,pods,services -o wide
+  Consul UI: http://%[3]s/ui
+Server logs are in %[4]s. Press Ctrl-C to stop everything.
 
 `, kubectl, kubeconfig, env.Consul.HTTPAddr(), filepath.Join(env.Dir(), "logs"))
 
