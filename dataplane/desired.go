@@ -315,6 +315,16 @@ func service(in Gateway, name string, labels map[string]string, owner *metav1ac.
 	serviceSpec := corev1ac.ServiceSpec().
 		WithType(serviceType).
 		WithSelector(selectorLabels(gw))
+	// A requested address (one IP; the status pipeline refuses anything else) is the
+	// Service's own: its cluster IP, or what its load balancer is asked for.
+	if len(gw.Spec.Addresses) == 1 {
+		switch requested := gw.Spec.Addresses[0].Value; serviceType {
+		case corev1.ServiceTypeClusterIP:
+			serviceSpec.WithClusterIP(requested)
+		case corev1.ServiceTypeLoadBalancer:
+			serviceSpec.WithLoadBalancerIP(requested)
+		}
+	}
 	for _, port := range listenerPorts(gw) {
 		serviceSpec.WithPorts(corev1ac.ServicePort().
 			WithName(portName(port)).

@@ -65,6 +65,8 @@ func TestDesired(t *testing.T) {
 	configured.Annotations = map[string]string{"lb.example.com/internal": "true", "not.copied/key": "x"}
 	autoscaled := testGateway("autoscaled", listener("http", 8080, gatewayv1.HTTPProtocolType))
 	autoscaled.Annotations = map[string]string{AutoscaledAnnotation: "true"}
+	requested := testGateway("requested", listener("http", 80, gatewayv1.HTTPProtocolType))
+	requested.Spec.Addresses = []gatewayv1.GatewaySpecAddress{{Value: "203.0.113.9"}}
 	for _, tc := range []struct {
 		name string
 		in   Gateway
@@ -76,6 +78,7 @@ func TestDesired(t *testing.T) {
 		{"full_config", Gateway{Gateway: configured, Class: class, Config: full}},
 		{"infrastructure", Gateway{Gateway: withInfra, Class: class}},
 		{"autoscaled", Gateway{Gateway: autoscaled, Class: class}},
+		{"requested_address", Gateway{Gateway: requested, Class: class}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := goldenForm(t, Desired(tc.in, testDefaults))

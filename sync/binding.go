@@ -42,9 +42,12 @@ func (d *decider) evaluateGateway(gw *gatewayv1.Gateway, class *gatewayv1.Gatewa
 		v.reason, v.message = gatewayv1.GatewayReasonInvalidParameters, "spec.infrastructure.parametersRef: "+own.problem
 		return v, nil
 	}
-	if len(gw.Spec.Addresses) > 0 {
-		v.reason = gatewayv1.GatewayReasonUnsupportedAddress
-		v.message = "spec.addresses is not supported: Consul's API gateway does not take requested addresses"
+	config := classParams.config
+	if named {
+		config = own.config
+	}
+	if why := requestedAddressProblem(gw.Spec.Addresses, d.deployments != nil, config); why != "" {
+		v.reason, v.message = gatewayv1.GatewayReasonUnsupportedAddress, why
 		return v, nil
 	}
 	var invalid []string

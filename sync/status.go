@@ -3,6 +3,7 @@ package sync
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilversion "k8s.io/apimachinery/pkg/util/version"
@@ -96,7 +97,7 @@ func (d *decider) gatewayStatus(gw *gatewayv1.Gateway, class *gatewayv1.GatewayC
 		state := d.deployments.State(gw)
 		deployed = &state
 	}
-	programmed := gatewayProgrammed(v, verdict, deployed, gen)
+	programmed := gatewayProgrammed(v, verdict, deployed, gw.Spec.Addresses, gen)
 	status := gatewayv1.GatewayStatus{
 		Conditions: mergeConditions(gw.Status.Conditions, []metav1.Condition{
 			condition(gatewayv1.GatewayConditionAccepted, v.accepted, v.reason, v.message, gen),
@@ -130,7 +131,7 @@ func existingListenerConditions(gw *gatewayv1.Gateway, name gatewayv1.SectionNam
 // gatewayProgrammed is the Gateway's Programmed condition once it is accepted:
 // Consul's verdict on its api-gateway entry and, when this controller deploys the
 // Gateway (deployed is not nil), an address and a Ready gateway pod.
-func gatewayProgrammed(v gatewayVerdict, verdict Verdict, deployed *DeploymentState, gen int64) metav1.Condition {
+func gatewayProgrammed(v gatewayVerdict, verdict Verdict, deployed *DeploymentState, requested []gatewayv1.GatewaySpecAddress, gen int64) metav1.Condition {
 	const programmedType = gatewayv1.GatewayConditionProgrammed
 	switch {
 	case !v.accepted:
@@ -143,6 +144,10 @@ func gatewayProgrammed(v gatewayVerdict, verdict Verdict, deployed *DeploymentSt
 		return condition(programmedType, false, verdict.Reason, verdict.Message, gen)
 	case deployed == nil:
 		return condition(programmedType, true, gatewayv1.GatewayReasonProgrammed, "Consul accepted the api-gateway entry", gen)
+	case len(unassignedAddresses(requested, deployed.Addresses)) > 0:
+		return condition(programmedType, false, gatewayv1.GatewayReasonAddressNotAssigned,
+			fmt.Sprintf("Consul accepted the api-gateway entry; the requested address %s is not the gateway Service's yet",
+				strings.Join(unassignedAddresses(requested, deployed.Addresses), ", ")), gen)
 	case len(deployed.Addresses) == 0:
 		return condition(programmedType, false, gatewayv1.GatewayReasonAddressNotAssigned,
 			"Consul accepted the api-gateway entry; the gateway's Service has no address yet (a LoadBalancer waits for its load balancer)", gen)

@@ -219,6 +219,21 @@ func TestGatewayDataPlane(t *testing.T) {
 		return nil
 	})
 
+	// The Service type changes to NodePort: the addresses become the IPs of the nodes
+	// the Ready gateway pods run on.
+	updateConfig(t, g.ns, func(c *v1alpha1.GatewayConfig) { c.Spec.Service.Type = new(corev1.ServiceTypeNodePort) })
+	eventually(t, 30*time.Second, "the Gateway's address is its node's", func(ctx context.Context) error {
+		gw, err := g.gateway(ctx)
+		if err != nil {
+			return err
+		}
+		if got := addressStrings(gw.Status.Addresses); fmt.Sprint(got) != fmt.Sprint([]string{"IPAddress=" + testenv.NodeIP}) {
+			return fmt.Errorf("addresses %v", got)
+		}
+		return nil
+	})
+	updateConfig(t, g.ns, func(c *v1alpha1.GatewayConfig) { c.Spec.Service.Type = new(corev1.ServiceTypeClusterIP) })
+
 	// Invalid parameters deploy nothing new: the Deployment stays as it is.
 	d, err = g.deployment(ctx)
 	if err != nil {
@@ -423,4 +438,58 @@ func counterSum(text, name string) float64 {
 		}
 	}
 	return sum
+}
+
+// A requested address becomes the gateway Service's cluster IP, and the Gateway's
+// address; one that cannot be honoured (a hostname) makes the Gateway
+// UnsupportedAddress.
+func TestRequestedAddress(t *testing.T) {
+	ctx := t.Context()
+	g := newGatewayCase(t, "addr", corev1.ServiceTypeClusterIP)
+	g.programmed("True/Programmed", 60*time.Second)
+	// A cluster IP cannot change in place: the test asks for one before the Service
+	// exists, on a second Gateway of the same class and config.
+	gw := &gatewayv1.Gateway{
+		ObjectMeta: metav1.ObjectMeta{Name: "fixed"},
+		Spec: gatewayv1.GatewaySpec{
+			GatewayClassName: gatewayv1.ObjectName(g.class),
+			Addresses:        []gatewayv1.GatewaySpecAddress{{Value: "10.96.200.200"}},
+			Infrastructure: &gatewayv1.GatewayInfrastructure{ParametersRef: &gatewayv1.LocalParametersReference{
+				Group: v1alpha1.GroupName, Kind: v1alpha1.GatewayConfigKind, Name: "edge",
+			}},
+			Listeners: []gatewayv1.Listener{{Name: "http", Port: 80, Protocol: gatewayv1.HTTPProtocolType}},
+		},
+	}
+	gateways := env.GatewayClient.GatewayV1().Gateways(g.ns)
+	if _, err := gateways.Create(ctx, gw, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, "the requested address is the Gateway's", func(ctx context.Context) error {
+		got, err := gateways.Get(ctx, "fixed", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if p := conditionOf(got.Status.Conditions, "Programmed"); !strings.HasPrefix(p, "True/Programmed") {
+			return fmt.Errorf("Programmed %q", p)
+		}
+		if a := addressStrings(got.Status.Addresses); fmt.Sprint(a) != "[IPAddress=10.96.200.200]" {
+			return fmt.Errorf("addresses %v", a)
+		}
+		return nil
+	})
+
+	hostname := gatewayv1.HostnameAddressType
+	updateGateway(t, g, func(gw *gatewayv1.Gateway) {
+		gw.Spec.Addresses = []gatewayv1.GatewaySpecAddress{{Type: &hostname, Value: "edge.example.com"}}
+	})
+	eventually(t, 30*time.Second, "a hostname is refused", func(ctx context.Context) error {
+		got, err := g.gateway(ctx)
+		if err != nil {
+			return err
+		}
+		if a := conditionOf(got.Status.Conditions, "Accepted"); !strings.HasPrefix(a, "False/UnsupportedAddress: spec.addresses: type Hostname is not supported") {
+			return fmt.Errorf("Accepted %q", a)
+		}
+		return nil
+	})
 }
