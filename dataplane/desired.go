@@ -246,7 +246,7 @@ func container(in Gateway, spec v1alpha1.GatewayConfigSpec, defaults Defaults) *
 			WithReadOnlyRootFilesystem(true).
 			WithCapabilities(corev1ac.Capabilities().WithDrop("ALL")))
 	for _, port := range listenerPorts(in.Gateway) {
-		c.WithPorts(corev1ac.ContainerPort().WithName(portName(port)).WithContainerPort(int32(port)).WithProtocol(corev1.ProtocolTCP))
+		c.WithPorts(corev1ac.ContainerPort().WithName(portName(port)).WithContainerPort(port).WithProtocol(corev1.ProtocolTCP))
 	}
 	c.WithVolumeMounts(corev1ac.VolumeMount().WithName("tmp").WithMountPath("/tmp"))
 	if spec.Resources != nil {
@@ -278,10 +278,9 @@ func dataplaneArgs(spec v1alpha1.GatewayConfigSpec, defaults Defaults) []string 
 		"-envoy-ready-bind-address=$(POD_IP)",
 		"-envoy-ready-bind-port=" + strconv.Itoa(readyPort),
 	}
-	switch tls := consul.TLS; {
-	case tls == nil:
+	if tls := consul.TLS; tls == nil {
 		args = append(args, "-tls-disabled")
-	default:
+	} else {
 		if tls.ServerName != "" {
 			args = append(args, "-tls-server-name="+tls.ServerName)
 		}
@@ -329,8 +328,8 @@ func service(in Gateway, name string, labels map[string]string, owner *metav1ac.
 		serviceSpec.WithPorts(corev1ac.ServicePort().
 			WithName(portName(port)).
 			WithProtocol(corev1.ProtocolTCP).
-			WithPort(int32(port)).
-			WithTargetPort(intstr.FromInt32(int32(port))))
+			WithPort(port).
+			WithTargetPort(intstr.FromInt32(port)))
 	}
 	svc := corev1ac.Service(name, gw.Namespace).
 		WithLabels(labels).

@@ -349,7 +349,7 @@ func TestAutoscaledReplicasLeftAlone(t *testing.T) {
 			return err
 		}
 		for _, m := range d.ManagedFields {
-			if m.Manager == "consul-gateway-controller" && strings.Contains(string(m.FieldsV1.Raw), `"f:replicas"`) {
+			if m.Manager == "consul-gateway-controller" && strings.Contains(m.FieldsV1.GetRawString(), `"f:replicas"`) {
 				return fmt.Errorf("the controller still manages spec.replicas")
 			}
 		}
@@ -489,6 +489,75 @@ func TestRequestedAddress(t *testing.T) {
 		}
 		if a := conditionOf(got.Status.Conditions, "Accepted"); !strings.HasPrefix(a, "False/UnsupportedAddress: spec.addresses: type Hostname is not supported") {
 			return fmt.Errorf("Accepted %q", a)
+		}
+		return nil
+	})
+}
+
+// A Gateway without parameters of its own is deployed with its class's GatewayConfig,
+// and a change there rolls out to it: replicas, the copied annotations, the Service
+// type.
+func TestClassParametersRollOut(t *testing.T) {
+	ctx := t.Context()
+	ns := createNamespace(t, "classparams")
+	controllerName := gatewayv1.GatewayController("consul-gateway-controller.github.io/" + ns)
+	configs := configClient(t).GatewayConfigs(ns)
+	if _, err := configs.Create(ctx, &v1alpha1.GatewayConfig{
+		ObjectMeta: metav1.ObjectMeta{Name: "shared"},
+		Spec:       v1alpha1.GatewayConfigSpec{Service: &v1alpha1.ServiceConfig{Type: new(corev1.ServiceTypeClusterIP)}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	createClass(t, ns, controllerName, &gatewayv1.ParametersReference{
+		Group: v1alpha1.GroupName, Kind: v1alpha1.GatewayConfigKind, Name: "shared", Namespace: new(gatewayv1.Namespace(ns)),
+	})
+	startController(t, ns, controllerName)
+	gw, err := env.GatewayClient.GatewayV1().Gateways(ns).Create(ctx, &gatewayv1.Gateway{
+		ObjectMeta: metav1.ObjectMeta{Name: "plain", Annotations: map[string]string{"lb.example.com/scheme": "internal"}},
+		Spec: gatewayv1.GatewaySpec{
+			GatewayClassName: gatewayv1.ObjectName(ns),
+			Listeners:        []gatewayv1.Listener{{Name: "http", Port: 80, Protocol: gatewayv1.HTTPProtocolType}},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := dataplane.Name(gw)
+	eventually(t, 60*time.Second, "a ClusterIP Service and one replica", func(ctx context.Context) error {
+		svc, err := env.KubeClient.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		d, err := env.KubeClient.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if svc.Spec.Type != corev1.ServiceTypeClusterIP || *d.Spec.Replicas != 1 {
+			return fmt.Errorf("Service %s, replicas %d", svc.Spec.Type, *d.Spec.Replicas)
+		}
+		return nil
+	})
+
+	shared, err := configs.Get(ctx, "shared", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared.Spec.Replicas = &v1alpha1.Replicas{Default: new(int32(2))}
+	shared.Spec.Service = &v1alpha1.ServiceConfig{Type: new(corev1.ServiceTypeNodePort), CopyAnnotations: []string{"lb.example.com/scheme"}}
+	if _, err := configs.Update(ctx, shared, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, "the class's new parameters roll out", func(ctx context.Context) error {
+		svc, err := env.KubeClient.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		d, err := env.KubeClient.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if svc.Spec.Type != corev1.ServiceTypeNodePort || svc.Annotations["lb.example.com/scheme"] != "internal" || *d.Spec.Replicas != 2 || d.Status.ReadyReplicas != 2 {
+			return fmt.Errorf("Service %s %v, replicas %d (ready %d)", svc.Spec.Type, svc.Annotations, *d.Spec.Replicas, d.Status.ReadyReplicas)
 		}
 		return nil
 	})
