@@ -2,6 +2,7 @@ package integration
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -48,6 +49,10 @@ type controllerOptions struct {
 	// long before the informer sees it, so the cache lags the server.
 	watchDelay     time.Duration
 	delayResources []string
+	// delayNamespace, when set, limits the delay to events of objects in it: other
+	// tests' objects (thousands, going away as their namespaces are deleted) would
+	// otherwise queue up behind the delay.
+	delayNamespace string
 	// consul runs the Consul syncer too, with these settings.
 	consul *consulOptions
 	// failStatusOf makes every status write of these routes ("namespace/name") fail.
@@ -69,7 +74,8 @@ func startController(t *testing.T, name gatewayv1.GatewayController, opts contro
 	rc := &runningController{published: &confirmations{}, statusWrites: &requestCounter{}}
 	cfg := rest.CopyConfig(env.Kube.Config(testenv.AdminUser))
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return &observingTransport{next: rt, writes: rc.statusWrites, delay: opts.watchDelay, delayResources: opts.delayResources, failStatusOf: opts.failStatusOf}
+		return &observingTransport{next: rt, writes: rc.statusWrites, delay: opts.watchDelay, delayResources: opts.delayResources,
+			delayNamespace: opts.delayNamespace, failStatusOf: opts.failStatusOf}
 	})
 	kube := kubernetes.NewForConfigOrDie(cfg)
 	gateway := gatewayclient.NewForConfigOrDie(cfg)
@@ -91,7 +97,7 @@ func startController(t *testing.T, name gatewayv1.GatewayController, opts contro
 			OwnerExists: inf.Exists,
 			Workers:     2,
 		})
-		publisher = multiPublisher{rc.published, rc.syncer}
+		publisher = gwsync.Publishers{rc.published, rc.syncer}
 		dataPlane = rc.syncer
 	}
 	controller, err := gwsync.NewController(t.Context(), gwsync.Config{
@@ -141,15 +147,6 @@ func startController(t *testing.T, name gatewayv1.GatewayController, opts contro
 	}
 	t.Cleanup(rc.stop)
 	return rc
-}
-
-// multiPublisher hands each confirmation to several publishers in turn.
-type multiPublisher []gwsync.Publisher
-
-func (m multiPublisher) Publish(ctx context.Context, c gwsync.Confirmation) {
-	for _, p := range m {
-		p.Publish(ctx, c)
-	}
 }
 
 // consulClient is a client of the harness's Consul that counts config entry writes
@@ -254,6 +251,7 @@ type observingTransport struct {
 	writes         *requestCounter
 	delay          time.Duration
 	delayResources []string
+	delayNamespace string
 }
 
 func (o *observingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -274,7 +272,11 @@ func (o *observingTransport) RoundTrip(req *http.Request) (*http.Response, error
 		o.writes.add(resp.StatusCode)
 	}
 	if o.delay > 0 && req.URL.Query().Get("watch") == "true" && o.delays(req.URL.Path) {
-		resp.Body = &delayedBody{r: bufio.NewReader(resp.Body), closer: resp.Body, delay: o.delay}
+		body := &delayedBody{r: bufio.NewReader(resp.Body), closer: resp.Body, delay: o.delay}
+		if o.delayNamespace != "" {
+			body.only = []byte(`"namespace":"` + o.delayNamespace + `"`)
+		}
+		resp.Body = body
 	}
 	return resp, nil
 }
@@ -288,19 +290,34 @@ func (o *observingTransport) delays(path string) bool {
 	return false
 }
 
-// delayedBody holds each chunk it reads for delay before handing it on.
+// delayedBody holds each event (a line of the watch stream) for delay before handing
+// it on; with only set, just the events that contain it.
 type delayedBody struct {
 	r      *bufio.Reader
 	closer io.Closer
 	delay  time.Duration
+	only   []byte
+
+	pending []byte
+	err     error
 }
 
 func (d *delayedBody) Read(p []byte) (int, error) {
-	n, err := d.r.Read(p)
-	if n > 0 {
-		time.Sleep(d.delay)
+	if len(d.pending) == 0 {
+		if d.err != nil {
+			return 0, d.err
+		}
+		d.pending, d.err = d.r.ReadBytes('\n')
+		if len(d.pending) > 0 && (d.only == nil || bytes.Contains(d.pending, d.only)) {
+			time.Sleep(d.delay)
+		}
+		if len(d.pending) == 0 {
+			return 0, d.err
+		}
 	}
-	return n, err
+	n := copy(p, d.pending)
+	d.pending = d.pending[n:]
+	return n, nil
 }
 
 func (d *delayedBody) Close() error { return d.closer.Close() }

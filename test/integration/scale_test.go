@@ -226,7 +226,7 @@ func TestColdStartWithLaggingCachesMeetsNoConflict(t *testing.T) {
 	s := newScaleStack(t, "scale-lag", 2, 10)
 	objects := s.gateways + s.routes()
 	rc := startController(t, s.controller, controllerOptions{
-		watchDelay: 150 * time.Millisecond, delayResources: []string{"gateways", "httproutes"},
+		watchDelay: 150 * time.Millisecond, delayResources: []string{"gateways", "httproutes"}, delayNamespace: s.ns,
 		consul: &consulOptions{clusterID: s.ns, translation: consul.Options{ManageServiceDefaults: true}},
 	})
 	s.waitSettled(t, 120*time.Second)

@@ -417,8 +417,8 @@ func TestExampleSetConvergesAndRestartWritesNothing(t *testing.T) {
 func TestStaleCacheConflictConvergesOnNewestSpec(t *testing.T) {
 	const prefix = "stale"
 	controller := gatewayv1.GatewayController("test.example.com/" + prefix)
-	rc := startController(t, controller, controllerOptions{watchDelay: 1500 * time.Millisecond, delayResources: []string{"httproutes"}})
 	ns := prefix
+	rc := startController(t, controller, controllerOptions{watchDelay: 1500 * time.Millisecond, delayResources: []string{"httproutes"}, delayNamespace: ns})
 	createObject(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	createObject(t, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "echo"},
 		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 8080}}}})
@@ -478,10 +478,13 @@ func TestStaleCacheConflictConvergesOnNewestSpec(t *testing.T) {
 		for _, p := range r.Status.Parents {
 			if p.ControllerName == controller {
 				c := p.Conditions[0]
-				return c.Type == "Accepted" && c.Reason == string(gatewayv1.RouteReasonNotAllowedByListeners) && c.ObservedGeneration == newGeneration, nil
+				if c.Type == "Accepted" && c.Reason == string(gatewayv1.RouteReasonNotAllowedByListeners) && c.ObservedGeneration == newGeneration {
+					return true, nil
+				}
+				return false, fmt.Errorf("%s=%s (%s) at generation %d of %d: %s", c.Type, c.Status, c.Reason, c.ObservedGeneration, newGeneration, c.Message)
 			}
 		}
-		return false, nil
+		return false, errors.New("no parent of ours")
 	})
 	if n := rc.statusWrites.count(http.StatusConflict); n == 0 {
 		t.Error("the controller never got 409: the stale-cache path was not exercised")
