@@ -98,15 +98,22 @@ func (g *gatewayCase) service(ctx context.Context) (*corev1.Service, error) {
 // programmed waits until the Gateway's Programmed condition starts with want.
 func (g *gatewayCase) programmed(want string, timeout time.Duration) *gatewayv1.Gateway {
 	g.t.Helper()
+	return g.condition("Programmed", want, timeout)
+}
+
+// condition waits until the Gateway's condition of condType, as "Status/Reason:
+// message", starts with want, and returns the Gateway then.
+func (g *gatewayCase) condition(condType, want string, timeout time.Duration) *gatewayv1.Gateway {
+	g.t.Helper()
 	var last *gatewayv1.Gateway
-	eventually(g.t, timeout, "Gateway Programmed "+want, func(ctx context.Context) error {
+	eventually(g.t, timeout, "Gateway "+condType+" "+want, func(ctx context.Context) error {
 		gw, err := g.gateway(ctx)
 		if err != nil {
 			return err
 		}
 		last = gw
-		if got := conditionOf(gw.Status.Conditions, "Programmed"); !strings.HasPrefix(got, want) {
-			return fmt.Errorf("Programmed %q, addresses %v", got, gw.Status.Addresses)
+		if got := conditionOf(gw.Status.Conditions, condType); !strings.HasPrefix(got, want) {
+			return fmt.Errorf("%s %q, addresses %v", condType, got, gw.Status.Addresses)
 		}
 		return nil
 	})
@@ -246,16 +253,7 @@ func TestGatewayDataPlane(t *testing.T) {
 			Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")},
 		}
 	})
-	eventually(t, 30*time.Second, "the Gateway is not accepted", func(ctx context.Context) error {
-		gw, err := g.gateway(ctx)
-		if err != nil {
-			return err
-		}
-		if got := conditionOf(gw.Status.Conditions, "Accepted"); !strings.HasPrefix(got, "False/InvalidParameters") {
-			return fmt.Errorf("Accepted %q", got)
-		}
-		return nil
-	})
+	g.condition("Accepted", "False/InvalidParameters", 30*time.Second)
 	time.Sleep(2 * time.Second) // time enough for a wrong apply to land
 	after, err := g.deployment(ctx)
 	if err != nil {
@@ -482,16 +480,7 @@ func TestRequestedAddress(t *testing.T) {
 	updateGateway(t, g, func(gw *gatewayv1.Gateway) {
 		gw.Spec.Addresses = []gatewayv1.GatewaySpecAddress{{Type: &hostname, Value: "edge.example.com"}}
 	})
-	eventually(t, 30*time.Second, "a hostname is refused", func(ctx context.Context) error {
-		got, err := g.gateway(ctx)
-		if err != nil {
-			return err
-		}
-		if a := conditionOf(got.Status.Conditions, "Accepted"); !strings.HasPrefix(a, "False/UnsupportedAddress: spec.addresses: type Hostname is not supported") {
-			return fmt.Errorf("Accepted %q", a)
-		}
-		return nil
-	})
+	g.condition("Accepted", "False/UnsupportedAddress: spec.addresses: type Hostname is not supported", 30*time.Second)
 }
 
 // A Gateway without parameters of its own is deployed with its class's GatewayConfig,
