@@ -55,6 +55,18 @@ type Controller struct {
 	confirmed map[cache.ObjectName]*gatewayv1.Gateway
 	// conflicts says, per Gateway, which object of its name exists without being its.
 	conflicts map[cache.ObjectName]string
+	// applied remembers each object's last apply (see apply), per Gateway, so a
+	// deleted Gateway's memory goes with it.
+	applied map[cache.ObjectName]map[objectKey]lastApply
+}
+
+type objectKey struct{ kind, namespace, name string }
+
+// lastApply is what an apply sent, and the resourceVersion the cache held before it
+// ("" for no object): equality only, never ordered.
+type lastApply struct {
+	cachedVersion string
+	desired       any
 }
 
 // NewController builds the controller and registers its handlers on cfg.Owned.
@@ -64,6 +76,7 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 		queue:     workqueue.New[cache.ObjectName]("dataplane"),
 		confirmed: map[cache.ObjectName]*gatewayv1.Gateway{},
 		conflicts: map[cache.ObjectName]string{},
+		applied:   map[cache.ObjectName]map[objectKey]lastApply{},
 	}
 	if err := cfg.Owned.AddEventHandlers(ctx, c.queue.Add); err != nil {
 		return nil, err
@@ -79,9 +92,13 @@ func (c *Controller) Publish(_ context.Context, conf gwsync.Confirmation) {
 	}
 	gw, ok := conf.Object.(*gatewayv1.Gateway)
 	c.mu.Lock()
-	if ok && acceptedNow(gw) {
+	switch {
+	case ok && acceptedNow(gw):
 		c.confirmed[conf.Key] = gw
-	} else {
+	case conf.Object == nil: // deleted, or no longer ours
+		delete(c.confirmed, conf.Key)
+		delete(c.applied, conf.Key)
+	default:
 		delete(c.confirmed, conf.Key)
 	}
 	c.mu.Unlock()
@@ -187,6 +204,15 @@ func apply[T metav1.Object, AC any](ctx context.Context, c *Controller, gw *gate
 	write func(ctx context.Context, config AC, opts metav1.ApplyOptions) (T, error),
 ) error {
 	existing, err := cached(name)
+	key := objectKey{kind, gw.Namespace, name}
+	cachedVersion := ""
+	if err == nil {
+		cachedVersion = existing.GetResourceVersion()
+	}
+	gateway := cache.MetaObjectToName(gw)
+	if c.cacheBehind(gateway, key, cachedVersion, desired) {
+		return nil // the cache has not seen our last apply of this very object yet; its event requeues the Gateway
+	}
 	switch {
 	case apierrors.IsNotFound(err):
 	case err != nil:
@@ -210,8 +236,24 @@ func apply[T metav1.Object, AC any](ctx context.Context, c *Controller, gw *gate
 	if err != nil {
 		return fmt.Errorf("apply %s %s/%s: %w", kind, gw.Namespace, name, err)
 	}
+	c.mu.Lock()
+	if c.applied[gateway] == nil {
+		c.applied[gateway] = map[objectKey]lastApply{}
+	}
+	c.applied[gateway][key] = lastApply{cachedVersion: cachedVersion, desired: desired}
+	c.mu.Unlock()
 	klog.FromContext(ctx).V(2).Info("Applied gateway object", "kind", kind, "object", klog.KRef(gw.Namespace, name), "gateway", klog.KObj(gw))
 	return nil
+}
+
+// cacheBehind reports whether the cache still holds the version an apply of this same
+// desired object replaced: comparing it again would find the old fields and apply
+// again for nothing. A different desired object is always applied.
+func (c *Controller) cacheBehind(gateway cache.ObjectName, key objectKey, cachedVersion string, desired any) bool {
+	c.mu.Lock()
+	last, ok := c.applied[gateway][key]
+	c.mu.Unlock()
+	return ok && last.cachedVersion == cachedVersion && apiequality.Semantic.DeepEqual(last.desired, desired)
 }
 
 // notOwnedError is an object of the name a Gateway's objects take that is not the

@@ -169,9 +169,20 @@ func TestGatewayDataPlane(t *testing.T) {
 			t.Errorf("%s labels %v", obj.GetName(), l)
 		}
 	}
-	if d.Status.ReadyReplicas != 2 || d.Spec.Template.Spec.ServiceAccountName != g.name {
-		t.Errorf("Deployment ready %d, serviceAccount %q", d.Status.ReadyReplicas, d.Spec.Template.Spec.ServiceAccountName)
+	if d.Spec.Template.Spec.ServiceAccountName != g.name {
+		t.Errorf("Deployment serviceAccount %q, want %q", d.Spec.Template.Spec.ServiceAccountName, g.name)
 	}
+	// Programmed needs one Ready pod; the second follows.
+	eventually(t, 30*time.Second, "2 ready replicas", func(ctx context.Context) error {
+		d, err := g.deployment(ctx)
+		if err != nil {
+			return err
+		}
+		if d.Status.ReadyReplicas != 2 {
+			return fmt.Errorf("ready %d", d.Status.ReadyReplicas)
+		}
+		return nil
+	})
 
 	// Listeners change: the Service follows.
 	updateGateway(t, g, func(gw *gatewayv1.Gateway) {
