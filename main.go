@@ -135,6 +135,7 @@ func run(ctx context.Context, opts *options.Options) error {
 	var (
 		owned       *informers.Owned
 		deployer    *dataplane.Controller
+		registrar   *consul.Registrar
 		deployments gwsync.GatewayDeployments
 	)
 	if opts.DeployGateways {
@@ -151,7 +152,19 @@ func run(ctx context.Context, opts *options.Options) error {
 		if err != nil {
 			return err
 		}
-		publishers = append(publishers, deployer)
+		registrar = consul.NewRegistrar(consul.RegistrarConfig{
+			Client:      consulClient,
+			Naming:      opts.Naming,
+			Ownership:   opts.Ownership(),
+			Pods:        owned.Pods.Lister(),
+			PodsSynced:  owned.Pods.Informer().HasSynced,
+			GatewayPods: dataplane.PodSelector,
+			Workers:     opts.ConsulWorkers,
+		})
+		if err := owned.AddEventHandlers(ctx, registrar.Enqueue); err != nil {
+			return err
+		}
+		publishers = append(publishers, deployer, registrar)
 		deployments = deployer
 	}
 	controller, err := gwsync.NewController(ctx, gwsync.Config{
@@ -219,14 +232,16 @@ func run(ctx context.Context, opts *options.Options) error {
 		}
 		syncerDone := make(chan error, 1)
 		go func() { syncerDone <- syncer.Run(ctx, controller.InitialSyncDone()) }()
-		deployerDone := make(chan error, 1)
+		deployerDone, registrarDone := make(chan error, 1), make(chan error, 1)
 		if deployer != nil {
 			go func() { deployerDone <- deployer.Run(ctx) }()
+			go func() { registrarDone <- registrar.Run(ctx, controller.InitialSyncDone()) }()
 		} else {
 			deployerDone <- nil
+			registrarDone <- nil
 		}
 		err := controller.Run(ctx)
-		return errors.Join(err, <-syncerDone, <-deployerDone)
+		return errors.Join(err, <-syncerDone, <-deployerDone, <-registrarDone)
 	}
 	if !opts.LeaderElect {
 		metrics.Leader.Set(1)

@@ -9,10 +9,12 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/api/v1alpha1"
@@ -132,6 +134,11 @@ func objectLabels(in Gateway) map[string]string {
 // Deployment's selector is immutable): a class change relabels, but does not reselect.
 func selectorLabels(gw *gatewayv1.Gateway) map[string]string {
 	return map[string]string{GatewayNameLabel: gw.Name, ManagedByLabel: ManagedByValue}
+}
+
+// PodSelector selects a Gateway's pods within its namespace.
+func PodSelector(gateway cache.ObjectName) labels.Selector {
+	return labels.SelectorFromSet(map[string]string{GatewayNameLabel: gateway.Name, ManagedByLabel: ManagedByValue})
 }
 
 func infrastructureAnnotations(gw *gatewayv1.Gateway) map[string]string {

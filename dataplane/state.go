@@ -5,7 +5,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -16,7 +15,7 @@ import (
 // addresses from its Service, and how many of its pods are Ready.
 func (c *Controller) State(gw *gatewayv1.Gateway) gwsync.DeploymentState {
 	state := gwsync.DeploymentState{Problem: c.Conflict(cache.MetaObjectToName(gw))}
-	pods, err := c.cfg.Owned.Pods.Lister().Pods(gw.Namespace).List(labels.SelectorFromSet(selectorLabels(gw)))
+	pods, err := c.cfg.Owned.Pods.Lister().Pods(gw.Namespace).List(PodSelector(cache.MetaObjectToName(gw)))
 	if err != nil {
 		return state
 	}

@@ -47,6 +47,12 @@ var (
 		Help: "Server-side applies of the Deployments, Services and ServiceAccounts of Gateways, by kind and result (ok, conflict, error).",
 	}, []string{"kind", "result"})
 
+	// ConsulCatalogWrites counts registrations and deregistrations of gateway pods.
+	ConsulCatalogWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "consul_catalog_writes_total",
+		Help: "Catalog registrations and deregistrations of gateway pods in Consul, by operation (register, deregister) and result (ok, conflict, error).",
+	}, []string{"operation", "result"})
+
 	// ConsulWrites counts config entry writes to Consul.
 	ConsulWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace, Name: "consul_writes_total",
@@ -109,7 +115,7 @@ func init() {
 	Registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		StatusWrites, GatewayObjectApplies, ConsulWrites, DriftCorrections, GCDeletions, SyncDuration, Leader,
+		StatusWrites, GatewayObjectApplies, ConsulCatalogWrites, ConsulWrites, DriftCorrections, GCDeletions, SyncDuration, Leader,
 		TranslateDuration, TranslatedObjects, ConsulRequestDuration, ConsulEntriesCompared,
 	)
 	// The series of every kind exist from the start, whether gateways are deployed or
