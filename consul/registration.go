@@ -168,6 +168,12 @@ func slicesOfKeys(m map[cache.ObjectName]bool) []cache.ObjectName {
 	return keys
 }
 
+// SyncOnce compares and writes one Gateway's instances now, as a worker would; tests
+// use it to see the error a worker would retry.
+func (r *Registrar) SyncOnce(ctx context.Context, gateway cache.ObjectName) error {
+	return r.sync(ctx, gateway)
+}
+
 // sync makes the catalog hold exactly the desired instances of one Gateway: it reads
 // the service's instances, registers what is missing or different, and deregisters
 // what is ours and no longer desired.

@@ -12,9 +12,20 @@
 mesh = "write"
 
 # Read those entries back: Consul authorizes reading an api-gateway or a route by
-# service:read on the names they use (the gateway, its backends).
+# service:read on the names they use (the gateway, its backends); the service write
+# rule below grants it.
+
+# Register the gateway pods in the catalog: each is an api-gateway instance named like
+# its Gateway's api-gateway entry (with --consul-entry-prefix, narrow this rule to that
+# prefix), on a synthetic node "<kubernetes node>-virtual". Consul authorizes a
+# registration by node:write on the node and service:write on the service; node names
+# cannot be narrowed by a suffix, so the node rule covers every node. This replaces the
+# service read rule above: write includes read.
 service_prefix "" {
-  policy = "read"
+  policy = "write"
+}
+node_prefix "" {
+  policy = "write"
 }
 
 # The agent's version, to know what the connected Consul can program.

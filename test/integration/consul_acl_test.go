@@ -13,10 +13,16 @@ import (
 	"time"
 
 	consulapi "github.com/hashicorp/consul/api"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul"
+	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
 	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
 )
 
@@ -168,4 +174,90 @@ func findCondition(conds []metav1.Condition, condType string) *metav1.Condition 
 		}
 	}
 	return nil
+}
+
+// TestRegistrationACLs registers a gateway pod against a Consul with ACLs on: the
+// policy in deploy/ is enough, and without its node and service write grants the
+// registration is refused (each grant is needed).
+func TestRegistrationACLs(t *testing.T) {
+	agent, err := testenv.StartConsul(env.LogDir(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = agent.Stop() })
+	admin, err := agent.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules, err := os.ReadFile(filepath.Join(root, "deploy", "consul-acl-policy.hcl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	documented := string(rules)
+	withoutNodeWrite := strings.Replace(documented, "node_prefix \"\" {\n  policy = \"write\"\n}", "", 1)
+	withoutServiceWrite := strings.Replace(documented, "service_prefix \"\" {\n  policy = \"write\"\n}", "service_prefix \"\" {\n  policy = \"read\"\n}", 1)
+	if withoutNodeWrite == documented || withoutServiceWrite == documented {
+		t.Fatal("the policy no longer has the node_prefix and service_prefix write rules this test removes")
+	}
+	gw := &gatewayv1.Gateway{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "acl-apps", Name: "edge", UID: "uid-edge", Generation: 1},
+		Status: gatewayv1.GatewayStatus{Conditions: []metav1.Condition{{
+			Type: "Accepted", Status: metav1.ConditionTrue, Reason: "Accepted", ObservedGeneration: 1,
+		}}},
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "acl-apps", Name: "edge-pod", Labels: map[string]string{"gateway": "edge"}},
+		Spec:       corev1.PodSpec{NodeName: "node-1"},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.244.9.9", HostIP: "10.1.0.9",
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
+	}
+	pods := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	if err := pods.Add(pod); err != nil {
+		t.Fatal(err)
+	}
+	naming := consul.Naming{}
+	service := naming.EntryName(gw.Namespace, gw.Name)
+	register := func(t *testing.T, rules string) error {
+		t.Helper()
+		client, err := agent.ClientWithToken(aclToken(t, admin, "registration-"+t.Name()[len("TestRegistrationACLs/"):], rules))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := consul.NewRegistrar(consul.RegistrarConfig{
+			Client: client, Naming: naming, Ownership: consul.Ownership{Controller: "example.com/acl", ClusterID: "acl"},
+			Pods: corelisters.NewPodLister(pods), PodsSynced: func() bool { return true },
+			GatewayPods: func(cache.ObjectName) labels.Selector { return labels.SelectorFromSet(map[string]string{"gateway": "edge"}) },
+			Workers:     1,
+		})
+		r.Publish(t.Context(), gwsync.Confirmation{Kind: "Gateway", Key: cache.MetaObjectToName(gw), Object: gw})
+		return r.SyncOnce(t.Context(), cache.MetaObjectToName(gw))
+	}
+
+	t.Run("documented", func(t *testing.T) {
+		if err := register(t, documented); err != nil {
+			t.Fatalf("registration with the documented policy: %v", err)
+		}
+		entries, _, err := admin.Health().Service(service, "", true, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(entries) != 1 || entries[0].Service.ID != "edge-pod" || entries[0].Node.Node != "node-1-virtual" {
+			t.Fatalf("passing instances %v, want edge-pod on node-1-virtual", entries)
+		}
+		if _, err := admin.Catalog().Deregister(&consulapi.CatalogDeregistration{Node: "node-1-virtual"}, nil); err != nil {
+			t.Fatal(err)
+		}
+	})
+	for name, rules := range map[string]string{"without node write": withoutNodeWrite, "without service write": withoutServiceWrite} {
+		t.Run(name, func(t *testing.T) {
+			err := register(t, rules)
+			if err == nil || !strings.Contains(err.Error(), "Permission denied") {
+				t.Fatalf("registration %s: %v, want Permission denied", name, err)
+			}
+		})
+	}
 }
