@@ -230,8 +230,10 @@ func TestRegistrationACLs(t *testing.T) {
 		r := consul.NewRegistrar(consul.RegistrarConfig{
 			Client: client, Naming: naming, Ownership: consul.Ownership{Controller: "example.com/acl", ClusterID: "acl"},
 			Pods: corelisters.NewPodLister(pods), PodsSynced: func() bool { return true },
-			GatewayPods: func(cache.ObjectName) labels.Selector { return labels.SelectorFromSet(map[string]string{"gateway": "edge"}) },
-			Workers:     1,
+			GatewayPods: func(cache.ObjectName) labels.Selector {
+				return labels.SelectorFromSet(map[string]string{"gateway": "edge"})
+			},
+			Workers: 1,
 		})
 		r.Publish(t.Context(), gwsync.Confirmation{Kind: "Gateway", Key: cache.MetaObjectToName(gw), Object: gw})
 		return r.SyncOnce(t.Context(), cache.MetaObjectToName(gw))
