@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/consul-gateway-controller/consul-gateway-controller/consul"
 	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
 )
 
@@ -83,6 +84,7 @@ func run(stateDir, controller, examples string, verbosity int) error {
 	if err := apply.Run(); err != nil {
 		return fmt.Errorf("apply %s: %w", examples, err)
 	}
+	printGatewayInstances(ctx, env)
 	fmt.Printf(`
 The local stack is up. Look at it with:
   %[1]s --kubeconfig %[2]s get gatewayclasses,gateways,httproutes -A
@@ -104,4 +106,27 @@ Server logs are in %[4]s. Press Ctrl-C to stop everything.
 		}
 	}
 	return nil
+}
+
+// printGatewayInstances waits up to 30 s for the example Gateway's pods to appear in
+// Consul's catalog, and prints them: what a gateway proxy's xDS is served for.
+func printGatewayInstances(ctx context.Context, env *testenv.Env) {
+	service := consul.Naming{}.EntryName("demo", "edge")
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		entries, _, err := env.ConsulClient.Health().Service(service, "", false, nil)
+		if err == nil && len(entries) > 0 {
+			for _, e := range entries {
+				status := "no check"
+				if len(e.Checks) > 0 {
+					status = e.Checks.AggregatedStatus()
+				}
+				fmt.Printf("Consul catalog: %s instance %s of %s on node %s at %s (%s)\n",
+					e.Service.Kind, e.Service.ID, e.Service.Service, e.Node.Node, e.Service.Address, status)
+			}
+			return
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	fmt.Printf("Consul catalog: no instance of %s yet\n", service)
 }
