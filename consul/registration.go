@@ -69,9 +69,6 @@ type Registrar struct {
 
 // NewRegistrar builds a registrar; nothing talks to Consul until Run.
 func NewRegistrar(cfg RegistrarConfig) *Registrar {
-	for _, op := range []string{"register", "deregister"} {
-		metrics.ConsulCatalogWrites.WithLabelValues(op, "ok")
-	}
 	return &Registrar{
 		cfg:      cfg,
 		queue:    workqueue.New[cache.ObjectName]("catalog"),

@@ -123,6 +123,9 @@ func init() {
 	for _, kind := range []string{"Deployment", "Service", "ServiceAccount"} {
 		GatewayObjectApplies.WithLabelValues(kind, "ok")
 	}
+	for _, op := range []string{"register", "deregister"} {
+		ConsulCatalogWrites.WithLabelValues(op, "ok")
+	}
 	registerRESTClientMetrics()
 	for _, c := range queueCollectors {
 		Registry.MustRegister(c)
