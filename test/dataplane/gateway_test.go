@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/api/v1alpha1"
@@ -214,13 +215,19 @@ func TestGatewayDataPlane(t *testing.T) {
 
 	// A hand edit of the image (a field the controller owns) is put back; an
 	// annotation someone else adds stays.
-	d, err = g.deployment(ctx)
+	// The Deployment controller writes the status meanwhile: a user's edit retries on
+	// a conflict, as kubectl edit does.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		d, err := g.deployment(ctx)
+		if err != nil {
+			return err
+		}
+		d.Spec.Template.Spec.Containers[0].Image = "example.com/hand-edited:1"
+		d.Annotations["example.com/owner"] = "platform-team"
+		_, err = env.KubeClient.AppsV1().Deployments(g.ns).Update(ctx, d, metav1.UpdateOptions{FieldManager: "kubectl-edit"})
+		return err
+	})
 	if err != nil {
-		t.Fatal(err)
-	}
-	d.Spec.Template.Spec.Containers[0].Image = "example.com/hand-edited:1"
-	d.Annotations["example.com/owner"] = "platform-team"
-	if _, err := env.KubeClient.AppsV1().Deployments(g.ns).Update(ctx, d, metav1.UpdateOptions{FieldManager: "kubectl-edit"}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 30*time.Second, "the image is put back, the annotation stays", func(ctx context.Context) error {
@@ -326,12 +333,17 @@ func TestGatewayLoadBalancerAddress(t *testing.T) {
 	g := newGatewayCase(t, "lb", corev1.ServiceTypeLoadBalancer)
 	g.programmed("False/AddressNotAssigned", 60*time.Second)
 
-	svc, err := g.service(ctx)
+	// As a cloud load balancer controller would, retrying on a conflict.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		svc, err := g.service(ctx)
+		if err != nil {
+			return err
+		}
+		svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "203.0.113.7"}, {Hostname: "edge.lb.example.com"}}
+		_, err = env.KubeClient.CoreV1().Services(g.ns).UpdateStatus(ctx, svc, metav1.UpdateOptions{})
+		return err
+	})
 	if err != nil {
-		t.Fatal(err)
-	}
-	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "203.0.113.7"}, {Hostname: "edge.lb.example.com"}}
-	if _, err := env.KubeClient.CoreV1().Services(g.ns).UpdateStatus(ctx, svc, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	gw := g.programmed("True/Programmed", 30*time.Second)
@@ -391,17 +403,23 @@ func TestAutoscaledReplicasLeftAlone(t *testing.T) {
 	}
 }
 
+// updateGateway edits the Gateway as a user would, again on a conflict: the
+// controller writes its status meanwhile.
 func updateGateway(t *testing.T, g *gatewayCase, edit func(*gatewayv1.Gateway)) {
 	t.Helper()
-	gw, err := g.gateway(t.Context())
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		gw, err := g.gateway(t.Context())
+		if err != nil {
+			return err
+		}
+		if gw.Annotations == nil {
+			gw.Annotations = map[string]string{}
+		}
+		edit(gw)
+		_, err = env.GatewayClient.GatewayV1().Gateways(g.ns).Update(t.Context(), gw, metav1.UpdateOptions{})
+		return err
+	})
 	if err != nil {
-		t.Fatal(err)
-	}
-	if gw.Annotations == nil {
-		gw.Annotations = map[string]string{}
-	}
-	edit(gw)
-	if _, err := env.GatewayClient.GatewayV1().Gateways(g.ns).Update(t.Context(), gw, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/api/v1alpha1"
@@ -95,12 +96,17 @@ func TestInvalidParameters(t *testing.T) {
 	gatewayAccepted(`False/InvalidParameters: spec.infrastructure.parametersRef: parametersRef names ConfigMap settings of group ""`)
 
 	// The Gateway's own reference to a GatewayConfig that does not exist yet, then does.
-	gw, err := gateways.Get(ctx, "own", metav1.GetOptions{})
+	// The controller writes the Gateway's status meanwhile: retry on a conflict.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		gw, err := gateways.Get(ctx, "own", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		gw.Spec.Infrastructure.ParametersRef = &gatewayv1.LocalParametersReference{Group: v1alpha1.GroupName, Kind: v1alpha1.GatewayConfigKind, Name: "own"}
+		_, err = gateways.Update(ctx, gw, metav1.UpdateOptions{})
+		return err
+	})
 	if err != nil {
-		t.Fatal(err)
-	}
-	gw.Spec.Infrastructure.ParametersRef = &gatewayv1.LocalParametersReference{Group: v1alpha1.GroupName, Kind: v1alpha1.GatewayConfigKind, Name: "own"}
-	if _, err := gateways.Update(ctx, gw, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	gatewayAccepted("False/InvalidParameters: spec.infrastructure.parametersRef: GatewayConfig " + ns + "/own does not exist")
