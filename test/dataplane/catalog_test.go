@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
-	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/api/v1alpha1"
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul"
@@ -24,7 +23,6 @@ import (
 // instances, survives a Consul that lost its data, and a restarted controller writes
 // nothing to it.
 func TestGatewayPodsRegistered(t *testing.T) {
-	ctx := t.Context()
 	g := newGatewayCase(t, "catalog", corev1.ServiceTypeClusterIP)
 	g.programmed("True/Programmed", 60*time.Second)
 	service := consul.Naming{}.EntryName(g.ns, "edge")
@@ -91,26 +89,12 @@ func TestGatewayPodsRegistered(t *testing.T) {
 	}
 	instancesMatchPods(1)
 
-	// A restarted controller against the converged catalog writes nothing to it.
-	if _, err := g.controller.Terminate(10 * time.Second); err != nil {
-		t.Fatal(err)
-	}
+	// A restarted controller against the converged catalog writes nothing to it. The
+	// foreign instance, gone with Consul's data, is registered again first.
 	if _, err := env.ConsulClient.Catalog().Register(foreign, nil); err != nil {
 		t.Fatal(err)
 	}
-	restarted := startController(t, g.ns+"-restarted", gatewayv1.GatewayController("consul-gateway-controller.github.io/"+g.ns))
-	eventually(t, 30*time.Second, "the restarted controller is ready", func(ctx context.Context) error {
-		if !restarted.Ready(ctx) {
-			return fmt.Errorf("not ready")
-		}
-		return nil
-	})
-	time.Sleep(3 * time.Second)
-	text, err := restarted.Metrics(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n := counterSum(text, "consul_gateway_controller_consul_catalog_writes_total"); n != 0 {
+	if n := g.restart(t, "consul_gateway_controller_consul_catalog_writes_total"); n != 0 {
 		t.Errorf("the restarted controller made %v catalog writes, want 0", n)
 	}
 	services, _, err := env.ConsulClient.Catalog().Service(service, "", nil)

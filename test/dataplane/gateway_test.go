@@ -285,22 +285,7 @@ func TestGatewayDataPlane(t *testing.T) {
 
 	// A restart against the converged cluster applies nothing.
 	time.Sleep(2 * time.Second)
-	if _, err := g.controller.Terminate(10 * time.Second); err != nil {
-		t.Fatal(err)
-	}
-	restarted := startController(t, g.ns+"-restarted", gatewayv1.GatewayController("consul-gateway-controller.github.io/"+g.ns))
-	eventually(t, 30*time.Second, "the restarted controller is ready", func(ctx context.Context) error {
-		if !restarted.Ready(ctx) {
-			return fmt.Errorf("not ready")
-		}
-		return nil
-	})
-	time.Sleep(3 * time.Second)
-	metricsText, err := restarted.Metrics(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n := counterSum(metricsText, "consul_gateway_controller_gateway_object_applies_total"); n != 0 {
+	if n := g.restart(t, "consul_gateway_controller_gateway_object_applies_total"); n != 0 {
 		t.Errorf("the restarted controller applied %v gateway objects, want 0", n)
 	}
 
@@ -405,6 +390,29 @@ func TestAutoscaledReplicasLeftAlone(t *testing.T) {
 
 // updateGateway edits the Gateway as a user would, again on a conflict: the
 // controller writes its status meanwhile.
+// restart stops the case's controller, starts another for its class, waits until it is
+// ready and has had time to act, and returns the sum of counter's series in its
+// metrics.
+func (g *gatewayCase) restart(t *testing.T, counter string) float64 {
+	t.Helper()
+	if _, err := g.controller.Terminate(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	g.controller = startController(t, g.ns+"-restarted", gatewayv1.GatewayController("consul-gateway-controller.github.io/"+g.ns))
+	eventually(t, 30*time.Second, "the restarted controller is ready", func(ctx context.Context) error {
+		if !g.controller.Ready(ctx) {
+			return fmt.Errorf("not ready")
+		}
+		return nil
+	})
+	time.Sleep(3 * time.Second)
+	text, err := g.controller.Metrics(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return counterSum(text, counter)
+}
+
 func updateGateway(t *testing.T, g *gatewayCase, edit func(*gatewayv1.Gateway)) {
 	t.Helper()
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {

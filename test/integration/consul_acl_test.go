@@ -40,6 +40,30 @@ func aclToken(t *testing.T, client *consulapi.Client, name, rules string) string
 	return token.SecretID
 }
 
+// aclConsul starts a Consul agent of its own with ACLs on (default deny) for the test,
+// and returns it, a management client, and the documented policy of deploy/.
+func aclConsul(t *testing.T) (*testenv.ConsulAgent, *consulapi.Client, string) {
+	t.Helper()
+	agent, err := testenv.StartConsul(env.LogDir(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = agent.Stop() })
+	admin, err := agent.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules, err := os.ReadFile(filepath.Join(root, "deploy", "consul-acl-policy.hcl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return agent, admin, string(rules)
+}
+
 // syncBuffer is a goroutine-safe log sink.
 type syncBuffer struct {
 	mu  gosync.Mutex
@@ -82,24 +106,8 @@ func verboseLogs(t *testing.T) *syncBuffer {
 // policy in deploy/ is enough; a token without mesh:write gets a clear condition; and
 // at -v=10 neither token nor private key reaches the log.
 func TestConsulACLs(t *testing.T) {
-	agent, err := testenv.StartConsul(env.LogDir(), true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = agent.Stop() })
-	admin, err := agent.Client()
-	if err != nil {
-		t.Fatal(err)
-	}
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rules, err := os.ReadFile(filepath.Join(root, "deploy", "consul-acl-policy.hcl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	goodToken := aclToken(t, admin, "documented", string(rules))
+	agent, admin, rules := aclConsul(t)
+	goodToken := aclToken(t, admin, "documented", rules)
 	readOnlyToken := aclToken(t, admin, "read-only", `mesh = "read"
 agent_prefix "" { policy = "read" }`)
 
@@ -180,24 +188,7 @@ func findCondition(conds []metav1.Condition, condType string) *metav1.Condition 
 // policy in deploy/ is enough, and without its node and service write grants the
 // registration is refused (each grant is needed).
 func TestRegistrationACLs(t *testing.T) {
-	agent, err := testenv.StartConsul(env.LogDir(), true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = agent.Stop() })
-	admin, err := agent.Client()
-	if err != nil {
-		t.Fatal(err)
-	}
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rules, err := os.ReadFile(filepath.Join(root, "deploy", "consul-acl-policy.hcl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	documented := string(rules)
+	agent, admin, documented := aclConsul(t)
 	withoutNodeWrite := strings.Replace(documented, "node_prefix \"\" {\n  policy = \"write\"\n}", "", 1)
 	withoutServiceWrite := strings.Replace(documented, "service_prefix \"\" {\n  policy = \"write\"\n}", "service_prefix \"\" {\n  policy = \"read\"\n}", 1)
 	if withoutNodeWrite == documented || withoutServiceWrite == documented {
