@@ -204,6 +204,9 @@ func (r *Registrar) sync(ctx context.Context, key cache.ObjectName) error {
 			errs = append(errs, r.deregister(ctx, key, e))
 		}
 	}
+	if gw == nil && len(errs) == 0 {
+		r.forgetIfGone(key)
+	}
 	for id, reg := range desired {
 		if sameInstance(current[id], reg) {
 			continue
@@ -217,6 +220,16 @@ func (r *Registrar) sync(ctx context.Context, key cache.ObjectName) error {
 		klog.FromContext(ctx).V(2).Info("Registered gateway instance", "gateway", key, "service", service, "id", id, "status", reg.Check.Status)
 	}
 	return errors.Join(errs...)
+}
+
+// forgetIfGone drops a Gateway whose instances are all gone, unless a confirmation
+// made it accepted again meanwhile: nothing is left to compare for it.
+func (r *Registrar) forgetIfGone(key cache.ObjectName) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, accepted := r.gateways[key]; !accepted {
+		delete(r.known, key)
+	}
 }
 
 func (r *Registrar) deregister(ctx context.Context, gateway cache.ObjectName, e *consulapi.ServiceEntry) error {
