@@ -10,8 +10,6 @@ import (
 
 	consulapi "github.com/hashicorp/consul/api"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -19,6 +17,7 @@ import (
 	"k8s.io/klog/v2"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/consul-gateway-controller/consul-gateway-controller/dataplane"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/metrics"
 	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
 	"github.com/consul-gateway-controller/consul-gateway-controller/workqueue"
@@ -86,7 +85,7 @@ func (r *Registrar) Publish(_ context.Context, c gwsync.Confirmation) {
 	gw, ok := c.Object.(*gatewayv1.Gateway)
 	r.mu.Lock()
 	r.known[c.Key] = true
-	if ok && acceptedAtGeneration(gw) {
+	if ok && gwsync.AcceptedAtGeneration(gw) {
 		r.gateways[c.Key] = gw
 	} else {
 		delete(r.gateways, c.Key)
@@ -98,11 +97,6 @@ func (r *Registrar) Publish(_ context.Context, c gwsync.Confirmation) {
 // Enqueue asks for a Gateway's instances to be compared again, for example when one of
 // its pods changed.
 func (r *Registrar) Enqueue(gateway cache.ObjectName) { r.queue.Add(gateway) }
-
-func acceptedAtGeneration(gw *gatewayv1.Gateway) bool {
-	c := meta.FindStatusCondition(gw.Status.Conditions, string(gatewayv1.GatewayConditionAccepted))
-	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == gw.Generation
-}
 
 // Run registers until ctx is done, from when the status pipeline has confirmed every
 // object once (initialSyncDone): until then a Gateway without a confirmation may just
@@ -275,7 +269,7 @@ func (r *Registrar) registration(gw *gatewayv1.Gateway, pod *corev1.Pod) *consul
 	meta := r.cfg.Ownership.Meta(Owner{Kind: "Gateway", Namespace: gw.Namespace, Name: gw.Name, UID: string(gw.UID)})
 	meta[metaPod] = pod.Name
 	status, output := consulapi.HealthCritical, fmt.Sprintf("Pod %s/%s is not Ready", pod.Namespace, pod.Name)
-	if podReady(pod) {
+	if dataplane.PodReady(pod) {
 		status, output = consulapi.HealthPassing, "Pod is Ready"
 	}
 	namespace := r.cfg.Naming.Namespace(gw.Namespace)
@@ -319,18 +313,6 @@ func sameInstance(e *consulapi.ServiceEntry, reg *consulapi.CatalogRegistration)
 	for _, c := range e.Checks {
 		if c.CheckID == reg.Check.CheckID {
 			return c.Status == reg.Check.Status && c.ServiceID == reg.Check.ServiceID
-		}
-	}
-	return false
-}
-
-func podReady(pod *corev1.Pod) bool {
-	if pod.Status.Phase != corev1.PodRunning {
-		return false
-	}
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
 		}
 	}
 	return false

@@ -9,7 +9,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
@@ -93,7 +92,7 @@ func (c *Controller) Publish(_ context.Context, conf gwsync.Confirmation) {
 	gw, ok := conf.Object.(*gatewayv1.Gateway)
 	c.mu.Lock()
 	switch {
-	case ok && acceptedNow(gw):
+	case ok && gwsync.AcceptedAtGeneration(gw):
 		c.confirmed[conf.Key] = gw
 	case conf.Object == nil: // deleted, or no longer ours
 		delete(c.confirmed, conf.Key)
@@ -103,12 +102,6 @@ func (c *Controller) Publish(_ context.Context, conf gwsync.Confirmation) {
 	}
 	c.mu.Unlock()
 	c.queue.Add(conf.Key)
-}
-
-// acceptedNow reports whether gw's status says Accepted=True for its current spec.
-func acceptedNow(gw *gatewayv1.Gateway) bool {
-	accepted := meta.FindStatusCondition(gw.Status.Conditions, string(gatewayv1.GatewayConditionAccepted))
-	return accepted != nil && accepted.Status == metav1.ConditionTrue && accepted.ObservedGeneration == gw.Generation
 }
 
 // Run waits for the owned caches, then applies until ctx is done. Applying before the

@@ -21,13 +21,13 @@ func (c *Controller) State(gw *gatewayv1.Gateway) gwsync.DeploymentState {
 	}
 	var ready []*corev1.Pod
 	for _, pod := range pods {
-		if podReady(pod) {
+		if PodReady(pod) {
 			ready = append(ready, pod)
 		}
 	}
 	state.ReadyPods = len(ready)
 	svc, err := c.cfg.Owned.Services.Lister().Services(gw.Namespace).Get(Name(gw))
-	if err == nil && metaControlledBy(svc, gw) {
+	if err == nil && metav1.IsControlledBy(svc, gw) {
 		state.Addresses = Addresses(svc, ready)
 	}
 	return state
@@ -43,14 +43,9 @@ func (c *Controller) HasSynced() bool {
 	return true
 }
 
-func metaControlledBy(svc *corev1.Service, gw *gatewayv1.Gateway) bool {
-	owner := metav1.GetControllerOf(svc)
-	return owner != nil && owner.UID == gw.UID
-}
-
-// podReady reports whether a pod is Ready and not on its way out.
-func podReady(pod *corev1.Pod) bool {
-	if pod.DeletionTimestamp != nil {
+// PodReady reports whether a gateway pod is Running and Ready, and not on its way out.
+func PodReady(pod *corev1.Pod) bool {
+	if pod.DeletionTimestamp != nil || pod.Status.Phase != corev1.PodRunning {
 		return false
 	}
 	for _, c := range pod.Status.Conditions {

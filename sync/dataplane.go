@@ -1,6 +1,8 @@
 package sync
 
 import (
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
@@ -52,4 +54,11 @@ type DeploymentState struct {
 	ReadyPods int
 	// Problem says why the data plane cannot be deployed at all; "" when it can.
 	Problem string
+}
+
+// AcceptedAtGeneration reports whether a confirmed Gateway's status says Accepted=True
+// for its current spec: what the data plane and the catalog registration act on.
+func AcceptedAtGeneration(gw *gatewayv1.Gateway) bool {
+	c := meta.FindStatusCondition(gw.Status.Conditions, string(gatewayv1.GatewayConditionAccepted))
+	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == gw.Generation
 }

@@ -548,13 +548,13 @@ func TestClassParametersRollOut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	name := dataplane.Name(gw)
+	g := &gatewayCase{t: t, ns: ns, class: ns, name: dataplane.Name(gw)}
 	eventually(t, 60*time.Second, "a ClusterIP Service and one replica", func(ctx context.Context) error {
-		svc, err := env.KubeClient.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
+		svc, err := g.service(ctx)
 		if err != nil {
 			return err
 		}
-		d, err := env.KubeClient.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+		d, err := g.deployment(ctx)
 		if err != nil {
 			return err
 		}
@@ -574,11 +574,11 @@ func TestClassParametersRollOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, 60*time.Second, "the class's new parameters roll out", func(ctx context.Context) error {
-		svc, err := env.KubeClient.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
+		svc, err := g.service(ctx)
 		if err != nil {
 			return err
 		}
-		d, err := env.KubeClient.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+		d, err := g.deployment(ctx)
 		if err != nil {
 			return err
 		}
