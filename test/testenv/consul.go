@@ -13,6 +13,7 @@ import (
 type ConsulAgent struct {
 	proc       *process
 	httpAddr   string
+	grpcAddr   string
 	aclEnabled bool
 	token      string
 }
@@ -29,20 +30,26 @@ func startConsul(logDir string, aclEnabled bool) (*ConsulAgent, error) {
 	if err != nil {
 		return nil, err
 	}
-	ports, err := freePorts(4)
+	ports, err := freePorts(5)
 	if err != nil {
 		return nil, err
 	}
-	c := &ConsulAgent{httpAddr: fmt.Sprintf("127.0.0.1:%d", ports[0]), aclEnabled: aclEnabled}
+	c := &ConsulAgent{
+		httpAddr:   fmt.Sprintf("127.0.0.1:%d", ports[0]),
+		grpcAddr:   fmt.Sprintf("127.0.0.1:%d", ports[4]),
+		aclEnabled: aclEnabled,
+	}
+	// The plaintext gRPC port is where a gateway's Envoy (or consul-dataplane) asks for
+	// its xDS configuration.
 	config := fmt.Sprintf(`ports {
   http = %d
   serf_lan = %d
   serf_wan = %d
   server = %d
+  grpc = %d
   dns = -1
-  grpc = -1
   grpc_tls = -1
-}`, ports[0], ports[1], ports[2], ports[3])
+}`, ports[0], ports[1], ports[2], ports[3], ports[4])
 	if aclEnabled {
 		if c.token, err = randomUUID(); err != nil {
 			return nil, err
@@ -104,6 +111,9 @@ func (c *ConsulAgent) Kill() error { return c.proc.kill() }
 
 // HTTPAddr is host:port of the agent's HTTP API.
 func (c *ConsulAgent) HTTPAddr() string { return c.httpAddr }
+
+// GRPCAddr is host:port of the agent's plaintext gRPC port, which serves xDS.
+func (c *ConsulAgent) GRPCAddr() string { return c.grpcAddr }
 
 // ManagementToken is the bootstrap token when ACLs are on, and "" otherwise.
 func (c *ConsulAgent) ManagementToken() string { return c.token }

@@ -1,0 +1,2 @@
+// Package xds is what Consul would tell a gateway's Envoy.
+package xds

@@ -1,0 +1,227 @@
+package xds
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	gosync "sync"
+	"testing"
+	"time"
+
+	consulapi "github.com/hashicorp/consul/api"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/consul"
+	"github.com/consul-gateway-controller/consul-gateway-controller/dataplane"
+	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
+	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
+)
+
+// The controller of these tests runs once for the package, with the repository's
+// examples applied: the scenarios use the examples' GatewayClass.
+var (
+	setupOnce  gosync.Once
+	setupError error
+	controller *testenv.Controller
+)
+
+func setup(t *testing.T) {
+	t.Helper()
+	setupOnce.Do(func() { setupError = startControllerWithExamples() })
+	if setupError != nil {
+		t.Fatal(setupError)
+	}
+}
+
+func startControllerWithExamples() error {
+	dir, err := os.MkdirTemp("", "xds-controller-")
+	if err != nil {
+		return err
+	}
+	binary, err := testenv.BuildController(dir)
+	if err != nil {
+		return err
+	}
+	controller, err = env.StartController(testenv.ControllerOptions{
+		Binary: binary,
+		Name:   "xds",
+		Args:   []string{"--leader-elect=false", "--manage-service-defaults", "-v=4"},
+	})
+	if err != nil {
+		return err
+	}
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		return err
+	}
+	return kubectlApply(filepath.Join(root, "examples"))
+}
+
+func kubectlApply(path string) error {
+	kubectl, err := testenv.Kubectl()
+	if err != nil {
+		return err
+	}
+	kubeconfig := filepath.Join(env.Dir(), "xds-kubeconfig")
+	if err := env.Kube.WriteKubeconfig(kubeconfig, testenv.AdminUser); err != nil {
+		return err
+	}
+	out, err := exec.Command(kubectl, "--kubeconfig="+kubeconfig, "apply", "-f", path).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("kubectl apply -f %s: %w\n%s", path, err, out)
+	}
+	return nil
+}
+
+// backendAddress is the address of the one mesh instance registered for each backend
+// Service of a namespace, so that the gateway's clusters have endpoints.
+func backendAddress(i int) string { return fmt.Sprintf("10.2.0.%d", i+1) }
+
+// registerBackends registers, for each Service of the namespace, the sidecar proxy a
+// mesh pod of it would have (consul-k8s registers pods this way), on one node.
+func registerBackends(t *testing.T, ns string) map[string]string {
+	t.Helper()
+	services, err := env.KubeClient.CoreV1().Services(ns).List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addresses := map[string]string{}
+	for i, svc := range services.Items {
+		if svc.Labels[dataplane.ManagedByLabel] != "" {
+			continue
+		}
+		addr := backendAddress(i)
+		addresses[svc.Name] = addr
+		reg := &consulapi.CatalogRegistration{
+			Node: "backends-" + ns, Address: "10.2.0.254",
+			Service: &consulapi.AgentService{
+				Kind: consulapi.ServiceKindConnectProxy, ID: svc.Name + "-sidecar-proxy", Service: svc.Name + "-sidecar-proxy",
+				Address: addr, Port: 20000,
+				Proxy: &consulapi.AgentServiceConnectProxyConfig{DestinationServiceName: svc.Name, LocalServicePort: 8080},
+			},
+		}
+		if _, err := env.ConsulClient.Catalog().Register(reg, nil); err != nil {
+			t.Fatal(err)
+		}
+		reg.Service = &consulapi.AgentService{ID: svc.Name, Service: svc.Name, Address: addr, Port: 8080}
+		if _, err := env.ConsulClient.Catalog().Register(reg, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return addresses
+}
+
+func eventually(t *testing.T, timeout time.Duration, what string, check func(context.Context) error) {
+	t.Helper()
+	var last error
+	err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		err := check(ctx)
+		// A check cut short by the deadline says nothing; keep the one before it.
+		if err == nil || ctx.Err() == nil {
+			last = err
+		}
+		return err == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("%s: not within %s: %v", what, timeout, last)
+	}
+}
+
+func conditionTrue(conds []metav1.Condition, condType string) error {
+	for _, c := range conds {
+		if c.Type == condType {
+			if c.Status != metav1.ConditionTrue {
+				return fmt.Errorf("%s %s/%s: %s", condType, c.Status, c.Reason, c.Message)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("no %s condition", condType)
+}
+
+// awaitProgrammed waits until the Gateway is Programmed and every HTTPRoute and
+// TCPRoute of its namespace is accepted by Consul on each parent.
+func awaitProgrammed(t *testing.T, ns, gateway string) {
+	t.Helper()
+	eventually(t, 90*time.Second, "Gateway "+ns+"/"+gateway+" and its routes programmed", func(ctx context.Context) error {
+		gw, err := env.GatewayClient.GatewayV1().Gateways(ns).Get(ctx, gateway, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if err := conditionTrue(gw.Status.Conditions, "Programmed"); err != nil {
+			return fmt.Errorf("gateway: %w", err)
+		}
+		var parents []gatewayv1.RouteParentStatus
+		http, err := env.GatewayClient.GatewayV1().HTTPRoutes(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		for _, r := range http.Items {
+			if len(r.Status.Parents) == 0 {
+				return fmt.Errorf("httproute %s has no status", r.Name)
+			}
+			parents = append(parents, r.Status.Parents...)
+		}
+		tcp, err := env.GatewayClient.GatewayV1().TCPRoutes(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		for _, r := range tcp.Items {
+			if len(r.Status.Parents) == 0 {
+				return fmt.Errorf("tcproute %s has no status", r.Name)
+			}
+			parents = append(parents, r.Status.Parents...)
+		}
+		for _, p := range parents {
+			if err := conditionTrue(p.Conditions, gwsync.ConsulAcceptedCondition); err != nil {
+				return fmt.Errorf("route parent %s: %w", p.ParentRef.Name, err)
+			}
+		}
+		return nil
+	})
+}
+
+// gatewayProxy waits until a pod of the Gateway is registered and passing in Consul's
+// catalog, and returns it as the proxy to fetch xDS for.
+func gatewayProxy(t *testing.T, ns, gateway string) Proxy {
+	t.Helper()
+	service := consul.Naming{}.EntryName(ns, gateway)
+	var proxy Proxy
+	eventually(t, 60*time.Second, "a passing catalog instance of "+service, func(ctx context.Context) error {
+		entries, _, err := env.ConsulClient.Health().Service(service, "", true, (&consulapi.QueryOptions{}).WithContext(ctx))
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			if e.Service.Kind == consulapi.ServiceKindAPIGateway && strings.HasSuffix(e.Node.Node, "-virtual") {
+				proxy = Proxy{ID: e.Service.ID, Node: e.Node.Node}
+				return nil
+			}
+		}
+		return fmt.Errorf("%d passing instances, none a gateway pod's", len(entries))
+	})
+	return proxy
+}
+
+// podIPs are the addresses of a namespace's pods, which Consul may put into listener
+// addresses; golden files scrub them.
+func podIPs(t *testing.T, ns string) []string {
+	t.Helper()
+	pods, err := env.KubeClient.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ips []string
+	for _, p := range pods.Items {
+		if p.Status.PodIP != "" && p.Status.Phase == corev1.PodRunning {
+			ips = append(ips, p.Status.PodIP)
+		}
+	}
+	return ips
+}

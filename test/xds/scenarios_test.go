@@ -1,0 +1,447 @@
+package xds
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	tcpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/testcerts"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files from what Consul serves")
+
+// A scenario is a set of Gateway API objects (testdata/<name>.yaml) and what they mean
+// at the Envoy level, written from the Gateway API spec, not from what Consul does.
+type scenario struct {
+	name      string
+	file      string
+	namespace string
+	// ports are the Gateway's listener ports: one Envoy listener each, and no other.
+	ports []uint32
+	// requests say where each request must go (nil want: nowhere, Envoy's 404).
+	requests []routeCase
+	// tcp maps a TCP listener port to the backend Service it must proxy to.
+	tcp map[uint32]string
+	// certificateSecret names the Secret whose certificate each TLS listener serves.
+	certificateSecret string
+}
+
+type routeCase struct {
+	port uint32
+	req  Request
+	want *want
+}
+
+type want struct {
+	// backends maps each backend Service to its share; one backend has share 1.
+	backends map[string]uint32
+	// path is the path the backend receives; "" means the request's, unchanged.
+	path string
+	// headers the backend receives; "" means absent.
+	headers map[string]string
+}
+
+func to(backend string) *want { return &want{backends: map[string]uint32{backend: 1}} }
+
+var scenarios = []scenario{
+	{
+		name: "example", file: filepath.Join("..", "..", "examples", "gateway.yaml"), namespace: "demo",
+		ports: []uint32{8080},
+		requests: []routeCase{
+			{8080, Request{Host: "demo.example.com", Target: "/echo"}, to("echo")},
+			{8080, Request{Host: "any", Target: "/echo/x?y=1"}, to("echo")},
+			{8080, Request{Host: "demo.example.com", Target: "/echoes"}, nil},
+			{8080, Request{Host: "demo.example.com", Target: "/"}, nil},
+		},
+	},
+	{
+		name: "http", namespace: "xds-http", ports: []uint32{80},
+		requests: []routeCase{
+			{80, Request{Host: "shop.example.com", Target: "/"}, to("web")},
+			{80, Request{Host: "shop.example.com:80", Target: "/api"}, to("api")},
+			{80, Request{Host: "www.shop.example.com", Target: "/api/users"}, to("api")},
+			// PathPrefix matches whole path elements.
+			{80, Request{Host: "shop.example.com", Target: "/apix"}, to("web")},
+			// Same path: more header matches win.
+			{80, Request{Host: "shop.example.com", Target: "/api/users", Headers: map[string]string{"x-version": "v2"}}, to("api-v2")},
+			{80, Request{Host: "shop.example.com", Target: "/api", Headers: map[string]string{"x-version": "v2"}}, to("api-v2")},
+			{80, Request{Host: "shop.example.com", Target: "/api/users", Headers: map[string]string{"x-version": "v3"}}, to("api")},
+			// An Exact path wins over any PathPrefix, whatever the headers.
+			{80, Request{Host: "shop.example.com", Target: "/api/health"}, to("health")},
+			{80, Request{Host: "shop.example.com", Target: "/api/health", Headers: map[string]string{"x-version": "v2"}}, to("health")},
+			{80, Request{Host: "shop.example.com", Target: "/api/health/deep"}, to("api")},
+			{80, Request{Host: "shop.example.com", Target: "/items/42"}, to("items")},
+			{80, Request{Host: "shop.example.com", Target: "/items/x42"}, to("web")},
+			// Method and query parameter must both match.
+			{80, Request{Method: "POST", Host: "shop.example.com", Target: "/orders?debug=1"}, to("orders")},
+			{80, Request{Method: "POST", Host: "shop.example.com", Target: "/orders/7?debug=1"}, to("orders")},
+			{80, Request{Method: "GET", Host: "shop.example.com", Target: "/orders?debug=1"}, to("web")},
+			{80, Request{Method: "POST", Host: "shop.example.com", Target: "/orders"}, to("web")},
+			{80, Request{Host: "blog.example.com", Target: "/2026/12/hello"}, to("blog")},
+			// Hostnames no route claims reach nothing.
+			{80, Request{Host: "other.example.com", Target: "/"}, nil},
+			{80, Request{Host: "example.com", Target: "/api"}, nil},
+		},
+	},
+	{
+		name: "traffic", namespace: "xds-traffic", ports: []uint32{8080},
+		requests: []routeCase{
+			{8080, Request{Host: "app.example.net", Target: "/"}, &want{backends: map[string]uint32{"canary-a": 80, "canary-b": 20}}},
+			{8080, Request{Host: "app.example.net", Target: "/headers", Headers: map[string]string{"x-env": "dev", "x-trace": "0", "x-debug": "on"}},
+				&want{backends: map[string]uint32{"headers-echo": 1}, headers: map[string]string{"x-env": "prod", "x-trace": "0,1", "x-debug": ""}}},
+			{8080, Request{Host: "app.example.net", Target: "/headers/x"},
+				&want{backends: map[string]uint32{"headers-echo": 1}, headers: map[string]string{"x-env": "prod", "x-trace": "1"}}},
+			{8080, Request{Host: "app.example.net", Target: "/old/page?q=1"}, &want{backends: map[string]uint32{"rewrite-echo": 1}, path: "/new/page"}},
+			{8080, Request{Host: "app.example.net", Target: "/old"}, &want{backends: map[string]uint32{"rewrite-echo": 1}, path: "/new"}},
+			// The route without hostnames takes the listener's wildcard, less the
+			// hostname the other route claims.
+			{8080, Request{Host: "other.example.net", Target: "/old/page"}, to("fallback")},
+			{8080, Request{Host: "example.net", Target: "/"}, nil},
+			{8080, Request{Host: "app.example.com", Target: "/"}, nil},
+		},
+	},
+	{
+		name: "listeners", namespace: "xds-listeners", ports: []uint32{443, 5432}, certificateSecret: "tls",
+		requests: []routeCase{
+			{443, Request{Host: "secure.example.com", Target: "/login"}, to("secure-web")},
+			{443, Request{Host: "insecure.example.com", Target: "/login"}, nil},
+		},
+		tcp: map[uint32]string{5432: "postgres"},
+	},
+}
+
+// TestWhatEnvoyReceives applies each scenario to the real API server, lets the
+// controller program Consul, acts as the Gateway's registered pod's Envoy, and checks
+// the xDS Consul serves it against what the objects mean, then against the golden file.
+func TestWhatEnvoyReceives(t *testing.T) {
+	setup(t)
+	for _, s := range scenarios {
+		t.Run(s.name, func(t *testing.T) {
+			t.Parallel()
+			s.run(t)
+		})
+	}
+}
+
+func (s scenario) run(t *testing.T) {
+	var certPEM []byte
+	if s.file == "" {
+		s.file = filepath.Join("testdata", s.name+".yaml")
+	}
+	if err := kubectlApply(s.file); err != nil {
+		t.Fatal(err)
+	}
+	if s.certificateSecret != "" {
+		certPEM = createCertificateSecret(t, s.namespace, s.certificateSecret)
+	}
+	backends := registerBackends(t, s.namespace)
+	awaitProgrammed(t, s.namespace, "edge")
+	proxy := gatewayProxy(t, s.namespace, "edge")
+
+	cfg := s.fetchUntil(t, proxy, func(cfg *Config) error { return s.check(cfg, backends, certPEM) })
+
+	replace := map[string]string{proxy.ID: "GATEWAY-POD"}
+	for _, ip := range podIPs(t, s.namespace) {
+		replace[ip] = "GATEWAY-POD-IP"
+	}
+	compareGolden(t, filepath.Join("testdata", s.name+".golden.json"), cfg, replace)
+}
+
+// fetchUntil fetches the proxy's configuration until check accepts it: Consul derives
+// xDS from the entries asynchronously, so a fetch right after the statuses say
+// "accepted" may still see the previous state.
+func (s scenario) fetchUntil(t *testing.T, proxy Proxy, check func(*Config) error) *Config {
+	t.Helper()
+	var cfg *Config
+	eventually(t, 90*time.Second, "the xDS of "+s.name+" means what its objects say", func(ctx context.Context) error {
+		fetchCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		got, err := Fetch(fetchCtx, env.Consul.GRPCAddr(), proxy, time.Second)
+		if err != nil {
+			return err
+		}
+		if err := check(got); err != nil {
+			return err
+		}
+		cfg = got
+		return nil
+	})
+	return cfg
+}
+
+// check returns every way the configuration departs from the scenario's meaning.
+func (s scenario) check(cfg *Config, backends map[string]string, certPEM []byte) error {
+	var errs []error
+	errs = append(errs, listenerPerPort(cfg, s.ports))
+	for _, rc := range s.requests {
+		errs = append(errs, checkRequest(cfg, rc))
+	}
+	for port, backend := range s.tcp {
+		errs = append(errs, checkTCP(cfg, port, backend, backends[backend]))
+	}
+	if certPEM != nil {
+		errs = append(errs, checkCertificates(cfg, certPEM))
+	}
+	errs = append(errs, checkEndpoints(cfg, backends))
+	return errors.Join(errs...)
+}
+
+// listenerPerPort: one listener per Gateway port, none for any other port.
+func listenerPerPort(cfg *Config, ports []uint32) error {
+	count := map[uint32]int{}
+	for _, l := range cfg.Listeners {
+		count[l.GetAddress().GetSocketAddress().GetPortValue()]++
+	}
+	want := map[uint32]int{}
+	for _, p := range ports {
+		want[p] = 1
+	}
+	if !maps.Equal(count, want) {
+		return fmt.Errorf("listeners per port %v, want %v", count, want)
+	}
+	return nil
+}
+
+func listenerOn(cfg *Config, port uint32) *listenerv3.Listener {
+	for _, l := range cfg.Listeners {
+		if l.GetAddress().GetSocketAddress().GetPortValue() == port {
+			return l
+		}
+	}
+	return nil
+}
+
+// routeConfigsOn are the route configurations a port's listener uses.
+func routeConfigsOn(cfg *Config, port uint32) ([]*routev3.RouteConfiguration, error) {
+	l := listenerOn(cfg, port)
+	if l == nil {
+		return nil, fmt.Errorf("no listener on port %d", port)
+	}
+	hcms, err := connectionManagers(l)
+	if err != nil {
+		return nil, err
+	}
+	var out []*routev3.RouteConfiguration
+	for _, h := range hcms {
+		name := h.GetRds().GetRouteConfigName()
+		rc := cfg.Routes[name]
+		if rc == nil {
+			return nil, fmt.Errorf("listener on port %d names route configuration %q, which Consul did not send", port, name)
+		}
+		out = append(out, rc)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("listener on port %d has no HTTP connection manager", port)
+	}
+	return out, nil
+}
+
+func checkRequest(cfg *Config, rc routeCase) error {
+	rcs, err := routeConfigsOn(cfg, rc.port)
+	if err != nil {
+		return fmt.Errorf("%s: %w", rc.req, err)
+	}
+	// Every filter chain of the port (one per SNI name on TLS listeners) must agree.
+	for _, routes := range rcs {
+		got, ok, err := Route(routes, rc.req)
+		if err != nil {
+			return fmt.Errorf("%s: %w", rc.req, err)
+		}
+		if err := rc.want.matches(got, ok, rc.req); err != nil {
+			return fmt.Errorf("%s on port %d (route configuration %s): %w", rc.req, rc.port, routes.GetName(), err)
+		}
+	}
+	return nil
+}
+
+func (w *want) matches(got Routed, ok bool, req Request) error {
+	switch {
+	case w == nil && !ok:
+		return nil
+	case w == nil:
+		return fmt.Errorf("routed to %v, want no route", got.Clusters)
+	case !ok:
+		return fmt.Errorf("no route, want %v", w.backends)
+	}
+	shares := map[string]uint32{}
+	for cluster, weight := range got.Clusters {
+		shares[serviceOf(cluster)] += weight
+	}
+	if !sameShares(shares, w.backends) {
+		return fmt.Errorf("routed to %v, want shares %v", got.Clusters, w.backends)
+	}
+	path, _, _ := strings.Cut(req.Target, "?")
+	if w.path != "" {
+		path = w.path
+	}
+	if got.Path != path {
+		return fmt.Errorf("backend receives path %q, want %q", got.Path, path)
+	}
+	for name, value := range w.headers {
+		if got.Headers[name] != value {
+			return fmt.Errorf("backend receives header %s=%q, want %q", name, got.Headers[name], value)
+		}
+	}
+	return nil
+}
+
+// sameShares compares weights as proportions: Consul turns 80/20 into 8000/2000.
+func sameShares(got, want map[string]uint32) bool {
+	if !slices.Equal(slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want))) {
+		return false
+	}
+	var gotTotal, wantTotal uint64
+	for k := range got {
+		gotTotal += uint64(got[k])
+		wantTotal += uint64(want[k])
+	}
+	for k := range got {
+		if uint64(got[k])*wantTotal != uint64(want[k])*gotTotal {
+			return false
+		}
+	}
+	return true
+}
+
+// serviceOf is the Consul service of a cluster: Consul names an upstream's cluster
+// "<service>.<namespace>.<datacenter>.internal.<trust domain>".
+func serviceOf(cluster string) string {
+	service, _, _ := strings.Cut(cluster, ".")
+	return service
+}
+
+// checkTCP: the port's listener proxies TCP to the backend's cluster.
+func checkTCP(cfg *Config, port uint32, backend, address string) error {
+	l := listenerOn(cfg, port)
+	if l == nil {
+		return fmt.Errorf("no listener on TCP port %d", port)
+	}
+	var clusters []string
+	for _, chain := range l.GetFilterChains() {
+		for _, f := range chain.GetFilters() {
+			p := &tcpproxyv3.TcpProxy{}
+			if tc := f.GetTypedConfig(); tc != nil && tc.MessageIs(p) {
+				if err := tc.UnmarshalTo(p); err != nil {
+					return err
+				}
+				clusters = append(clusters, p.GetCluster())
+			}
+		}
+	}
+	if len(clusters) != 1 || serviceOf(clusters[0]) != backend {
+		return fmt.Errorf("TCP listener on port %d proxies to %v, want the cluster of %s", port, clusters, backend)
+	}
+	if got := endpointAddresses(cfg.Endpoints[clusters[0]]); !slices.Equal(got, []string{address}) {
+		return fmt.Errorf("cluster %s has endpoints %v, want %s's instance %s", clusters[0], got, backend, address)
+	}
+	return nil
+}
+
+// checkEndpoints: each backend cluster Consul sends has the backend's instance.
+func checkEndpoints(cfg *Config, backends map[string]string) error {
+	var errs []error
+	for name, c := range cfg.Clusters {
+		address, ok := backends[serviceOf(name)]
+		if !ok {
+			continue
+		}
+		if got := endpointAddresses(cfg.Endpoints[c.GetName()]); !slices.Equal(got, []string{address}) {
+			errs = append(errs, fmt.Errorf("cluster %s has endpoints %v, want %s", name, got, address))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func endpointAddresses(cla *endpointv3.ClusterLoadAssignment) []string {
+	var out []string
+	for _, locality := range cla.GetEndpoints() {
+		for _, e := range locality.GetLbEndpoints() {
+			out = append(out, e.GetEndpoint().GetAddress().GetSocketAddress().GetAddress())
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// checkCertificates: every TLS filter chain serves the Secret's certificate.
+func checkCertificates(cfg *Config, certPEM []byte) error {
+	served := 0
+	for _, l := range cfg.Listeners {
+		for _, chain := range l.GetFilterChains() {
+			ts := chain.GetTransportSocket().GetTypedConfig()
+			if ts == nil {
+				continue
+			}
+			tls := &tlsv3.DownstreamTlsContext{}
+			if !ts.MessageIs(tls) {
+				continue
+			}
+			if err := ts.UnmarshalTo(tls); err != nil {
+				return err
+			}
+			certs := tls.GetCommonTlsContext().GetTlsCertificates()
+			if len(certs) != 1 || strings.TrimSpace(certs[0].GetCertificateChain().GetInlineString()) != strings.TrimSpace(string(certPEM)) {
+				return fmt.Errorf("listener %s serves %d certificates, not the Secret's", l.GetName(), len(certs))
+			}
+			served++
+		}
+	}
+	if served == 0 {
+		return errors.New("no listener serves TLS")
+	}
+	return nil
+}
+
+func createCertificateSecret(t *testing.T, ns, name string) []byte {
+	t.Helper()
+	cert, key, err := testcerts.SelfSigned("secure.example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = env.KubeClient.CoreV1().Secrets(ns).Create(t.Context(), &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: name}, Type: corev1.SecretTypeTLS,
+		Data: map[string][]byte{corev1.TLSCertKey: cert, corev1.TLSPrivateKeyKey: key},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cert
+}
+
+func compareGolden(t *testing.T, path string, cfg *Config, replace map[string]string) {
+	t.Helper()
+	got, err := Normalize(cfg, replace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to write it)", err)
+	}
+	if diff := cmp.Diff(string(want), string(got)); diff != "" {
+		t.Errorf("%s differs from what Consul serves (-golden +served); after checking the change, run with -update:\n%s", path, diff)
+	}
+}
