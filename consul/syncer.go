@@ -102,7 +102,7 @@ func NewSyncer(cfg Config) *Syncer {
 		snapshot:   emptySnapshot(),
 		confirmed:  map[ownerKey]bool{},
 		desired:    Desired{Entries: map[EntryKey]consulapi.ConfigEntry{}},
-		verdicts:   newVerdicts(),
+		verdicts:   newVerdicts(cfg.Naming),
 		held:       newHeldEntries(),
 		judging:    newAwaitingJudgement(),
 		matched:    newMatchedEntries(),
@@ -239,6 +239,12 @@ func (s *Syncer) OnVerdictChange(f func(kind gatewayv1.Kind, key cache.ObjectNam
 // Verdict implements the status pipeline's DataPlane.
 func (s *Syncer) Verdict(kind gatewayv1.Kind, key cache.ObjectName) gwsync.Verdict {
 	return s.verdicts.get(kind, key)
+}
+
+// Binding implements the status pipeline's DataPlane: Consul's Bound condition on the
+// route's entry for a listener of gateway.
+func (s *Syncer) Binding(kind gatewayv1.Kind, route, gateway cache.ObjectName, listener gatewayv1.SectionName) gwsync.Binding {
+	return s.verdicts.binding(kind, route, gateway, listener)
 }
 
 func (s *Syncer) markDirty() {

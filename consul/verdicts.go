@@ -1,6 +1,7 @@
 package consul
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -36,6 +37,21 @@ type ownerState struct {
 	consulAccepted bool
 	consulReason   string
 	consulMessage  string
+	// bindings are Consul's Bound conditions on a route's entry, sorted. States are
+	// copied (update), so the slice is replaced whole, never changed in place.
+	bindings []binding
+}
+
+// binding is Consul's Bound condition on a route entry for one parent listener.
+type binding struct {
+	gateway cache.ObjectName
+	section string // "" when Consul's condition names the whole Gateway
+	verdict gwsync.Binding
+}
+
+// sameVerdicts reports whether o and p tell the status pipeline the same.
+func (o ownerState) sameVerdicts(p ownerState) bool {
+	return o.verdict() == p.verdict() && slices.Equal(o.bindings, p.bindings)
 }
 
 func (o ownerState) verdict() gwsync.Verdict {
@@ -58,19 +74,44 @@ func (o ownerState) verdict() gwsync.Verdict {
 // verdicts holds what Consul and the syncer said about each object's entries, and tells
 // the status pipeline when that changes.
 type verdicts struct {
+	// naming turns the Gateway entry names in Consul's Bound conditions back into
+	// Gateways.
+	naming Naming
 	mu     gosync.Mutex
 	owners map[ownerKey]ownerState
 	// problems are the translation problems last set; most translations repeat them.
 	problems []Problem
 }
 
-func newVerdicts() *verdicts { return &verdicts{owners: map[ownerKey]ownerState{}} }
+func newVerdicts(naming Naming) *verdicts {
+	return &verdicts{naming: naming, owners: map[ownerKey]ownerState{}}
+}
 
 // get returns the verdict on an object.
 func (v *verdicts) get(kind gatewayv1.Kind, key cache.ObjectName) gwsync.Verdict {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return v.owners[ownerKey{kind, key}].verdict()
+}
+
+// binding returns Consul's verdict on serving a route on one listener of gateway: its
+// Bound condition for that listener, else the one for the whole Gateway.
+func (v *verdicts) binding(kind gatewayv1.Kind, route, gateway cache.ObjectName, listener gatewayv1.SectionName) gwsync.Binding {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	var whole gwsync.Binding
+	for _, b := range v.owners[ownerKey{kind, route}].bindings {
+		if b.gateway != gateway {
+			continue
+		}
+		switch b.section {
+		case string(listener):
+			return b.verdict
+		case "":
+			whole = b.verdict
+		}
+	}
+	return whole
 }
 
 // update changes an owner's state and reports the change when the verdict moved.
@@ -81,7 +122,7 @@ func (v *verdicts) update(owner ownerKey, changed func(gatewayv1.Kind, cache.Obj
 	mutate(&after)
 	v.owners[owner] = after
 	v.mu.Unlock()
-	if before.verdict() != after.verdict() && changed != nil {
+	if !before.sameVerdicts(after) && changed != nil {
 		changed(owner.kind, owner.key)
 	}
 }
@@ -107,8 +148,10 @@ func (v *verdicts) observe(key EntryKey, entry consulapi.ConfigEntry, owned bool
 		return
 	}
 	accepted := acceptedCondition(entry)
+	bindings := v.bindingsOf(key, entry)
 	v.update(owner, changed, func(o *ownerState) {
 		o.foreign = ""
+		o.bindings = bindings
 		if accepted == nil {
 			o.consulKnown = false
 			return
@@ -120,20 +163,24 @@ func (v *verdicts) observe(key EntryKey, entry consulapi.ConfigEntry, owned bool
 	})
 }
 
+// entryStatus is the status Consul computed on an entry of a kind it judges.
+func entryStatus(entry consulapi.ConfigEntry) consulapi.ConfigEntryStatus {
+	switch e := entry.(type) {
+	case *consulapi.APIGatewayConfigEntry:
+		return e.Status
+	case *consulapi.HTTPRouteConfigEntry:
+		return e.Status
+	case *consulapi.TCPRouteConfigEntry:
+		return e.Status
+	default:
+		return consulapi.ConfigEntryStatus{}
+	}
+}
+
 // acceptedCondition is Consul's Accepted condition on an entry, nil before Consul
 // computed one.
 func acceptedCondition(entry consulapi.ConfigEntry) *consulapi.Condition {
-	var status consulapi.ConfigEntryStatus
-	switch e := entry.(type) {
-	case *consulapi.APIGatewayConfigEntry:
-		status = e.Status
-	case *consulapi.HTTPRouteConfigEntry:
-		status = e.Status
-	case *consulapi.TCPRouteConfigEntry:
-		status = e.Status
-	default:
-		return nil
-	}
+	status := entryStatus(entry)
 	for i := range status.Conditions {
 		c := &status.Conditions[i]
 		if c.Type == "Accepted" && c.Resource == nil {
@@ -146,6 +193,65 @@ func acceptedCondition(entry consulapi.ConfigEntry) *consulapi.Condition {
 		}
 	}
 	return nil
+}
+
+// bindingsOf reads Consul's Bound conditions on a route entry: one per parent the
+// entry names (agent/consul/gateways/controller_gateways.go, reconcileRoute), whose
+// Resource is that parent as written, an api-gateway entry and a listener. Conditions
+// on entries whose names this controller cannot have written are left out.
+func (v *verdicts) bindingsOf(key EntryKey, entry consulapi.ConfigEntry) []binding {
+	var out []binding
+	for _, c := range entryStatus(entry).Conditions {
+		if c.Type != string(consulapi.RouteConditionBound) || c.Resource == nil || !namesAPIGateway(*c.Resource) {
+			continue
+		}
+		namespace, name, ok := v.naming.SplitEntryName(c.Resource.Name)
+		if !ok {
+			continue
+		}
+		out = append(out, binding{
+			gateway: cache.ObjectName{Namespace: namespace, Name: name},
+			section: c.Resource.SectionName,
+			verdict: bindingVerdict(key, c),
+		})
+	}
+	// Consul lists the conditions in no fixed order; sorted, an unchanged status
+	// compares equal.
+	slices.SortFunc(out, func(a, b binding) int {
+		return cmp.Or(cmp.Compare(a.gateway.Namespace, b.gateway.Namespace), cmp.Compare(a.gateway.Name, b.gateway.Name), cmp.Compare(a.section, b.section))
+	})
+	return out
+}
+
+// namesAPIGateway reports whether a parent reference names an api-gateway entry;
+// Consul takes an empty kind for one too.
+func namesAPIGateway(ref consulapi.ResourceReference) bool {
+	return ref.Kind == consulapi.APIGateway || ref.Kind == ""
+}
+
+// notYetBound is how Consul 1.15 ends the message of a Bound=False it gives before it
+// could judge the binding (see bindingVerdict).
+const notYetBound = "has not been accepted"
+
+// bindingVerdict reads one Bound condition. Consul 1.15 binds a route against the
+// statuses its route and gateway entries held before the reconcile that binds them
+// (controller_gateways.go, bindRoute): a new route is first refused on every parent
+// with "route has not been accepted", and one written next to a new gateway with
+// "gateway was not found" (GatewayNotFound) or "gateway has not been accepted", until
+// the next reconcile binds it. Those are pending: they settle by themselves, and when
+// they do not, the Gateway's own status says why (its entry is missing or refused).
+// Reporting them as refusals would flap every new route's status, with a Warning Event.
+// Any other refusal (wrong protocol, no such listener, no hostname in common) is final.
+func bindingVerdict(key EntryKey, c consulapi.Condition) gwsync.Binding {
+	msg := fmt.Sprintf("Consul %s %s: %s", key.Kind, key.Name, c.Message)
+	switch {
+	case c.Status == consulapi.ConditionStatusTrue:
+		return gwsync.Binding{State: gwsync.BindingBound, Reason: c.Reason, Message: msg}
+	case c.Reason == string(consulapi.RouteReasonGatewayNotFound), strings.HasSuffix(c.Message, notYetBound):
+		return gwsync.Binding{State: gwsync.BindingPending, Reason: c.Reason, Message: msg}
+	default:
+		return gwsync.Binding{State: gwsync.BindingRefused, Reason: c.Reason, Message: msg}
+	}
 }
 
 // written records a successful write.

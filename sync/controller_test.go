@@ -200,7 +200,10 @@ func TestSyncWaitsForTheCacheToSeeItsOwnWrite(t *testing.T) {
 type switchableDataPlane struct{ v Verdict }
 
 func (s *switchableDataPlane) Verdict(gatewayv1.Kind, cache.ObjectName) Verdict { return s.v }
-func (s *switchableDataPlane) HasSynced() bool                                  { return true }
+func (s *switchableDataPlane) Binding(gatewayv1.Kind, cache.ObjectName, cache.ObjectName, gatewayv1.SectionName) Binding {
+	return Binding{}
+}
+func (s *switchableDataPlane) HasSynced() bool { return true }
 
 func TestSyncDeletedAndForeignObjects(t *testing.T) {
 	foreign := gateway("infra", "foreign", httpListener("http", 80, ""))

@@ -20,10 +20,37 @@ type Verdict struct {
 	Message    string
 }
 
+// Binding is what the data plane said about serving a route on one listener of one
+// Gateway. It narrows the route's Verdict for that parent: a route the data plane
+// accepted may still be refused on some of its parents.
+type Binding struct {
+	State   BindingState
+	Reason  string
+	Message string
+}
+
+// BindingState is how far the data plane got with serving a route on a listener.
+type BindingState int
+
+const (
+	// BindingUnreported means the data plane said nothing about the listener: its
+	// answer is for an earlier version of the route, or it reports no bindings.
+	BindingUnreported BindingState = iota
+	// BindingPending means not bound yet, for a cause that settles by itself or is
+	// reported on the Gateway (its entry is missing or refused).
+	BindingPending
+	BindingBound
+	// BindingRefused means the data plane will not serve the route on the listener.
+	BindingRefused
+)
+
 // DataPlane reports verdicts. It is how Consul's answers reach status without this
 // package knowing Consul: the status workers read it like any other input.
 type DataPlane interface {
 	Verdict(kind gatewayv1.Kind, key cache.ObjectName) Verdict
+	// Binding reports the verdict on serving the route of kind named route on one
+	// listener of gateway.
+	Binding(kind gatewayv1.Kind, route, gateway cache.ObjectName, listener gatewayv1.SectionName) Binding
 	// HasSynced reports whether the verdicts the data plane already holds (Consul's
 	// judgement of the entries an earlier leader wrote) have been read. The status
 	// workers wait for it like for a cache: judging before would publish Pending over
@@ -35,7 +62,10 @@ type DataPlane interface {
 type noDataPlane struct{}
 
 func (noDataPlane) Verdict(gatewayv1.Kind, cache.ObjectName) Verdict { return Verdict{} }
-func (noDataPlane) HasSynced() bool                                  { return true }
+func (noDataPlane) Binding(gatewayv1.Kind, cache.ObjectName, cache.ObjectName, gatewayv1.SectionName) Binding {
+	return Binding{}
+}
+func (noDataPlane) HasSynced() bool { return true }
 
 // GatewayDeployments reports the state of the pods and Service a Gateway is deployed
 // with, when this controller deploys them. The Gateway's addresses come from it, and

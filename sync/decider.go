@@ -103,7 +103,8 @@ func (r routeRules) dropped() []int {
 // allInvalid reports whether no rule can be programmed.
 func (r routeRules) allInvalid() bool { return r.count > 0 && len(r.invalid()) == r.count }
 
-// parentConditions builds a route's conditions for one parent.
+// parentConditions builds a route's conditions for one parent; verdict is the data
+// plane's on the route for that parent (parentVerdict).
 func (r routeRules) parentConditions(b parentBinding, verdict Verdict, generation int64) []metav1.Condition {
 	invalid := r.invalid()
 	var conds []metav1.Condition
@@ -142,6 +143,8 @@ func (d *decider) routeParentStatuses(route routeView, rules routeRules, existin
 		}
 	}
 	verdicts := map[cache.ObjectName]gatewayVerdict{}
+	routeKey := cache.ObjectName{Namespace: route.namespace, Name: route.name}
+	routeVerdict := d.dataPlane.Verdict(route.kind, routeKey)
 	for _, ref := range route.parentRefs {
 		gw, class, ok, err := d.ourGateway(ref, route.namespace)
 		if err != nil || !ok {
@@ -165,14 +168,66 @@ func (d *decider) routeParentStatuses(route routeView, rules routeRules, existin
 		if b.accepted && !rules.allInvalid() {
 			decision.Attachments = append(decision.Attachments, Attachment{Gateway: key, Listeners: b.programmableListeners})
 		}
+		verdict := parentVerdict(routeVerdict, d.bindings(route.kind, routeKey, key, b.programmableListeners))
 		previous := d.ourParentStatus(existing, ref)
 		parents = append(parents, gatewayv1.RouteParentStatus{
 			ParentRef:      ref,
 			ControllerName: d.controllerName,
-			Conditions:     mergeConditions(previous, rules.parentConditions(b, d.dataPlane.Verdict(route.kind, cache.ObjectName{Namespace: route.namespace, Name: route.name}), generation), now),
+			Conditions:     mergeConditions(previous, rules.parentConditions(b, verdict, generation), now),
 		})
 	}
 	return parents, decision, nil
+}
+
+// bindings are the data plane's verdicts on serving the route on the listeners of
+// gateway it is written to.
+func (d *decider) bindings(kind gatewayv1.Kind, route, gateway cache.ObjectName, listeners []gatewayv1.SectionName) []Binding {
+	out := make([]Binding, len(listeners))
+	for i, l := range listeners {
+		out[i] = d.dataPlane.Binding(kind, route, gateway, l)
+	}
+	return out
+}
+
+// parentVerdict is the verdict on a route for one parent: the route's own verdict,
+// narrowed by the bindings on the parent's listeners. A refusal on any listener the
+// route should be served on makes the parent refused. A pending binding leaves the
+// parent unknown, with the same Pending condition as before the data plane answered:
+// a step that changes nothing in status costs no status write (a new route passes
+// through one in Consul 1.15), and when it lasts, the Gateway's status says why. A
+// listener the data plane said nothing about follows the route's verdict, as the
+// route's verdict itself stands until the data plane judges a new version of the
+// route.
+func parentVerdict(route Verdict, bindings []Binding) Verdict {
+	if !route.Known || !route.Programmed {
+		return route
+	}
+	var refused []Binding
+	pending := false
+	for _, b := range bindings {
+		switch b.State {
+		case BindingRefused:
+			refused = append(refused, b)
+		case BindingPending:
+			pending = true
+		}
+	}
+	switch {
+	case len(refused) > 0:
+		return Verdict{Known: true, Reason: refused[0].Reason, Message: refusalMessages(refused)}
+	case pending:
+		return Verdict{}
+	default:
+		return route
+	}
+}
+
+func refusalMessages(bindings []Binding) string {
+	msgs := make([]string, len(bindings))
+	for i, b := range bindings {
+		msgs[i] = b.Message
+	}
+	return strings.Join(msgs, "; ")
 }
 
 func (d *decider) ourParentStatus(existing []gatewayv1.RouteParentStatus, ref gatewayv1.ParentReference) []metav1.Condition {
@@ -307,7 +362,8 @@ func (d *decider) checkBackend(rules *routeRules, kind gatewayv1.Kind, namespace
 	return nil
 }
 
-// consulCondition turns a data-plane verdict into the route condition that carries it.
+// consulCondition turns a data-plane verdict on a route for one parent into the
+// condition that carries it.
 func consulCondition(v Verdict, generation int64) metav1.Condition {
 	switch {
 	case !v.Known:

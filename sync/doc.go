@@ -11,7 +11,9 @@
 //     reach the Consul syncer;
 //   - a verdict is what the data plane (Consul) said about the entries written for an
 //     object: its Accepted condition on the entry, or why nothing could be written. It
-//     becomes the Gateway's Programmed and the route's ConsulAccepted condition.
+//     becomes the Gateway's Programmed and the route's ConsulAccepted condition; a
+//     route's binding (Consul's Bound condition on one listener of a parent) narrows
+//     the verdict for that parent.
 //
 // It shares its name with the standard library's sync; alias one of them where a file
 // needs both.

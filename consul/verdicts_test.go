@@ -1,0 +1,140 @@
+package consul
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	consulapi "github.com/hashicorp/consul/api"
+	"k8s.io/client-go/tools/cache"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
+)
+
+// judgedRoute is an http-route entry of ours for apps/web with the conditions Consul
+// 1.15 put on it, shaped as its HTTP API returns them: the Accepted condition's
+// Resource is an empty reference, each Bound condition's the parent as written.
+func judgedRoute(conditions ...consulapi.Condition) *consulapi.HTTPRouteConfigEntry {
+	own := Ownership{Controller: "example.com/c", ClusterID: "test"}
+	return &consulapi.HTTPRouteConfigEntry{
+		Kind: consulapi.HTTPRoute, Name: "web.apps",
+		Meta:   own.Meta(Owner{Kind: "HTTPRoute", Namespace: "apps", Name: "web", UID: "uid"}),
+		Status: consulapi.ConfigEntryStatus{Conditions: conditions},
+	}
+}
+
+func routeAccepted() consulapi.Condition {
+	return consulapi.Condition{Type: "Accepted", Status: consulapi.ConditionStatusTrue, Reason: "Accepted", Message: "route is valid", Resource: &consulapi.ResourceReference{}}
+}
+
+func bound(gatewayEntry, section string, status consulapi.ConditionStatus, reason, message string) consulapi.Condition {
+	return consulapi.Condition{Type: "Bound", Status: status, Reason: reason, Message: message,
+		Resource: &consulapi.ResourceReference{Kind: consulapi.APIGateway, Name: gatewayEntry, SectionName: section}}
+}
+
+func TestBindingsFromConsulsBoundConditions(t *testing.T) {
+	t.Parallel()
+	web := cache.ObjectName{Namespace: "apps", Name: "web"}
+	// Messages as Consul 1.15.4 wrote them (seen on a real server).
+	tests := []struct {
+		name       string
+		naming     Naming
+		conditions []consulapi.Condition
+		// want is the binding per "gateway namespace/name/listener" asked for.
+		want map[string]gwsync.Binding
+	}{
+		{
+			name:   "bound on one Gateway, refused on the other",
+			naming: Naming{},
+			conditions: []consulapi.Condition{routeAccepted(),
+				bound("edge.infra", "http", consulapi.ConditionStatusTrue, "Bound", "successfully bound route"),
+				bound("other.infra", "http", consulapi.ConditionStatusFalse, "FailedToBind", "failed to bind route web.apps to gateway other.infra: listener http is not a http listener"),
+			},
+			want: map[string]gwsync.Binding{
+				"infra/edge/http":  {State: gwsync.BindingBound, Reason: "Bound", Message: "Consul http-route web.apps: successfully bound route"},
+				"infra/other/http": {State: gwsync.BindingRefused, Reason: "FailedToBind", Message: "Consul http-route web.apps: failed to bind route web.apps to gateway other.infra: listener http is not a http listener"},
+				"infra/edge/https": {}, // a listener Consul said nothing about
+				"infra/third/http": {}, // a Gateway Consul said nothing about
+			},
+		},
+		{
+			name:   "refusals that come before Consul could judge are pending",
+			naming: Naming{},
+			conditions: []consulapi.Condition{routeAccepted(),
+				bound("edge.infra", "http", consulapi.ConditionStatusFalse, "FailedToBind", "failed to bind route to gateway edge.infra: route has not been accepted"),
+				bound("new.infra", "http", consulapi.ConditionStatusFalse, "GatewayNotFound", "gateway was not found"),
+				bound("young.infra", "http", consulapi.ConditionStatusFalse, "FailedToBind", "failed to bind route to gateway young.infra: gateway has not been accepted"),
+			},
+			want: map[string]gwsync.Binding{
+				"infra/edge/http":  {State: gwsync.BindingPending, Reason: "FailedToBind", Message: "Consul http-route web.apps: failed to bind route to gateway edge.infra: route has not been accepted"},
+				"infra/new/http":   {State: gwsync.BindingPending, Reason: "GatewayNotFound", Message: "Consul http-route web.apps: gateway was not found"},
+				"infra/young/http": {State: gwsync.BindingPending, Reason: "FailedToBind", Message: "Consul http-route web.apps: failed to bind route to gateway young.infra: gateway has not been accepted"},
+			},
+		},
+		{
+			name:   "a condition without a listener holds for every listener of its Gateway",
+			naming: Naming{Prefix: "k8s-"},
+			conditions: []consulapi.Condition{routeAccepted(),
+				bound("k8s-edge.infra", "", consulapi.ConditionStatusFalse, "FailedToBind", "route cannot bind because gateway has no listeners"),
+				bound("k8s-edge.infra", "https", consulapi.ConditionStatusTrue, "Bound", "successfully bound route"),
+				// Not a name this controller writes with its prefix: left out.
+				bound("edge.infra", "http", consulapi.ConditionStatusTrue, "Bound", "successfully bound route"),
+			},
+			want: map[string]gwsync.Binding{
+				"infra/edge/http":  {State: gwsync.BindingRefused, Reason: "FailedToBind", Message: "Consul http-route web.apps: route cannot bind because gateway has no listeners"},
+				"infra/edge/https": {State: gwsync.BindingBound, Reason: "Bound", Message: "Consul http-route web.apps: successfully bound route"},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			v := newVerdicts(tt.naming)
+			entry := judgedRoute(tt.conditions...)
+			v.observe(KeyOf(entry), entry, true, nil)
+			if got := v.get("HTTPRoute", web); !got.Known || !got.Programmed {
+				t.Errorf("route verdict = %+v, want Consul's Accepted", got)
+			}
+			got := map[string]gwsync.Binding{}
+			for k := range tt.want {
+				ns, rest, _ := strings.Cut(k, "/")
+				name, listener, _ := strings.Cut(rest, "/")
+				got[k] = v.binding("HTTPRoute", web, cache.ObjectName{Namespace: ns, Name: name}, gatewayv1.SectionName(listener))
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("bindings (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// A change of a Bound condition alone asks for the route's status again; the same
+// status listed in another order does not.
+func TestBindingChangesAreReported(t *testing.T) {
+	t.Parallel()
+	v := newVerdicts(Naming{})
+	var changed []cache.ObjectName
+	record := func(kind gatewayv1.Kind, key cache.ObjectName) { changed = append(changed, key) }
+	edgeBound := bound("edge.infra", "http", consulapi.ConditionStatusTrue, "Bound", "successfully bound route")
+	otherBound := bound("other.infra", "http", consulapi.ConditionStatusTrue, "Bound", "successfully bound route")
+	otherRefused := bound("other.infra", "http", consulapi.ConditionStatusFalse, "FailedToBind", "failed to bind route web.apps to gateway other.infra: listener http is not a http listener")
+
+	steps := []struct {
+		name       string
+		conditions []consulapi.Condition
+		reported   bool
+	}{
+		{"first verdict", []consulapi.Condition{routeAccepted(), edgeBound, otherBound}, true},
+		{"same status, other order", []consulapi.Condition{otherBound, routeAccepted(), edgeBound}, false},
+		{"one parent refused", []consulapi.Condition{routeAccepted(), edgeBound, otherRefused}, true},
+	}
+	for _, step := range steps {
+		changed = nil
+		entry := judgedRoute(step.conditions...)
+		v.observe(KeyOf(entry), entry, true, record)
+		if got := len(changed) > 0; got != step.reported {
+			t.Errorf("%s: reported %v, want %v", step.name, changed, step.reported)
+		}
+	}
+}

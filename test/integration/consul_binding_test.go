@@ -1,0 +1,133 @@
+package integration
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	consulapi "github.com/hashicorp/consul/api"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/consul"
+	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
+)
+
+// Consul can accept a route and still refuse to bind it to one of its parents. Here the
+// api-gateway entry name of the second Gateway, "other", is held by a foreign entry
+// whose listener of the same name is a tcp listener: Consul binds the route to "edge"
+// and refuses it on "other". Each parent's ConsulAccepted says what Consul said about
+// that parent.
+func TestConsulBindingPerParent(t *testing.T) {
+	s := newConsulStack(t, "cs-bind")
+	otherEntry, routeEntry := s.naming.EntryName(s.ns, "other"), s.naming.EntryName(s.ns, "web")
+	foreign := &consulapi.APIGatewayConfigEntry{Kind: consulapi.APIGateway, Name: otherEntry,
+		Listeners: []consulapi.APIGatewayListener{{Name: "http", Port: 18091, Protocol: "tcp"}}}
+	if _, _, err := env.ConsulClient.ConfigEntries().Set(consul.Compact(foreign), nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = env.ConsulClient.ConfigEntries().Delete(consulapi.APIGateway, otherEntry, nil) })
+	createObject(t, &gatewayv1.Gateway{
+		ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: "other"},
+		Spec: gatewayv1.GatewaySpec{GatewayClassName: gatewayv1.ObjectName(s.ns), Listeners: []gatewayv1.Listener{
+			{Name: "http", Port: 18081, Protocol: gatewayv1.HTTPProtocolType},
+		}},
+	})
+
+	startController(t, s.controller, controllerOptions{consul: &consulOptions{clusterID: "it", translation: consul.Options{ManageServiceDefaults: true}}})
+	// Every status the route is given, to check that the parent Consul binds never
+	// showed a refusal on the way (Consul 1.15 refuses each new route once before it
+	// binds it).
+	routeEvents, err := env.GatewayClient.GatewayV1().HTTPRoutes(s.ns).Watch(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer routeEvents.Stop()
+	route := s.route("web")
+	route.Spec.ParentRefs = append(route.Spec.ParentRefs, gatewayv1.ParentReference{Name: "other"})
+	createObject(t, route)
+
+	var parents map[string]metav1.Condition
+	eventually(t, 30*time.Second, "Consul's binding verdicts reach each parent", func() (bool, error) {
+		var err error
+		parents, err = s.consulAcceptedByParent(t, "web")
+		if err != nil {
+			return false, err
+		}
+		return parents["edge"].Status == metav1.ConditionTrue && parents["other"].Reason == string(consulapi.RouteReasonFailedToBind), nil
+	})
+	if got := parents["edge"]; got.Reason != "Accepted" {
+		t.Errorf("parent edge: %s = %s/%s (%s), want True/Accepted", gwsync.ConsulAcceptedCondition, got.Status, got.Reason, got.Message)
+	}
+	other := parents["other"]
+	if other.Status != metav1.ConditionFalse || !strings.Contains(other.Message, "listener http is not a http listener") {
+		t.Errorf("parent other: %s = %s/%s (%s), want False with Consul's message", gwsync.ConsulAcceptedCondition, other.Status, other.Reason, other.Message)
+	}
+	for _, c := range s.entry(t, consulapi.HTTPRoute, routeEntry).(*consulapi.HTTPRouteConfigEntry).Status.Conditions {
+		t.Logf("Consul's condition on http-route %s: %s=%s %s %q resource=%+v", routeEntry, c.Type, c.Status, c.Reason, c.Message, c.Resource)
+	}
+	t.Logf("parent other: %s=%s %s %q", gwsync.ConsulAcceptedCondition, other.Status, other.Reason, other.Message)
+
+	for _, c := range s.edgeConditionsSeen(routeEvents.ResultChan()) {
+		t.Logf("parent edge went through %s=%s %s %q", gwsync.ConsulAcceptedCondition, c.Status, c.Reason, c.Message)
+		if c.Status == metav1.ConditionFalse && c.Reason != "Pending" {
+			t.Errorf("parent edge showed %s=%s/%s (%s) on the way to True", gwsync.ConsulAcceptedCondition, c.Status, c.Reason, c.Message)
+		}
+	}
+
+	// The foreign entry is left as its owner wrote it.
+	got, ok := s.entry(t, consulapi.APIGateway, otherEntry).(*consulapi.APIGatewayConfigEntry)
+	if !ok || len(got.Meta) != 0 || len(got.Listeners) != 1 || got.Listeners[0].Protocol != "tcp" {
+		t.Errorf("the foreign api-gateway entry was changed: %+v", got)
+	}
+}
+
+// consulAcceptedByParent reads our ConsulAccepted condition on each parent of ours of
+// a route, by the parent's name.
+func (s consulStack) consulAcceptedByParent(t *testing.T, route string) (map[string]metav1.Condition, error) {
+	t.Helper()
+	r, err := env.GatewayClient.GatewayV1().HTTPRoutes(s.ns).Get(t.Context(), route, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]metav1.Condition{}
+	for _, p := range r.Status.Parents {
+		if p.ControllerName != s.controller {
+			continue
+		}
+		if c := meta.FindStatusCondition(p.Conditions, gwsync.ConsulAcceptedCondition); c != nil {
+			out[string(p.ParentRef.Name)] = *c
+		}
+	}
+	return out, nil
+}
+
+// edgeConditionsSeen drains the route events delivered so far and returns the
+// ConsulAccepted condition of the parent "edge" in each.
+func (s consulStack) edgeConditionsSeen(events <-chan watch.Event) []metav1.Condition {
+	var seen []metav1.Condition
+	for {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				return seen
+			}
+			r, isRoute := ev.Object.(*gatewayv1.HTTPRoute)
+			if !isRoute {
+				continue
+			}
+			for _, p := range r.Status.Parents {
+				if p.ControllerName != s.controller || p.ParentRef.Name != "edge" {
+					continue
+				}
+				if c := meta.FindStatusCondition(p.Conditions, gwsync.ConsulAcceptedCondition); c != nil {
+					seen = append(seen, *c)
+				}
+			}
+		case <-time.After(time.Second):
+			return seen
+		}
+	}
+}
