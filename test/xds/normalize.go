@@ -105,7 +105,9 @@ func scrub(s string, replace map[string]string) string {
 	for old := range replace {
 		olds = append(olds, old)
 	}
-	sort.Slice(olds, func(i, j int) bool { return len(olds[i]) > len(olds[j]) || len(olds[i]) == len(olds[j]) && olds[i] < olds[j] })
+	sort.Slice(olds, func(i, j int) bool {
+		return len(olds[i]) > len(olds[j]) || len(olds[i]) == len(olds[j]) && olds[i] < olds[j]
+	})
 	for _, old := range olds {
 		s = strings.ReplaceAll(s, old, replace[old])
 	}

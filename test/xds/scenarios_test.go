@@ -41,6 +41,10 @@ type scenario struct {
 	tcp map[uint32]string
 	// certificateSecret names the Secret whose certificate each TLS listener serves.
 	certificateSecret string
+	// removedRoute is an HTTPRoute deleted after the golden comparison; then the
+	// requests of afterRemoval must be routed as they say.
+	removedRoute string
+	afterRemoval []routeCase
 }
 
 type routeCase struct {
@@ -98,6 +102,11 @@ var scenarios = []scenario{
 			// Hostnames no route claims reach nothing.
 			{80, Request{Host: "other.example.com", Target: "/"}, nil},
 			{80, Request{Host: "example.com", Target: "/api"}, nil},
+		},
+		removedRoute: "blog",
+		afterRemoval: []routeCase{
+			{80, Request{Host: "blog.example.com", Target: "/2026/12/hello"}, nil},
+			{80, Request{Host: "shop.example.com", Target: "/api"}, to("api")},
 		},
 	},
 	{
@@ -162,6 +171,34 @@ func (s scenario) run(t *testing.T) {
 		replace[ip] = "GATEWAY-POD-IP"
 	}
 	compareGolden(t, filepath.Join("testdata", s.name+".golden.json"), cfg, replace)
+
+	if s.removedRoute == "" {
+		return
+	}
+	routes := env.GatewayClient.GatewayV1().HTTPRoutes(s.namespace)
+	removed, err := routes.Get(t.Context(), s.removedRoute, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := routes.Delete(t.Context(), s.removedRoute, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cfg = s.fetchUntil(t, proxy, func(cfg *Config) error {
+		var errs []error
+		for _, rc := range s.afterRemoval {
+			errs = append(errs, checkRequest(cfg, rc))
+		}
+		return errors.Join(errs...)
+	})
+	for _, rc := range cfg.Routes {
+		for _, vh := range rc.GetVirtualHosts() {
+			for _, h := range removed.Spec.Hostnames {
+				if slices.Contains(vh.GetDomains(), string(h)) {
+					t.Errorf("virtual host %s still serves %s of the deleted route", vh.GetName(), h)
+				}
+			}
+		}
+	}
 }
 
 // fetchUntil fetches the proxy's configuration until check accepts it: Consul derives
