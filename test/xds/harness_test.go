@@ -21,6 +21,7 @@ import (
 	"github.com/consul-gateway-controller/consul-gateway-controller/dataplane"
 	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
 	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
+	"github.com/consul-gateway-controller/consul-gateway-controller/test/xds/envoy"
 )
 
 // The controller of these tests runs once for the package, with the repository's
@@ -189,10 +190,10 @@ func awaitProgrammed(t *testing.T, ns, gateway string) {
 
 // gatewayProxy waits until a pod of the Gateway is registered and passing in Consul's
 // catalog, and returns it as the proxy to fetch xDS for.
-func gatewayProxy(t *testing.T, ns, gateway string) Proxy {
+func gatewayProxy(t *testing.T, ns, gateway string) envoy.Proxy {
 	t.Helper()
 	service := consul.Naming{}.EntryName(ns, gateway)
-	var proxy Proxy
+	var proxy envoy.Proxy
 	eventually(t, 60*time.Second, "a passing catalog instance of "+service, func(ctx context.Context) error {
 		entries, _, err := env.ConsulClient.Health().Service(service, "", true, (&consulapi.QueryOptions{}).WithContext(ctx))
 		if err != nil {
@@ -200,7 +201,7 @@ func gatewayProxy(t *testing.T, ns, gateway string) Proxy {
 		}
 		for _, e := range entries {
 			if e.Service.Kind == consulapi.ServiceKindAPIGateway && strings.HasSuffix(e.Node.Node, "-virtual") {
-				proxy = Proxy{ID: e.Service.ID, Node: e.Node.Node}
+				proxy = envoy.Proxy{ID: e.Service.ID, Node: e.Node.Node}
 				return nil
 			}
 		}

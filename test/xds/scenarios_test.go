@@ -23,6 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/testcerts"
+	"github.com/consul-gateway-controller/consul-gateway-controller/test/xds/envoy"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files from what Consul serves")
@@ -49,7 +50,7 @@ type scenario struct {
 
 type routeCase struct {
 	port uint32
-	req  Request
+	req  envoy.Request
 	want *want
 }
 
@@ -69,68 +70,68 @@ var scenarios = []scenario{
 		name: "example", file: filepath.Join("..", "..", "examples", "gateway.yaml"), namespace: "demo",
 		ports: []uint32{8080},
 		requests: []routeCase{
-			{8080, Request{Host: "demo.example.com", Target: "/echo"}, to("echo")},
-			{8080, Request{Host: "any", Target: "/echo/x?y=1"}, to("echo")},
-			{8080, Request{Host: "demo.example.com", Target: "/echoes"}, nil},
-			{8080, Request{Host: "demo.example.com", Target: "/"}, nil},
+			{8080, envoy.Request{Host: "demo.example.com", Target: "/echo"}, to("echo")},
+			{8080, envoy.Request{Host: "any", Target: "/echo/x?y=1"}, to("echo")},
+			{8080, envoy.Request{Host: "demo.example.com", Target: "/echoes"}, nil},
+			{8080, envoy.Request{Host: "demo.example.com", Target: "/"}, nil},
 		},
 	},
 	{
 		name: "http", namespace: "xds-http", ports: []uint32{80},
 		requests: []routeCase{
-			{80, Request{Host: "shop.example.com", Target: "/"}, to("web")},
-			{80, Request{Host: "shop.example.com:80", Target: "/api"}, to("api")},
-			{80, Request{Host: "www.shop.example.com", Target: "/api/users"}, to("api")},
+			{80, envoy.Request{Host: "shop.example.com", Target: "/"}, to("web")},
+			{80, envoy.Request{Host: "shop.example.com:80", Target: "/api"}, to("api")},
+			{80, envoy.Request{Host: "www.shop.example.com", Target: "/api/users"}, to("api")},
 			// PathPrefix matches whole path elements.
-			{80, Request{Host: "shop.example.com", Target: "/apix"}, to("web")},
+			{80, envoy.Request{Host: "shop.example.com", Target: "/apix"}, to("web")},
 			// Same path: more header matches win.
-			{80, Request{Host: "shop.example.com", Target: "/api/users", Headers: map[string]string{"x-version": "v2"}}, to("api-v2")},
-			{80, Request{Host: "shop.example.com", Target: "/api", Headers: map[string]string{"x-version": "v2"}}, to("api-v2")},
-			{80, Request{Host: "shop.example.com", Target: "/api/users", Headers: map[string]string{"x-version": "v3"}}, to("api")},
+			{80, envoy.Request{Host: "shop.example.com", Target: "/api/users", Headers: map[string]string{"x-version": "v2"}}, to("api-v2")},
+			{80, envoy.Request{Host: "shop.example.com", Target: "/api", Headers: map[string]string{"x-version": "v2"}}, to("api-v2")},
+			{80, envoy.Request{Host: "shop.example.com", Target: "/api/users", Headers: map[string]string{"x-version": "v3"}}, to("api")},
 			// An Exact path wins over any PathPrefix, whatever the headers.
-			{80, Request{Host: "shop.example.com", Target: "/api/health"}, to("health")},
-			{80, Request{Host: "shop.example.com", Target: "/api/health", Headers: map[string]string{"x-version": "v2"}}, to("health")},
-			{80, Request{Host: "shop.example.com", Target: "/api/health/deep"}, to("api")},
-			{80, Request{Host: "shop.example.com", Target: "/items/42"}, to("items")},
-			{80, Request{Host: "shop.example.com", Target: "/items/x42"}, to("web")},
+			{80, envoy.Request{Host: "shop.example.com", Target: "/api/health"}, to("health")},
+			{80, envoy.Request{Host: "shop.example.com", Target: "/api/health", Headers: map[string]string{"x-version": "v2"}}, to("health")},
+			{80, envoy.Request{Host: "shop.example.com", Target: "/api/health/deep"}, to("api")},
+			{80, envoy.Request{Host: "shop.example.com", Target: "/items/42"}, to("items")},
+			{80, envoy.Request{Host: "shop.example.com", Target: "/items/x42"}, to("web")},
 			// Method and query parameter must both match.
-			{80, Request{Method: "POST", Host: "shop.example.com", Target: "/orders?debug=1"}, to("orders")},
-			{80, Request{Method: "POST", Host: "shop.example.com", Target: "/orders/7?debug=1"}, to("orders")},
-			{80, Request{Method: "GET", Host: "shop.example.com", Target: "/orders?debug=1"}, to("web")},
-			{80, Request{Method: "POST", Host: "shop.example.com", Target: "/orders"}, to("web")},
-			{80, Request{Host: "blog.example.com", Target: "/2026/12/hello"}, to("blog")},
+			{80, envoy.Request{Method: "POST", Host: "shop.example.com", Target: "/orders?debug=1"}, to("orders")},
+			{80, envoy.Request{Method: "POST", Host: "shop.example.com", Target: "/orders/7?debug=1"}, to("orders")},
+			{80, envoy.Request{Method: "GET", Host: "shop.example.com", Target: "/orders?debug=1"}, to("web")},
+			{80, envoy.Request{Method: "POST", Host: "shop.example.com", Target: "/orders"}, to("web")},
+			{80, envoy.Request{Host: "blog.example.com", Target: "/2026/12/hello"}, to("blog")},
 			// Hostnames no route claims reach nothing.
-			{80, Request{Host: "other.example.com", Target: "/"}, nil},
-			{80, Request{Host: "example.com", Target: "/api"}, nil},
+			{80, envoy.Request{Host: "other.example.com", Target: "/"}, nil},
+			{80, envoy.Request{Host: "example.com", Target: "/api"}, nil},
 		},
 		removedRoute: "blog",
 		afterRemoval: []routeCase{
-			{80, Request{Host: "blog.example.com", Target: "/2026/12/hello"}, nil},
-			{80, Request{Host: "shop.example.com", Target: "/api"}, to("api")},
+			{80, envoy.Request{Host: "blog.example.com", Target: "/2026/12/hello"}, nil},
+			{80, envoy.Request{Host: "shop.example.com", Target: "/api"}, to("api")},
 		},
 	},
 	{
 		name: "traffic", namespace: "xds-traffic", ports: []uint32{8080},
 		requests: []routeCase{
-			{8080, Request{Host: "app.example.net", Target: "/"}, &want{backends: map[string]uint32{"canary-a": 80, "canary-b": 20}}},
-			{8080, Request{Host: "app.example.net", Target: "/headers", Headers: map[string]string{"x-env": "dev", "x-trace": "0", "x-debug": "on"}},
+			{8080, envoy.Request{Host: "app.example.net", Target: "/"}, &want{backends: map[string]uint32{"canary-a": 80, "canary-b": 20}}},
+			{8080, envoy.Request{Host: "app.example.net", Target: "/headers", Headers: map[string]string{"x-env": "dev", "x-trace": "0", "x-debug": "on"}},
 				&want{backends: map[string]uint32{"headers-echo": 1}, headers: map[string]string{"x-env": "prod", "x-trace": "0,1", "x-debug": ""}}},
-			{8080, Request{Host: "app.example.net", Target: "/headers/x"},
+			{8080, envoy.Request{Host: "app.example.net", Target: "/headers/x"},
 				&want{backends: map[string]uint32{"headers-echo": 1}, headers: map[string]string{"x-env": "prod", "x-trace": "1"}}},
-			{8080, Request{Host: "app.example.net", Target: "/old/page?q=1"}, &want{backends: map[string]uint32{"rewrite-echo": 1}, path: "/new/page"}},
-			{8080, Request{Host: "app.example.net", Target: "/old"}, &want{backends: map[string]uint32{"rewrite-echo": 1}, path: "/new"}},
+			{8080, envoy.Request{Host: "app.example.net", Target: "/old/page?q=1"}, &want{backends: map[string]uint32{"rewrite-echo": 1}, path: "/new/page"}},
+			{8080, envoy.Request{Host: "app.example.net", Target: "/old"}, &want{backends: map[string]uint32{"rewrite-echo": 1}, path: "/new"}},
 			// The route without hostnames takes the listener's wildcard, less the
 			// hostname the other route claims.
-			{8080, Request{Host: "other.example.net", Target: "/old/page"}, to("fallback")},
-			{8080, Request{Host: "example.net", Target: "/"}, nil},
-			{8080, Request{Host: "app.example.com", Target: "/"}, nil},
+			{8080, envoy.Request{Host: "other.example.net", Target: "/old/page"}, to("fallback")},
+			{8080, envoy.Request{Host: "example.net", Target: "/"}, nil},
+			{8080, envoy.Request{Host: "app.example.com", Target: "/"}, nil},
 		},
 	},
 	{
 		name: "listeners", namespace: "xds-listeners", ports: []uint32{443, 5432}, certificateSecret: "tls",
 		requests: []routeCase{
-			{443, Request{Host: "secure.example.com", Target: "/login"}, to("secure-web")},
-			{443, Request{Host: "insecure.example.com", Target: "/login"}, nil},
+			{443, envoy.Request{Host: "secure.example.com", Target: "/login"}, to("secure-web")},
+			{443, envoy.Request{Host: "insecure.example.com", Target: "/login"}, nil},
 		},
 		tcp: map[uint32]string{5432: "postgres"},
 	},
@@ -164,7 +165,7 @@ func (s scenario) run(t *testing.T) {
 	awaitProgrammed(t, s.namespace, "edge")
 	proxy := gatewayProxy(t, s.namespace, "edge")
 
-	cfg := s.fetchUntil(t, proxy, func(cfg *Config) error { return s.check(cfg, backends, certPEM) })
+	cfg := s.fetchUntil(t, proxy, func(cfg *envoy.Config) error { return s.check(cfg, backends, certPEM) })
 
 	replace := map[string]string{proxy.ID: "GATEWAY-POD"}
 	for _, ip := range podIPs(t, s.namespace) {
@@ -183,7 +184,7 @@ func (s scenario) run(t *testing.T) {
 	if err := routes.Delete(t.Context(), s.removedRoute, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	cfg = s.fetchUntil(t, proxy, func(cfg *Config) error {
+	cfg = s.fetchUntil(t, proxy, func(cfg *envoy.Config) error {
 		var errs []error
 		for _, rc := range s.afterRemoval {
 			errs = append(errs, checkRequest(cfg, rc))
@@ -204,13 +205,13 @@ func (s scenario) run(t *testing.T) {
 // fetchUntil fetches the proxy's configuration until check accepts it: Consul derives
 // xDS from the entries asynchronously, so a fetch right after the statuses say
 // "accepted" may still see the previous state.
-func (s scenario) fetchUntil(t *testing.T, proxy Proxy, check func(*Config) error) *Config {
+func (s scenario) fetchUntil(t *testing.T, proxy envoy.Proxy, check func(*envoy.Config) error) *envoy.Config {
 	t.Helper()
-	var cfg *Config
+	var cfg *envoy.Config
 	eventually(t, 90*time.Second, "the xDS of "+s.name+" means what its objects say", func(ctx context.Context) error {
 		fetchCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
-		got, err := Fetch(fetchCtx, env.Consul.GRPCAddr(), proxy, time.Second)
+		got, err := envoy.Fetch(fetchCtx, env.Consul.GRPCAddr(), proxy, time.Second)
 		if err != nil {
 			return err
 		}
@@ -224,7 +225,7 @@ func (s scenario) fetchUntil(t *testing.T, proxy Proxy, check func(*Config) erro
 }
 
 // check returns every way the configuration departs from the scenario's meaning.
-func (s scenario) check(cfg *Config, backends map[string]string, certPEM []byte) error {
+func (s scenario) check(cfg *envoy.Config, backends map[string]string, certPEM []byte) error {
 	var errs []error
 	errs = append(errs, listenerPerPort(cfg, s.ports))
 	for _, rc := range s.requests {
@@ -241,7 +242,7 @@ func (s scenario) check(cfg *Config, backends map[string]string, certPEM []byte)
 }
 
 // listenerPerPort: one listener per Gateway port, none for any other port.
-func listenerPerPort(cfg *Config, ports []uint32) error {
+func listenerPerPort(cfg *envoy.Config, ports []uint32) error {
 	count := map[uint32]int{}
 	for _, l := range cfg.Listeners {
 		count[l.GetAddress().GetSocketAddress().GetPortValue()]++
@@ -256,7 +257,7 @@ func listenerPerPort(cfg *Config, ports []uint32) error {
 	return nil
 }
 
-func listenerOn(cfg *Config, port uint32) *listenerv3.Listener {
+func listenerOn(cfg *envoy.Config, port uint32) *listenerv3.Listener {
 	for _, l := range cfg.Listeners {
 		if l.GetAddress().GetSocketAddress().GetPortValue() == port {
 			return l
@@ -266,12 +267,12 @@ func listenerOn(cfg *Config, port uint32) *listenerv3.Listener {
 }
 
 // routeConfigsOn are the route configurations a port's listener uses.
-func routeConfigsOn(cfg *Config, port uint32) ([]*routev3.RouteConfiguration, error) {
+func routeConfigsOn(cfg *envoy.Config, port uint32) ([]*routev3.RouteConfiguration, error) {
 	l := listenerOn(cfg, port)
 	if l == nil {
 		return nil, fmt.Errorf("no listener on port %d", port)
 	}
-	hcms, err := connectionManagers(l)
+	hcms, err := envoy.ConnectionManagers(l)
 	if err != nil {
 		return nil, err
 	}
@@ -290,14 +291,14 @@ func routeConfigsOn(cfg *Config, port uint32) ([]*routev3.RouteConfiguration, er
 	return out, nil
 }
 
-func checkRequest(cfg *Config, rc routeCase) error {
+func checkRequest(cfg *envoy.Config, rc routeCase) error {
 	rcs, err := routeConfigsOn(cfg, rc.port)
 	if err != nil {
 		return fmt.Errorf("%s: %w", rc.req, err)
 	}
 	// Every filter chain of the port (one per SNI name on TLS listeners) must agree.
 	for _, routes := range rcs {
-		got, ok, err := Route(routes, rc.req)
+		got, ok, err := envoy.Route(routes, rc.req)
 		if err != nil {
 			return fmt.Errorf("%s: %w", rc.req, err)
 		}
@@ -308,7 +309,7 @@ func checkRequest(cfg *Config, rc routeCase) error {
 	return nil
 }
 
-func (w *want) matches(got Routed, ok bool, req Request) error {
+func (w *want) matches(got envoy.Routed, ok bool, req envoy.Request) error {
 	switch {
 	case w == nil && !ok:
 		return nil
@@ -365,7 +366,7 @@ func serviceOf(cluster string) string {
 }
 
 // checkTCP: the port's listener proxies TCP to the backend's cluster.
-func checkTCP(cfg *Config, port uint32, backend, address string) error {
+func checkTCP(cfg *envoy.Config, port uint32, backend, address string) error {
 	l := listenerOn(cfg, port)
 	if l == nil {
 		return fmt.Errorf("no listener on TCP port %d", port)
@@ -392,7 +393,7 @@ func checkTCP(cfg *Config, port uint32, backend, address string) error {
 }
 
 // checkEndpoints: each backend cluster Consul sends has the backend's instance.
-func checkEndpoints(cfg *Config, backends map[string]string) error {
+func checkEndpoints(cfg *envoy.Config, backends map[string]string) error {
 	var errs []error
 	for name, c := range cfg.Clusters {
 		address, ok := backends[serviceOf(name)]
@@ -418,7 +419,7 @@ func endpointAddresses(cla *endpointv3.ClusterLoadAssignment) []string {
 }
 
 // checkCertificates: every TLS filter chain serves the Secret's certificate.
-func checkCertificates(cfg *Config, certPEM []byte) error {
+func checkCertificates(cfg *envoy.Config, certPEM []byte) error {
 	served := 0
 	for _, l := range cfg.Listeners {
 		for _, chain := range l.GetFilterChains() {
@@ -462,9 +463,9 @@ func createCertificateSecret(t *testing.T, ns, name string) []byte {
 	return cert
 }
 
-func compareGolden(t *testing.T, path string, cfg *Config, replace map[string]string) {
+func compareGolden(t *testing.T, path string, cfg *envoy.Config, replace map[string]string) {
 	t.Helper()
-	got, err := Normalize(cfg, replace)
+	got, err := envoy.Normalize(cfg, replace)
 	if err != nil {
 		t.Fatal(err)
 	}

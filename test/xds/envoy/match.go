@@ -1,4 +1,4 @@
-package xds
+package envoy
 
 import (
 	"fmt"
@@ -173,17 +173,18 @@ func headerMatches(h *routev3.HeaderMatcher, headers map[string]string) (bool, e
 		switch spec := h.GetHeaderMatchSpecifier().(type) {
 		case *routev3.HeaderMatcher_PresentMatch:
 			return present == spec.PresentMatch, nil
-		case *routev3.HeaderMatcher_ExactMatch: //nolint:staticcheck // Consul 1.15 still sends it.
-			return present && value == spec.ExactMatch, nil
+		// Consul 1.15 sends the deprecated matchers; Envoy 1.25 still honours them.
+		case *routev3.HeaderMatcher_ExactMatch:
+			return present && value == spec.ExactMatch, nil //nolint:staticcheck // see above
 		case *routev3.HeaderMatcher_SafeRegexMatch:
 			if !present {
 				return false, nil
 			}
-			return fullMatch(spec.SafeRegexMatch.GetRegex(), value)
-		case *routev3.HeaderMatcher_PrefixMatch: //nolint:staticcheck // as above
-			return present && strings.HasPrefix(value, spec.PrefixMatch), nil
-		case *routev3.HeaderMatcher_SuffixMatch: //nolint:staticcheck // as above
-			return present && strings.HasSuffix(value, spec.SuffixMatch), nil
+			return fullMatch(spec.SafeRegexMatch.GetRegex(), value) //nolint:staticcheck // see above
+		case *routev3.HeaderMatcher_PrefixMatch:
+			return present && strings.HasPrefix(value, spec.PrefixMatch), nil //nolint:staticcheck // see above
+		case *routev3.HeaderMatcher_SuffixMatch:
+			return present && strings.HasSuffix(value, spec.SuffixMatch), nil //nolint:staticcheck // see above
 		case *routev3.HeaderMatcher_StringMatch:
 			if !present {
 				return false, nil

@@ -1,4 +1,4 @@
-package xds
+package envoy
 
 import (
 	"context"
@@ -272,7 +272,7 @@ func (s *session) edsClusters() []string {
 func (s *session) routeNames() ([]string, error) {
 	seen := map[string]bool{}
 	for _, msg := range s.resources[ListenerType] {
-		hcms, err := connectionManagers(msg.(*listenerv3.Listener))
+		hcms, err := ConnectionManagers(msg.(*listenerv3.Listener))
 		if err != nil {
 			return nil, err
 		}
@@ -328,8 +328,8 @@ func (s *session) config() (*Config, error) {
 	return c, nil
 }
 
-// connectionManagers are the HTTP connection managers of a listener's filter chains.
-func connectionManagers(l *listenerv3.Listener) ([]*hcmv3.HttpConnectionManager, error) {
+// ConnectionManagers are the HTTP connection managers of a listener's filter chains.
+func ConnectionManagers(l *listenerv3.Listener) ([]*hcmv3.HttpConnectionManager, error) {
 	var out []*hcmv3.HttpConnectionManager
 	for _, chain := range l.GetFilterChains() {
 		for _, f := range chain.GetFilters() {

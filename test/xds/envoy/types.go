@@ -1,4 +1,4 @@
-package xds
+package envoy
 
 // The typed configs Consul 1.15 nests in what it serves a gateway: decoding and
 // printing a resource needs each of their types registered.

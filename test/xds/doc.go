@@ -1,2 +1,0 @@
-// Package xds is what Consul would tell a gateway's Envoy.
-package xds
