@@ -1,0 +1,74 @@
+package envoy
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the generated section of docs/consul.md")
+
+// docScenarios are the golden files the documentation shows, in its order, with the
+// objects they come from.
+var docScenarios = []struct{ name, source, about string }{
+	{"example", "examples/gateway.yaml", "The example of `make run-local`: one HTTP listener, a PathPrefix `/echo`."},
+	{"http", "test/xds/testdata/http.yaml", "Two routes, overlapping path, header, query and method matches."},
+	{"traffic", "test/xds/testdata/traffic.yaml", "Weighted backends, request header changes, a prefix rewrite, and a wildcard listener hostname."},
+	{"listeners", "test/xds/testdata/listeners.yaml", "An HTTPS listener with a certificate from a Secret, and a TCP listener."},
+}
+
+const (
+	docPath    = "../../../docs/consul.md"
+	beginMark  = "<!-- BEGIN what-envoy-receives: generated from test/xds/testdata/*.golden.json by `go test ./envoy -run TestWhatEnvoyReceivesDoc -update` in test/xds -->"
+	endMark    = "<!-- END what-envoy-receives -->"
+	goldenGlob = "../testdata/*.golden.json"
+)
+
+// The section "What Envoy receives" of docs/consul.md is the golden files, summarised:
+// it fails when they changed and the documentation did not.
+func TestWhatEnvoyReceivesDoc(t *testing.T) {
+	goldens, err := filepath.Glob(goldenGlob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, s := range docScenarios {
+		path := filepath.Join("..", "testdata", s.name+".golden.json")
+		goldens = slices.DeleteFunc(goldens, func(g string) bool { return g == path })
+		golden, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		summary, err := Summarize(golden)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		fmt.Fprintf(&b, "### %s\n\n%s Objects: [%s](../%s).\n\n%s", s.name, s.about, s.source, s.source, summary)
+	}
+	if len(goldens) > 0 {
+		t.Errorf("golden files not in the documentation: %v", goldens)
+	}
+	doc, err := os.ReadFile(docPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, rest, ok1 := strings.Cut(string(doc), beginMark)
+	_, after, ok2 := strings.Cut(rest, endMark)
+	if !ok1 || !ok2 {
+		t.Fatalf("%s lacks the markers of the generated section", docPath)
+	}
+	want := before + beginMark + "\n\n" + b.String() + endMark + after
+	if *update {
+		if err := os.WriteFile(docPath, []byte(want), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if want != string(doc) {
+		t.Errorf("the generated section of %s is stale: run go test ./envoy -run TestWhatEnvoyReceivesDoc -update in test/xds", docPath)
+	}
+}
