@@ -18,7 +18,7 @@ TEST_TOOLS := $(KUBE_TOOLS) bin/kwok bin/consul bin/golangci-lint
 # Packages that need no server; everything under test/ runs against the real ones.
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v '/test/')
 
-.PHONY: help build tools generate test test-unit test-integration test-xds test-image lint run-local bench clean image
+.PHONY: help build tools generate test test-unit test-integration test-xds test-conformance conformance test-image lint run-local bench clean image
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -73,7 +73,7 @@ generate: bin/controller-gen ## write api/'s DeepCopy methods and deploy/crds fr
 bin/rvcheck: tools/lint/go.mod tools/lint/go.sum $(wildcard tools/lint/rvcheck/*.go tools/lint/cmd/rvcheck/*.go)
 	cd tools/lint && $(GO) build -o $(BIN)/rvcheck ./cmd/rvcheck
 
-test: lint test-unit test-integration test-xds test-image ## everything CI runs: static checks, unit and integration tests
+test: lint test-unit test-integration test-xds test-conformance test-image ## everything CI runs: static checks, unit and integration tests
 
 test-unit: ## unit tests (no servers)
 	$(GO) test $(GO_TEST_FLAGS) $(UNIT_PKGS)
@@ -85,6 +85,16 @@ test-integration: $(TEST_TOOLS) ## integration tests against real kube-apiserver
 # that gRPC and Envoy's protos stay out of the product's go.mod.
 test-xds: $(TEST_TOOLS) ## what Consul serves each gateway's Envoy, against what the Gateway API objects mean
 	cd test/xds && $(GO) test $(GO_TEST_FLAGS) ./...
+
+# The Gateway API conformance suite needs controller-runtime: its own Go module, never
+# the product's. CI runs the tests that need no traffic (no data plane answers here),
+# less the known failures; make conformance runs those too and writes the report.
+test-conformance: $(TEST_TOOLS) ## the conformance tests that need no traffic, less the known failures (CI)
+	cd test/conformance && $(GO) test $(GO_TEST_FLAGS) ./...
+
+conformance: $(TEST_TOOLS) ## the conformance suite; writes docs/conformance/v1.6.3-report.yaml and README.md
+	cd test/conformance && $(GO) test -count=1 -timeout=60m . -report-dir=$(CURDIR)/docs/conformance || \
+	  echo "conformance: some tests failed; docs/conformance/README.md lists them"
 
 lint: bin/golangci-lint bin/rvcheck bin/controller-gen ## gofmt, go vet, golangci-lint, go mod tidy, generated code, module and resourceVersion rules
 	@unformatted=$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go')); \
@@ -100,8 +110,8 @@ lint: bin/golangci-lint bin/rvcheck bin/controller-gen ## gofmt, go vet, golangc
 	  $(BIN)/controller-gen crd:crdVersions=v1 paths=./api/... output:crd:dir="$$tmp/crds" && \
 	  diff -u api/v1alpha1/zz_generated.deepcopy.go "$$tmp/deepcopy.go" && diff -ru $(CRD_DIR) "$$tmp/crds" || \
 	  { echo "generated code is stale: run make generate"; exit 1; }
-	cd test/xds && $(GO) vet ./... && $(GO) mod tidy -diff && \
-	  $(BIN)/golangci-lint run --allow-parallel-runners -c ../../.golangci.yml ./...
+	for m in test/xds test/conformance; do (cd $$m && $(GO) vet ./... && $(GO) mod tidy -diff && \
+	  $(BIN)/golangci-lint run --allow-parallel-runners -c ../../.golangci.yml ./...) || exit 1; done
 	cd tools/lint && $(GO) vet ./... && $(GO) mod tidy -diff && \
 	  $(BIN)/golangci-lint run --allow-parallel-runners -c ../../.golangci.yml ./... && $(GO) test $(GO_TEST_FLAGS) ./...
 

@@ -1,0 +1,239 @@
+package conformance
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	gosync "sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	"sigs.k8s.io/gateway-api/apis/v1alpha2"
+	"sigs.k8s.io/gateway-api/apis/v1alpha3"
+	xv1alpha1 "sigs.k8s.io/gateway-api/apisx/v1alpha1"
+	gwconformance "sigs.k8s.io/gateway-api/conformance"
+	confv1 "sigs.k8s.io/gateway-api/conformance/apis/v1"
+	"sigs.k8s.io/gateway-api/conformance/tests"
+	"sigs.k8s.io/gateway-api/conformance/utils/config"
+	"sigs.k8s.io/gateway-api/conformance/utils/suite"
+	"sigs.k8s.io/yaml"
+
+	apiclient "github.com/consul-gateway-controller/consul-gateway-controller/api/client"
+	"github.com/consul-gateway-controller/consul-gateway-controller/api/v1alpha1"
+	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
+)
+
+var reportDir = flag.String("report-dir", "", "write the conformance report and its README into this directory (make conformance: docs/conformance)")
+
+const (
+	gatewayAPIVersion = "v1.6.3"
+	className         = "consul"
+	controllerName    = "consul-gateway-controller.github.io/gateway-controller"
+	// configNamespace holds the GatewayConfig of the class: ClusterIP Services, since
+	// the test cluster has no load balancer to give a Gateway an address.
+	configNamespace = "consul-conformance"
+)
+
+// TestConformance runs the Gateway API conformance suite against the controller, Consul
+// and the container-free cluster. Tests that send traffic need a data plane that
+// answers, which no container here provides: they are skipped (see trafficTests), and
+// so are the tests known to fail (knownFailures), each with its reason. Any other
+// failure fails the test.
+func TestConformance(t *testing.T) {
+	log.SetLogger(zap.New(zap.WriteTo(os.Stdout), zap.UseDevMode(false)))
+	ctx := t.Context()
+	startController(t)
+	createClass(t, ctx)
+
+	traffic, err := trafficTests()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// CI skips the known failures; the published report runs them, to show them.
+	skipped := traffic
+	if *reportDir == "" {
+		skipped = traffic.Union(sets.KeySet(knownFailures))
+	}
+	outcomes := newOutcomes(traffic)
+	opts := options(t, sets.List(skipped), outcomes.record)
+
+	cSuite, err := suite.NewConformanceTestSuite(opts)
+	if err != nil {
+		t.Fatalf("conformance suite: %v", err)
+	}
+	// The suite counts as running until Run's cleanup; a cleanup registered before Run
+	// runs after it, with the results of every test.
+	if *reportDir != "" {
+		t.Cleanup(func() {
+			report, err := cSuite.Report()
+			if err != nil {
+				t.Fatal(err)
+			}
+			writeReport(t, report, outcomes)
+		})
+	}
+	cSuite.Setup(t, tests.ConformanceTests)
+	if err := cSuite.Run(t, tests.ConformanceTests); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func options(t *testing.T, skip []string, hook func(*testing.T, suite.ConformanceTest)) suite.ConformanceOptions {
+	t.Helper()
+	cfg := env.Kube.Config(testenv.AdminUser)
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, install := range []func(*runtime.Scheme) error{v1alpha3.Install, v1alpha2.Install, xv1alpha1.Install, gatewayv1.Install, apiextensionsv1.AddToScheme, v1alpha1.AddToScheme} {
+		if err := install(c.Scheme()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clientset, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return suite.ConformanceOptions{
+		ConfigurableOptions: suite.ConfigurableOptions{
+			GatewayClassName:     className,
+			CleanupBaseResources: true,
+			CleanupTestResources: true,
+			TimeoutConfig:        config.DefaultTimeoutConfig(),
+			SkipTests:            skip,
+			Mode:                 "default",
+			ConformanceProfiles:  []suite.ConformanceProfileName{suite.GatewayHTTPConformanceProfileName, suite.GatewayTCPConformanceProfileName},
+			Implementation: confv1.Implementation{
+				Organization: "consul-gateway-controller",
+				Project:      "consul-gateway-controller",
+				URL:          "https://github.com/consul-gateway-controller/consul-gateway-controller",
+				Version:      "main",
+				Contact:      []string{"https://github.com/consul-gateway-controller/consul-gateway-controller/issues"},
+			},
+		},
+		ManifestFS: []fs.FS{&gwconformance.Manifests},
+		Client:     c,
+		Clientset:  clientset,
+		RestConfig: cfg,
+		Hook:       func(t *testing.T, test suite.ConformanceTest, _ *suite.ConformanceTestSuite) { hook(t, test) },
+	}
+}
+
+var (
+	buildOnce  gosync.Once
+	binaryPath string
+	buildErr   error
+)
+
+func startController(t *testing.T) {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "conformance-controller-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binaryPath, buildErr = testenv.BuildController(dir)
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	// The echo backends of the suite are plain Services: without service-defaults
+	// saying http, Consul refuses http-routes to them.
+	c, err := env.StartController(testenv.ControllerOptions{
+		Binary: binaryPath,
+		Name:   "conformance",
+		Args:   []string{"--leader-elect=false", "--manage-service-defaults", "-v=2"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if _, err := c.Terminate(10 * time.Second); err != nil {
+			t.Errorf("stop controller: %v", err)
+		}
+	})
+}
+
+// createClass makes the suite's GatewayClass, ours, with a GatewayConfig that gives
+// Gateways ClusterIP Services, and waits until it is accepted with its features.
+func createClass(t *testing.T, ctx context.Context) {
+	t.Helper()
+	if _, err := env.KubeClient.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: configNamespace}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	configs, err := apiclient.NewForConfig(env.Kube.Config(testenv.AdminUser))
+	if err != nil {
+		t.Fatal(err)
+	}
+	clusterIP := corev1.ServiceTypeClusterIP
+	if _, err := configs.GatewayConfigs(configNamespace).Create(ctx, &v1alpha1.GatewayConfig{
+		ObjectMeta: metav1.ObjectMeta{Name: className},
+		Spec:       v1alpha1.GatewayConfigSpec{Service: &v1alpha1.ServiceConfig{Type: &clusterIP}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ns := gatewayv1.Namespace(configNamespace)
+	class := &gatewayv1.GatewayClass{
+		ObjectMeta: metav1.ObjectMeta{Name: className},
+		Spec: gatewayv1.GatewayClassSpec{
+			ControllerName: controllerName,
+			ParametersRef:  &gatewayv1.ParametersReference{Group: v1alpha1.GroupName, Kind: v1alpha1.GatewayConfigKind, Name: className, Namespace: &ns},
+		},
+	}
+	classes := env.GatewayClient.GatewayV1().GatewayClasses()
+	if _, err := classes.Create(ctx, class, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		got, err := classes.Get(ctx, className, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		accepted := slices.ContainsFunc(got.Status.Conditions, func(c metav1.Condition) bool {
+			return c.Type == string(gatewayv1.GatewayClassConditionStatusAccepted) && c.Status == metav1.ConditionTrue
+		})
+		return accepted && len(got.Status.SupportedFeatures) > 0, nil
+	})
+	if err != nil {
+		t.Fatalf("GatewayClass %s not accepted with its supported features: %v", className, err)
+	}
+}
+
+// writeReport writes the suite's report and a README listing each test's outcome.
+func writeReport(t *testing.T, report *confv1.ConformanceReport, outcomes *outcomes) {
+	t.Helper()
+	if err := os.MkdirAll(*reportDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// The report's date would change every run; the repository keeps it stable.
+	report.Date = ""
+	data, err := yaml.Marshal(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(*reportDir, gatewayAPIVersion+"-report.yaml")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	readme := filepath.Join(*reportDir, "README.md")
+	if err := os.WriteFile(readme, []byte(outcomes.readme(report)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Printf("conformance report: %s, %s\n", path, readme)
+}
