@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	gosync "sync"
 	"testing"
 	"time"
 
@@ -134,29 +133,12 @@ func options(t *testing.T, skip []string, hook func(*testing.T, suite.Conformanc
 	}
 }
 
-var (
-	buildOnce  gosync.Once
-	binaryPath string
-	buildErr   error
-)
-
 func startController(t *testing.T) {
 	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "conformance-controller-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binaryPath, buildErr = testenv.BuildController(dir)
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
 	// The echo backends of the suite are plain Services: without service-defaults
 	// saying http, Consul refuses http-routes to them.
 	c, err := env.StartController(testenv.ControllerOptions{
-		Binary: binaryPath,
+		Binary: testenv.ControllerBinary(t),
 		Name:   "conformance",
 		Args:   []string{"--leader-elect=false", "--manage-service-defaults", "-v=2"},
 	})

@@ -3,8 +3,6 @@ package dataplane
 import (
 	"context"
 	"fmt"
-	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,35 +13,12 @@ import (
 	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
 )
 
-var (
-	buildOnce   sync.Once
-	binaryPath  string
-	binaryError error
-)
-
-// controllerBinary builds the controller from this checkout once per test binary.
-func controllerBinary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "dataplane-controller-")
-		if err != nil {
-			binaryError = err
-			return
-		}
-		binaryPath, binaryError = testenv.BuildController(dir)
-	})
-	if binaryError != nil {
-		t.Fatal(binaryError)
-	}
-	return binaryPath
-}
-
 // startController runs the controller binary for controllerName, without leader
 // election, until the test ends.
 func startController(t *testing.T, name string, controllerName gatewayv1.GatewayController) *testenv.Controller {
 	t.Helper()
 	c, err := env.StartController(testenv.ControllerOptions{
-		Binary: controllerBinary(t),
+		Binary: testenv.ControllerBinary(t),
 		Name:   name,
 		Args:   []string{"--controller-name=" + string(controllerName), "--leader-elect=false", "-v=4"},
 	})

@@ -32,9 +32,5 @@ func TestMain(m *testing.M) {
 	}
 	// One fake Node: the deploy tests run the controller as deployed, gateway pods
 	// included.
-	code := testenv.Main(m, testenv.Options{Users: []string{"viewer"}, Nodes: 1}, &env)
-	if binaryDir != "" {
-		_ = os.RemoveAll(binaryDir)
-	}
-	os.Exit(code)
+	os.Exit(testenv.Main(m, testenv.Options{Users: []string{"viewer"}, Nodes: 1}, &env))
 }

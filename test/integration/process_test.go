@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	gosync "sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,39 +20,7 @@ import (
 	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
 )
 
-// The controller binary, built once per test process from this checkout, exactly as
-// `make build` builds it.
-var (
-	binaryOnce gosync.Once
-	binaryPath string
-	binaryErr  error
-	binaryDir  string
-)
-
-func controllerBinary(t *testing.T) string {
-	t.Helper()
-	binaryOnce.Do(func() {
-		root, err := testenv.RepoRoot()
-		if err != nil {
-			binaryErr = err
-			return
-		}
-		if binaryDir, err = os.MkdirTemp("", "controller-bin-"); err != nil {
-			binaryErr = err
-			return
-		}
-		binaryPath = filepath.Join(binaryDir, "consul-gateway-controller")
-		cmd := exec.Command("go", "build", "-o", binaryPath, ".")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			binaryErr = fmt.Errorf("go build the controller: %w\n%s", err, out)
-		}
-	})
-	if binaryErr != nil {
-		t.Fatal(binaryErr)
-	}
-	return binaryPath
-}
+func controllerBinary(t *testing.T) string { return testenv.ControllerBinary(t) }
 
 // controllerProcess is the controller binary running as its own process, the way a pod
 // runs it, with its log kept for assertions.

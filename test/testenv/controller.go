@@ -12,7 +12,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	gosync "sync"
 	"syscall"
+	"testing"
 	"time"
 )
 
@@ -30,6 +32,31 @@ func BuildController(dir string) (string, error) {
 		return "", fmt.Errorf("go build the controller: %w\n%s", err, out)
 	}
 	return path, nil
+}
+
+// controllerBuild is the binary ControllerBinary built for this test binary; Main
+// removes it.
+var controllerBuild struct {
+	once gosync.Once
+	dir  string
+	path string
+	err  error
+}
+
+// ControllerBinary builds the controller from this checkout once per test binary and
+// returns its path; a build that failed fails t.
+func ControllerBinary(t testing.TB) string {
+	t.Helper()
+	controllerBuild.once.Do(func() {
+		controllerBuild.dir, controllerBuild.err = os.MkdirTemp("", "controller-bin-")
+		if controllerBuild.err == nil {
+			controllerBuild.path, controllerBuild.err = BuildController(controllerBuild.dir)
+		}
+	})
+	if controllerBuild.err != nil {
+		t.Fatal(controllerBuild.err)
+	}
+	return controllerBuild.path
 }
 
 // ControllerOptions say how StartController runs the binary.

@@ -166,6 +166,9 @@ func Main(m *testing.M, opts Options, env **Env) int {
 	}
 	*env = started
 	code := m.Run()
+	if controllerBuild.dir != "" {
+		_ = os.RemoveAll(controllerBuild.dir)
+	}
 	if code != 0 {
 		started.keepLogs()
 	}

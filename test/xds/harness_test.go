@@ -3,7 +3,6 @@ package xds
 import (
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -34,23 +33,16 @@ var (
 
 func setup(t *testing.T) {
 	t.Helper()
-	setupOnce.Do(func() { setupError = startControllerWithExamples() })
+	setupOnce.Do(func() { setupError = startControllerWithExamples(t) })
 	if setupError != nil {
 		t.Fatal(setupError)
 	}
 }
 
-func startControllerWithExamples() error {
-	dir, err := os.MkdirTemp("", "xds-controller-")
-	if err != nil {
-		return err
-	}
-	binary, err := testenv.BuildController(dir)
-	if err != nil {
-		return err
-	}
+func startControllerWithExamples(t *testing.T) error {
+	var err error
 	controller, err = env.StartController(testenv.ControllerOptions{
-		Binary: binary,
+		Binary: testenv.ControllerBinary(t),
 		Name:   "xds",
 		Args:   []string{"--leader-elect=false", "--manage-service-defaults", "-v=4"},
 	})
