@@ -29,6 +29,7 @@ import (
 	confv1 "sigs.k8s.io/gateway-api/conformance/apis/v1"
 	"sigs.k8s.io/gateway-api/conformance/tests"
 	"sigs.k8s.io/gateway-api/conformance/utils/config"
+	"sigs.k8s.io/gateway-api/conformance/utils/flags"
 	"sigs.k8s.io/gateway-api/conformance/utils/suite"
 	"sigs.k8s.io/yaml"
 
@@ -37,6 +38,8 @@ import (
 	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
 )
 
+// The suite's own flags are registered too and, when given, override the options
+// here: -run-test=<name> runs one test whatever features the GatewayClass claims.
 var reportDir = flag.String("report-dir", "", "write the conformance report and its README into this directory (make conformance: docs/conformance)")
 
 const (
@@ -108,7 +111,7 @@ func options(t *testing.T, skip []string, hook func(*testing.T, suite.Conformanc
 	if err != nil {
 		t.Fatal(err)
 	}
-	return suite.ConformanceOptions{
+	opts := suite.ConformanceOptions{
 		ConfigurableOptions: suite.ConfigurableOptions{
 			GatewayClassName:     className,
 			CleanupBaseResources: true,
@@ -131,6 +134,8 @@ func options(t *testing.T, skip []string, hook func(*testing.T, suite.Conformanc
 		RestConfig: cfg,
 		Hook:       func(t *testing.T, test suite.ConformanceTest, _ *suite.ConformanceTestSuite) { hook(t, test) },
 	}
+	flags.ApplyAll(&opts.ConfigurableOptions)
+	return opts
 }
 
 func startController(t *testing.T) {
