@@ -19,6 +19,14 @@ type gatewayVerdict struct {
 	listeners []listenerState
 }
 
+// admitsRoutes reports whether routes may attach to the Gateway's listeners. Only a
+// problem of the Gateway itself (its class, parameters or addresses) keeps them off: a
+// Gateway refused because none of its listeners is valid still has routes attach,
+// since listener status does not impact attachment (ListenerStatus.AttachedRoutes).
+func (v gatewayVerdict) admitsRoutes() bool {
+	return v.accepted || v.reason == gatewayv1.GatewayReasonListenersNotValid
+}
+
 // evaluateGateway judges gw, whose class is ours, from its class and its listeners.
 func (d *decider) evaluateGateway(gw *gatewayv1.Gateway, class *gatewayv1.GatewayClass) (gatewayVerdict, error) {
 	listeners, err := evaluateListeners(gw, d.refs)
@@ -90,14 +98,19 @@ type parentBinding struct {
 	message               string
 }
 
+// served reports whether the route is accepted and some listener it attaches to can be
+// programmed.
+func (b parentBinding) served() bool { return b.accepted && len(b.programmableListeners) > 0 }
+
 // bindParent decides whether the route attaches to gw through ref, per the Gateway API:
 // the listeners ref selects (sectionName, port), then those whose allowedRoutes admit
 // the route's kind and namespace, then those whose hostname intersects the route's.
-// Attachment ignores listener validity; acceptance needs at least one attached listener
-// that can be programmed.
+// Attachment, and so acceptance, ignores listener status (Accepted, ResolvedRefs,
+// Conflicted); the route is served only on the attached listeners that can be
+// programmed.
 func (d *decider) bindParent(route routeView, ref gatewayv1.ParentReference, gw *gatewayv1.Gateway, v gatewayVerdict) (parentBinding, error) {
 	b := parentBinding{ref: ref}
-	if !v.accepted {
+	if !v.admitsRoutes() {
 		b.reason, b.message = gatewayv1.RouteReasonNoMatchingParent, fmt.Sprintf("Gateway %s/%s is not accepted: %s", gw.Namespace, gw.Name, v.message)
 		return b, nil
 	}
@@ -130,10 +143,6 @@ func (d *decider) bindParent(route routeView, ref gatewayv1.ParentReference, gw 
 		if st.programmable() {
 			b.programmableListeners = append(b.programmableListeners, st.listener.Name)
 		}
-	}
-	if len(b.programmableListeners) == 0 {
-		b.reason, b.message = gatewayv1.RouteReasonNoMatchingParent, fmt.Sprintf("the listeners the route attaches to (%s) are not valid", joinNames(b.listeners))
-		return b, nil
 	}
 	b.accepted, b.reason, b.message = true, gatewayv1.RouteReasonAccepted, "Route is accepted"
 	return b, nil

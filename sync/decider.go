@@ -165,10 +165,13 @@ func (d *decider) routeParentStatuses(route routeView, rules routeRules, existin
 		if err != nil {
 			return nil, decision, err
 		}
-		if b.accepted && !rules.allInvalid() {
+		if b.served() && !rules.allInvalid() {
 			decision.Attachments = append(decision.Attachments, Attachment{Gateway: key, Listeners: b.programmableListeners})
 		}
 		verdict := parentVerdict(routeVerdict, d.bindings(route.kind, routeKey, key, b.programmableListeners))
+		if b.accepted && !b.served() {
+			verdict = notServedVerdict(b)
+		}
 		previous := d.ourParentStatus(existing, ref)
 		parents = append(parents, gatewayv1.RouteParentStatus{
 			ParentRef:      ref,
@@ -177,6 +180,14 @@ func (d *decider) routeParentStatuses(route routeView, rules routeRules, existin
 		})
 	}
 	return parents, decision, nil
+}
+
+// notServedVerdict is the verdict on a parent whose attached listeners cannot be
+// programmed: nothing is written to Consul for it, so Consul will never judge it, and
+// waiting for it would say Pending forever.
+func notServedVerdict(b parentBinding) Verdict {
+	return Verdict{Known: true, Reason: ReasonListenersNotValid,
+		Message: fmt.Sprintf("not served: the listeners the route attaches to (%s) are not valid, see the Gateway's listener status", joinNames(b.listeners))}
 }
 
 // bindings are the data plane's verdicts on serving the route on the listeners of

@@ -1,0 +1,126 @@
+package integration
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
+)
+
+// specSet is a namespace and a class of ours for one test of the spec's status rules.
+type specSet struct {
+	ns         string
+	class      string
+	controller gatewayv1.GatewayController
+}
+
+func newSpecSet(t *testing.T, prefix string) specSet {
+	t.Helper()
+	s := specSet{ns: prefix, class: prefix, controller: gatewayv1.GatewayController("test.example.com/" + prefix)}
+	createObject(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.ns}})
+	createObject(t, &gatewayv1.GatewayClass{
+		ObjectMeta: metav1.ObjectMeta{Name: s.class},
+		Spec:       gatewayv1.GatewayClassSpec{ControllerName: s.controller},
+	})
+	return s
+}
+
+func (s specSet) gateway(name string, listeners ...gatewayv1.Listener) *gatewayv1.Gateway {
+	return &gatewayv1.Gateway{
+		ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: name},
+		Spec:       gatewayv1.GatewaySpec{GatewayClassName: gatewayv1.ObjectName(s.class), Listeners: listeners},
+	}
+}
+
+func (s specSet) route(name, gateway, section string) *gatewayv1.HTTPRoute {
+	return &gatewayv1.HTTPRoute{
+		ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: name},
+		Spec: gatewayv1.HTTPRouteSpec{
+			CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: []gatewayv1.ParentReference{{
+				Name: gatewayv1.ObjectName(gateway), SectionName: ptr(gatewayv1.SectionName(section)),
+			}}},
+			Rules: []gatewayv1.HTTPRouteRule{{BackendRefs: []gatewayv1.HTTPBackendRef{{BackendRef: gatewayv1.BackendRef{
+				BackendObjectReference: gatewayv1.BackendObjectReference{Name: "does-not-exist", Port: ptr(gatewayv1.PortNumber(8080))},
+			}}}}},
+		},
+	}
+}
+
+// listenerOf returns the named listener's status, or nil.
+func listenerOf(gw *gatewayv1.Gateway, name gatewayv1.SectionName) *gatewayv1.ListenerStatus {
+	for i := range gw.Status.Listeners {
+		if gw.Status.Listeners[i].Name == name {
+			return &gw.Status.Listeners[i]
+		}
+	}
+	return nil
+}
+
+// A route attaches to a listener whatever the listener's status: the conformance case
+// of GatewayWithAttachedRoutes (a certificateRef to a missing Secret), and a listener
+// whose allowedRoutes.kinds mixes HTTPRoute with a kind that does not exist.
+func TestRoutesAttachWhateverTheListenerStatus(t *testing.T) {
+	s := newSpecSet(t, "attach-status")
+	startController(t, s.controller, controllerOptions{})
+	createObject(t, s.gateway("unresolved", gatewayv1.Listener{
+		Name: "tls", Port: 443, Protocol: gatewayv1.HTTPSProtocolType,
+		TLS: &gatewayv1.ListenerTLSConfig{Mode: ptr(gatewayv1.TLSModeTerminate), CertificateRefs: []gatewayv1.SecretObjectReference{{Name: "does-not-exist"}}},
+	}))
+	createObject(t, s.gateway("mixed-kinds", gatewayv1.Listener{
+		Name: "http", Port: 80, Protocol: gatewayv1.HTTPProtocolType,
+		AllowedRoutes: &gatewayv1.AllowedRoutes{Kinds: []gatewayv1.RouteGroupKind{{Kind: "BogusRoute"}, {Kind: "HTTPRoute"}}},
+	}))
+	createObject(t, s.route("on-unresolved", "unresolved", "tls"))
+	createObject(t, s.route("on-mixed-kinds", "mixed-kinds", "http"))
+
+	for _, c := range []struct {
+		gateway, route string
+		listener       gatewayv1.SectionName
+		resolvedRefs   string
+	}{
+		{"unresolved", "on-unresolved", "tls", "False/InvalidCertificateRef"},
+		{"mixed-kinds", "on-mixed-kinds", "http", "False/InvalidRouteKinds"},
+	} {
+		eventually(t, 30*time.Second, c.route+" attaches to "+c.gateway, func() (bool, error) {
+			gw, err := env.GatewayClient.GatewayV1().Gateways(s.ns).Get(t.Context(), c.gateway, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			l := listenerOf(gw, c.listener)
+			if l == nil {
+				return false, fmt.Errorf("no status for listener %s", c.listener)
+			}
+			if got := conditionReason(l.Conditions, "ResolvedRefs"); got != c.resolvedRefs || l.AttachedRoutes != 1 {
+				return false, fmt.Errorf("listener %s: ResolvedRefs %s attachedRoutes %d, want %s and 1", c.listener, got, l.AttachedRoutes, c.resolvedRefs)
+			}
+			r, err := env.GatewayClient.GatewayV1().HTTPRoutes(s.ns).Get(t.Context(), c.route, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			p := ourParent(r.Status.Parents, s.controller)
+			if p == nil {
+				return false, fmt.Errorf("no parent status of ours yet")
+			}
+			got := conditionReason(p.Conditions, "Accepted") + " " + conditionReason(p.Conditions, "ResolvedRefs") + " " + conditionReason(p.Conditions, gwsync.ConsulAcceptedCondition)
+			if want := "True/Accepted False/BackendNotFound False/ListenersNotValid"; got != want {
+				return false, fmt.Errorf("route parent conditions %s, want %s", got, want)
+			}
+			return true, nil
+		})
+	}
+}
+
+// ourParent returns the first parent status of controller, or nil.
+func ourParent(parents []gatewayv1.RouteParentStatus, controller gatewayv1.GatewayController) *gatewayv1.RouteParentStatus {
+	for i := range parents {
+		if parents[i].ControllerName == controller {
+			return &parents[i]
+		}
+	}
+	return nil
+}
