@@ -112,6 +112,17 @@ func TestGatewayStatus(t *testing.T) {
 			{"f", 0, []string{"HTTPRoute"}, []summary{{"Accepted", "False", "PortUnavailable"}, {"Programmed", "False", "Invalid"}, {"ResolvedRefs", "True", "ResolvedRefs"}, {"Conflicted", "False", "NoConflicts"}}},
 		},
 	}, {
+		name: "of listeners sharing a port, a valid one is programmed before an invalid one listed first",
+		gateway: gateway("infra", "gw", withHostname(httpsListener("bad", 443, "", "nope"), "a.example.com"), withHostname(httpsListener("good", 443, "", "cert"), "b.example.com"),
+			withHostname(httpsListener("later", 443, "", "cert"), "c.example.com")),
+		objs:       []runtime.Object{tlsSecret(t, "infra", "cert")},
+		conditions: []summary{{"Accepted", "True", "ListenersNotValid"}, {"Programmed", "False", "Pending"}},
+		listeners: []listenerSummary{
+			{"bad", 0, []string{"HTTPRoute"}, []summary{{"Accepted", "False", "PortUnavailable"}, {"Programmed", "False", "Invalid"}, {"ResolvedRefs", "False", "InvalidCertificateRef"}, {"Conflicted", "False", "NoConflicts"}}},
+			{"good", 0, []string{"HTTPRoute"}, listenerOK()},
+			{"later", 0, []string{"HTTPRoute"}, []summary{{"Accepted", "False", "PortUnavailable"}, {"Programmed", "False", "Invalid"}, {"ResolvedRefs", "True", "ResolvedRefs"}, {"Conflicted", "False", "NoConflicts"}}},
+		},
+	}, {
 		name:       "requested addresses are unsupported",
 		gateway:    withAddress,
 		conditions: []summary{{"Accepted", "False", "UnsupportedAddress"}, {"Programmed", "False", "Invalid"}},
@@ -156,6 +167,11 @@ func TestGatewayStatus(t *testing.T) {
 			}
 		})
 	}
+}
+
+func withHostname(l gatewayv1.Listener, hostname string) gatewayv1.Listener {
+	l.Hostname = ptrTo(gatewayv1.Hostname(hostname))
+	return l
 }
 
 func TestGatewayClassStatus(t *testing.T) {

@@ -176,9 +176,10 @@ func checkCertificateRef(gw *gatewayv1.Gateway, ref gatewayv1.SecretObjectRefere
 // markPortConflicts finds listeners that cannot share their port. Gateway API
 // conflicts: different protocols on one port (ProtocolConflict), or the same protocol
 // and hostname twice (HostnameConflict). Consul's API gateway adds one limit of its own:
-// it merges listeners on a port only when protocol and hostname are equal, so of
-// listeners on one port with different hostnames only the first can be programmed; the
-// others get PortUnavailable.
+// it merges listeners on a port only when protocol and hostname are equal (its
+// APIGatewayConfigEntry.Validate refuses the entry otherwise, and its xDS keys listeners
+// by port and protocol), so of listeners on one port with different hostnames only one
+// can be programmed, the first valid one (portKeeper); the others get PortUnavailable.
 func markPortConflicts(states []listenerState) {
 	byPort := map[gatewayv1.PortNumber][]int{}
 	for i := range states {
@@ -230,19 +231,38 @@ func markHostnameConflicts(states []listenerState, idx []int, port gatewayv1.Por
 		}
 		seen[host] = i
 	}
-	var kept *listenerState
+	kept := portKeeper(states, idx)
+	if kept < 0 {
+		return
+	}
 	for _, i := range idx {
 		st := &states[i]
-		if st.conflictReason != "" {
-			continue
-		}
-		if kept == nil {
-			kept = st
+		if i == kept || st.conflictReason != "" {
 			continue
 		}
 		st.accepted, st.acceptedReason = false, gatewayv1.ListenerReasonPortUnavailable
-		st.acceptedMessage = fmt.Sprintf("Consul's API gateway serves one hostname per port; port %d is taken by listener %s", port, kept.listener.Name)
+		st.acceptedMessage = fmt.Sprintf("Consul's API gateway serves one hostname per port; port %d is taken by listener %s", port, states[kept].listener.Name)
 	}
+}
+
+// portKeeper picks the one listener of idx (listeners on one port, without a hostname
+// conflict) Consul will serve the port with: the first whose references resolve, so
+// that an invalid listener listed first does not keep a valid one off the port; the
+// first without a conflict when none resolves; -1 when every one is in a conflict.
+func portKeeper(states []listenerState, idx []int) int {
+	first := -1
+	for _, i := range idx {
+		if states[i].conflictReason != "" {
+			continue
+		}
+		if states[i].refsResolved {
+			return i
+		}
+		if first < 0 {
+			first = i
+		}
+	}
+	return first
 }
 
 // hostnameOf is the listener's hostname for conflict purposes; TCP ignores hostnames.
