@@ -397,7 +397,7 @@ func (c *Controller) gone(ctx context.Context, kind gatewayv1.Kind, key cache.Ob
 // otherwise writes the status and publishes what the server returned. The write
 // carries the lister's resourceVersion; a Conflict is returned as is, so the worker
 // requeues the key and the informer's newer object is judged next time. No GET, no
-// retry here.
+// retry here. A NotFound means the object was deleted meanwhile: not an error.
 //
 // A cache that has not yet seen our last write of the object is not judged at all:
 // the write's own event brings the key back (see ownWrites).
@@ -416,6 +416,12 @@ func (c *Controller) confirm(ctx context.Context, conf Confirmation, current run
 	}
 	updated, err := update()
 	metrics.StatusWrites.WithLabelValues(string(conf.Kind), metrics.Result(err)).Inc()
+	if apierrors.IsNotFound(err) {
+		// Deleted during the sync: its delete event brings the key back, and the sync
+		// then finds it gone and publishes its removal. Nothing to retry.
+		klog.FromContext(ctx).V(4).Info("Object deleted during the sync; status not written", "kind", conf.Kind, "object", conf.Key)
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("update status of %s %s: %w", conf.Kind, conf.Key, err)
 	}
