@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
@@ -123,4 +124,83 @@ func ourParent(parents []gatewayv1.RouteParentStatus, controller gatewayv1.Gatew
 		}
 	}
 	return nil
+}
+
+// Another controller's conditions on a GatewayClass, a Gateway and a listener survive
+// our writes (the spec: implementations MUST NOT remove conditions they are not
+// responsible for). The other writer also tampers with one of our messages, so our
+// controller must write again.
+func TestOtherControllersConditionsSurviveOurWrites(t *testing.T) {
+	s := newSpecSet(t, "foreign-conds")
+	startController(t, s.controller, controllerOptions{})
+	createObject(t, s.gateway("gw", gatewayv1.Listener{Name: "http", Port: 80, Protocol: gatewayv1.HTTPProtocolType}))
+	gateways := env.GatewayClient.GatewayV1().Gateways(s.ns)
+	classes := env.GatewayClient.GatewayV1().GatewayClasses()
+	eventually(t, 30*time.Second, "the Gateway is accepted", func() (bool, error) {
+		gw, err := gateways.Get(t.Context(), "gw", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return conditionReason(gw.Status.Conditions, "Accepted") == "True/Accepted" && len(gw.Status.Listeners) == 1, nil
+	})
+
+	theirs := metav1.Condition{Type: "example.com/Audited", Status: metav1.ConditionTrue, Reason: "Audited", Message: "checked by another controller",
+		LastTransitionTime: metav1.NewTime(time.Now().Truncate(time.Second))}
+	tamper := func(conds []metav1.Condition) []metav1.Condition {
+		for i := range conds {
+			if conds[i].Type == "Accepted" {
+				conds[i].Message = "tampered"
+			}
+		}
+		return append(conds, theirs)
+	}
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		gw, err := gateways.Get(t.Context(), "gw", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		gw.Status.Conditions = tamper(gw.Status.Conditions)
+		gw.Status.Listeners[0].Conditions = tamper(gw.Status.Listeners[0].Conditions)
+		_, err = gateways.UpdateStatus(t.Context(), gw, metav1.UpdateOptions{})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		class, err := classes.Get(t.Context(), s.class, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		class.Status.Conditions = tamper(class.Status.Conditions)
+		_, err = classes.UpdateStatus(t.Context(), class, metav1.UpdateOptions{})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	kept := func(where string, conds []metav1.Condition) error {
+		if c := findCondition(conds, "Accepted"); c == nil || c.Message == "tampered" {
+			return fmt.Errorf("%s: our Accepted not written back yet", where)
+		}
+		if c := findCondition(conds, theirs.Type); c == nil || c.Message != theirs.Message || c.Reason != theirs.Reason {
+			return fmt.Errorf("%s: %s was removed or changed: %v", where, theirs.Type, c)
+		}
+		return nil
+	}
+	eventually(t, 30*time.Second, "our writes keep the other controller's conditions", func() (bool, error) {
+		gw, err := gateways.Get(t.Context(), "gw", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		class, err := classes.Get(t.Context(), s.class, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for where, conds := range map[string][]metav1.Condition{"Gateway": gw.Status.Conditions, "listener": gw.Status.Listeners[0].Conditions, "GatewayClass": class.Status.Conditions} {
+			if err := kept(where, conds); err != nil {
+				return false, err
+			}
+		}
+		return true, nil
+	})
 }
