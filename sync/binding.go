@@ -214,7 +214,7 @@ func (d *decider) namespaceAllowed(allowed *gatewayv1.AllowedRoutes, gatewayName
 		}
 		selector, err := metav1.LabelSelectorAsSelector(allowed.Namespaces.Selector)
 		if err != nil {
-			return false, nil // an invalid selector selects nothing
+			return false, nil // selects nothing; the listener says why (allowedNamespacesProblem)
 		}
 		ns, err := d.namespaces.Get(routeNamespace)
 		if apierrors.IsNotFound(err) {

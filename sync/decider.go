@@ -117,7 +117,7 @@ func (r routeRules) parentConditions(b parentBinding, verdict Verdict, generatio
 		conds = append(conds, condition(gatewayv1.RouteConditionAccepted, true, gatewayv1.RouteReasonAccepted, b.message, generation))
 		if len(invalid) > 0 {
 			conds = append(conds, condition(gatewayv1.RouteConditionPartiallyInvalid, true, gatewayv1.RouteReasonUnsupportedValue,
-				"Dropped rules Consul cannot program: "+strings.Join(invalid, "; "), generation))
+				"Dropped Rule(s) Consul cannot program: "+strings.Join(invalid, "; "), generation))
 		}
 	}
 	if r.backend != nil {
