@@ -17,6 +17,9 @@ type gatewayVerdict struct {
 	reason    gatewayv1.GatewayConditionReason
 	message   string
 	listeners []listenerState
+	// unservable says why an accepted Gateway cannot be programmed at all ("" when it
+	// can): it asks for what Consul cannot do (gatewayTLSProblem).
+	unservable string
 }
 
 // admitsRoutes reports whether routes may attach to the Gateway's listeners. Only a
@@ -58,6 +61,7 @@ func (d *decider) evaluateGateway(gw *gatewayv1.Gateway, class *gatewayv1.Gatewa
 		v.reason, v.message = gatewayv1.GatewayReasonUnsupportedAddress, why
 		return v, nil
 	}
+	v.unservable = gatewayTLSProblem(gw.Spec.TLS)
 	var invalid []string
 	for _, l := range listeners {
 		if !l.programmable() {
@@ -96,11 +100,15 @@ type parentBinding struct {
 	accepted              bool
 	reason                gatewayv1.RouteConditionReason
 	message               string
+	// unservable is the Gateway's: why it is programmed nowhere.
+	unservable string
 }
 
 // served reports whether the route is accepted and some listener it attaches to can be
 // programmed.
-func (b parentBinding) served() bool { return b.accepted && len(b.programmableListeners) > 0 }
+func (b parentBinding) served() bool {
+	return b.accepted && len(b.programmableListeners) > 0 && b.unservable == ""
+}
 
 // bindParent decides whether the route attaches to gw through ref, per the Gateway API:
 // the listeners ref selects (sectionName, port), then those whose allowedRoutes admit
@@ -109,7 +117,7 @@ func (b parentBinding) served() bool { return b.accepted && len(b.programmableLi
 // Conflicted); the route is served only on the attached listeners that can be
 // programmed.
 func (d *decider) bindParent(route routeView, ref gatewayv1.ParentReference, gw *gatewayv1.Gateway, v gatewayVerdict) (parentBinding, error) {
-	b := parentBinding{ref: ref}
+	b := parentBinding{ref: ref, unservable: v.unservable}
 	if !v.admitsRoutes() {
 		b.reason, b.message = gatewayv1.RouteReasonNoMatchingParent, fmt.Sprintf("Gateway %s/%s is not accepted: %s", gw.Namespace, gw.Name, v.message)
 		return b, nil

@@ -32,7 +32,8 @@ import (
 // Confirmation is an object whose status the API server holds exactly as this
 // controller computed it: the object a status write returned, or a cached object whose
 // stored status already equals the computed one. Object is nil when the object was
-// deleted or is no longer ours; whatever was derived from it must go.
+// deleted, is no longer ours, or must not be served (a Gateway asking for TLS Consul
+// cannot honour; its status says why); whatever was derived from it must go.
 type Confirmation struct {
 	Kind   gatewayv1.Kind
 	Key    cache.ObjectName
@@ -411,7 +412,7 @@ func (c *Controller) confirm(ctx context.Context, conf Confirmation, current run
 	}
 	if unchanged {
 		conf.Object = current
-		c.publisher.Publish(ctx, conf)
+		c.publish(ctx, conf)
 		return nil
 	}
 	updated, err := update()
@@ -429,8 +430,18 @@ func (c *Controller) confirm(ctx context.Context, conf Confirmation, current run
 	klog.FromContext(ctx).V(2).Info("Status updated", "kind", conf.Kind, "object", conf.Key, "status", describeStatus(updated, c.controllerName))
 	c.events.emit(ctx, updated, statusEvents(current, updated, c.controllerName))
 	conf.Object = updated
-	c.publisher.Publish(ctx, conf)
+	c.publish(ctx, conf)
 	return nil
+}
+
+// publish hands a confirmation to the syncers; one that must not be served (withheld)
+// goes as a removal, so nothing derived from it stays in Consul or the data plane.
+func (c *Controller) publish(ctx context.Context, conf Confirmation) {
+	if conf.Object != nil && withheld(conf.Object) {
+		klog.FromContext(ctx).V(4).Info("Confirmed object withheld from the syncers; its status says why", "kind", conf.Kind, "object", conf.Key)
+		conf.Object, conf.Route = nil, nil
+	}
+	c.publisher.Publish(ctx, conf)
 }
 
 func resourceVersion(obj runtime.Object) string {

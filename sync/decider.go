@@ -182,10 +182,13 @@ func (d *decider) routeParentStatuses(route routeView, rules routeRules, existin
 	return parents, decision, nil
 }
 
-// notServedVerdict is the verdict on a parent whose attached listeners cannot be
-// programmed: nothing is written to Consul for it, so Consul will never judge it, and
+// notServedVerdict is the verdict on a parent whose Gateway or attached listeners
+// cannot be programmed: nothing is written to Consul for it, so Consul will never judge it, and
 // waiting for it would say Pending forever.
 func notServedVerdict(b parentBinding) Verdict {
+	if b.unservable != "" {
+		return Verdict{Known: true, Reason: ReasonNotExpressible, Message: "not served: the Gateway is not programmed: " + b.unservable}
+	}
 	return Verdict{Known: true, Reason: ReasonListenersNotValid,
 		Message: fmt.Sprintf("not served: the listeners the route attaches to (%s) are not valid, see the Gateway's listener status", joinNames(b.listeners))}
 }

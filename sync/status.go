@@ -118,6 +118,8 @@ func gatewayProgrammed(v gatewayVerdict, verdict Verdict, deployed *DeploymentSt
 	switch {
 	case !v.accepted:
 		return condition(programmedType, false, gatewayv1.GatewayReasonInvalid, "The Gateway is not accepted", gen)
+	case v.unservable != "":
+		return condition(programmedType, false, ReasonNotExpressible, v.unservable, gen)
 	case deployed != nil && deployed.Problem != "":
 		return condition(programmedType, false, gatewayv1.GatewayReasonPending, deployed.Problem, gen)
 	case !verdict.Known:

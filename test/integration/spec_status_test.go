@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	consulapi "github.com/hashicorp/consul/api"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
@@ -200,6 +201,45 @@ func TestOtherControllersConditionsSurviveOurWrites(t *testing.T) {
 			if err := kept(where, conds); err != nil {
 				return false, err
 			}
+		}
+		return true, nil
+	})
+}
+
+// A Gateway that comes to ask for client certificate validation, which Consul 1.15's
+// API gateway cannot do, says so (Programmed False/NotExpressible) and its api-gateway
+// entry leaves Consul: it is never served without the mTLS it asks for.
+func TestGatewayAskingForMTLSIsNotServed(t *testing.T) {
+	s := newConsulStack(t, "gw-mtls")
+	startController(t, s.controller, controllerOptions{consul: &consulOptions{clusterID: "it"}})
+	createObject(t, s.route("web"))
+	gwName := s.naming.EntryName(s.ns, "edge")
+	s.waitEntry(t, consulapi.APIGateway, gwName, "api-gateway entry written", present)
+
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		gw, err := env.GatewayClient.GatewayV1().Gateways(s.ns).Get(t.Context(), "edge", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		gw.Spec.TLS = &gatewayv1.GatewayTLSConfig{Frontend: &gatewayv1.FrontendTLSConfig{Default: gatewayv1.TLSConfig{
+			Validation: &gatewayv1.FrontendTLSValidation{CACertificateRefs: []gatewayv1.ObjectReference{{Kind: "ConfigMap", Name: "ca"}}},
+		}}}
+		_, err = env.GatewayClient.GatewayV1().Gateways(s.ns).Update(t.Context(), gw, metav1.UpdateOptions{})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	s.waitEntry(t, consulapi.APIGateway, gwName, "api-gateway entry removed", absent)
+	eventually(t, 30*time.Second, "the Gateway says why it is not programmed", func() (bool, error) {
+		gw, err := env.GatewayClient.GatewayV1().Gateways(s.ns).Get(t.Context(), "edge", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		if got := conditionReason(gw.Status.Conditions, "Accepted") + " " + conditionReason(gw.Status.Conditions, "Programmed"); got != "True/Accepted False/NotExpressible" {
+			return false, fmt.Errorf("Gateway conditions %s", got)
+		}
+		if got := s.routeCondition(t, "web", gwsync.ConsulAcceptedCondition); got != "False/NotExpressible" {
+			return false, fmt.Errorf("route ConsulAccepted %s", got)
 		}
 		return true, nil
 	})
