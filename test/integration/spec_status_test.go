@@ -2,6 +2,7 @@ package integration
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -240,6 +241,38 @@ func TestGatewayAskingForMTLSIsNotServed(t *testing.T) {
 		}
 		if got := s.routeCondition(t, "web", gwsync.ConsulAcceptedCondition); got != "False/NotExpressible" {
 			return false, fmt.Errorf("route ConsulAccepted %s", got)
+		}
+		return true, nil
+	})
+}
+
+// The API server takes a namespace selector whose operator does not exist (the CRD
+// does not enumerate operators); the listener says it cannot use it instead of
+// silently selecting nothing.
+func TestInvalidNamespaceSelectorIsReported(t *testing.T) {
+	s := newSpecSet(t, "bad-selector")
+	startController(t, s.controller, controllerOptions{})
+	createObject(t, s.gateway("gw", gatewayv1.Listener{
+		Name: "http", Port: 80, Protocol: gatewayv1.HTTPProtocolType,
+		AllowedRoutes: &gatewayv1.AllowedRoutes{Namespaces: &gatewayv1.RouteNamespaces{
+			From: ptr(gatewayv1.NamespacesFromSelector),
+			Selector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+				{Key: "team", Operator: "Among", Values: []string{"a"}},
+			}},
+		}},
+	}))
+	eventually(t, 30*time.Second, "the listener reports its selector", func() (bool, error) {
+		gw, err := env.GatewayClient.GatewayV1().Gateways(s.ns).Get(t.Context(), "gw", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		l := listenerOf(gw, "http")
+		if l == nil {
+			return false, fmt.Errorf("no listener status yet")
+		}
+		c := findCondition(l.Conditions, "Accepted")
+		if c == nil || string(c.Status)+"/"+c.Reason != "False/UnsupportedValue" || !strings.Contains(c.Message, "not a valid label selector") {
+			return false, fmt.Errorf("listener Accepted %+v, want False/UnsupportedValue saying the selector is not valid", c)
 		}
 		return true, nil
 	})
