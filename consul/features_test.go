@@ -43,7 +43,7 @@ func featureExamples() map[features.FeatureName]featureExample {
 		features.SupportGateway: {base, []string{consulapi.APIGateway, consulapi.InlineCertificate}},
 		// A certificate and a backend in other namespaces, which the status pipeline
 		// checked against ReferenceGrants.
-		features.SupportReferenceGrant: route(gatewayv1.HTTPRouteRule{BackendRefs: []gatewayv1.HTTPBackendRef{httpBackend("shared", "api", 8080, nil)}}),
+		features.SupportReferenceGrant:          route(gatewayv1.HTTPRouteRule{BackendRefs: []gatewayv1.HTTPBackendRef{httpBackend("shared", "api", 8080, nil)}}),
 		features.SupportHTTPRouteMethodMatching: route(gatewayv1.HTTPRouteRule{Matches: []gatewayv1.HTTPRouteMatch{{Method: new(gatewayv1.HTTPMethodPost)}}}),
 		features.SupportHTTPRouteQueryParamMatching: route(gatewayv1.HTTPRouteRule{Matches: []gatewayv1.HTTPRouteMatch{{QueryParams: []gatewayv1.HTTPQueryParamMatch{
 			{Name: "animal", Value: "whale"}, {Type: new(gatewayv1.QueryParamMatchRegularExpression), Name: "color", Value: "bl.*"},
