@@ -183,11 +183,11 @@ func (d *decider) routeParentStatuses(route routeView, rules routeRules, existin
 }
 
 // notServedVerdict is the verdict on a parent whose Gateway or attached listeners
-// cannot be programmed: nothing is written to Consul for it, so Consul will never judge it, and
-// waiting for it would say Pending forever.
+// cannot be programmed: nothing is written to Consul for it, so Consul never judges
+// it, and waiting for that would say Pending forever.
 func notServedVerdict(b parentBinding) Verdict {
 	if b.unservable != "" {
-		return Verdict{Known: true, Reason: ReasonNotExpressible, Message: "not served: the Gateway is not programmed: " + b.unservable}
+		return Verdict{Known: true, Reason: ReasonNotExpressible, Message: "not served: " + b.unservable}
 	}
 	return Verdict{Known: true, Reason: ReasonListenersNotValid,
 		Message: fmt.Sprintf("not served: the listeners the route attaches to (%s) are not valid, see the Gateway's listener status", joinNames(b.listeners))}
