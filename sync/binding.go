@@ -17,6 +17,17 @@ type gatewayVerdict struct {
 	reason    gatewayv1.GatewayConditionReason
 	message   string
 	listeners []listenerState
+	// unservable says why an accepted Gateway cannot be programmed at all ("" when it
+	// can): it asks for what Consul cannot do (gatewayTLSProblem).
+	unservable string
+}
+
+// admitsRoutes reports whether routes may attach to the Gateway's listeners. Only a
+// problem of the Gateway itself (its class, parameters or addresses) keeps them off: a
+// Gateway refused because none of its listeners is valid still has routes attach,
+// since listener status does not impact attachment (ListenerStatus.AttachedRoutes).
+func (v gatewayVerdict) admitsRoutes() bool {
+	return v.accepted || v.reason == gatewayv1.GatewayReasonListenersNotValid
 }
 
 // evaluateGateway judges gw, whose class is ours, from its class and its listeners.
@@ -50,6 +61,7 @@ func (d *decider) evaluateGateway(gw *gatewayv1.Gateway, class *gatewayv1.Gatewa
 		v.reason, v.message = gatewayv1.GatewayReasonUnsupportedAddress, why
 		return v, nil
 	}
+	v.unservable = gatewayTLSProblem(gw.Spec.TLS)
 	var invalid []string
 	for _, l := range listeners {
 		if !l.programmable() {
@@ -88,16 +100,25 @@ type parentBinding struct {
 	accepted              bool
 	reason                gatewayv1.RouteConditionReason
 	message               string
+	// unservable is the Gateway's: why it is programmed nowhere.
+	unservable string
+}
+
+// served reports whether the route is accepted and some listener it attaches to can be
+// programmed.
+func (b parentBinding) served() bool {
+	return b.accepted && len(b.programmableListeners) > 0 && b.unservable == ""
 }
 
 // bindParent decides whether the route attaches to gw through ref, per the Gateway API:
 // the listeners ref selects (sectionName, port), then those whose allowedRoutes admit
 // the route's kind and namespace, then those whose hostname intersects the route's.
-// Attachment ignores listener validity; acceptance needs at least one attached listener
-// that can be programmed.
+// Attachment, and so acceptance, ignores listener status (Accepted, ResolvedRefs,
+// Conflicted); the route is served only on the attached listeners that can be
+// programmed.
 func (d *decider) bindParent(route routeView, ref gatewayv1.ParentReference, gw *gatewayv1.Gateway, v gatewayVerdict) (parentBinding, error) {
-	b := parentBinding{ref: ref}
-	if !v.accepted {
+	b := parentBinding{ref: ref, unservable: v.unservable}
+	if !v.admitsRoutes() {
 		b.reason, b.message = gatewayv1.RouteReasonNoMatchingParent, fmt.Sprintf("Gateway %s/%s is not accepted: %s", gw.Namespace, gw.Name, v.message)
 		return b, nil
 	}
@@ -130,10 +151,6 @@ func (d *decider) bindParent(route routeView, ref gatewayv1.ParentReference, gw 
 		if st.programmable() {
 			b.programmableListeners = append(b.programmableListeners, st.listener.Name)
 		}
-	}
-	if len(b.programmableListeners) == 0 {
-		b.reason, b.message = gatewayv1.RouteReasonNoMatchingParent, fmt.Sprintf("the listeners the route attaches to (%s) are not valid", joinNames(b.listeners))
-		return b, nil
 	}
 	b.accepted, b.reason, b.message = true, gatewayv1.RouteReasonAccepted, "Route is accepted"
 	return b, nil
@@ -205,7 +222,7 @@ func (d *decider) namespaceAllowed(allowed *gatewayv1.AllowedRoutes, gatewayName
 		}
 		selector, err := metav1.LabelSelectorAsSelector(allowed.Namespaces.Selector)
 		if err != nil {
-			return false, nil // an invalid selector selects nothing
+			return false, nil // selects nothing; the listener says why (allowedNamespacesProblem)
 		}
 		ns, err := d.namespaces.Get(routeNamespace)
 		if apierrors.IsNotFound(err) {

@@ -32,7 +32,8 @@ import (
 // Confirmation is an object whose status the API server holds exactly as this
 // controller computed it: the object a status write returned, or a cached object whose
 // stored status already equals the computed one. Object is nil when the object was
-// deleted or is no longer ours; whatever was derived from it must go.
+// deleted, is no longer ours, or must not be served (a Gateway asking for TLS Consul
+// cannot honour; its status says why); whatever was derived from it must go.
 type Confirmation struct {
 	Kind   gatewayv1.Kind
 	Key    cache.ObjectName
@@ -397,7 +398,7 @@ func (c *Controller) gone(ctx context.Context, kind gatewayv1.Kind, key cache.Ob
 // otherwise writes the status and publishes what the server returned. The write
 // carries the lister's resourceVersion; a Conflict is returned as is, so the worker
 // requeues the key and the informer's newer object is judged next time. No GET, no
-// retry here.
+// retry here. A NotFound means the object was deleted meanwhile: not an error.
 //
 // A cache that has not yet seen our last write of the object is not judged at all:
 // the write's own event brings the key back (see ownWrites).
@@ -411,11 +412,17 @@ func (c *Controller) confirm(ctx context.Context, conf Confirmation, current run
 	}
 	if unchanged {
 		conf.Object = current
-		c.publisher.Publish(ctx, conf)
+		c.publish(ctx, conf)
 		return nil
 	}
 	updated, err := update()
 	metrics.StatusWrites.WithLabelValues(string(conf.Kind), metrics.Result(err)).Inc()
+	if apierrors.IsNotFound(err) {
+		// Deleted during the sync: its delete event brings the key back, and the sync
+		// then finds it gone and publishes its removal. Nothing to retry.
+		klog.FromContext(ctx).V(4).Info("Object deleted during the sync; status not written", "kind", conf.Kind, "object", conf.Key)
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("update status of %s %s: %w", conf.Kind, conf.Key, err)
 	}
@@ -423,8 +430,18 @@ func (c *Controller) confirm(ctx context.Context, conf Confirmation, current run
 	klog.FromContext(ctx).V(2).Info("Status updated", "kind", conf.Kind, "object", conf.Key, "status", describeStatus(updated, c.controllerName))
 	c.events.emit(ctx, updated, statusEvents(current, updated, c.controllerName))
 	conf.Object = updated
-	c.publisher.Publish(ctx, conf)
+	c.publish(ctx, conf)
 	return nil
+}
+
+// publish hands a confirmation to the syncers; one that must not be served (withheld)
+// goes as a removal, so nothing derived from it stays in Consul or the data plane.
+func (c *Controller) publish(ctx context.Context, conf Confirmation) {
+	if conf.Object != nil && withheld(conf.Object) {
+		klog.FromContext(ctx).V(4).Info("Confirmed object withheld from the syncers; its status says why", "kind", conf.Kind, "object", conf.Key)
+		conf.Object, conf.Route = nil, nil
+	}
+	c.publisher.Publish(ctx, conf)
 }
 
 func resourceVersion(obj runtime.Object) string {

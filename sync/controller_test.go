@@ -284,3 +284,38 @@ func httpRouteKind(t *testing.T) gatewayapi.RouteKind {
 	}
 	return kind
 }
+
+// A status write answered NotFound means the object was deleted during the sync: the
+// informer's delete event settles it, so it is neither an error (no requeue, no error
+// log) nor a confirmation.
+func TestStatusWriteNotFoundIsNotAnError(t *testing.T) {
+	gw := gateway("infra", "gw", httpListener("http", 80, ""))
+	route := httpRoute("infra", "r", nil, parentRef("", "gw", ""))
+	c, client, pub := newTestController(t, ourClass(), gw, route)
+	for _, resource := range []string{"gatewayclasses", "gateways", "httproutes"} {
+		client.PrependReactor("update", resource, func(action k8stesting.Action) (bool, runtime.Object, error) {
+			if action.GetSubresource() != "status" {
+				return false, nil, nil
+			}
+			return true, nil, apierrors.NewNotFound(schema.GroupResource{Group: gatewayv1.GroupName, Resource: resource}, "gone")
+		})
+	}
+	syncs := map[string]func() error{
+		"GatewayClass": func() error { return c.syncGatewayClass(t.Context(), "ours") },
+		"Gateway":      func() error { return c.syncGateway(t.Context(), cache.MetaObjectToName(gw)) },
+		"HTTPRoute": func() error {
+			return c.syncRoute(t.Context(), httpRouteKind(t), cache.MetaObjectToName(route))
+		},
+	}
+	for kind, sync := range syncs {
+		if err := sync(); err != nil {
+			t.Errorf("%s: sync returned %v, want nil: a deleted object is not an error", kind, err)
+		}
+	}
+	if n := countVerb(client.Actions(), "update"); n != len(syncs) {
+		t.Errorf("%d status writes, want %d", n, len(syncs))
+	}
+	if len(pub.seen) != 0 {
+		t.Errorf("published %v for objects whose write found them deleted, want nothing", pub.seen)
+	}
+}

@@ -11,6 +11,11 @@ import (
 // Consul's verdict on the route's entry; the Gateway API has no type for it.
 const ConsulAcceptedCondition = "consul-gateway-controller.github.io/ConsulAccepted"
 
+// ReasonListenersNotValid is the ConsulAccepted reason of a parent the route is
+// accepted on (attachment ignores listener status) but served by no listener, because
+// none of the listeners it attaches to can be programmed.
+const ReasonListenersNotValid = "ListenersNotValid"
+
 // Verdict is what the data plane said about the entries written for an object.
 type Verdict struct {
 	// Known is false until the data plane answered for the object's current entries.

@@ -117,7 +117,7 @@ func (r routeRules) parentConditions(b parentBinding, verdict Verdict, generatio
 		conds = append(conds, condition(gatewayv1.RouteConditionAccepted, true, gatewayv1.RouteReasonAccepted, b.message, generation))
 		if len(invalid) > 0 {
 			conds = append(conds, condition(gatewayv1.RouteConditionPartiallyInvalid, true, gatewayv1.RouteReasonUnsupportedValue,
-				"Dropped rules Consul cannot program: "+strings.Join(invalid, "; "), generation))
+				"Dropped Rule(s) Consul cannot program: "+strings.Join(invalid, "; "), generation))
 		}
 	}
 	if r.backend != nil {
@@ -165,10 +165,13 @@ func (d *decider) routeParentStatuses(route routeView, rules routeRules, existin
 		if err != nil {
 			return nil, decision, err
 		}
-		if b.accepted && !rules.allInvalid() {
+		if b.served() && !rules.allInvalid() {
 			decision.Attachments = append(decision.Attachments, Attachment{Gateway: key, Listeners: b.programmableListeners})
 		}
 		verdict := parentVerdict(routeVerdict, d.bindings(route.kind, routeKey, key, b.programmableListeners))
+		if b.accepted && !b.served() {
+			verdict = notServedVerdict(b)
+		}
 		previous := d.ourParentStatus(existing, ref)
 		parents = append(parents, gatewayv1.RouteParentStatus{
 			ParentRef:      ref,
@@ -177,6 +180,17 @@ func (d *decider) routeParentStatuses(route routeView, rules routeRules, existin
 		})
 	}
 	return parents, decision, nil
+}
+
+// notServedVerdict is the verdict on a parent whose Gateway or attached listeners
+// cannot be programmed: nothing is written to Consul for it, so Consul never judges
+// it, and waiting for that would say Pending forever.
+func notServedVerdict(b parentBinding) Verdict {
+	if b.unservable != "" {
+		return Verdict{Known: true, Reason: ReasonNotExpressible, Message: "not served: " + b.unservable}
+	}
+	return Verdict{Known: true, Reason: ReasonListenersNotValid,
+		Message: fmt.Sprintf("not served: the listeners the route attaches to (%s) are not valid, see the Gateway's listener status", joinNames(b.listeners))}
 }
 
 // bindings are the data plane's verdicts on serving the route on the listeners of

@@ -112,6 +112,17 @@ func TestGatewayStatus(t *testing.T) {
 			{"f", 0, []string{"HTTPRoute"}, []summary{{"Accepted", "False", "PortUnavailable"}, {"Programmed", "False", "Invalid"}, {"ResolvedRefs", "True", "ResolvedRefs"}, {"Conflicted", "False", "NoConflicts"}}},
 		},
 	}, {
+		name: "of listeners sharing a port, a valid one is programmed before an invalid one listed first",
+		gateway: gateway("infra", "gw", withHostname(httpsListener("bad", 443, "", "nope"), "a.example.com"), withHostname(httpsListener("good", 443, "", "cert"), "b.example.com"),
+			withHostname(httpsListener("later", 443, "", "cert"), "c.example.com")),
+		objs:       []runtime.Object{tlsSecret(t, "infra", "cert")},
+		conditions: []summary{{"Accepted", "True", "ListenersNotValid"}, {"Programmed", "False", "Pending"}},
+		listeners: []listenerSummary{
+			{"bad", 0, []string{"HTTPRoute"}, []summary{{"Accepted", "False", "PortUnavailable"}, {"Programmed", "False", "Invalid"}, {"ResolvedRefs", "False", "InvalidCertificateRef"}, {"Conflicted", "False", "NoConflicts"}}},
+			{"good", 0, []string{"HTTPRoute"}, listenerOK()},
+			{"later", 0, []string{"HTTPRoute"}, []summary{{"Accepted", "False", "PortUnavailable"}, {"Programmed", "False", "Invalid"}, {"ResolvedRefs", "True", "ResolvedRefs"}, {"Conflicted", "False", "NoConflicts"}}},
+		},
+	}, {
 		name:       "requested addresses are unsupported",
 		gateway:    withAddress,
 		conditions: []summary{{"Accepted", "False", "UnsupportedAddress"}, {"Programmed", "False", "Invalid"}},
@@ -156,6 +167,11 @@ func TestGatewayStatus(t *testing.T) {
 			}
 		})
 	}
+}
+
+func withHostname(l gatewayv1.Listener, hostname string) gatewayv1.Listener {
+	l.Hostname = ptrTo(gatewayv1.Hostname(hostname))
+	return l
 }
 
 func TestGatewayClassStatus(t *testing.T) {
@@ -271,7 +287,10 @@ func TestSupportedFeaturesAreSortedAndFollowCapabilities(t *testing.T) {
 		}
 		return out
 	}
-	want := []string{"Gateway", "HTTPRoute", "HTTPRouteBackendRequestHeaderModification", "HTTPRouteMethodMatching", "HTTPRouteQueryParamMatching", "ReferenceGrant", "TCPRoute"}
+	// Not HTTPRoute: its core conformance includes RequestRedirect, which Consul 1.15's
+	// http-route cannot express. Not TCPRoute: its conformance includes weighted
+	// backends, and Consul's tcp-route forwards to one service.
+	want := []string{"Gateway", "HTTPRouteBackendRequestHeaderModification", "HTTPRouteMethodMatching", "HTTPRouteQueryParamMatching", "ReferenceGrant"}
 	if diff := cmp.Diff(want, names(consullimits.Consul115)); diff != "" {
 		t.Errorf("features for Consul 1.15 (-want +got):\n%s", diff)
 	}
@@ -314,5 +333,55 @@ func TestMergeConditionsKeepsTransitionTimeWhileStatusHolds(t *testing.T) {
 	}
 	if got[0].Message != "new message" {
 		t.Errorf("message not updated: %q", got[0].Message)
+	}
+}
+
+// Conditions of types we do not own are another controller's: the spec says an
+// implementation MUST NOT remove them, so every write keeps them as they are.
+func TestStatusKeepsConditionsWeDoNotOwn(t *testing.T) {
+	t.Parallel()
+	then := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	theirs := metav1.Condition{Type: "example.com/Audited", Status: metav1.ConditionTrue, Reason: "Audited", Message: "checked by another controller", ObservedGeneration: 1, LastTransitionTime: then}
+	stale := metav1.Condition{Type: "Programmed", Status: metav1.ConditionTrue, Reason: "Programmed", LastTransitionTime: then}
+	keeps := func(t *testing.T, where string, conds []metav1.Condition) {
+		t.Helper()
+		c := findCondition(conds, theirs.Type)
+		if c == nil {
+			t.Errorf("%s: %s was removed: %v", where, theirs.Type, summarize(conds))
+			return
+		}
+		if diff := cmp.Diff(theirs, *c); diff != "" {
+			t.Errorf("%s: %s changed (-want +got):\n%s", where, theirs.Type, diff)
+		}
+	}
+
+	class := ourClass()
+	class.Status.Conditions = []metav1.Condition{theirs}
+	keeps(t, "GatewayClass", gatewayClassStatus(class, parameters{}, "v1.6.3", consullimits.Consul115, metav1.Now()).Conditions)
+
+	gw := gateway("infra", "gw", httpListener("http", 80, ""))
+	gw.Status.Conditions = []metav1.Condition{theirs, stale}
+	gw.Status.Listeners = []gatewayv1.ListenerStatus{{Name: "http", Conditions: []metav1.Condition{stale, theirs}}}
+	d := newTestDecider(t, ourClass(), gw)
+	status, err := d.gatewayStatus(gw, ourClass(), metav1.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	keeps(t, "Gateway", status.Conditions)
+	keeps(t, "listener", status.Listeners[0].Conditions)
+	// Our own types are still ours to decide: the stale Programmed is replaced.
+	for where, conds := range map[string][]metav1.Condition{"Gateway": status.Conditions, "listener": status.Listeners[0].Conditions} {
+		if c := findCondition(conds, "Programmed"); c == nil || c.Status != metav1.ConditionFalse {
+			t.Errorf("%s: Programmed %v, want our False/Pending", where, c)
+		}
+		n := 0
+		for _, c := range conds {
+			if c.Type == "Programmed" {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Errorf("%s: %d Programmed conditions, want 1", where, n)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewaylisters "sigs.k8s.io/gateway-api/pkg/client/listers/apis/v1"
@@ -71,6 +72,9 @@ func evaluateListeners(gw *gatewayv1.Gateway, refs listenerRefs) ([]listenerStat
 			st.accepted, st.acceptedReason = false, gatewayv1.ListenerReasonUnsupportedProtocol
 			st.acceptedMessage = fmt.Sprintf("protocol %s is not supported by Consul's API gateway; use HTTP, HTTPS or TCP", l.Protocol)
 		}
+		if msg := allowedNamespacesProblem(l.AllowedRoutes); msg != "" && st.accepted {
+			st.accepted, st.acceptedReason, st.acceptedMessage = false, gatewayv1.ListenerReasonUnsupportedValue, msg
+		}
 		st.supportedKinds, st.refsMessage = supportedKinds(l)
 		if st.refsMessage != "" {
 			st.refsResolved, st.refsReason = false, gatewayv1.ListenerReasonInvalidRouteKinds
@@ -81,6 +85,22 @@ func evaluateListeners(gw *gatewayv1.Gateway, refs listenerRefs) ([]listenerStat
 	}
 	markPortConflicts(states)
 	return states, nil
+}
+
+// allowedNamespacesProblem says why allowedRoutes.namespaces cannot select namespaces,
+// "" when it can. A selector that does not parse would otherwise select nothing, and
+// routes would be refused with no word on the listener about why.
+func allowedNamespacesProblem(allowed *gatewayv1.AllowedRoutes) string {
+	if allowed == nil || allowed.Namespaces == nil || allowed.Namespaces.From == nil || *allowed.Namespaces.From != gatewayv1.NamespacesFromSelector {
+		return ""
+	}
+	if allowed.Namespaces.Selector == nil {
+		return "allowedRoutes.namespaces.from is Selector, but no selector is given; no route can attach"
+	}
+	if _, err := metav1.LabelSelectorAsSelector(allowed.Namespaces.Selector); err != nil {
+		return fmt.Sprintf("allowedRoutes.namespaces.selector is not a valid label selector (%v); no route can attach", err)
+	}
+	return ""
 }
 
 // supportedKinds returns the route kinds the listener serves, and a message naming the
@@ -120,9 +140,14 @@ func checkCertificates(gw *gatewayv1.Gateway, st *listenerState, refs listenerRe
 	if l.Protocol != gatewayv1.HTTPSProtocolType || !st.accepted {
 		return nil
 	}
-	if l.TLS == nil || (l.TLS.Mode != nil && *l.TLS.Mode != gatewayv1.TLSModeTerminate) {
+	if l.TLS == nil {
+		st.refsResolved, st.refsReason = false, gatewayv1.ListenerReasonInvalidCertificateRef
+		st.refsMessage = "an HTTPS listener needs tls with mode Terminate and at least one certificateRef; this listener has no tls block"
+		return nil
+	}
+	if l.TLS.Mode != nil && *l.TLS.Mode != gatewayv1.TLSModeTerminate {
 		st.accepted, st.acceptedReason = false, gatewayv1.ListenerReasonUnsupportedProtocol
-		st.acceptedMessage = "HTTPS listeners must terminate TLS; Consul's API gateway has no TLS passthrough"
+		st.acceptedMessage = fmt.Sprintf("tls.mode %s: HTTPS listeners must terminate TLS; Consul's API gateway has no TLS passthrough", *l.TLS.Mode)
 		return nil
 	}
 	if len(l.TLS.CertificateRefs) == 0 {
@@ -176,9 +201,10 @@ func checkCertificateRef(gw *gatewayv1.Gateway, ref gatewayv1.SecretObjectRefere
 // markPortConflicts finds listeners that cannot share their port. Gateway API
 // conflicts: different protocols on one port (ProtocolConflict), or the same protocol
 // and hostname twice (HostnameConflict). Consul's API gateway adds one limit of its own:
-// it merges listeners on a port only when protocol and hostname are equal, so of
-// listeners on one port with different hostnames only the first can be programmed; the
-// others get PortUnavailable.
+// it merges listeners on a port only when protocol and hostname are equal (its
+// APIGatewayConfigEntry.Validate refuses the entry otherwise, and its xDS keys listeners
+// by port and protocol), so of listeners on one port with different hostnames only one
+// can be programmed, the first valid one (portKeeper); the others get PortUnavailable.
 func markPortConflicts(states []listenerState) {
 	byPort := map[gatewayv1.PortNumber][]int{}
 	for i := range states {
@@ -230,19 +256,38 @@ func markHostnameConflicts(states []listenerState, idx []int, port gatewayv1.Por
 		}
 		seen[host] = i
 	}
-	var kept *listenerState
+	kept := portKeeper(states, idx)
+	if kept < 0 {
+		return
+	}
 	for _, i := range idx {
 		st := &states[i]
-		if st.conflictReason != "" {
-			continue
-		}
-		if kept == nil {
-			kept = st
+		if i == kept || st.conflictReason != "" {
 			continue
 		}
 		st.accepted, st.acceptedReason = false, gatewayv1.ListenerReasonPortUnavailable
-		st.acceptedMessage = fmt.Sprintf("Consul's API gateway serves one hostname per port; port %d is taken by listener %s", port, kept.listener.Name)
+		st.acceptedMessage = fmt.Sprintf("Consul's API gateway serves one hostname per port; port %d is taken by listener %s", port, states[kept].listener.Name)
 	}
+}
+
+// portKeeper picks the one listener of idx (listeners on one port, without a hostname
+// conflict) Consul will serve the port with: the first whose references resolve, so
+// that an invalid listener listed first does not keep a valid one off the port; the
+// first without a conflict when none resolves; -1 when every one is in a conflict.
+func portKeeper(states []listenerState, idx []int) int {
+	first := -1
+	for _, i := range idx {
+		if states[i].conflictReason != "" {
+			continue
+		}
+		if states[i].refsResolved {
+			return i
+		}
+		if first < 0 {
+			first = i
+		}
+	}
+	return first
 }
 
 // hostnameOf is the listener's hostname for conflict purposes; TCP ignores hostnames.

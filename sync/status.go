@@ -2,7 +2,6 @@ package sync
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -10,7 +9,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	"sigs.k8s.io/gateway-api/pkg/consts"
-	"sigs.k8s.io/gateway-api/pkg/features"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/consullimits"
 )
@@ -54,25 +52,9 @@ func bundleSupported(bundleVersion string) (bool, string) {
 }
 
 // supportedFeatures lists, in the ascending order the API requires, the features
-// implemented end to end for caps.
+// implemented end to end for caps (consullimits.Features).
 func supportedFeatures(caps consullimits.Capabilities) []gatewayv1.SupportedFeature {
-	names := []features.FeatureName{
-		features.SupportGateway,
-		features.SupportHTTPRoute,
-		features.SupportHTTPRouteMethodMatching,
-		features.SupportHTTPRouteQueryParamMatching,
-		features.SupportHTTPRouteBackendRequestHeaderModification,
-		features.SupportReferenceGrant,
-		features.SupportTCPRoute,
-	}
-	if caps.ResponseHeaderModifier {
-		names = append(names, features.SupportHTTPRouteResponseHeaderModification)
-	}
-	// The conformance tests of HTTPRoutePathRewrite cover full-path rewrites too.
-	if caps.FullPathRewrite {
-		names = append(names, features.SupportHTTPRoutePathRewrite)
-	}
-	slices.Sort(names)
+	names := consullimits.SupportedFeatures(caps)
 	out := make([]gatewayv1.SupportedFeature, len(names))
 	for i, n := range names {
 		out[i] = gatewayv1.SupportedFeature{Name: gatewayv1.FeatureName(n)}
@@ -136,6 +118,8 @@ func gatewayProgrammed(v gatewayVerdict, verdict Verdict, deployed *DeploymentSt
 	switch {
 	case !v.accepted:
 		return condition(programmedType, false, gatewayv1.GatewayReasonInvalid, "The Gateway is not accepted", gen)
+	case v.unservable != "":
+		return condition(programmedType, false, ReasonNotExpressible, v.unservable, gen)
 	case deployed != nil && deployed.Problem != "":
 		return condition(programmedType, false, gatewayv1.GatewayReasonPending, deployed.Problem, gen)
 	case !verdict.Known:

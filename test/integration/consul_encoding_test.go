@@ -307,3 +307,30 @@ func encWantCondition(s consulapi.ConfigEntryStatus, condType string, ref *consu
 	}
 	return errors.New("no " + condType + " condition")
 }
+
+// Consul 1.15.4 serves one hostname per port on an api-gateway: it merges listeners on
+// a port only when their protocol and hostname are equal
+// (APIGatewayConfigEntry.validateMergedListeners, config_entry_gateways.go:802-812),
+// which is why the status pipeline programs one listener per port and gives the others
+// PortUnavailable.
+func TestConsul115RefusesTwoHostnamesOnOnePort(t *testing.T) {
+	entries := env.ConsulClient.ConfigEntries()
+	meta := map[string]string{"gateway-controller": "example.com/port-test"}
+	gateway := func(name, secondHostname string) *consulapi.APIGatewayConfigEntry {
+		return &consulapi.APIGatewayConfigEntry{Kind: consulapi.APIGateway, Name: name, Meta: meta, Listeners: []consulapi.APIGatewayListener{
+			{Name: "a", Hostname: "a.port.example.com", Port: 18580, Protocol: "http"},
+			{Name: "b", Hostname: secondHostname, Port: 18580, Protocol: "http"},
+		}}
+	}
+	t.Cleanup(func() {
+		_, _ = entries.Delete(consulapi.APIGateway, "port-same", nil)
+		_, _ = entries.Delete(consulapi.APIGateway, "port-different", nil)
+	})
+	if ok, _, err := entries.CAS(consul.Compact(gateway("port-same", "a.port.example.com")), 0, nil); !ok || err != nil {
+		t.Errorf("two listeners with one hostname on a port: CAS = %v, %v; want accepted", ok, err)
+	}
+	ok, _, err := entries.CAS(consul.Compact(gateway("port-different", "b.port.example.com")), 0, nil)
+	if ok || err == nil || !strings.Contains(err.Error(), "cannot be merged") {
+		t.Errorf("two hostnames on a port: CAS = %v, %v; want Consul to refuse them as listeners that cannot be merged", ok, err)
+	}
+}

@@ -1,0 +1,61 @@
+package consullimits
+
+import (
+	"slices"
+
+	"sigs.k8s.io/gateway-api/pkg/features"
+)
+
+// Feature is a Gateway API conformance feature a GatewayClass of ours may claim in
+// status.supportedFeatures, and when. A claim tells the conformance suite, and users,
+// that everything the feature's conformance tests exercise works; so a feature is
+// listed here only once the status pipeline accepts it and the translation writes it
+// (the consul package's TestClaimedFeaturesAreTranslated holds an example per feature).
+type Feature struct {
+	Name features.FeatureName
+	// Served reports whether the feature is implemented end to end against a Consul
+	// with these capabilities.
+	Served func(Capabilities) bool
+}
+
+func always(Capabilities) bool { return true }
+
+// Features are the features that can be claimed.
+var Features = []Feature{
+	// Gateway listeners HTTP, HTTPS (terminate) and TCP, and their status.
+	{features.SupportGateway, always},
+	// Cross-namespace certificateRefs and backendRefs, each checked against
+	// ReferenceGrants.
+	{features.SupportReferenceGrant, always},
+	// http-route matches carry a method (config_entry_routes.go:346-357).
+	{features.SupportHTTPRouteMethodMatching, always},
+	// http-route matches carry query Exact and Regex.
+	{features.SupportHTTPRouteQueryParamMatching, always},
+	// HTTPService.Filters.Headers, applied per service also on a split.
+	{features.SupportHTTPRouteBackendRequestHeaderModification, always},
+	{features.SupportHTTPRouteResponseHeaderModification, func(c Capabilities) bool { return c.ResponseHeaderModifier }},
+	// The conformance tests of HTTPRoutePathRewrite cover full-path rewrites too.
+	{features.SupportHTTPRoutePathRewrite, func(c Capabilities) bool { return c.FullPathRewrite }},
+}
+
+// NotClaimed are the features a reader would expect of a controller serving HTTPRoute
+// and TCPRoute, with what keeps them from being claimed. The routes themselves are
+// served (see docs/status.md); what they cannot do is refused with a condition.
+var NotClaimed = map[features.FeatureName]string{
+	features.SupportHTTPRoute: "HTTPRoute core includes RequestRedirect (hostname and statusCode) and a 500 answer for backendRefs that cannot receive traffic; " +
+		"Consul's http-route has neither (HTTPFilters holds Headers and URLRewrite only, config_entry_routes.go:416-419)",
+	features.SupportTCPRoute: "TCPRoute conformance includes weighted backendRefs; Consul's tcp-route forwards to a single service without weights " +
+		"(config_entry_routes.go:539-541, 577-581)",
+}
+
+// SupportedFeatures lists, sorted, the features served with caps.
+func SupportedFeatures(caps Capabilities) []features.FeatureName {
+	var names []features.FeatureName
+	for _, f := range Features {
+		if f.Served(caps) {
+			names = append(names, f.Name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
