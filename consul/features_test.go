@@ -40,7 +40,14 @@ func featureExamples() map[features.FeatureName]featureExample {
 			RequestHeaderModifier: &gatewayv1.HTTPHeaderFilter{Set: []gatewayv1.HTTPHeader{{Name: gatewayv1.HTTPHeaderName(name), Value: "1"}}}}
 	}
 	return map[features.FeatureName]featureExample{
-		features.SupportGateway: {base, []string{consulapi.APIGateway, consulapi.InlineCertificate}},
+		features.SupportGateway:         {base, []string{consulapi.APIGateway, consulapi.InlineCertificate}},
+		features.SupportGatewayPort8080: {[]any{confirmedGateway("apps", "gw", true, validListener(httpListener("http", 8080, "")))}, []string{consulapi.APIGateway}},
+		// Decided by the status pipeline and the data plane; the Gateway is then
+		// translated like any other.
+		features.SupportGatewayInfrastructure: {[]any{withInfrastructure(confirmedGateway("apps", "gw", true, validListener(httpListener("http", 80, ""))))}, []string{consulapi.APIGateway}},
+		features.SupportGatewayAddressEmpty:   {[]any{withEmptyAddress(confirmedGateway("apps", "gw", true, validListener(httpListener("http", 80, ""))))}, []string{consulapi.APIGateway}},
+		// The status pipeline attaches by port; the route is written for the listener.
+		features.SupportHTTPRouteParentRefPort: route(gatewayv1.HTTPRouteRule{}),
 		// A certificate and a backend in other namespaces, which the status pipeline
 		// checked against ReferenceGrants.
 		features.SupportReferenceGrant:          route(gatewayv1.HTTPRouteRule{BackendRefs: []gatewayv1.HTTPBackendRef{httpBackend("shared", "api", 8080, nil)}}),
@@ -111,4 +118,14 @@ func TestClaimedFeaturesAreTranslated(t *testing.T) {
 			}
 		})
 	}
+}
+
+func withInfrastructure(gw *gatewayv1.Gateway) *gatewayv1.Gateway {
+	gw.Spec.Infrastructure = &gatewayv1.GatewayInfrastructure{Labels: map[gatewayv1.LabelKey]gatewayv1.LabelValue{"team": "edge"}}
+	return gw
+}
+
+func withEmptyAddress(gw *gatewayv1.Gateway) *gatewayv1.Gateway {
+	gw.Spec.Addresses = []gatewayv1.GatewaySpecAddress{{Type: new(gatewayv1.IPAddressType)}}
+	return gw
 }

@@ -290,7 +290,11 @@ func TestSupportedFeaturesAreSortedAndFollowCapabilities(t *testing.T) {
 	// Not HTTPRoute: its core conformance includes RequestRedirect, which Consul 1.15's
 	// http-route cannot express. Not TCPRoute: its conformance includes weighted
 	// backends, and Consul's tcp-route forwards to one service.
-	want := []string{"Gateway", "HTTPRouteBackendRequestHeaderModification", "HTTPRouteMethodMatching", "HTTPRouteQueryParamMatching", "ReferenceGrant"}
+	want := []string{
+		"Gateway", "GatewayAddressEmpty", "GatewayInfrastructure", "GatewayPort8080",
+		"HTTPRouteBackendRequestHeaderModification", "HTTPRouteMethodMatching", "HTTPRouteParentRefPort", "HTTPRouteQueryParamMatching",
+		"ReferenceGrant",
+	}
 	if diff := cmp.Diff(want, names(consullimits.Consul115)); diff != "" {
 		t.Errorf("features for Consul 1.15 (-want +got):\n%s", diff)
 	}

@@ -27,6 +27,16 @@ var Features = []Feature{
 	// Cross-namespace certificateRefs and backendRefs, each checked against
 	// ReferenceGrants.
 	{features.SupportReferenceGrant, always},
+	// A listener on port 8080 is an api-gateway listener like any other.
+	{features.SupportGatewayPort8080, always},
+	// spec.infrastructure: labels and annotations on the gateway's objects, and
+	// parametersRef resolved to a GatewayConfig (InvalidParameters when it is not).
+	{features.SupportGatewayInfrastructure, always},
+	// An address entry without a value leaves the choice of address to the gateway's
+	// Service.
+	{features.SupportGatewayAddressEmpty, always},
+	// A parentRef's port selects the listeners on that port.
+	{features.SupportHTTPRouteParentRefPort, always},
 	// http-route matches carry a method (config_entry_routes.go:346-357).
 	{features.SupportHTTPRouteMethodMatching, always},
 	// http-route matches carry query Exact and Regex.

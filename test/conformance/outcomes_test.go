@@ -19,9 +19,7 @@ import (
 // knownFailures are the tests that fail today, each with why. CI skips them, so that any
 // other failure fails it; make conformance runs them, so the report shows them. Each
 // entry is a deviation being fixed: remove it with the fix.
-var knownFailures = map[string]string{
-	"GatewayWithAttachedRoutes": "a route on a listener whose certificate is unresolved is not counted in attachedRoutes (the listener's refs decide attachment)",
-}
+var knownFailures = map[string]string{}
 
 // trafficImports are the suite's helpers that send requests to a Gateway's address.
 var trafficImports = regexp.MustCompile(`"sigs.k8s.io/gateway-api/conformance/utils/(http|tls|grpc|tcp|udp|websocket|weight|roundtripper)"|RoundTripper`)
