@@ -2,8 +2,10 @@ package consul
 
 import (
 	"reflect"
+	"slices"
 	"testing"
 
+	consulapi "github.com/hashicorp/consul/api"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/consullimits"
@@ -45,9 +47,10 @@ func capabilityExamples() map[string]any {
 }
 
 // The status pipeline serves a feature exactly when consullimits.Consul115 says Consul
-// can express it, so the translation must write every such feature and leave out every
-// other: a flag turned on without teaching the translation fails here, as does a
-// translation that writes a rule without a field it has no place for.
+// can express it, so the translation must write every such feature and refuse every
+// other (its requests go to the blackhole, and a problem says why): a flag turned on
+// without teaching the translation fails here, as does a translation that writes a
+// rule without a field it has no place for.
 func TestTranslationExpressesCapabilities(t *testing.T) {
 	examples := capabilityExamples()
 	caps := reflect.ValueOf(consullimits.Consul115)
@@ -70,14 +73,21 @@ func TestTranslationExpressesCapabilities(t *testing.T) {
 			if !expressible && len(d.Problems) == 0 {
 				t.Errorf("Consul115 says %s is not expressible, but the translation wrote it without a problem", field)
 			}
-			routes := 0
-			for key := range d.Entries {
-				if key.Kind == "http-route" || key.Kind == "tcp-route" {
-					routes++
+			served := 0
+			for _, e := range d.Entries {
+				switch e := e.(type) {
+				case *consulapi.HTTPRouteConfigEntry:
+					for _, rule := range e.Rules {
+						if !slices.ContainsFunc(rule.Services, func(s consulapi.HTTPService) bool { return s.Name == Naming{}.BlackholeService() }) {
+							served++
+						}
+					}
+				case *consulapi.TCPRouteConfigEntry:
+					served++
 				}
 			}
-			if expressible != (routes == 1) {
-				t.Errorf("%d route entries written for an example Consul115 calls expressible=%v", routes, expressible)
+			if expressible != (served > 0) {
+				t.Errorf("%d rules served for an example Consul115 calls expressible=%v", served, expressible)
 			}
 		})
 	}

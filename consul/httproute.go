@@ -3,16 +3,15 @@ package consul
 import (
 	"fmt"
 	"slices"
-	"strings"
 
 	consulapi "github.com/hashicorp/consul/api"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/consullimits"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
+	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
 )
 
 // httpRoute writes the http-route entry of a route that is served somewhere.
@@ -32,21 +31,15 @@ func (t *translator) httpRoute(key cache.ObjectName, c ConfirmedRoute) {
 	if len(parents) == 0 {
 		return
 	}
-	resolved := refsResolved(r.Status.Parents, t.owner.Controller)
 	var rules []consulapi.HTTPRouteRule
 	var backends []cache.ObjectName
 	for i, rule := range r.Spec.Rules {
-		if slices.Contains(c.Decision.DroppedRules, i) {
-			continue // reported by the status pipeline (PartiallyInvalid)
-		}
-		out, used, problems := t.httpRule(r.Namespace, i, rule, resolved)
+		out, used, problems := t.httpRule(r.Namespace, i, rule, c.Decision)
 		for _, p := range problems {
 			t.problem("HTTPRoute", key, "%s", p)
 		}
-		if out != nil {
-			rules = append(rules, *out)
-			backends = append(backends, used...)
-		}
+		rules = append(rules, out...)
+		backends = append(backends, used...)
 	}
 	// Nothing to route: the entry would only claim the hostnames. The problems say why.
 	if len(rules) == 0 {
@@ -65,56 +58,88 @@ func (t *translator) httpRoute(key cache.ObjectName, c ConfirmedRoute) {
 	t.out.backends = append(t.out.backends, backends...)
 	for _, rule := range rules {
 		for _, svc := range rule.Services {
-			t.out.httpServices = append(t.out.httpServices, consulService{svc.Name, svc.Namespace, svc.Partition})
+			s := consulService{svc.Name, svc.Namespace, svc.Partition}
+			if svc.Name == t.naming.BlackholeService() {
+				t.out.blackholes = append(t.out.blackholes, s)
+				continue
+			}
+			t.out.httpServices = append(t.out.httpServices, s)
 		}
 	}
 }
 
-// httpRule translates rule index of a route in routeNamespace. It returns nil when the
-// rule is left out, with the problems that say why, and the Services it sends traffic
-// to.
+// httpRule translates rule index of a route in routeNamespace into the http-route
+// rules that serve it, the Services they send traffic to, and the problems to report.
 //
-// Backends: a backendRef with weight 0 receives no traffic and is left out (Consul
-// would turn its 0 into 1, config_entry_routes.go:107). A backendRef that cannot be
-// resolved (see backendProblem) is left out too. Gateway API wants its share of
-// requests answered with 500; Consul's http-route cannot answer anything itself, so:
-//
-//   - when some backends remain, they receive that share as well: the route keeps
-//     serving, and a Problem says the split differs;
-//   - when none remains (all invalid, all weight 0, or no backendRefs), the rule is left
-//     out and a Problem says so. Its requests then get what Consul gives a request no
-//     rule matches, or go to another rule that matches them, instead of a 500.
-func (t *translator) httpRule(routeNamespace string, index int, rule gatewayv1.HTTPRouteRule, resolved bool) (*consulapi.HTTPRouteRule, []cache.ObjectName, []string) {
-	if field := untranslatedField(rule); field != "" {
-		return nil, nil, []string{fmt.Sprintf("rule %d: %s %s; the rule is left out of Consul", index, field, consullimits.NotSupported)}
-	}
+// A rule Gateway API answers with an error keeps its matches and goes to the
+// blackhole (see blackhole.go), so its requests never fall through to a broader rule:
+// a rule the status pipeline refused (decision.DroppedRules, reported as
+// PartiallyInvalid), one with a field the translation has no place for, and one
+// without a backend that can receive traffic (all unresolved, all weight 0, or no
+// backendRefs). A rule with some such backendRefs sends their share to the blackhole.
+// Only a rule whose matches cannot be written is left out, with a problem.
+func (t *translator) httpRule(routeNamespace string, index int, rule gatewayv1.HTTPRouteRule, decision gwsync.RouteDecision) ([]consulapi.HTTPRouteRule, []cache.ObjectName, []string) {
 	matches, err := httpMatches(rule.Matches)
 	if err != nil {
-		return nil, nil, []string{fmt.Sprintf("rule %d: %v; the rule is left out of Consul", index, err)}
+		return nil, nil, []string{fmt.Sprintf("rule %d: %v; the rule is left out of Consul, so its requests may reach other rules", index, err)}
+	}
+	if slices.Contains(decision.DroppedRules, index) {
+		return t.refusedRule(routeNamespace, matches), nil, nil
+	}
+	refused := func(err error) ([]consulapi.HTTPRouteRule, []cache.ObjectName, []string) {
+		return t.refusedRule(routeNamespace, matches), nil, []string{fmt.Sprintf("rule %d: %v; its requests are answered with HTTP 503", index, err)}
+	}
+	if field := untranslatedField(rule); field != "" {
+		return refused(fmt.Errorf("%s %s", field, consullimits.NotSupported))
 	}
 	filters, err := httpFilters(rule.Filters)
 	if err != nil {
-		return nil, nil, []string{fmt.Sprintf("rule %d: %v; the rule is left out of Consul", index, err)}
+		return refused(err)
 	}
-	if !rewrites(rule) {
-		matches = segmentPrefixes(matches)
+	services, used, err := t.ruleServices(routeNamespace, index, rule.BackendRefs, decision)
+	if err != nil {
+		return refused(err)
 	}
+	if len(used) == 0 {
+		return t.refusedRule(routeNamespace, matches), nil, nil
+	}
+	rules, err := rewrittenRules(matches, filters, services)
+	if err != nil {
+		return refused(err)
+	}
+	return rules, used, nil
+}
+
+// refusedRule is the rule that sends every request matches select to the blackhole.
+func (t *translator) refusedRule(routeNamespace string, matches []consulapi.HTTPMatch) []consulapi.HTTPRouteRule {
+	return []consulapi.HTTPRouteRule{{Matches: segmentPrefixes(matches), Services: []consulapi.HTTPService{t.blackhole(routeNamespace, 1)}}}
+}
+
+// ruleServices are the services the backendRefs of rule index send traffic to, and
+// the Services among them. A backendRef with weight 0 receives no traffic and is left
+// out (Consul would turn its 0 into 1, config_entry_routes.go:107). The weight of the
+// backendRefs that cannot receive traffic (see backendProblem) goes to the blackhole:
+// Gateway API answers their share of requests with 500, and the blackhole answers
+// 503, where giving it to the valid backends would answer with a backend the route
+// did not pick. used is empty when no backend can receive traffic.
+func (t *translator) ruleServices(routeNamespace string, index int, refs []gatewayv1.HTTPBackendRef, decision gwsync.RouteDecision) ([]consulapi.HTTPService, []cache.ObjectName, error) {
 	var services []consulapi.HTTPService
 	var used []cache.ObjectName
-	var invalid []string
-	for b, ref := range rule.BackendRefs {
+	invalidWeight := 0
+	for b, ref := range refs {
 		weight := backendWeight(ref.Weight)
 		if weight == 0 {
 			continue
 		}
-		key, why := backendProblem("HTTPRoute", routeNamespace, ref.BackendObjectReference, t.service, resolved)
+		resolved := !slices.Contains(decision.UnresolvedBackends, gwsync.BackendRefIndex{Rule: index, Ref: b})
+		key, why := backendProblem(routeNamespace, ref.BackendObjectReference, t.service, resolved)
 		if why != "" {
-			invalid = append(invalid, fmt.Sprintf("backendRef %d (%s) %s", b, key, why))
+			invalidWeight += weight
 			continue
 		}
 		backendFilters, err := httpFilters(ref.Filters)
 		if err != nil {
-			return nil, nil, []string{fmt.Sprintf("rule %d: backendRef %d: %v; the rule is left out of Consul", index, b, err)}
+			return nil, nil, fmt.Errorf("backendRef %d: %w", b, err)
 		}
 		services = append(services, consulapi.HTTPService{
 			Name:      t.naming.ServiceName(key.Name),
@@ -125,21 +150,10 @@ func (t *translator) httpRule(routeNamespace string, index int, rule gatewayv1.H
 		})
 		used = append(used, key)
 	}
-	if len(services) == 0 {
-		why := "no backendRef has a weight above 0"
-		switch {
-		case len(invalid) > 0:
-			why = strings.Join(invalid, "; ")
-		case len(rule.BackendRefs) == 0:
-			why = "it has no backendRefs"
-		}
-		return nil, nil, []string{fmt.Sprintf("rule %d: no backend can receive its requests (%s); Gateway API answers them with 500, which Consul's http-route cannot express, so the rule is left out of Consul", index, why)}
+	if len(used) > 0 && invalidWeight > 0 {
+		services = append(services, t.blackhole(routeNamespace, invalidWeight))
 	}
-	var problems []string
-	if len(invalid) > 0 {
-		problems = append(problems, fmt.Sprintf("rule %d: %s; Consul's http-route cannot answer its share of requests with 500, so the rule's other backends receive it", index, strings.Join(invalid, "; ")))
-	}
-	return &consulapi.HTTPRouteRule{Matches: matches, Filters: filters, Services: services}, used, problems
+	return services, used, nil
 }
 
 // backendWeight is a backendRef's weight: 1 when unset (the CRD default).
@@ -150,32 +164,18 @@ func backendWeight(w *int32) int {
 	return max(int(*w), 0)
 }
 
-// refsResolved reports whether the route's confirmed status, in a parent entry of ours,
-// says every backendRef resolved. The status pipeline computes one ResolvedRefs for the
-// whole route, so any parent of ours tells.
-func refsResolved(parents []gatewayv1.RouteParentStatus, controller string) bool {
-	for _, p := range parents {
-		if string(p.ControllerName) == controller && conditionIs(p.Conditions, string(gatewayv1.RouteConditionResolvedRefs), metav1.ConditionTrue) {
-			return true
-		}
-	}
-	return false
-}
-
-// backendProblem returns the Service a backendRef of a route of kind in routeNamespace
-// names, and why it cannot be programmed ("" when it can).
-//
-// What the snapshot shows is checked here: a core Service (group "", kind Service, the
-// CRD defaults), present, not ExternalName, with the port the ref names. What it does
-// not show is taken from the confirmed status: a ReferenceGrant for a Service in
-// another namespace, and for an HTTPRoute whether the port's appProtocol is one Consul
-// speaks (the status pipeline's list). ResolvedRefs True vouches for both. When it is
-// not True, its message names only the first failing backendRef, so a backendRef
-// either of those checks could have failed is left out: a cross-namespace Service, or
-// an HTTPRoute port with an appProtocol other than http. That errs towards not
-// sending traffic, never towards bypassing a ReferenceGrant.
-func backendProblem(kind, routeNamespace string, ref gatewayv1.BackendObjectReference, service func(cache.ObjectName) *corev1.Service, resolved bool) (cache.ObjectName, string) {
+// backendProblem returns the Service a backendRef of a route in routeNamespace names,
+// and why it cannot receive traffic ("" when it can). resolved is the status
+// pipeline's decision on the backendRef (RouteDecision.UnresolvedBackends): it
+// checked the ReferenceGrant of a Service in another namespace and the port's
+// appProtocol, which the snapshot does not show. What the snapshot shows is checked
+// again, as it may be newer than the decision: a core Service (group "", kind
+// Service, the CRD defaults), present, not ExternalName, with the port the ref names.
+func backendProblem(routeNamespace string, ref gatewayv1.BackendObjectReference, service func(cache.ObjectName) *corev1.Service, resolved bool) (cache.ObjectName, string) {
 	key := gatewayapi.Referent(routeNamespace, ref.Namespace, ref.Name)
+	if !resolved {
+		return key, "did not resolve (see the route's ResolvedRefs condition)"
+	}
 	if !gatewayapi.RefersTo(ref.Group, ref.Kind, gatewayapi.CoreGroup, gatewayapi.ServiceKind) {
 		return key, "is not a core Service"
 	}
@@ -189,18 +189,8 @@ func backendProblem(kind, routeNamespace string, ref gatewayv1.BackendObjectRefe
 	if ref.Port == nil {
 		return key, "has no port"
 	}
-	i := slices.IndexFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return p.Port == *ref.Port })
-	if i < 0 {
+	if !slices.ContainsFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return p.Port == *ref.Port }) {
 		return key, fmt.Sprintf("names port %d, which the Service does not have", *ref.Port)
-	}
-	if resolved {
-		return key, ""
-	}
-	if key.Namespace != routeNamespace {
-		return key, "is in another namespace, and with the route's references not all resolved its ReferenceGrant cannot be vouched for"
-	}
-	if ap := svc.Spec.Ports[i].AppProtocol; kind == "HTTPRoute" && ap != nil && !strings.EqualFold(*ap, "http") {
-		return key, fmt.Sprintf("has appProtocol %s, and with the route's references not all resolved it cannot be vouched for", *ap)
 	}
 	return key, ""
 }

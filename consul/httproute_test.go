@@ -20,18 +20,6 @@ func TestBackendWeight(t *testing.T) {
 	}
 }
 
-func TestRefsResolved(t *testing.T) {
-	if !refsResolved(ourRouteStatus(true), testController) {
-		t.Error("resolved status not recognised")
-	}
-	if refsResolved(ourRouteStatus(false), testController) {
-		t.Error("another controller's ResolvedRefs True was taken for ours")
-	}
-	if refsResolved(nil, testController) {
-		t.Error("no status vouches for nothing")
-	}
-}
-
 func TestBackendProblem(t *testing.T) {
 	appProtocol := backendService("apps", "h2c", 8080)
 	appProtocol.Spec.Ports[0].AppProtocol = new("kubernetes.io/h2c")
@@ -45,29 +33,28 @@ func TestBackendProblem(t *testing.T) {
 	}
 	tests := []struct {
 		name     string
-		kind     string
 		ref      gatewayv1.BackendObjectReference
 		resolved bool
 		want     string
 	}{
-		{"same namespace", "HTTPRoute", ref("", "web", 8080), false, ""},
-		{"explicit core kind", "HTTPRoute", gatewayv1.BackendObjectReference{Group: new(gatewayv1.Group("")), Kind: new(gatewayv1.Kind("Service")), Name: "web", Port: new(gatewayv1.PortNumber(8080))}, false, ""},
-		{"other kind", "HTTPRoute", gatewayv1.BackendObjectReference{Kind: new(gatewayv1.Kind("ServiceImport")), Name: "web"}, true, "is not a core Service"},
-		{"other group", "HTTPRoute", gatewayv1.BackendObjectReference{Group: new(gatewayv1.Group("x.io")), Name: "web"}, true, "is not a core Service"},
-		{"missing", "HTTPRoute", ref("", "nope", 8080), true, "names a Service that does not exist"},
-		{"external name", "HTTPRoute", ref("", "ext", 80), true, "names an ExternalName Service"},
-		{"no port", "HTTPRoute", gatewayv1.BackendObjectReference{Name: "web"}, true, "has no port"},
-		{"wrong port", "HTTPRoute", ref("", "web", 80), true, "names port 80, which the Service does not have"},
-		{"cross namespace, vouched for", "HTTPRoute", ref("other", "api", 8080), true, ""},
-		{"cross namespace, not vouched for", "TCPRoute", ref("other", "api", 8080), false, "is in another namespace, and with the route's references not all resolved its ReferenceGrant cannot be vouched for"},
-		{"appProtocol, vouched for", "HTTPRoute", ref("", "h2c", 8080), true, ""},
-		{"appProtocol, not vouched for", "HTTPRoute", ref("", "h2c", 8080), false, "has appProtocol kubernetes.io/h2c, and with the route's references not all resolved it cannot be vouched for"},
-		{"appProtocol http", "HTTPRoute", ref("", "plain", 8080), false, ""},
-		{"appProtocol on a tcp route", "TCPRoute", ref("", "h2c", 8080), false, ""},
+		{"same namespace", ref("", "web", 8080), true, ""},
+		{"explicit core kind", gatewayv1.BackendObjectReference{Group: new(gatewayv1.Group("")), Kind: new(gatewayv1.Kind("Service")), Name: "web", Port: new(gatewayv1.PortNumber(8080))}, true, ""},
+		{"other kind", gatewayv1.BackendObjectReference{Kind: new(gatewayv1.Kind("ServiceImport")), Name: "web"}, true, "is not a core Service"},
+		{"other group", gatewayv1.BackendObjectReference{Group: new(gatewayv1.Group("x.io")), Name: "web"}, true, "is not a core Service"},
+		{"missing", ref("", "nope", 8080), true, "names a Service that does not exist"},
+		{"external name", ref("", "ext", 80), true, "names an ExternalName Service"},
+		{"no port", gatewayv1.BackendObjectReference{Name: "web"}, true, "has no port"},
+		{"wrong port", ref("", "web", 80), true, "names port 80, which the Service does not have"},
+		// The decision vouches for a ReferenceGrant and an appProtocol per backendRef.
+		{"cross namespace, resolved", ref("other", "api", 8080), true, ""},
+		{"cross namespace, unresolved", ref("other", "api", 8080), false, "did not resolve (see the route's ResolvedRefs condition)"},
+		{"appProtocol, resolved", ref("", "h2c", 8080), true, ""},
+		{"appProtocol, unresolved", ref("", "h2c", 8080), false, "did not resolve (see the route's ResolvedRefs condition)"},
+		{"appProtocol http", ref("", "plain", 8080), true, ""},
 	}
 	for _, tt := range tests {
 		lookup := func(key cache.ObjectName) *corev1.Service { return services[key] }
-		_, got := backendProblem(tt.kind, "apps", tt.ref, lookup, tt.resolved)
+		_, got := backendProblem("apps", tt.ref, lookup, tt.resolved)
 		if got != tt.want {
 			t.Errorf("%s: got %q, want %q", tt.name, got, tt.want)
 		}

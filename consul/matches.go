@@ -1,11 +1,13 @@
 package consul
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
 
 	consulapi "github.com/hashicorp/consul/api"
+	"k8s.io/utils/ptr"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/consullimits"
@@ -28,22 +30,10 @@ func httpMatches(matches []gatewayv1.HTTPRouteMatch) ([]consulapi.HTTPMatch, err
 	return out, nil
 }
 
-// rewrites reports whether a rule or one of its backendRefs rewrites the URL.
-func rewrites(rule gatewayv1.HTTPRouteRule) bool {
-	has := func(filters []gatewayv1.HTTPRouteFilter) bool {
-		return slices.ContainsFunc(filters, func(f gatewayv1.HTTPRouteFilter) bool { return f.Type == gatewayv1.HTTPRouteFilterURLRewrite })
-	}
-	return has(rule.Filters) || slices.ContainsFunc(rule.BackendRefs, func(b gatewayv1.HTTPBackendRef) bool { return has(b.Filters) })
-}
-
 // segmentPrefixes makes prefix matches match whole path segments, as Gateway API's
 // PathPrefix does: Consul (Envoy) matches a plain string prefix, so prefix "/v2" would
 // also match "/v2example". Prefix "/v2" (or "/v2/") becomes exact "/v2" or prefix
 // "/v2/", with the match's other conditions on both. Prefix "/" is already exact.
-//
-// Rules that rewrite the URL keep the plain prefix: Consul applies one prefix rewrite
-// to all matches of a rule, and the two matches would need different replacements.
-// That gap is documented in docs/consul.md.
 func segmentPrefixes(matches []consulapi.HTTPMatch) []consulapi.HTTPMatch {
 	out := make([]consulapi.HTTPMatch, 0, len(matches))
 	for _, m := range matches {
@@ -56,6 +46,98 @@ func segmentPrefixes(matches []consulapi.HTTPMatch) []consulapi.HTTPMatch {
 		exact.Path = consulapi.HTTPPathMatch{Match: consulapi.HTTPPathMatchExact, Value: prefix}
 		subtree.Path = consulapi.HTTPPathMatch{Match: consulapi.HTTPPathMatchPrefix, Value: prefix + "/"}
 		out = append(out, exact, subtree)
+	}
+	return out
+}
+
+// rewrittenRules are the http-route rules of a rule with matches, filters and
+// services. Without a URLRewrite that is one rule with the segment matches (see
+// segmentPrefixes).
+//
+// ReplacePrefixMatch (on the rule, or on its one service) needs a rule per segment
+// match: Envoy's prefix_rewrite swaps the matched string for the replacement, and
+// Consul gives all matches of a rule one replacement, where the exact and the subtree
+// match need different ones (see prefixRewrites). Consul orders its routes by path
+// length, then header and query counts, whatever rule they come from, so splitting a
+// rule changes no precedence.
+func rewrittenRules(matches []consulapi.HTTPMatch, filters consulapi.HTTPFilters, services []consulapi.HTTPService) ([]consulapi.HTTPRouteRule, error) {
+	replacement, ok := prefixReplacement(filters, services)
+	if !ok {
+		return []consulapi.HTTPRouteRule{{Matches: segmentPrefixes(matches), Filters: filters, Services: services}}, nil
+	}
+	// The CRD allows ReplacePrefixMatch only with exactly one PathPrefix match, and the
+	// status pipeline refuses objects that skipped validation.
+	if len(matches) != 1 || matches[0].Path.Match != consulapi.HTTPPathMatchPrefix {
+		return nil, fmt.Errorf("filter URLRewrite ReplacePrefixMatch needs exactly one PathPrefix match")
+	}
+	var rules []consulapi.HTTPRouteRule
+	for _, pr := range prefixRewrites(matches[0], replacement) {
+		rules = append(rules, consulapi.HTTPRouteRule{
+			Matches:  []consulapi.HTTPMatch{pr.match},
+			Filters:  withPrefixRewrite(filters, pr.rewrite),
+			Services: servicesWithPrefixRewrite(services, pr.rewrite),
+		})
+	}
+	return rules, nil
+}
+
+// prefixReplacement is the ReplacePrefixMatch of a rule's filters or of its one
+// service's, as written in the route; ok is false when neither rewrites.
+func prefixReplacement(filters consulapi.HTTPFilters, services []consulapi.HTTPService) (string, bool) {
+	if filters.URLRewrite != nil {
+		return filters.URLRewrite.Path, true
+	}
+	for _, s := range services {
+		if s.Filters.URLRewrite != nil {
+			return s.Filters.URLRewrite.Path, true
+		}
+	}
+	return "", false
+}
+
+// prefixRewrite is a segment match and the prefix rewrite Envoy applies to it.
+type prefixRewrite struct {
+	match   consulapi.HTTPMatch
+	rewrite string
+}
+
+// prefixRewrites gives the segment matches of PathPrefix match m the prefix rewrites
+// that make Envoy's prefix_rewrite replace the matched prefix with replacement as
+// Gateway API's ReplacePrefixMatch does (HTTPPathModifier's table). Trailing slashes
+// of the prefix and of the replacement do not count:
+//
+//   - exact "/foo" is rewritten to the replacement, or "/" when that is empty:
+//     "/foo" -> "/xyz", and with "" or "/", "/foo" -> "/";
+//   - prefix "/foo/" is rewritten to the replacement and "/": "/foo/bar" ->
+//     "/xyz/bar", "/foo/" -> "/xyz/", and with "" or "/", "/foo/bar" -> "/bar".
+//
+// Prefix "/" is the same with "" for "/foo": "/" -> "/xyz", "/bar" -> "/xyz/bar"; with
+// an empty replacement nothing changes and the one prefix "/" match is kept.
+func prefixRewrites(m consulapi.HTTPMatch, replacement string) []prefixRewrite {
+	prefix := strings.TrimRight(m.Path.Value, "/")
+	replacement = strings.TrimRight(replacement, "/")
+	exact, subtree := m, m
+	exact.Path = consulapi.HTTPPathMatch{Match: consulapi.HTTPPathMatchExact, Value: cmp.Or(prefix, "/")}
+	subtree.Path = consulapi.HTTPPathMatch{Match: consulapi.HTTPPathMatchPrefix, Value: prefix + "/"}
+	if prefix == "" && replacement == "" {
+		return []prefixRewrite{{subtree, "/"}}
+	}
+	return []prefixRewrite{{exact, cmp.Or(replacement, "/")}, {subtree, replacement + "/"}}
+}
+
+// withPrefixRewrite is filters with its URLRewrite, if any, replaced by rewrite.
+func withPrefixRewrite(filters consulapi.HTTPFilters, rewrite string) consulapi.HTTPFilters {
+	if filters.URLRewrite != nil {
+		filters.URLRewrite = &consulapi.URLRewrite{Path: rewrite}
+	}
+	return filters
+}
+
+// servicesWithPrefixRewrite is services with each URLRewrite replaced by rewrite.
+func servicesWithPrefixRewrite(services []consulapi.HTTPService, rewrite string) []consulapi.HTTPService {
+	out := slices.Clone(services)
+	for i := range out {
+		out[i].Filters = withPrefixRewrite(out[i].Filters, rewrite)
 	}
 	return out
 }
@@ -179,8 +261,9 @@ func headerMap(headers []gatewayv1.HTTPHeader) map[string]string {
 }
 
 // urlRewrite translates a URLRewrite. Consul's URLRewrite.Path is a prefix
-// replacement (Envoy prefix_rewrite), so only ReplacePrefixMatch has an equivalent. An
-// empty replacement is written as "/": Consul treats "" as no rewrite at all.
+// replacement (Envoy prefix_rewrite), so only ReplacePrefixMatch has an equivalent.
+// Path holds the replacement as the route has it; rewrittenRules turns it into the
+// prefix rewrite of each match.
 func urlRewrite(rw *gatewayv1.HTTPURLRewriteFilter) (*consulapi.URLRewrite, error) {
 	if rw.Hostname != nil {
 		return nil, fmt.Errorf("filter URLRewrite hostname %s", consullimits.NotSupported)
@@ -191,9 +274,5 @@ func urlRewrite(rw *gatewayv1.HTTPURLRewriteFilter) (*consulapi.URLRewrite, erro
 	if rw.Path.Type != gatewayv1.PrefixMatchHTTPPathModifier {
 		return nil, fmt.Errorf("filter URLRewrite path type %s %s", rw.Path.Type, consullimits.NotSupported)
 	}
-	path := "/"
-	if rw.Path.ReplacePrefixMatch != nil && *rw.Path.ReplacePrefixMatch != "" {
-		path = *rw.Path.ReplacePrefixMatch
-	}
-	return &consulapi.URLRewrite{Path: path}, nil
+	return &consulapi.URLRewrite{Path: ptr.Deref(rw.Path.ReplacePrefixMatch, "")}, nil
 }

@@ -85,8 +85,9 @@ func TestHTTPFilters(t *testing.T) {
 		{name: "empty header modifier changes nothing", filters: []gatewayv1.HTTPRouteFilter{headers(gatewayv1.HTTPHeaderFilter{})}},
 		{name: "prefix rewrite", filters: []gatewayv1.HTTPRouteFilter{rewrite(gatewayv1.PrefixMatchHTTPPathModifier, new("/new"), nil)},
 			want: consulapi.HTTPFilters{URLRewrite: &consulapi.URLRewrite{Path: "/new"}}},
-		{name: "empty prefix rewrite is /", filters: []gatewayv1.HTTPRouteFilter{rewrite(gatewayv1.PrefixMatchHTTPPathModifier, new(""), nil)},
-			want: consulapi.HTTPFilters{URLRewrite: &consulapi.URLRewrite{Path: "/"}}},
+		// The replacement as written: rewrittenRules makes each match's prefix rewrite of it.
+		{name: "empty prefix rewrite", filters: []gatewayv1.HTTPRouteFilter{rewrite(gatewayv1.PrefixMatchHTTPPathModifier, new(""), nil)},
+			want: consulapi.HTTPFilters{URLRewrite: &consulapi.URLRewrite{Path: ""}}},
 		{name: "rewrite without path", filters: []gatewayv1.HTTPRouteFilter{{Type: gatewayv1.HTTPRouteFilterURLRewrite, URLRewrite: &gatewayv1.HTTPURLRewriteFilter{}}}},
 		{name: "full path rewrite", filters: []gatewayv1.HTTPRouteFilter{rewrite(gatewayv1.FullPathHTTPPathModifier, nil, new("/x"))},
 			wantErr: "filter URLRewrite path type ReplaceFullPath is not supported by Consul's API gateway"},

@@ -122,6 +122,8 @@ type objectTranslation struct {
 	// Consul services they are.
 	backends     []cache.ObjectName
 	httpServices []consulService
+	// blackholes are the blackhole services the routes send refused requests to.
+	blackholes []consulService
 }
 
 // readKind names what a translation looked up.
@@ -200,6 +202,7 @@ func (t *translator) stillHolds(prev *objectTranslation, source any, decision *g
 // sameDecision reports whether two route decisions are equal.
 func sameDecision(a, b gwsync.RouteDecision) bool {
 	return slices.Equal(a.DroppedRules, b.DroppedRules) &&
+		slices.Equal(a.UnresolvedBackends, b.UnresolvedBackends) &&
 		slices.EqualFunc(a.Attachments, b.Attachments, func(x, y gwsync.Attachment) bool {
 			return x.Gateway == y.Gateway && slices.Equal(x.Listeners, y.Listeners)
 		})
@@ -239,5 +242,8 @@ func (t *translator) apply(o *objectTranslation) {
 	}
 	for _, s := range o.httpServices {
 		t.httpServices[s] = true
+	}
+	for _, s := range o.blackholes {
+		t.blackholes[s] = true
 	}
 }

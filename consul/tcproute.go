@@ -7,6 +7,8 @@ import (
 	consulapi "github.com/hashicorp/consul/api"
 	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
 )
 
 // tcpRoute writes the tcp-route entry of a route that is served somewhere. Consul's
@@ -22,13 +24,12 @@ func (t *translator) tcpRoute(key cache.ObjectName, c ConfirmedRoute) {
 	if len(parents) == 0 {
 		return
 	}
-	resolved := refsResolved(r.Status.Parents, t.owner.Controller)
 	var services []consulapi.TCPService
 	for i, rule := range r.Spec.Rules {
 		if slices.Contains(c.Decision.DroppedRules, i) {
 			continue
 		}
-		service, problem := t.tcpRule(r.Namespace, i, rule, resolved)
+		service, problem := t.tcpRule(r.Namespace, i, rule, c.Decision)
 		if problem != "" {
 			t.problem("TCPRoute", key, "%s", problem)
 			continue
@@ -64,11 +65,13 @@ func (t *translator) tcpRoute(key cache.ObjectName, c ConfirmedRoute) {
 
 // tcpRule returns the one service a TCP rule forwards to, or why it has none.
 // backendRefs with weight 0 receive no connections and are not counted.
-func (t *translator) tcpRule(routeNamespace string, index int, rule gatewayv1.TCPRouteRule, resolved bool) (consulapi.TCPService, string) {
+func (t *translator) tcpRule(routeNamespace string, index int, rule gatewayv1.TCPRouteRule, decision gwsync.RouteDecision) (consulapi.TCPService, string) {
 	var refs []gatewayv1.BackendRef
-	for _, ref := range rule.BackendRefs {
+	var resolved []bool
+	for b, ref := range rule.BackendRefs {
 		if backendWeight(ref.Weight) > 0 {
 			refs = append(refs, ref)
+			resolved = append(resolved, !slices.Contains(decision.UnresolvedBackends, gwsync.BackendRefIndex{Rule: index, Ref: b}))
 		}
 	}
 	switch len(refs) {
@@ -78,7 +81,7 @@ func (t *translator) tcpRule(routeNamespace string, index int, rule gatewayv1.TC
 	default:
 		return consulapi.TCPService{}, fmt.Sprintf("rule %d: %d backends would receive connections, but Consul's tcp-route forwards to a single service; the rule is left out of Consul", index, len(refs))
 	}
-	key, why := backendProblem("TCPRoute", routeNamespace, refs[0].BackendObjectReference, t.service, resolved)
+	key, why := backendProblem(routeNamespace, refs[0].BackendObjectReference, t.service, resolved[0])
 	if why != "" {
 		return consulapi.TCPService{}, fmt.Sprintf("rule %d: backendRef %s %s; the rule is left out of Consul", index, key, why)
 	}

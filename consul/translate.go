@@ -47,13 +47,12 @@ type Desired struct {
 //
 // Whatever the confirmed status promises and Consul cannot be made to do exactly is
 // left out, never approximated more broadly, and reported as a Problem on the object.
-// The one approximation is an http rule some of whose backends cannot receive traffic:
-// Gateway API answers their share of requests with 500, which Consul cannot, so the
-// rule's other backends receive it (see httpRule); that is reported too.
+// The one approximation is the error Gateway API wants for the requests of a refused
+// rule or an invalid backend: Consul cannot answer a request itself, so they go to a
+// service no instance serves, and Envoy answers 503 (see blackhole.go).
 //
-// s.Services may hold Services no ReferenceGrant lets a route use: a Service in
-// another namespace is used only while the route's status says every reference
-// resolved (see backendProblem).
+// s.Services may hold Services no ReferenceGrant lets a route use: a backendRef is
+// used only when the route's decision says it resolved (see backendProblem).
 func Translate(s Snapshot, n Naming, o Ownership, opts Options) Desired {
 	return NewTranslator(n, o, opts).Translate(s)
 }
@@ -89,17 +88,21 @@ func newTranslator(s Snapshot, n Naming, o Ownership, opts Options) *translator 
 		gateways:     map[cache.ObjectName]*programmedGateway{},
 		backends:     map[cache.ObjectName]bool{},
 		httpServices: map[consulService]bool{},
+		blackholes:   map[consulService]bool{},
 		desired:      Desired{Entries: map[EntryKey]consulapi.ConfigEntry{}},
 	}
 }
 
-// finish adds what depends on every route (the service-defaults of their backends)
-// and returns the desired state.
+// finish adds what depends on every route (the service-defaults of their backends
+// and of the blackholes they use) and returns the desired state.
 func (t *translator) finish() Desired {
 	if t.opts.ManageServiceDefaults {
 		for _, key := range sortedKeys(t.backends) {
 			t.put(serviceDefaults(key, t.snap.Services[key], t.naming, t.owner))
 		}
+	}
+	for s := range t.blackholes {
+		t.put(blackholeDefaults(s, t.naming, t.owner))
 	}
 	t.desired.Problems = sortProblems(t.desired.Problems)
 	return t.desired
@@ -117,7 +120,9 @@ type translator struct {
 	// httpServices the Consul services they are.
 	backends     map[cache.ObjectName]bool
 	httpServices map[consulService]bool
-	desired      Desired
+	// blackholes are the blackhole services some written http-route uses.
+	blackholes map[consulService]bool
+	desired    Desired
 	// out records the translation of the object being translated (see object).
 	out *objectTranslation
 	// translated counts the objects translated anew.

@@ -268,7 +268,7 @@ func translationCases() []translationCase {
 		},
 		{
 			// Attached to two listeners of one Gateway; rule 1 was dropped by the status
-			// pipeline and is not written.
+			// pipeline: its requests go to the blackhole.
 			name: "route_two_listeners_dropped_rule",
 			objects: []any{
 				confirmedGateway("infra", "gw", true,
@@ -387,9 +387,10 @@ func translationCases() []translationCase {
 			},
 		},
 		{
-			// Backends that cannot receive traffic. Rule 0 keeps its valid backend, which
-			// also gets the missing one's share (a problem says so). Rules 1 and 2 have no
-			// backend left and are left out. Rule 3 shows each kind of unusable ref.
+			// Backends that cannot receive traffic, as the decision and the snapshot
+			// say. Rule 0 keeps its valid backend and sends the missing one's share to
+			// the blackhole. Rules 1, 2 and 3 have no backend left: their requests go
+			// to the blackhole. Rule 3 shows each kind of unusable ref.
 			name: "invalid_backends",
 			objects: []any{
 				confirmedGateway("apps", "gw", true, validListener(httpListener("http", 80, ""))),
@@ -432,14 +433,26 @@ func translationCases() []translationCase {
 						},
 					)
 					c.Route.Status.Parents = ourRouteStatus(false)
+					c.Decision.UnresolvedBackends = []gwsync.BackendRefIndex{{Rule: 0, Ref: 1}, {Rule: 1, Ref: 0}, {Rule: 3, Ref: 0}, {Rule: 3, Ref: 1}, {Rule: 3, Ref: 2}}
+					return c
+				}(),
+				// A Service the snapshot holds but the decision did not resolve: the
+				// decision is newer than the snapshot's Services, or the other way round;
+				// either way no traffic.
+				func() confirmedHTTPRoute {
+					c := newConfirmedHTTPRoute("apps", "undecided", []string{"undecided.example.com"}, attachedTo(attachment("apps", "gw", "http")),
+						gatewayv1.HTTPRouteRule{BackendRefs: []gatewayv1.HTTPBackendRef{httpBackend("", "web", 8080, nil)}})
+					c.Route.Status.Parents = ourRouteStatus(false)
+					c.Decision.UnresolvedBackends = []gwsync.BackendRefIndex{{Rule: 0, Ref: 0}}
 					return c
 				}(),
 			},
 		},
 		{
-			// A Service in another namespace is written where the status vouches for
-			// its ReferenceGrant (ResolvedRefs True), and left out where it cannot
-			// (ResolvedRefs False: the status names only the first failing ref).
+			// A Service in another namespace is written where the decision says its
+			// backendRef resolved (a ReferenceGrant allows it), even when another
+			// backendRef of the route did not (ResolvedRefs False); one the decision
+			// did not resolve gets the blackhole.
 			name: "cross_namespace_backend",
 			objects: []any{
 				confirmedGateway("infra", "gw", true, validListener(func() gatewayv1.Listener {
@@ -448,6 +461,7 @@ func translationCases() []translationCase {
 					return l
 				}())),
 				backendService("backends", "api", 8080),
+				backendService("backends", "secret", 8080),
 				backendService("apps", "web", 8080),
 				newConfirmedHTTPRoute("apps", "granted", nil, attachedTo(attachment("infra", "gw", "http")),
 					gatewayv1.HTTPRouteRule{BackendRefs: []gatewayv1.HTTPBackendRef{httpBackend("backends", "api", 8080, nil)}}),
@@ -457,9 +471,14 @@ func translationCases() []translationCase {
 							Matches:     []gatewayv1.HTTPRouteMatch{prefixMatch("/api")},
 							BackendRefs: []gatewayv1.HTTPBackendRef{httpBackend("backends", "api", 8080, nil)},
 						},
+						gatewayv1.HTTPRouteRule{
+							Matches:     []gatewayv1.HTTPRouteMatch{prefixMatch("/secret")},
+							BackendRefs: []gatewayv1.HTTPBackendRef{httpBackend("backends", "secret", 8080, nil)},
+						},
 						gatewayv1.HTTPRouteRule{BackendRefs: []gatewayv1.HTTPBackendRef{httpBackend("", "web", 8080, nil), httpBackend("", "gone", 8080, nil)}},
 					)
 					c.Route.Status.Parents = ourRouteStatus(false)
+					c.Decision.UnresolvedBackends = []gwsync.BackendRefIndex{{Rule: 1, Ref: 0}, {Rule: 2, Ref: 1}}
 					return c
 				}(),
 			},
@@ -637,7 +656,9 @@ func checkConsul115Validation(t *testing.T, d Desired) {
 		if KeyOf(e) != key {
 			t.Errorf("entry under %v has key %v", key, KeyOf(e))
 		}
-		if e.GetMeta()[metaController] != testOwnership.Controller || e.GetMeta()[metaUID] == "" {
+		// The blackhole's service-defaults has no Kubernetes owner (see blackhole.go).
+		objectOwned := e.GetMeta()[metaKind] != blackholeOwnerKind
+		if e.GetMeta()[metaController] != testOwnership.Controller || (objectOwned && e.GetMeta()[metaUID] == "") {
 			t.Errorf("%v: meta %v does not name its owner", key, e.GetMeta())
 		}
 		switch e := e.(type) {

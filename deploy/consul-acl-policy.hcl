@@ -20,7 +20,9 @@ mesh = "write"
 # prefix), on a synthetic node "<kubernetes node>-virtual". Consul authorizes a
 # registration by node:write on the node and service:write on the service; node names
 # cannot be narrowed by a suffix, so the node rule covers every node. This replaces the
-# service read rule above: write includes read.
+# service read rule above: write includes read. It also lets the controller write the
+# service-defaults of consul_gateway_controller_blackhole, where refused requests go
+# (see docs/consul.md, "The blackhole").
 service_prefix "" {
   policy = "write"
 }

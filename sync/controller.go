@@ -51,6 +51,16 @@ type RouteDecision struct {
 	// DroppedRules are the indexes of the rules that cannot be programmed (reported
 	// as PartiallyInvalid or, when all are, not Accepted).
 	DroppedRules []int
+	// UnresolvedBackends are the backendRefs that did not resolve, each of them (the
+	// ResolvedRefs condition names only the first). Every other backendRef resolved:
+	// its kind, port and, in another namespace, its ReferenceGrant were checked.
+	UnresolvedBackends []BackendRefIndex
+}
+
+// BackendRefIndex identifies a backendRef of a route: its rule's index and its own
+// index in that rule.
+type BackendRefIndex struct {
+	Rule, Ref int
 }
 
 // Attachment is a Gateway and the listeners of it that serve a route.

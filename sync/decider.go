@@ -74,9 +74,33 @@ func (d *decider) ourClass(name string) (*gatewayv1.GatewayClass, bool, error) {
 // routeRules is the decision on a route's rules and backends, which holds for every
 // parent alike.
 type routeRules struct {
+	kind     gatewayv1.Kind
 	count    int
 	problems []*ruleProblem // one per rule; nil for a rule Consul can program
-	backend  *backendProblem
+	// backend is the first unresolved backendRef's problem, unresolved every
+	// unresolved backendRef.
+	backend    *backendProblem
+	unresolved []BackendRefIndex
+}
+
+// refusedOutcome says what becomes of the requests of the rules and backends Consul
+// cannot serve, per route kind: the Consul translation routes an HTTPRoute's to a
+// service no instance serves, where Envoy answers 503 (see package consul).
+var refusedOutcome = map[gatewayv1.Kind]struct{ rules, backends string }{
+	"HTTPRoute": {
+		rules:    "Dropped Rule(s) Consul cannot program, whose requests are answered with HTTP 503: ",
+		backends: "; requests for unresolved backends are answered with HTTP 503",
+	},
+}
+
+// droppedRulesMessage is the PartiallyInvalid message for the refused rules msgs; it
+// starts with "Dropped Rule", as the spec asks of that message.
+func (r routeRules) droppedRulesMessage(msgs []string) string {
+	prefix := "Dropped Rule(s) Consul cannot program: "
+	if o, ok := refusedOutcome[r.kind]; ok {
+		prefix = o.rules
+	}
+	return prefix + strings.Join(msgs, "; ")
 }
 
 func (r routeRules) invalid() []string {
@@ -117,11 +141,11 @@ func (r routeRules) parentConditions(b parentBinding, verdict Verdict, generatio
 		conds = append(conds, condition(gatewayv1.RouteConditionAccepted, true, gatewayv1.RouteReasonAccepted, b.message, generation))
 		if len(invalid) > 0 {
 			conds = append(conds, condition(gatewayv1.RouteConditionPartiallyInvalid, true, gatewayv1.RouteReasonUnsupportedValue,
-				"Dropped Rule(s) Consul cannot program: "+strings.Join(invalid, "; "), generation))
+				r.droppedRulesMessage(invalid), generation))
 		}
 	}
 	if r.backend != nil {
-		conds = append(conds, condition(gatewayv1.RouteConditionResolvedRefs, false, r.backend.Reason, r.backend.Message, generation))
+		conds = append(conds, condition(gatewayv1.RouteConditionResolvedRefs, false, r.backend.Reason, r.backend.Message+refusedOutcome[r.kind].backends, generation))
 	} else {
 		conds = append(conds, condition(gatewayv1.RouteConditionResolvedRefs, true, gatewayv1.RouteReasonResolvedRefs, "All references are resolved", generation))
 	}
@@ -135,7 +159,7 @@ func (r routeRules) parentConditions(b parentBinding, verdict Verdict, generatio
 // exactly as they are, then one entry of ours per parentRef that names one of our
 // Gateways. Our entries for parentRefs that are gone are dropped.
 func (d *decider) routeParentStatuses(route routeView, rules routeRules, existing []gatewayv1.RouteParentStatus, generation int64, now metav1.Time) ([]gatewayv1.RouteParentStatus, RouteDecision, error) {
-	decision := RouteDecision{DroppedRules: rules.dropped()}
+	decision := RouteDecision{DroppedRules: rules.dropped(), UnresolvedBackends: rules.unresolved}
 	parents := make([]gatewayv1.RouteParentStatus, 0, len(existing))
 	for _, p := range existing {
 		if p.ControllerName != d.controllerName {
@@ -325,13 +349,13 @@ func (d *decider) viewRoute(obj any) (routeView, routeRules, error) {
 	}
 	route := obj.(metav1.Object) // every route kind is
 	view := routeView{kind: kind.Kind, namespace: route.GetNamespace(), name: route.GetName(), parentRefs: spec.ParentRefs, hostnames: spec.Hostnames}
-	rules := routeRules{count: len(spec.BackendRefs), problems: make([]*ruleProblem, len(spec.BackendRefs))}
+	rules := routeRules{kind: kind.Kind, count: len(spec.BackendRefs), problems: make([]*ruleProblem, len(spec.BackendRefs))}
 	if decide, ok := ruleDecisions[kind.Kind]; ok {
 		copy(rules.problems, decide(obj, d.caps))
 	}
-	for _, refs := range spec.BackendRefs {
-		for _, ref := range refs {
-			if err := d.checkBackend(&rules, kind.Kind, view.namespace, ref); err != nil {
+	for r, refs := range spec.BackendRefs {
+		for b, ref := range refs {
+			if err := d.checkBackend(&rules, BackendRefIndex{Rule: r, Ref: b}, kind.Kind, view.namespace, ref); err != nil {
 				return view, rules, err
 			}
 		}
@@ -363,16 +387,18 @@ func ruleProblems[R any, Rule any](rules func(R) []Rule, problem func(int, Rule,
 	}
 }
 
-// checkBackend records the first unresolved backend of a route.
-func (d *decider) checkBackend(rules *routeRules, kind gatewayv1.Kind, namespace string, ref gatewayv1.BackendObjectReference) error {
-	if rules.backend != nil {
-		return nil
-	}
+// checkBackend records whether the backendRef at index of a route resolves. Every
+// backendRef is checked, not only up to the first unresolved one: the others still
+// receive traffic, and the Consul translation must know which they are.
+func (d *decider) checkBackend(rules *routeRules, index BackendRefIndex, kind gatewayv1.Kind, namespace string, ref gatewayv1.BackendObjectReference) error {
 	problem, err := resolveBackendRef(kind, namespace, ref, d.services, d.refs.grants)
-	if err != nil {
+	if err != nil || problem == nil {
 		return err
 	}
-	rules.backend = problem
+	if rules.backend == nil {
+		rules.backend = problem
+	}
+	rules.unresolved = append(rules.unresolved, index)
 	return nil
 }
 

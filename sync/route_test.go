@@ -228,10 +228,25 @@ func TestRouteDecision(t *testing.T) {
 	gw := gateway("infra", "gw", allowAll(httpListener("a", 80, "")), allowAll(httpListener("b", 81, "")),
 		allowAll(gatewayv1.Listener{Name: "udp", Port: 82, Protocol: gatewayv1.UDPProtocolType}))
 	route := httpRoute("apps", "r", nil, parentRef("infra", "gw", ""), parentRef("infra", "gw", "nope"))
+	backend := func(ns, name string) gatewayv1.HTTPBackendRef {
+		ref := gatewayv1.HTTPBackendRef{BackendRef: gatewayv1.BackendRef{BackendObjectReference: gatewayv1.BackendObjectReference{
+			Name: gatewayv1.ObjectName(name), Port: ptrTo(gatewayv1.PortNumber(8080)),
+		}}}
+		if ns != "" {
+			ref.Namespace = ptrTo(gatewayv1.Namespace(ns))
+		}
+		return ref
+	}
 	route.Spec.Rules = append(route.Spec.Rules, gatewayv1.HTTPRouteRule{
 		Filters: []gatewayv1.HTTPRouteFilter{{Type: gatewayv1.HTTPRouteFilterRequestMirror, RequestMirror: &gatewayv1.HTTPRequestMirrorFilter{}}},
+	}, gatewayv1.HTTPRouteRule{
+		// A missing Service, one in a namespace that grants the route access, one in a
+		// namespace that does not: each is judged on its own.
+		BackendRefs: []gatewayv1.HTTPBackendRef{backend("", "missing"), backend("granted", "api"), backend("ungranted", "api"), backend("", "echo")},
 	})
-	d := newTestDecider(t, ourClass(), gw, service("apps", "echo", 8080), route)
+	grant := refGrant("granted", "routes", []gatewayv1.ReferenceGrantFrom{{Group: gatewayv1.GroupName, Kind: "HTTPRoute", Namespace: "apps"}},
+		[]gatewayv1.ReferenceGrantTo{{Group: "", Kind: "Service"}})
+	d := newTestDecider(t, ourClass(), gw, service("apps", "echo", 8080), service("granted", "api", 8080), service("ungranted", "api", 8080), grant, route)
 	view, rules, err := d.viewRoute(route)
 	if err != nil {
 		t.Fatal(err)
@@ -243,8 +258,9 @@ func TestRouteDecision(t *testing.T) {
 	want := RouteDecision{
 		// The whole-gateway parentRef is served by a and b; the udp listener is not
 		// valid and the second parentRef matches no listener.
-		Attachments:  []Attachment{{Gateway: cache.ObjectName{Namespace: "infra", Name: "gw"}, Listeners: []gatewayv1.SectionName{"a", "b"}}},
-		DroppedRules: []int{1},
+		Attachments:        []Attachment{{Gateway: cache.ObjectName{Namespace: "infra", Name: "gw"}, Listeners: []gatewayv1.SectionName{"a", "b"}}},
+		DroppedRules:       []int{1},
+		UnresolvedBackends: []BackendRefIndex{{Rule: 2, Ref: 0}, {Rule: 2, Ref: 2}},
 	}
 	if diff := cmp.Diff(want, decision); diff != "" {
 		t.Errorf("decision (-want +got):\n%s", diff)

@@ -368,3 +368,35 @@ func TestConsul115(t *testing.T) {
 		t.Errorf("consullimits.Consul115 (-want +got):\n%s", diff)
 	}
 }
+
+// TestRefusedRequestsOutcome: an HTTPRoute's status says that the requests of a rule
+// Consul cannot program, and of an unresolved backend, are answered with an error,
+// not served elsewhere; a TCPRoute's says nothing it does not do.
+func TestRefusedRequestsOutcome(t *testing.T) {
+	problem := &ruleProblem{Reason: gatewayv1.RouteReasonUnsupportedValue, Message: "rule 1: filter ExtensionRef " + consullimits.NotSupported}
+	backend := &backendProblem{Reason: gatewayv1.RouteReasonBackendNotFound, Message: "backendRef apps/gone refers to a Service that does not exist"}
+	for _, tt := range []struct {
+		kind                       gatewayv1.Kind
+		partiallyInvalid, resolved string
+	}{
+		{"HTTPRoute",
+			"Dropped Rule(s) Consul cannot program, whose requests are answered with HTTP 503: rule 1: filter ExtensionRef is not supported by Consul's API gateway",
+			"backendRef apps/gone refers to a Service that does not exist; requests for unresolved backends are answered with HTTP 503"},
+		{"TCPRoute",
+			"Dropped Rule(s) Consul cannot program: rule 1: filter ExtensionRef is not supported by Consul's API gateway",
+			"backendRef apps/gone refers to a Service that does not exist"},
+	} {
+		rules := routeRules{kind: tt.kind, count: 2, problems: []*ruleProblem{nil, problem}, backend: backend}
+		conds := rules.parentConditions(parentBinding{accepted: true}, Verdict{}, 1)
+		got := map[string]string{}
+		for _, c := range conds {
+			got[c.Type] = c.Message
+		}
+		if got["PartiallyInvalid"] != tt.partiallyInvalid {
+			t.Errorf("%s PartiallyInvalid message %q, want %q", tt.kind, got["PartiallyInvalid"], tt.partiallyInvalid)
+		}
+		if got["ResolvedRefs"] != tt.resolved {
+			t.Errorf("%s ResolvedRefs message %q, want %q", tt.kind, got["ResolvedRefs"], tt.resolved)
+		}
+	}
+}

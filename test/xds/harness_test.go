@@ -61,7 +61,13 @@ func kubectlApply(path string) error {
 	if err != nil {
 		return err
 	}
-	kubeconfig := filepath.Join(env.Dir(), "xds-kubeconfig")
+	// A file per call: scenarios apply in parallel, and one writing the file while
+	// another's kubectl reads it made that kubectl fall back to localhost:8080.
+	dir, err := os.MkdirTemp(env.Dir(), "kubectl-")
+	if err != nil {
+		return err
+	}
+	kubeconfig := filepath.Join(dir, "kubeconfig")
 	if err := env.Kube.WriteKubeconfig(kubeconfig, testenv.AdminUser); err != nil {
 		return err
 	}

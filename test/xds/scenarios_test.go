@@ -22,6 +22,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/consul-gateway-controller/consul-gateway-controller/consul"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/testcerts"
 	"github.com/consul-gateway-controller/consul-gateway-controller/test/xds/envoy"
 )
@@ -34,6 +35,8 @@ type scenario struct {
 	name      string
 	file      string
 	namespace string
+	// backendNamespaces are other namespaces whose Services are backends.
+	backendNamespaces []string
 	// ports are the Gateway's listener ports: one Envoy listener each, and no other.
 	ports []uint32
 	// requests say where each request must go (nil want: nowhere, Envoy's 404).
@@ -64,6 +67,14 @@ type want struct {
 }
 
 func to(backend string) *want { return &want{backends: map[string]uint32{backend: 1}} }
+
+func rewritten(backend, path string) *want {
+	return &want{backends: map[string]uint32{backend: 1}, path: path}
+}
+
+// blackhole is the service the controller routes requests to that Gateway API answers
+// with an error; it must have no endpoints, so Envoy answers 503.
+var blackhole = consul.Naming{}.BlackholeService()
 
 var scenarios = []scenario{
 	{
@@ -128,6 +139,45 @@ var scenarios = []scenario{
 		},
 	},
 	{
+		name: "refused", namespace: "xds-refused", backendNamespaces: []string{"xds-refused-backends"}, ports: []uint32{80},
+		requests: []routeCase{
+			// A rule with a filter Consul cannot apply: its requests get the blackhole's
+			// error, not the "/" rule's backend nor the rule's own.
+			{80, envoy.Request{Host: "refused.example.com", Target: "/admin"}, to(blackhole)},
+			{80, envoy.Request{Host: "refused.example.com", Target: "/admin/users"}, to(blackhole)},
+			{80, envoy.Request{Host: "refused.example.com", Target: "/administrator"}, to("refused-web")},
+			{80, envoy.Request{Host: "refused.example.com", Target: "/moved/x"}, to(blackhole)},
+			{80, envoy.Request{Host: "refused.example.com", Target: "/tagged"}, to(blackhole)},
+			// Every backend invalid: the error, not the "/" rule's backend.
+			{80, envoy.Request{Host: "refused.example.com", Target: "/missing"}, to(blackhole)},
+			// An invalid backend's share gets the error; the valid one keeps its own.
+			{80, envoy.Request{Host: "refused.example.com", Target: "/split/x"}, &want{backends: map[string]uint32{"refused-canary": 3, blackhole: 1}}},
+			{80, envoy.Request{Host: "refused.example.com", Target: "/"}, to("refused-web")},
+			// A backend without a ReferenceGrant gets the error; its granted sibling
+			// in the same namespace serves.
+			{80, envoy.Request{Host: "cross.example.com", Target: "/v2"}, to(blackhole)},
+			{80, envoy.Request{Host: "cross.example.com", Target: "/"}, to("shop")},
+		},
+	},
+	{
+		name: "rewrite", namespace: "xds-rewrite", ports: []uint32{8080},
+		requests: []routeCase{
+			{8080, envoy.Request{Host: "rewrite.example.com", Target: "/foo/bar"}, rewritten("prefix-echo", "/xyz/bar")},
+			{8080, envoy.Request{Host: "rewrite.example.com", Target: "/foo"}, rewritten("prefix-echo", "/xyz")},
+			{8080, envoy.Request{Host: "rewrite.example.com", Target: "/foo/"}, rewritten("prefix-echo", "/xyz/")},
+			{8080, envoy.Request{Host: "rewrite.example.com", Target: "/foobar"}, to("prefix-web")},
+			{8080, envoy.Request{Host: "rewrite.example.com", Target: "/slash/bar?q=1"}, rewritten("prefix-echo", "/xyz/bar")},
+			{8080, envoy.Request{Host: "rewrite.example.com", Target: "/slash"}, rewritten("prefix-echo", "/xyz")},
+			{8080, envoy.Request{Host: "rewrite.example.com", Target: "/strip/bar"}, rewritten("prefix-echo", "/bar")},
+			{8080, envoy.Request{Host: "rewrite.example.com", Target: "/strip/"}, rewritten("prefix-echo", "/")},
+			{8080, envoy.Request{Host: "rewrite.example.com", Target: "/strip"}, rewritten("prefix-echo", "/")},
+			{8080, envoy.Request{Host: "rewrite.example.com", Target: "/empty/bar"}, rewritten("prefix-echo", "/bar")},
+			{8080, envoy.Request{Host: "rewrite.example.com", Target: "/empty"}, rewritten("prefix-echo", "/")},
+			{8080, envoy.Request{Host: "root.example.com", Target: "/bar"}, rewritten("prefix-echo", "/base/bar")},
+			{8080, envoy.Request{Host: "root.example.com", Target: "/"}, rewritten("prefix-echo", "/base")},
+		},
+	},
+	{
 		name: "listeners", namespace: "xds-listeners", ports: []uint32{443, 5432}, certificateSecret: "tls",
 		requests: []routeCase{
 			{443, envoy.Request{Host: "secure.example.com", Target: "/login"}, to("secure-web")},
@@ -162,6 +212,9 @@ func (s scenario) run(t *testing.T) {
 		certPEM = createCertificateSecret(t, s.namespace, s.certificateSecret)
 	}
 	backends := registerBackends(t, s.namespace)
+	for _, ns := range s.backendNamespaces {
+		maps.Copy(backends, registerBackends(t, ns))
+	}
 	awaitProgrammed(t, s.namespace, "edge")
 	proxy := gatewayProxy(t, s.namespace, "edge")
 
@@ -238,7 +291,22 @@ func (s scenario) check(cfg *envoy.Config, backends map[string]string, certPEM [
 		errs = append(errs, checkCertificates(cfg, certPEM))
 	}
 	errs = append(errs, checkEndpoints(cfg, backends))
+	errs = append(errs, checkBlackholeEmpty(cfg))
 	return errors.Join(errs...)
+}
+
+// checkBlackholeEmpty: the blackhole's cluster has no endpoints, so what is routed
+// there gets Envoy's 503 instead of reaching anything.
+func checkBlackholeEmpty(cfg *envoy.Config) error {
+	for name, c := range cfg.Clusters {
+		if serviceOf(name) != blackhole {
+			continue
+		}
+		if got := endpointAddresses(cfg.Endpoints[c.GetName()]); len(got) > 0 {
+			return fmt.Errorf("blackhole cluster %s has endpoints %v", name, got)
+		}
+	}
+	return nil
 }
 
 // listenerPerPort: one listener per Gateway port, none for any other port.
