@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -208,8 +209,10 @@ func writeReport(t *testing.T, report *confv1.ConformanceReport, outcomes *outco
 	if err := os.MkdirAll(*reportDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	// The report's date would change every run; the repository keeps it stable.
+	// The report's date and its order of profiles would change every run; the
+	// repository keeps them stable.
 	report.Date = ""
+	slices.SortFunc(report.ProfileReports, func(a, b confv1.ProfileReport) int { return strings.Compare(a.Name, b.Name) })
 	data, err := yaml.Marshal(report)
 	if err != nil {
 		t.Fatal(err)
