@@ -1,7 +1,6 @@
 package sync
 
 import (
-	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -67,19 +66,8 @@ func (d *decider) listenerSetsOf(gw *gatewayv1.Gateway) ([]*gatewayv1.ListenerSe
 			sets = append(sets, set)
 		}
 	}
-	slices.SortFunc(sets, listenerSetPrecedence)
+	slices.SortFunc(sets, gatewayapi.CompareListenerSets)
 	return sets, nil
-}
-
-// listenerSetPrecedence orders ListenerSets as the spec merges their listeners.
-func listenerSetPrecedence(a, b *gatewayv1.ListenerSet) int {
-	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
-		if a.CreationTimestamp.Before(&b.CreationTimestamp) {
-			return -1
-		}
-		return 1
-	}
-	return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 }
 
 // listenerSetAllowed applies the Gateway's allowedListeners.namespaces: None (the
@@ -123,7 +111,7 @@ func (d *decider) namespaceSelected(selector *metav1.LabelSelector, namespace st
 
 // mergedListeners judges the Gateway's own listeners and those of the ListenerSets it
 // allows, merged in precedence order (the Gateway's first, then ListenerSets by
-// listenerSetPrecedence), so that conflicts are found across all of them and the later
+// gatewayapi.CompareListenerSets), so that conflicts are found across all of them and the later
 // listener loses. It returns the Gateway's own listener states and one verdict per
 // ListenerSet naming the Gateway, whose acceptance finishListenerSets decides.
 func (d *decider) mergedListeners(gw *gatewayv1.Gateway) ([]listenerState, []listenerSetVerdict, error) {

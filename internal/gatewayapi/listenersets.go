@@ -1,6 +1,8 @@
 package gatewayapi
 
 import (
+	"cmp"
+
 	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
@@ -48,4 +50,17 @@ func CertificateSecretsOf(namespace string, listeners []gatewayv1.ListenerEntry)
 		}
 	}
 	return names.list
+}
+
+// CompareListenerSets orders ListenerSets as the spec merges their listeners into
+// their Gateway's (after the Gateway's own): oldest first, then by "namespace/name".
+// The status decisions and the Consul translation both merge in this order.
+func CompareListenerSets(a, b *gatewayv1.ListenerSet) int {
+	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+		if a.CreationTimestamp.Before(&b.CreationTimestamp) {
+			return -1
+		}
+		return 1
+	}
+	return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 }
