@@ -10,10 +10,10 @@ import (
 // ListenerSetKind is the kind of a ListenerSet, as routes name it in a parentRef.
 const ListenerSetKind = "ListenerSet"
 
-// IsListenerSet reports whether a parentRef names a ListenerSet. Its group must be
-// given: the default parent group and kind are a Gateway's.
+// IsListenerSet reports whether a parentRef names a ListenerSet. Its kind must be
+// given (the default parent kind is Gateway); its group defaults to the Gateway API's.
 func IsListenerSet(ref gatewayv1.ParentReference) bool {
-	return ref.Group != nil && *ref.Group == gatewayv1.GroupName && ref.Kind != nil && *ref.Kind == ListenerSetKind
+	return ref.Kind != nil && RefersTo(ref.Group, ref.Kind, gatewayv1.GroupName, ListenerSetKind)
 }
 
 // ListenerSetParent is the Gateway a ListenerSet names in spec.parentRef; ok is false
