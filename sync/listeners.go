@@ -85,17 +85,6 @@ func listenerSetOwner(set *gatewayv1.ListenerSet) listenerOwner {
 	return listenerOwner{kind: gatewayapi.ListenerSetKind, namespace: set.Namespace, name: set.Name, set: set}
 }
 
-// evaluateListeners judges every listener of gw: protocol, route kinds, certificate
-// references, and conflicts between listeners that share a port.
-func evaluateListeners(gw *gatewayv1.Gateway, refs listenerRefs) ([]listenerState, error) {
-	states, err := judgeListeners(gatewayOwner(gw), gw.Spec.Listeners, refs)
-	if err != nil {
-		return nil, err
-	}
-	markPortConflicts(states)
-	return states, nil
-}
-
 // judgeListeners judges each listener of owner on its own: protocol, route kinds and
 // certificate references. Conflicts need every listener of the Gateway (markPortConflicts).
 func judgeListeners(owner listenerOwner, listeners []gatewayv1.Listener, refs listenerRefs) ([]listenerState, error) {
