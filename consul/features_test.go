@@ -73,6 +73,12 @@ func featureExamples() map[features.FeatureName]featureExample {
 				Hostname: new(gatewayv1.PreciseHostname("example.org")), StatusCode: new(301),
 			},
 		}}}),
+		// A ListenerSet's listener on the Gateway's port with another hostname, as every
+		// ListenerSet conformance test has (listenerset-allowed-namespace-same).
+		features.SupportListenerSet: {[]any{
+			confirmedGateway("infra", "gw", true, validListener(httpListener("http", 80, "gateway.example.com"))),
+			confirmedListenerSet("apps", "extra", 1, true, validListener(httpListener("extra", 80, "extra.example.com"))),
+		}, []string{consulapi.APIGateway}},
 		// Weighted TCP backends (tcproute-weighted-routing).
 		features.SupportTCPRoute: {append(base, newConfirmedTCPRoute("apps", "r", attachedTo(attachment("apps", "gw", "tcp")),
 			backendRef("", "web", 8080, new(int32(50))), backendRef("", "db", 5432, new(int32(50))))), []string{consulapi.APIGateway, consulapi.TCPRoute}},

@@ -3,6 +3,7 @@ package consul
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	consulapi "github.com/hashicorp/consul/api"
 	corev1 "k8s.io/api/core/v1"
@@ -24,20 +25,31 @@ func (t *translator) gateway(key cache.ObjectName, gw *gatewayv1.Gateway) {
 	}
 	var listeners []consulapi.APIGatewayListener
 	var certs []consulapi.ConfigEntry
-	for _, l := range gw.Spec.Listeners {
-		if !listenerProgrammable(gw.Status.Listeners, l.Name) {
-			continue // its status says why
-		}
-		listener, listenerCerts, problem := t.listener(gw, l)
+	add := func(l gatewayv1.Listener, namespace string, entryName gatewayv1.SectionName) {
+		listener, listenerCerts, problem := t.listener(namespace, l)
+		listener.Name = string(entryName)
 		if problem == "" {
 			problem = portConflict(listeners, listener)
 		}
 		if problem != "" {
-			t.problem("Gateway", key, "listener %s: %s; it is left out of Consul", l.Name, problem)
-			continue
+			t.problem("Gateway", key, "listener %s: %s; it is left out of Consul", entryName, problem)
+			return
 		}
 		listeners = append(listeners, listener)
 		certs = append(certs, listenerCerts...)
+	}
+	for _, l := range gw.Spec.Listeners {
+		if listenerProgrammable(gw.Status.Listeners, l.Name) { // otherwise its status says why
+			add(l, gw.Namespace, l.Name)
+		}
+	}
+	// The listeners of its accepted ListenerSets follow, in the order they were judged.
+	for _, set := range t.listenerSetsOf(key) {
+		for _, l := range set.Spec.Listeners {
+			if listenerEntryProgrammable(set.Status.Listeners, l.Name) {
+				add(gatewayv1.Listener(l), set.Namespace, gatewayapi.ListenerSetListenerName(cache.MetaObjectToName(set), l.Name))
+			}
+		}
 	}
 	// Consul refuses an api-gateway without listeners (config_entry_gateways.go:769).
 	if len(listeners) == 0 {
@@ -63,6 +75,47 @@ func (t *translator) gateway(key cache.ObjectName, gw *gatewayv1.Gateway) {
 	t.out.gateway = &pg
 }
 
+// listenerSetsOf returns the confirmed ListenerSets whose status says they are
+// accepted on the Gateway key, in the order their listeners take precedence, and
+// records the read.
+func (t *translator) listenerSetsOf(key cache.ObjectName) []*gatewayv1.ListenerSet {
+	t.read(readListenerSets, key)
+	return t.listenerSets[key]
+}
+
+// listenerSetsByGateway groups the accepted ListenerSets of a snapshot by the Gateway
+// they name, each group in precedence order.
+func listenerSetsByGateway(sets map[cache.ObjectName]*gatewayv1.ListenerSet) map[cache.ObjectName][]*gatewayv1.ListenerSet {
+	out := map[cache.ObjectName][]*gatewayv1.ListenerSet{}
+	for _, set := range sets {
+		parent, ok := gatewayapi.ListenerSetParent(set)
+		if !ok || !conditionIs(set.Status.Conditions, string(gatewayv1.ListenerSetConditionAccepted), metav1.ConditionTrue) {
+			continue
+		}
+		out[parent] = append(out[parent], set)
+	}
+	for _, group := range out {
+		slices.SortFunc(group, gatewayapi.CompareListenerSets)
+	}
+	return out
+}
+
+// listenerSetsVersion identifies a group of ListenerSets by their identities, for the
+// memo: confirmed objects are never modified in place.
+func listenerSetsVersion(sets []*gatewayv1.ListenerSet) string {
+	var b strings.Builder
+	for _, set := range sets {
+		fmt.Fprintf(&b, "%p;", set)
+	}
+	return b.String()
+}
+
+// listenerEntryProgrammable is listenerProgrammable for a ListenerSet's listener.
+func listenerEntryProgrammable(statuses []gatewayv1.ListenerEntryStatus, name gatewayv1.SectionName) bool {
+	i := slices.IndexFunc(statuses, func(s gatewayv1.ListenerEntryStatus) bool { return s.Name == name })
+	return i >= 0 && conditionsProgrammable(statuses[i].Conditions)
+}
+
 // listenerProgrammable reports whether the confirmed status says the listener can be
 // written: Accepted and ResolvedRefs True, Conflicted not True. A listener without a
 // status entry promises nothing.
@@ -71,7 +124,10 @@ func listenerProgrammable(statuses []gatewayv1.ListenerStatus, name gatewayv1.Se
 	if i < 0 {
 		return false
 	}
-	conds := statuses[i].Conditions
+	return conditionsProgrammable(statuses[i].Conditions)
+}
+
+func conditionsProgrammable(conds []metav1.Condition) bool {
 	return conditionIs(conds, string(gatewayv1.ListenerConditionAccepted), metav1.ConditionTrue) &&
 		conditionIs(conds, string(gatewayv1.ListenerConditionResolvedRefs), metav1.ConditionTrue) &&
 		!conditionIs(conds, string(gatewayv1.ListenerConditionConflicted), metav1.ConditionTrue)
@@ -81,7 +137,7 @@ func listenerProgrammable(statuses []gatewayv1.ListenerStatus, name gatewayv1.Se
 // certificate entries it needs. problem is non-empty when it cannot be written as the
 // status promises; the status said it was fine, so that means the caches moved on since
 // the confirmation, and the next confirmation settles it.
-func (t *translator) listener(gw *gatewayv1.Gateway, l gatewayv1.Listener) (consulapi.APIGatewayListener, []consulapi.ConfigEntry, string) {
+func (t *translator) listener(namespace string, l gatewayv1.Listener) (consulapi.APIGatewayListener, []consulapi.ConfigEntry, string) {
 	protocol := listenerProtocol(l.Protocol)
 	if protocol == "" {
 		return consulapi.APIGatewayListener{}, nil, fmt.Sprintf("protocol %s %s", l.Protocol, consullimits.NotSupported)
@@ -101,7 +157,7 @@ func (t *translator) listener(gw *gatewayv1.Gateway, l gatewayv1.Listener) (cons
 	}
 	var certs []consulapi.ConfigEntry
 	for _, ref := range l.TLS.CertificateRefs {
-		cert, problem := t.certificate(gw.Namespace, ref)
+		cert, problem := t.certificate(namespace, ref)
 		if problem != "" {
 			return consulapi.APIGatewayListener{}, nil, problem
 		}
@@ -128,8 +184,8 @@ func listenerProtocol(p gatewayv1.ProtocolType) string {
 // certificate is the inline-certificate entry of a certificateRef of a Gateway in
 // gatewayNamespace. The entry is named and placed by the Secret's namespace, so every
 // Gateway that uses one Secret shares one entry.
-func (t *translator) certificate(gatewayNamespace string, ref gatewayv1.SecretObjectReference) (*consulapi.InlineCertificateConfigEntry, string) {
-	key := gatewayapi.Referent(gatewayNamespace, ref.Namespace, ref.Name)
+func (t *translator) certificate(listenerNamespace string, ref gatewayv1.SecretObjectReference) (*consulapi.InlineCertificateConfigEntry, string) {
+	key := gatewayapi.Referent(listenerNamespace, ref.Namespace, ref.Name)
 	if !gatewayapi.RefersTo(ref.Group, ref.Kind, gatewayapi.CoreGroup, gatewayapi.SecretKind) {
 		return nil, fmt.Sprintf("certificateRef %s is not a core Secret", key)
 	}

@@ -78,7 +78,7 @@ func TestListenerTranslation(t *testing.T) {
 		{name: "udp", listener: gatewayv1.Listener{Name: "u", Port: 53, Protocol: gatewayv1.UDPProtocolType}, wantProblem: "protocol UDP is not supported by Consul's API gateway"},
 	}
 	for _, tt := range tests {
-		got, certs, problem := tr.listener(gw, tt.listener)
+		got, certs, problem := tr.listener(gw.Namespace, tt.listener)
 		if problem != tt.wantProblem {
 			t.Errorf("%s: problem %q, want %q", tt.name, problem, tt.wantProblem)
 		}

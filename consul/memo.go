@@ -130,10 +130,11 @@ type objectTranslation struct {
 type readKind int
 
 const (
-	readSecret      readKind = iota // key cache.ObjectName: *corev1.Secret
-	readService                     // key cache.ObjectName: *corev1.Service
-	readGateway                     // key cache.ObjectName: *programmedGateway
-	readHTTPService                 // key consulService: bool
+	readSecret       readKind = iota // key cache.ObjectName: *corev1.Secret
+	readService                      // key cache.ObjectName: *corev1.Service
+	readGateway                      // key cache.ObjectName: *programmedGateway
+	readHTTPService                  // key consulService: bool
+	readListenerSets                 // key cache.ObjectName (a Gateway): listenerSetsVersion
 )
 
 // read is one lookup and what it found; found values compare with ==.
@@ -227,6 +228,8 @@ func (t *translator) lookup(kind readKind, key any) any {
 		return t.gateways[key.(cache.ObjectName)]
 	case readHTTPService:
 		return t.httpServices[key.(consulService)]
+	case readListenerSets:
+		return listenerSetsVersion(t.listenerSets[key.(cache.ObjectName)])
 	}
 	return nil
 }

@@ -127,6 +127,8 @@ func (s *Syncer) Publish(_ context.Context, c gwsync.Confirmation) {
 	switch {
 	case c.Kind == gatewayapi.GatewayKind:
 		held = s.holdGateway(c)
+	case c.Kind == gatewayapi.ListenerSetKind:
+		held = s.holdListenerSet(c)
 	case translatesRoutes(c.Kind):
 		held = s.holdRoute(c)
 	default:
@@ -153,6 +155,21 @@ func (s *Syncer) holdGateway(c gwsync.Confirmation) bool {
 		return !referencesMoved(s.cfg.Secrets.Secrets, s.references.Secrets, gatewayapi.CertificateSecrets(gw))
 	default:
 		s.snapshot.Gateways[c.Key] = gw
+	}
+	return false
+}
+
+// holdListenerSet is holdGateway for a ListenerSet, whose listeners join its parent
+// Gateway's entry. Callers hold s.mu.
+func (s *Syncer) holdListenerSet(c gwsync.Confirmation) bool {
+	set, ok := c.Object.(*gatewayv1.ListenerSet)
+	switch {
+	case !ok:
+		delete(s.snapshot.ListenerSets, c.Key)
+	case sameVersion(s.snapshot.ListenerSets[c.Key], set):
+		return !referencesMoved(s.cfg.Secrets.Secrets, s.references.Secrets, gatewayapi.CertificateSecretsOf(set.Namespace, set.Spec.Listeners))
+	default:
+		s.snapshot.ListenerSets[c.Key] = set
 	}
 	return false
 }
@@ -190,10 +207,11 @@ func backendServices(kind gatewayv1.Kind, route gatewayapi.Object) []cache.Objec
 // emptySnapshot is a snapshot with a map for every kind it holds.
 func emptySnapshot() Snapshot {
 	s := Snapshot{
-		Gateways: map[cache.ObjectName]*gatewayv1.Gateway{},
-		Routes:   make(map[gatewayv1.Kind]map[cache.ObjectName]ConfirmedRoute, len(routeTranslations)),
-		Secrets:  map[cache.ObjectName]*corev1.Secret{},
-		Services: map[cache.ObjectName]*corev1.Service{},
+		Gateways:     map[cache.ObjectName]*gatewayv1.Gateway{},
+		ListenerSets: map[cache.ObjectName]*gatewayv1.ListenerSet{},
+		Routes:       make(map[gatewayv1.Kind]map[cache.ObjectName]ConfirmedRoute, len(routeTranslations)),
+		Secrets:      map[cache.ObjectName]*corev1.Secret{},
+		Services:     map[cache.ObjectName]*corev1.Service{},
 	}
 	for _, rt := range routeTranslations {
 		s.Routes[rt.kind] = map[cache.ObjectName]ConfirmedRoute{}
@@ -301,11 +319,17 @@ func sameDesired(a, b consulapi.ConfigEntry) bool {
 func (s *Syncer) snapshotWithReferences() Snapshot {
 	snap := emptySnapshot()
 	snap.Gateways = maps.Clone(s.snapshot.Gateways)
+	snap.ListenerSets = maps.Clone(s.snapshot.ListenerSets)
 	for kind, routes := range s.snapshot.Routes {
 		snap.Routes[kind] = maps.Clone(routes)
 	}
 	for _, gw := range snap.Gateways {
 		for _, key := range gatewayapi.CertificateSecrets(gw) {
+			addObject(snap.Secrets, key, s.cfg.Secrets.Secrets)
+		}
+	}
+	for _, set := range snap.ListenerSets {
+		for _, key := range gatewayapi.CertificateSecretsOf(set.Namespace, set.Spec.Listeners) {
 			addObject(snap.Secrets, key, s.cfg.Secrets.Secrets)
 		}
 	}

@@ -86,6 +86,7 @@ func newTranslator(s Snapshot, n Naming, o Ownership, opts Options) *translator 
 		owner:        o,
 		opts:         opts,
 		gateways:     map[cache.ObjectName]*programmedGateway{},
+		listenerSets: listenerSetsByGateway(s.ListenerSets),
 		backends:     map[cache.ObjectName]bool{},
 		httpServices: map[consulService]bool{},
 		blackholes:   map[consulService]bool{},
@@ -116,6 +117,8 @@ type translator struct {
 	opts   Options
 	// gateways are the Gateways that got an api-gateway entry, and their listeners in it.
 	gateways map[cache.ObjectName]*programmedGateway
+	// listenerSets are the accepted ListenerSets of each Gateway, in precedence order.
+	listenerSets map[cache.ObjectName][]*gatewayv1.ListenerSet
 	// backends are the Services some written http-route sends traffic to, and
 	// httpServices the Consul services they are.
 	backends     map[cache.ObjectName]bool

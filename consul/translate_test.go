@@ -216,6 +216,8 @@ func snapshotOf(objs ...any) Snapshot {
 			s.Routes["HTTPRoute"][cache.MetaObjectToName(o.Route)] = ConfirmedRoute{Route: o.Route, Decision: o.Decision}
 		case confirmedTCPRoute:
 			s.Routes["TCPRoute"][cache.MetaObjectToName(o.Route)] = ConfirmedRoute{Route: o.Route, Decision: o.Decision}
+		case *gatewayv1.ListenerSet:
+			s.ListenerSets[cache.MetaObjectToName(o)] = o
 		case *corev1.Secret:
 			s.Secrets[cache.MetaObjectToName(o)] = o
 		case *corev1.Service:

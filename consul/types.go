@@ -14,10 +14,14 @@ import (
 // ours as the API server confirmed it, and the certificate Secrets their listeners use.
 type Snapshot struct {
 	Gateways map[cache.ObjectName]*gatewayv1.Gateway
+	// ListenerSets holds the confirmed ListenerSets whose parent is a Gateway of ours;
+	// their accepted, programmable listeners join their Gateway's api-gateway entry.
+	ListenerSets map[cache.ObjectName]*gatewayv1.ListenerSet
 	// Routes holds the confirmed routes of each kind Consul has an entry for (see
 	// routeTranslations).
 	Routes map[gatewayv1.Kind]map[cache.ObjectName]ConfirmedRoute
-	// Secrets holds the kubernetes.io/tls Secrets named by listeners' certificateRefs.
+	// Secrets holds the kubernetes.io/tls Secrets named by listeners' certificateRefs
+	// (Gateways' and ListenerSets').
 	Secrets map[cache.ObjectName]*corev1.Secret
 	// Services holds the Services named by routes' backendRefs.
 	Services map[cache.ObjectName]*corev1.Service

@@ -34,6 +34,7 @@ var tlsSecretSelector = fields.OneTermEqualSelector("type", string(corev1.Secret
 type Informers struct {
 	GatewayClasses gatewayinformers.GatewayClassInformer
 	Gateways       gatewayinformers.GatewayInformer
+	ListenerSets   gatewayinformers.ListenerSetInformer
 	// Routes holds the informer of each kind of gatewayapi.Routes.
 	Routes          map[gatewayv1.Kind]cache.SharedIndexInformer
 	ReferenceGrants gatewayinformers.ReferenceGrantInformer
@@ -79,6 +80,7 @@ func New(kube kubernetes.Interface, gateway gatewayclient.Interface, configs cli
 	i := &Informers{
 		GatewayClasses:  gatewayV1.GatewayClasses(),
 		Gateways:        gatewayV1.Gateways(),
+		ListenerSets:    gatewayV1.ListenerSets(),
 		Routes:          make(map[gatewayv1.Kind]cache.SharedIndexInformer, len(gatewayapi.Routes)),
 		ReferenceGrants: gatewayV1.ReferenceGrants(),
 		Namespaces:      coreV1.Namespaces(),
@@ -104,8 +106,9 @@ func New(kube kubernetes.Interface, gateway gatewayclient.Interface, configs cli
 // an indexer conflict, so only the controller's own indexes are added here.
 func (i *Informers) addIndexers() {
 	routeIndexers := cache.Indexers{
-		RouteParentGatewayIndex:  IndexRouteParentGateways,
-		RouteBackendServiceIndex: IndexRouteBackendServices,
+		RouteParentGatewayIndex:     IndexRouteParentGateways,
+		RouteBackendServiceIndex:    IndexRouteBackendServices,
+		RouteParentListenerSetIndex: IndexRouteParentListenerSets,
 	}
 	mustAddIndexers(i.GatewayClasses.Informer(), cache.Indexers{
 		GatewayClassParametersIndex: IndexGatewayClassParameters,
@@ -115,6 +118,10 @@ func (i *Informers) addIndexers() {
 		GatewayCertificateSecretIndex: IndexGatewayCertificateSecrets,
 		GatewaySelectsNamespacesIndex: IndexGatewaySelectsNamespaces,
 		GatewayParametersIndex:        IndexGatewayParameters,
+	})
+	mustAddIndexers(i.ListenerSets.Informer(), cache.Indexers{
+		ListenerSetParentGatewayIndex:     IndexListenerSetParentGateway,
+		ListenerSetCertificateSecretIndex: IndexListenerSetCertificateSecrets,
 	})
 	for _, informer := range i.Routes {
 		mustAddIndexers(informer, routeIndexers)
@@ -167,6 +174,7 @@ func (i *Informers) HasSynced() []cache.InformerSynced {
 	synced := []cache.InformerSynced{
 		i.GatewayClasses.Informer().HasSynced,
 		i.Gateways.Informer().HasSynced,
+		i.ListenerSets.Informer().HasSynced,
 		i.ReferenceGrants.Informer().HasSynced,
 		i.Namespaces.Informer().HasSynced,
 		i.Services.Informer().HasSynced,

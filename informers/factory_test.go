@@ -212,7 +212,7 @@ func TestDropManagedFields(t *testing.T) {
 
 func TestNewInstallsIndexers(t *testing.T) {
 	i := New(kubefake.NewClientset(), gatewayfake.NewClientset(), configfake.NewClientset(), 0)
-	routes := []string{cache.NamespaceIndex, RouteParentGatewayIndex, RouteBackendServiceIndex}
+	routes := []string{cache.NamespaceIndex, RouteParentGatewayIndex, RouteBackendServiceIndex, RouteParentListenerSetIndex}
 	type indexes struct {
 		informer cache.SharedIndexInformer
 		want     []string
@@ -221,6 +221,9 @@ func TestNewInstallsIndexers(t *testing.T) {
 		"GatewayClass": {i.GatewayClasses.Informer(), []string{cache.NamespaceIndex, GatewayClassParametersIndex}},
 		"Gateway": {i.Gateways.Informer(), []string{
 			cache.NamespaceIndex, GatewayClassNameIndex, GatewayCertificateSecretIndex, GatewaySelectsNamespacesIndex, GatewayParametersIndex,
+		}},
+		"ListenerSet": {i.ListenerSets.Informer(), []string{
+			cache.NamespaceIndex, ListenerSetParentGatewayIndex, ListenerSetCertificateSecretIndex,
 		}},
 		"GatewayConfig":  {i.GatewayConfigs, []string{cache.NamespaceIndex}},
 		"ReferenceGrant": {i.ReferenceGrants.Informer(), []string{cache.NamespaceIndex}},
@@ -244,9 +247,9 @@ func TestNewInstallsIndexers(t *testing.T) {
 
 func TestHasSyncedCoversHandlers(t *testing.T) {
 	i := New(kubefake.NewClientset(), gatewayfake.NewClientset(), configfake.NewClientset(), 0)
-	// GatewayClasses, Gateways, ReferenceGrants, Namespaces, Services, Secrets,
-	// GatewayConfigs and every route kind.
-	informers := 7 + len(gatewayapi.Routes)
+	// GatewayClasses, Gateways, ListenerSets, ReferenceGrants, Namespaces, Services,
+	// Secrets, GatewayConfigs and every route kind.
+	informers := 8 + len(gatewayapi.Routes)
 	if got := len(i.HasSynced()); got != informers {
 		t.Errorf("before AddEventHandlers: %d HasSynced, want one per informer (%d)", got, informers)
 	}

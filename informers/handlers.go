@@ -21,6 +21,7 @@ import (
 type Queues struct {
 	GatewayClasses workqueue.TypedInterface[string] // key: class name
 	Gateways       workqueue.TypedInterface[cache.ObjectName]
+	ListenerSets   workqueue.TypedInterface[cache.ObjectName]
 	// Routes holds a queue for each kind of gatewayapi.Routes.
 	Routes map[gatewayv1.Kind]workqueue.TypedInterface[cache.ObjectName]
 }
@@ -46,6 +47,7 @@ func (i *Informers) AddEventHandlers(ctx context.Context, q Queues) error {
 	registrations := []registration{
 		{"GatewayClass", i.GatewayClasses.Informer(), h.gatewayClasses},
 		{"Gateway", i.Gateways.Informer(), h.gateways},
+		{"ListenerSet", i.ListenerSets.Informer(), h.listenerSets},
 		{"ReferenceGrant", i.ReferenceGrants.Informer(), h.referenceGrants},
 		{"Namespace", i.Namespaces.Informer(), h.namespaces},
 		{"Service", i.Services.Informer(), h.services},
@@ -73,6 +75,7 @@ func (i *Informers) AddEventHandlers(ctx context.Context, q Queues) error {
 type eventHandlers struct {
 	gatewayClasses  cache.ResourceEventHandler
 	gateways        cache.ResourceEventHandler
+	listenerSets    cache.ResourceEventHandler
 	routes          map[gatewayv1.Kind]cache.ResourceEventHandler
 	referenceGrants cache.ResourceEventHandler
 	namespaces      cache.ResourceEventHandler
@@ -86,12 +89,14 @@ func (i *Informers) eventHandlers(ctx context.Context, q Queues) eventHandlers {
 		queues:   q,
 		classes:  i.GatewayClasses.Informer().GetIndexer(),
 		gateways: i.Gateways.Informer().GetIndexer(),
+		sets:     i.ListenerSets.Informer().GetIndexer(),
 		routes:   make(map[gatewayv1.Kind]cache.Indexer, len(i.Routes)),
 		logger:   klog.FromContext(ctx).WithName("informers"),
 	}
 	h := eventHandlers{
 		gatewayClasses:  m.forEachName(m.gatewayClassChanged),
 		gateways:        m.forEachName(m.gatewayChanged),
+		listenerSets:    m.forEachObject(m.listenerSetChanged),
 		routes:          make(map[gatewayv1.Kind]cache.ResourceEventHandler, len(i.Routes)),
 		referenceGrants: m.forEachObject(m.referenceGrantChanged),
 		namespaces:      m.onNamespaceLabels(m.namespaceChanged),
@@ -112,6 +117,7 @@ type keyMapper struct {
 	queues   Queues
 	classes  cache.Indexer
 	gateways cache.Indexer
+	sets     cache.Indexer
 	routes   map[gatewayv1.Kind]cache.Indexer
 	logger   klog.Logger
 }
@@ -133,13 +139,45 @@ func (m *keyMapper) gatewayChanged(gateway cache.ObjectName) {
 	m.enqueueGatewayAndRoutes(gateway)
 }
 
-// enqueueGatewayAndRoutes enqueues the gateway and every route naming it as a parent.
-// A route is judged from its parents' specs, their class and the references their
-// listeners resolve, never from their status; so whatever may change a gateway's
-// verdict may change its routes' verdicts too, and must reach them directly.
+// enqueueGatewayAndRoutes enqueues the gateway and every route naming it as a parent,
+// and its ListenerSets with theirs. A route is judged from its parents' specs, their
+// class and the references their listeners resolve, never from their status; so
+// whatever may change a gateway's verdict may change its routes' verdicts too, and
+// must reach them directly. A ListenerSet's listeners are judged merged with the
+// gateway's, so the same holds for them.
 func (m *keyMapper) enqueueGatewayAndRoutes(gateway cache.ObjectName) {
 	m.queues.Gateways.Add(gateway)
 	m.enqueueRoutesIndexed(RouteParentGatewayIndex, gateway.String())
+	for _, set := range m.indexed(m.sets, ListenerSetParentGatewayIndex, gateway.String()) {
+		m.enqueueListenerSetAndRoutes(set)
+	}
+}
+
+// enqueueListenerSetAndRoutes enqueues the ListenerSet and every route naming it as a
+// parent.
+func (m *keyMapper) enqueueListenerSetAndRoutes(set cache.ObjectName) {
+	m.queues.ListenerSets.Add(set)
+	m.enqueueRoutesIndexed(RouteParentListenerSetIndex, set.String())
+}
+
+// listenerSetChanged enqueues the parent Gateway of the old and the new ListenerSet
+// with everything enqueueGatewayAndRoutes enqueues: the Gateway counts its accepted
+// ListenerSets, and listeners of one ListenerSet may conflict with another's. The
+// ListenerSet itself and its routes are enqueued even without a parent.
+func (m *keyMapper) listenerSetChanged(obj any) {
+	name, err := cache.DeletionHandlingObjectToName(obj)
+	if err != nil {
+		m.reportUnmapped(err, obj)
+		return
+	}
+	m.enqueueListenerSetAndRoutes(name)
+	set, err := objectAs[*gatewayv1.ListenerSet](obj)
+	if err != nil {
+		return // a tombstone without the object: its Gateway catches up at its next resync
+	}
+	if parent, ok := gatewayapi.ListenerSetParent(set); ok {
+		m.enqueueGatewayAndRoutes(parent)
+	}
 }
 
 // routeChanged enqueues the route, of kind, in queue and every gateway it names as a
@@ -163,6 +201,13 @@ func (m *keyMapper) routeChanged(kind gatewayapi.RouteKind, queue workqueue.Type
 		return
 	}
 	m.enqueue(m.queues.Gateways, parents)
+	// A ListenerSet's listener status counts the routes attached to it.
+	sets, err := kind.ParentListenerSets(obj)
+	if err != nil {
+		m.reportUnmapped(err, obj)
+		return
+	}
+	m.enqueue(m.queues.ListenerSets, sets)
 }
 
 // namespaceChanged enqueues the gateways that select namespaces by label and every
@@ -172,6 +217,11 @@ func (m *keyMapper) routeChanged(kind gatewayapi.RouteKind, queue workqueue.Type
 func (m *keyMapper) namespaceChanged(namespace cache.ObjectName) {
 	m.enqueue(m.queues.Gateways, m.indexed(m.gateways, GatewaySelectsNamespacesIndex, SelectsNamespaces))
 	m.enqueueRoutesIndexed(cache.NamespaceIndex, namespace.Name)
+	// Whether a Gateway admits a ListenerSet by selector depends on the labels of the
+	// ListenerSet's namespace.
+	for _, set := range m.indexed(m.sets, cache.NamespaceIndex, namespace.Name) {
+		m.enqueueListenerSetAndRoutes(set)
+	}
 }
 
 // serviceChanged enqueues every route with the service as a backend: its
@@ -185,6 +235,23 @@ func (m *keyMapper) serviceChanged(service cache.ObjectName) {
 func (m *keyMapper) secretChanged(secret cache.ObjectName) {
 	for _, gateway := range m.indexed(m.gateways, GatewayCertificateSecretIndex, secret.String()) {
 		m.enqueueGatewayAndRoutes(gateway)
+	}
+	for _, set := range m.indexed(m.sets, ListenerSetCertificateSecretIndex, secret.String()) {
+		m.enqueueListenerSetParent(set)
+	}
+}
+
+// enqueueListenerSetParent enqueues the cached ListenerSet's parent Gateway with
+// everything enqueueGatewayAndRoutes enqueues (the ListenerSet among them): its
+// listeners' validity is part of the merged judgement.
+func (m *keyMapper) enqueueListenerSetParent(set cache.ObjectName) {
+	m.enqueueListenerSetAndRoutes(set)
+	obj, exists, err := m.sets.GetByKey(set.String())
+	if err != nil || !exists {
+		return
+	}
+	if parent, ok := gatewayapi.ListenerSetParent(obj.(*gatewayv1.ListenerSet)); ok {
+		m.enqueueGatewayAndRoutes(parent)
 	}
 }
 
@@ -220,6 +287,12 @@ func (m *keyMapper) referenceGrantChanged(obj any) {
 		if from.Kind == gatewayapi.GatewayKind {
 			for _, gateway := range m.indexed(m.gateways, cache.NamespaceIndex, namespace) {
 				m.enqueueGatewayAndRoutes(gateway)
+			}
+			continue
+		}
+		if from.Kind == gatewayapi.ListenerSetKind {
+			for _, set := range m.indexed(m.sets, cache.NamespaceIndex, namespace) {
+				m.enqueueListenerSetParent(set)
 			}
 			continue
 		}

@@ -66,6 +66,7 @@ func world() []runtime.Object {
 type enqueued struct {
 	GatewayClasses []string
 	Gateways       []string
+	ListenerSets   []string
 	HTTPRoutes     []string
 	TCPRoutes      []string
 	GRPCRoutes     []string
@@ -489,6 +490,8 @@ func informerOf(t *testing.T, i *Informers, obj runtime.Object) cache.SharedInde
 		return i.GatewayClasses.Informer()
 	case *gatewayv1.Gateway:
 		return i.Gateways.Informer()
+	case *gatewayv1.ListenerSet:
+		return i.ListenerSets.Informer()
 	case *gatewayv1.ReferenceGrant:
 		return i.ReferenceGrants.Informer()
 	case *corev1.Namespace:
@@ -506,6 +509,7 @@ func newQueues(t *testing.T) Queues {
 	q := Queues{
 		GatewayClasses: workqueue.NewTyped[string](),
 		Gateways:       workqueue.NewTyped[cache.ObjectName](),
+		ListenerSets:   workqueue.NewTyped[cache.ObjectName](),
 		Routes:         map[gatewayv1.Kind]workqueue.TypedInterface[cache.ObjectName]{},
 	}
 	for _, kind := range gatewayapi.Routes {
@@ -514,6 +518,7 @@ func newQueues(t *testing.T) Queues {
 	t.Cleanup(func() {
 		q.GatewayClasses.ShutDown()
 		q.Gateways.ShutDown()
+		q.ListenerSets.ShutDown()
 		for _, queue := range q.Routes {
 			queue.ShutDown()
 		}
@@ -526,6 +531,7 @@ func drain(q Queues) enqueued {
 	return enqueued{
 		GatewayClasses: drainQueue(q.GatewayClasses, func(name string) string { return name }),
 		Gateways:       drainQueue(q.Gateways, cache.ObjectName.String),
+		ListenerSets:   drainQueue(q.ListenerSets, cache.ObjectName.String),
 		HTTPRoutes:     drainQueue(q.Routes["HTTPRoute"], cache.ObjectName.String),
 		TCPRoutes:      drainQueue(q.Routes["TCPRoute"], cache.ObjectName.String),
 		GRPCRoutes:     drainQueue(q.Routes["GRPCRoute"], cache.ObjectName.String),
@@ -717,6 +723,101 @@ func TestGatewayConfigEvents(t *testing.T) {
 			}
 			queues := newQueues(t)
 			tt.event(i.eventHandlers(t.Context(), queues))
+			if diff := cmp.Diff(tt.want, drain(queues), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("enqueued keys (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// listenerSet returns a ListenerSet in namespace naming the Gateway parent, with one
+// HTTPS listener per certificate.
+func listenerSet(namespace, name string, parent cache.ObjectName, certs ...gatewayv1.SecretObjectReference) *gatewayv1.ListenerSet {
+	set := &gatewayv1.ListenerSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, ResourceVersion: "1"},
+		Spec: gatewayv1.ListenerSetSpec{
+			ParentRef: gatewayv1.ParentGatewayReference{Namespace: new(gatewayv1.Namespace(parent.Namespace)), Name: gatewayv1.ObjectName(parent.Name)},
+			Listeners: []gatewayv1.ListenerEntry{{Name: "extra", Port: 8080, Protocol: gatewayv1.HTTPProtocolType}},
+		},
+	}
+	for _, cert := range certs {
+		set.Spec.Listeners = append(set.Spec.Listeners, gatewayv1.ListenerEntry{
+			Name: gatewayv1.SectionName("https-" + cert.Name), Port: 8443, Protocol: gatewayv1.HTTPSProtocolType,
+			TLS: &gatewayv1.ListenerTLSConfig{CertificateRefs: []gatewayv1.SecretObjectReference{cert}},
+		})
+	}
+	return set
+}
+
+// ListenerSets, on top of the world: apps/extra naming infra/internal with a
+// certificate apps/ls-cert, and HTTPRoute apps/on-set attached to it.
+func TestListenerSetEventHandlers(t *testing.T) {
+	internal := cache.ObjectName{Namespace: "infra", Name: "internal"}
+	set := listenerSet("apps", "extra", internal, gatewayv1.SecretObjectReference{Name: "ls-cert"})
+	onSet := httpRoute("apps", "on-set", []gatewayv1.ParentReference{{
+		Group: new(gatewayv1.Group(gatewayv1.GroupName)), Kind: new(gatewayv1.Kind("ListenerSet")), Name: "extra",
+	}})
+	// What a change to the ListenerSet's Gateway family enqueues: the Gateway, its
+	// routes, the ListenerSet and its routes.
+	family := enqueued{
+		Gateways:     []string{"infra/internal"},
+		ListenerSets: []string{"apps/extra"},
+		HTTPRoutes:   []string{"apps/on-set", "infra/admin"},
+	}
+	tests := []struct {
+		name  string
+		event func(h eventHandlers)
+		want  enqueued
+	}{
+		{"ListenerSet add", func(h eventHandlers) { h.listenerSets.OnAdd(set, false) }, family},
+		{
+			name: "ListenerSet moves to another Gateway: both families",
+			event: func(h eventHandlers) {
+				moved := specChanged(set, set.DeepCopy())
+				moved.Spec.ParentRef.Name = "public"
+				h.listenerSets.OnUpdate(set, moved)
+			},
+			want: enqueued{
+				Gateways:     []string{"infra/internal", "infra/public"},
+				ListenerSets: []string{"apps/extra"},
+				HTTPRoutes:   []string{"apps/on-set", "apps/web", "infra/admin"},
+				TCPRoutes:    []string{"apps/db"},
+			},
+		},
+		{"ListenerSet tombstone", func(h eventHandlers) { h.listenerSets.OnDelete(tombstone(set)) }, family},
+		{"parent Gateway update", func(h eventHandlers) {
+			gw := gateway("infra", "internal", "consul", gatewayv1.NamespacesFromSame)
+			h.gateways.OnUpdate(gw, resynced(gw))
+		}, family},
+		{"route naming the ListenerSet", func(h eventHandlers) { h.routes["HTTPRoute"].OnAdd(onSet, false) }, enqueued{
+			ListenerSets: []string{"apps/extra"},
+			HTTPRoutes:   []string{"apps/on-set"},
+		}},
+		{"ListenerSet's certificate Secret", func(h eventHandlers) {
+			h.secrets.OnAdd(secret("apps", "ls-cert"), false)
+		}, family},
+		{"labels of the ListenerSet's namespace", func(h eventHandlers) {
+			h.namespaces.OnUpdate(namespace("apps", map[string]string{"env": "prod"}), namespace("apps", map[string]string{"env": "dev"}))
+		}, enqueued{
+			Gateways:     []string{"infra/public"},
+			ListenerSets: []string{"apps/extra"},
+			HTTPRoutes:   []string{"apps/on-set", "apps/web"},
+			TCPRoutes:    []string{"apps/db"},
+			GRPCRoutes:   []string{"apps/rpc"},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			i := newWorldInformers(t)
+			for _, obj := range []runtime.Object{set, onSet} {
+				if err := informerOf(t, i, obj).GetIndexer().Add(obj); err != nil {
+					t.Fatal(err)
+				}
+			}
+			queues := newQueues(t)
+
+			tt.event(i.eventHandlers(t.Context(), queues))
+
 			if diff := cmp.Diff(tt.want, drain(queues), cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("enqueued keys (-want +got):\n%s", diff)
 			}

@@ -35,6 +35,15 @@ const (
 	// admits routes by a namespace label selector, and nothing otherwise. Only those
 	// gateways can change when a Namespace's labels do.
 	GatewaySelectsNamespacesIndex = "gatewaySelectsNamespaces"
+	// RouteParentListenerSetIndex is on every route kind's informer: the
+	// "namespace/name" of every ListenerSet the route names as a parent.
+	RouteParentListenerSetIndex = "routeParentListenerSet"
+	// ListenerSetParentGatewayIndex is on ListenerSets: the "namespace/name" of the
+	// Gateway spec.parentRef names.
+	ListenerSetParentGatewayIndex = "listenerSetParentGateway"
+	// ListenerSetCertificateSecretIndex is on ListenerSets: the "namespace/name" of
+	// every Secret a listener names as a certificate.
+	ListenerSetCertificateSecretIndex = "listenerSetCertificateSecret"
 )
 
 // SelectsNamespaces is the one value of GatewaySelectsNamespacesIndex.
@@ -118,8 +127,46 @@ func IndexGatewaySelectsNamespaces(obj any) ([]string, error) {
 	return []string{SelectsNamespaces}, nil
 }
 
-// selectsNamespaces reports whether any listener admits routes by namespace labels.
+// IndexRouteParentListenerSets is the index function of RouteParentListenerSetIndex.
+func IndexRouteParentListenerSets(obj any) ([]string, error) {
+	kind, ok := gatewayapi.RouteOf(obj)
+	if !ok {
+		return nil, unexpectedType(RouteParentListenerSetIndex, obj)
+	}
+	names, err := kind.ParentListenerSets(obj)
+	return nameStrings(names), err
+}
+
+// IndexListenerSetParentGateway is the index function of ListenerSetParentGatewayIndex.
+func IndexListenerSetParentGateway(obj any) ([]string, error) {
+	set, ok := obj.(*gatewayv1.ListenerSet)
+	if !ok {
+		return nil, unexpectedType(ListenerSetParentGatewayIndex, obj)
+	}
+	parent, ok := gatewayapi.ListenerSetParent(set)
+	if !ok {
+		return nil, nil
+	}
+	return []string{parent.String()}, nil
+}
+
+// IndexListenerSetCertificateSecrets is the index function of
+// ListenerSetCertificateSecretIndex.
+func IndexListenerSetCertificateSecrets(obj any) ([]string, error) {
+	set, ok := obj.(*gatewayv1.ListenerSet)
+	if !ok {
+		return nil, unexpectedType(ListenerSetCertificateSecretIndex, obj)
+	}
+	return nameStrings(gatewayapi.CertificateSecretsOf(set.Namespace, set.Spec.Listeners)), nil
+}
+
+// selectsNamespaces reports whether any listener admits routes by namespace labels,
+// or the Gateway admits ListenerSets so.
 func selectsNamespaces(gateway *gatewayv1.Gateway) bool {
+	if allowed := gateway.Spec.AllowedListeners; allowed != nil && allowed.Namespaces != nil && allowed.Namespaces.From != nil &&
+		*allowed.Namespaces.From == gatewayv1.NamespacesFromSelector {
+		return true
+	}
 	for _, listener := range gateway.Spec.Listeners {
 		allowed := listener.AllowedRoutes
 		if allowed == nil || allowed.Namespaces == nil || allowed.Namespaces.From == nil {

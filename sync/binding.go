@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
@@ -17,6 +18,8 @@ type gatewayVerdict struct {
 	reason    gatewayv1.GatewayConditionReason
 	message   string
 	listeners []listenerState
+	// sets are the ListenerSets naming the Gateway, in precedence order.
+	sets []listenerSetVerdict
 	// unservable says why an accepted Gateway cannot be programmed at all ("" when it
 	// can): it asks for what Consul cannot do (gatewayTLSProblem).
 	unservable string
@@ -31,12 +34,23 @@ func (v gatewayVerdict) admitsRoutes() bool {
 }
 
 // evaluateGateway judges gw, whose class is ours, from its class and its listeners.
+// Its own listeners are judged merged with those of the ListenerSets it allows, but
+// only its own decide its acceptance; finishListenerSets decides the ListenerSets'.
 func (d *decider) evaluateGateway(gw *gatewayv1.Gateway, class *gatewayv1.GatewayClass) (gatewayVerdict, error) {
-	listeners, err := evaluateListeners(gw, d.refs)
+	v, err := d.judgeGateway(gw, class)
 	if err != nil {
 		return gatewayVerdict{}, err
 	}
-	v := gatewayVerdict{listeners: listeners}
+	finishListenerSets(&v, gw)
+	return v, nil
+}
+
+func (d *decider) judgeGateway(gw *gatewayv1.Gateway, class *gatewayv1.GatewayClass) (gatewayVerdict, error) {
+	listeners, sets, err := d.mergedListeners(gw)
+	if err != nil {
+		return gatewayVerdict{}, err
+	}
+	v := gatewayVerdict{listeners: listeners, sets: sets}
 	classParams, err := d.classParameters(class)
 	if err != nil {
 		return gatewayVerdict{}, err
@@ -116,18 +130,24 @@ func (b parentBinding) served() bool {
 // Attachment, and so acceptance, ignores listener status (Accepted, ResolvedRefs,
 // Conflicted); the route is served only on the attached listeners that can be
 // programmed.
-func (d *decider) bindParent(route routeView, ref gatewayv1.ParentReference, gw *gatewayv1.Gateway, v gatewayVerdict) (parentBinding, error) {
+func (d *decider) bindParent(route routeView, ref gatewayv1.ParentReference, target parentTarget, v gatewayVerdict) (parentBinding, error) {
+	gw := target.gw
 	b := parentBinding{ref: ref, unservable: v.unservable}
 	if !v.admitsRoutes() {
 		b.reason, b.message = gatewayv1.RouteReasonNoMatchingParent, fmt.Sprintf("Gateway %s/%s is not accepted: %s", gw.Namespace, gw.Name, v.message)
 		return b, nil
 	}
-	selected := selectListeners(ref, v.listeners)
+	listeners, why := target.listeners(v)
+	if why != "" {
+		b.reason, b.message = gatewayv1.RouteReasonNoMatchingParent, why
+		return b, nil
+	}
+	selected := selectListeners(ref, listeners)
 	if len(selected) == 0 {
 		b.reason, b.message = gatewayv1.RouteReasonNoMatchingParent, "no listener matches the parentRef's sectionName and port"
 		return b, nil
 	}
-	allowed, why, err := d.allowedListeners(route, gw, selected)
+	allowed, why, err := d.allowedListeners(route, selected)
 	if err != nil {
 		return b, err
 	}
@@ -149,11 +169,31 @@ func (d *decider) bindParent(route routeView, ref gatewayv1.ParentReference, gw 
 	for _, st := range attached {
 		b.listeners = append(b.listeners, st.listener.Name)
 		if st.programmable() {
-			b.programmableListeners = append(b.programmableListeners, st.listener.Name)
+			b.programmableListeners = append(b.programmableListeners, st.entryName)
 		}
 	}
 	b.accepted, b.reason, b.message = true, gatewayv1.RouteReasonAccepted, "Route is accepted"
 	return b, nil
+}
+
+// parentTarget is what a route's parentRef names: a Gateway, or one of its
+// ListenerSets (listenerSet is nil for the Gateway).
+type parentTarget struct {
+	gw          *gatewayv1.Gateway
+	listenerSet *cache.ObjectName
+}
+
+// listeners returns the listeners of the target routes may attach to, or why there
+// are none: a ListenerSet the Gateway does not allow has none.
+func (t parentTarget) listeners(v gatewayVerdict) ([]listenerState, string) {
+	if t.listenerSet == nil {
+		return v.listeners, ""
+	}
+	sv := v.listenerSet(*t.listenerSet)
+	if sv == nil || !sv.allowed {
+		return nil, fmt.Sprintf("ListenerSet %s is not allowed by Gateway %s/%s", t.listenerSet, t.gw.Namespace, t.gw.Name)
+	}
+	return sv.listeners, ""
 }
 
 // selectListeners returns the listeners named by ref's sectionName and port (all when
@@ -175,7 +215,7 @@ func selectListeners(ref gatewayv1.ParentReference, listeners []listenerState) [
 
 // allowedListeners filters listeners by allowedRoutes (kinds and namespaces) and, when
 // none is left, says why.
-func (d *decider) allowedListeners(route routeView, gw *gatewayv1.Gateway, listeners []*listenerState) ([]*listenerState, string, error) {
+func (d *decider) allowedListeners(route routeView, listeners []*listenerState) ([]*listenerState, string, error) {
 	var allowed []*listenerState
 	kindServed := false
 	for _, st := range listeners {
@@ -183,7 +223,7 @@ func (d *decider) allowedListeners(route routeView, gw *gatewayv1.Gateway, liste
 			continue
 		}
 		kindServed = true
-		ok, err := d.namespaceAllowed(st.listener.AllowedRoutes, gw.Namespace, route.namespace)
+		ok, err := d.namespaceAllowed(st.listener.AllowedRoutes, st.owner.namespace, route.namespace)
 		if err != nil {
 			return nil, "", err
 		}

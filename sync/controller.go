@@ -128,6 +128,7 @@ type Controller struct {
 
 	gatewayClassQueue kworkqueue.TypedRateLimitingInterface[string]
 	gatewayQueue      kworkqueue.TypedRateLimitingInterface[cache.ObjectName]
+	listenerSetQueue  kworkqueue.TypedRateLimitingInterface[cache.ObjectName]
 	// routeQueues holds a queue for each kind of gatewayapi.Routes.
 	routeQueues map[gatewayv1.Kind]kworkqueue.TypedRateLimitingInterface[cache.ObjectName]
 }
@@ -144,6 +145,7 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 			deployments:    cfg.Deployments,
 			classes:        inf.GatewayClasses.Lister(),
 			gateways:       inf.Gateways.Lister(),
+			listenerSets:   inf.ListenerSets.Informer().GetIndexer(),
 			namespaces:     inf.Namespaces.Lister(),
 			services:       inf.Services.Lister(),
 			configs:        listers.New[*v1alpha1.GatewayConfig](inf.GatewayConfigs.GetIndexer(), v1alpha1.Resource("gatewayconfigs")),
@@ -161,11 +163,13 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 		own:               newOwnWrites(),
 		gatewayClassQueue: workqueue.New[string]("gatewayclass"),
 		gatewayQueue:      workqueue.New[cache.ObjectName]("gateway"),
+		listenerSetQueue:  workqueue.New[cache.ObjectName]("listenerset"),
 		routeQueues:       make(map[gatewayv1.Kind]kworkqueue.TypedRateLimitingInterface[cache.ObjectName], len(gatewayapi.Routes)),
 	}
 	queues := informers.Queues{
 		GatewayClasses: c.gatewayClassQueue,
 		Gateways:       c.gatewayQueue,
+		ListenerSets:   c.listenerSetQueue,
 		Routes:         make(map[gatewayv1.Kind]kworkqueue.TypedInterface[cache.ObjectName], len(gatewayapi.Routes)),
 	}
 	for _, kind := range gatewayapi.Routes {
@@ -190,6 +194,10 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 func (c *Controller) Enqueue(kind gatewayv1.Kind, key cache.ObjectName) {
 	if kind == gatewayapi.GatewayKind {
 		c.gatewayQueue.Add(key)
+		return
+	}
+	if kind == gatewayapi.ListenerSetKind {
+		c.listenerSetQueue.Add(key)
 		return
 	}
 	if queue, ok := c.routeQueues[kind]; ok {
@@ -228,6 +236,10 @@ func (c *Controller) Run(ctx context.Context) error {
 	run(func() {
 		workqueue.Run(ctx, "gateway", c.gatewayQueue, c.workers.Gateways, c.tracked("Gateway", c.syncGateway))
 	})
+	// ListenerSets are judged with their Gateway, and share its number of workers.
+	run(func() {
+		workqueue.Run(ctx, "listenerset", c.listenerSetQueue, c.workers.Gateways, c.tracked(gatewayapi.ListenerSetKind, c.syncListenerSet))
+	})
 	for _, kind := range gatewayapi.Routes {
 		run(func() {
 			workqueue.Run(ctx, kind.QueueName(), c.routeQueues[kind.Kind], c.workers.Routes, c.tracked(kind.Kind, func(ctx context.Context, key cache.ObjectName) error {
@@ -256,6 +268,7 @@ func (c *Controller) cachedKeys() []objectKey {
 	stores := map[gatewayv1.Kind]cache.Store{
 		"GatewayClass": c.informers.GatewayClasses.Informer().GetStore(),
 		"Gateway":      c.informers.Gateways.Informer().GetStore(),
+		"ListenerSet":  c.informers.ListenerSets.Informer().GetStore(),
 	}
 	for kind, informer := range c.informers.Routes {
 		stores[kind] = informer.GetStore()
@@ -328,6 +341,41 @@ func (c *Controller) syncGateway(ctx context.Context, key cache.ObjectName) erro
 		update := gw.DeepCopy()
 		update.Status = status
 		return c.client.GatewayV1().Gateways(gw.Namespace).UpdateStatus(ctx, update, metav1.UpdateOptions{})
+	})
+}
+
+// syncListenerSet judges one ListenerSet. Only a ListenerSet whose parent is a Gateway
+// of ours is ours: another's is never touched, and one that stops being ours keeps the
+// status it has, as a route does for a parent that is not ours.
+func (c *Controller) syncListenerSet(ctx context.Context, key cache.ObjectName) error {
+	obj, exists, err := c.listenerSets.GetByKey(key.String())
+	if err != nil {
+		return fmt.Errorf("get ListenerSet %s from cache: %w", key, err)
+	}
+	if !exists {
+		c.gone(ctx, gatewayapi.ListenerSetKind, key)
+		return nil
+	}
+	set, ok := obj.(*gatewayv1.ListenerSet)
+	if !ok {
+		return fmt.Errorf("ListenerSet cache holds %T", obj)
+	}
+	gw, class, ours, err := c.parentGatewayOf(set)
+	if err != nil {
+		return err
+	}
+	if !ours {
+		c.publisher.Publish(ctx, Confirmation{Kind: gatewayapi.ListenerSetKind, Key: key})
+		return nil
+	}
+	status, err := c.listenerSetStatus(set, gw, class, c.now())
+	if err != nil {
+		return err
+	}
+	return c.confirm(ctx, Confirmation{Kind: gatewayapi.ListenerSetKind}, set, apiequality.Semantic.DeepEqual(status, set.Status), func() (runtime.Object, error) {
+		update := set.DeepCopy()
+		update.Status = status
+		return c.client.GatewayV1().ListenerSets(set.Namespace).UpdateStatus(ctx, update, metav1.UpdateOptions{})
 	})
 }
 
@@ -477,6 +525,11 @@ func describeStatus(obj runtime.Object, controller gatewayv1.GatewayController) 
 	case *gatewayv1.GatewayClass:
 		parts = append(parts, describeConditions(o.Status.Conditions))
 	case *gatewayv1.Gateway:
+		parts = append(parts, describeConditions(o.Status.Conditions))
+		for _, l := range o.Status.Listeners {
+			parts = append(parts, fmt.Sprintf("listener %s: %s attachedRoutes=%d", l.Name, describeConditions(l.Conditions), l.AttachedRoutes))
+		}
+	case *gatewayv1.ListenerSet:
 		parts = append(parts, describeConditions(o.Status.Conditions))
 		for _, l := range o.Status.Listeners {
 			parts = append(parts, fmt.Sprintf("listener %s: %s attachedRoutes=%d", l.Name, describeConditions(l.Conditions), l.AttachedRoutes))

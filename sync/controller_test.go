@@ -65,6 +65,8 @@ func newTestController(t *testing.T, objs ...runtime.Object) (*Controller, *gate
 			store, resource = inf.GatewayClasses.Informer().GetStore(), "gatewayclasses"
 		case *gatewayv1.Gateway:
 			store, resource = inf.Gateways.Informer().GetStore(), "gateways"
+		case *gatewayv1.ListenerSet:
+			store, resource = inf.ListenerSets.Informer().GetStore(), "listenersets"
 		case *gatewayv1.HTTPRoute:
 			store, resource = inf.Routes["HTTPRoute"].GetStore(), "httproutes"
 		default:

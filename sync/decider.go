@@ -30,12 +30,15 @@ type decider struct {
 	// deployments is nil when this controller does not deploy gateways.
 	deployments GatewayDeployments
 
-	classes    gatewaylisters.GatewayClassLister
-	gateways   gatewaylisters.GatewayLister
-	namespaces corelisters.NamespaceLister
-	services   corelisters.ServiceLister
-	configs    listers.ResourceIndexer[*v1alpha1.GatewayConfig]
-	refs       listenerRefs
+	classes  gatewaylisters.GatewayClassLister
+	gateways gatewaylisters.GatewayLister
+	// listenerSets is the ListenerSet cache, indexed by
+	// informers.ListenerSetParentGatewayIndex; nil judges no ListenerSet.
+	listenerSets cache.Indexer
+	namespaces   corelisters.NamespaceLister
+	services     corelisters.ServiceLister
+	configs      listers.ResourceIndexer[*v1alpha1.GatewayConfig]
+	refs         listenerRefs
 	// routeIndexers hold each route kind's cache, indexed by
 	// informers.RouteParentGatewayIndex.
 	routeIndexers map[gatewayv1.Kind]cache.Indexer
@@ -57,6 +60,28 @@ func (d *decider) ourGateway(ref gatewayv1.ParentReference, routeNamespace strin
 	}
 	class, ok, err := d.ourClass(string(gw.Spec.GatewayClassName))
 	return gw, class, ok, err
+}
+
+// ourParent resolves a parentRef to a Gateway of ours, or to a ListenerSet whose parent
+// is one; ok is false for any other parent.
+func (d *decider) ourParent(ref gatewayv1.ParentReference, routeNamespace string) (parentTarget, *gatewayv1.GatewayClass, bool, error) {
+	if !gatewayapi.IsListenerSet(ref) {
+		gw, class, ok, err := d.ourGateway(ref, routeNamespace)
+		return parentTarget{gw: gw}, class, ok, err
+	}
+	if d.listenerSets == nil {
+		return parentTarget{}, nil, false, nil
+	}
+	key := gatewayapi.Referent(routeNamespace, ref.Namespace, ref.Name)
+	obj, exists, err := d.listenerSets.GetByKey(key.String())
+	if err != nil {
+		return parentTarget{}, nil, false, fmt.Errorf("get ListenerSet %s: %w", key, err)
+	}
+	if !exists {
+		return parentTarget{}, nil, false, nil
+	}
+	gw, class, ok, err := d.parentGatewayOf(obj.(*gatewayv1.ListenerSet))
+	return parentTarget{gw: gw, listenerSet: &key}, class, ok, err
 }
 
 // ourClass returns the named GatewayClass when its controllerName is ours.
@@ -170,13 +195,14 @@ func (d *decider) routeParentStatuses(route routeView, rules routeRules, existin
 	routeKey := cache.ObjectName{Namespace: route.namespace, Name: route.name}
 	routeVerdict := d.dataPlane.Verdict(route.kind, routeKey)
 	for _, ref := range route.parentRefs {
-		gw, class, ok, err := d.ourGateway(ref, route.namespace)
+		target, class, ok, err := d.ourParent(ref, route.namespace)
 		if err != nil || !ok {
 			if err != nil {
 				return nil, decision, err
 			}
 			continue
 		}
+		gw := target.gw
 		key := cache.MetaObjectToName(gw)
 		v, seen := verdicts[key]
 		if !seen {
@@ -185,7 +211,7 @@ func (d *decider) routeParentStatuses(route routeView, rules routeRules, existin
 			}
 			verdicts[key] = v
 		}
-		b, err := d.bindParent(route, ref, gw, v)
+		b, err := d.bindParent(route, ref, target, v)
 		if err != nil {
 			return nil, decision, err
 		}
@@ -281,12 +307,19 @@ func (d *decider) ourParentStatus(existing []gatewayv1.RouteParentStatus, ref ga
 // it. It decides from the routes' specs, never from their status, so a Gateway's and
 // its routes' status cannot chase each other.
 func (d *decider) attachedRoutes(gw *gatewayv1.Gateway, v gatewayVerdict) (map[gatewayv1.SectionName]int32, error) {
+	return d.countAttached(informers.RouteParentGatewayIndex, cache.MetaObjectToName(gw).String(), v, func(ref gatewayv1.ParentReference, routeNamespace string) bool {
+		return refersTo(ref, routeNamespace, gw)
+	}, parentTarget{gw: gw})
+}
+
+// countAttached counts, per listener of target, the routes found under value in the
+// route index that are accepted on target through a parentRef refers says names it.
+func (d *decider) countAttached(index, value string, v gatewayVerdict, refers func(ref gatewayv1.ParentReference, routeNamespace string) bool, target parentTarget) (map[gatewayv1.SectionName]int32, error) {
 	attached := map[gatewayv1.SectionName]sets.Set[string]{}
-	key := gw.Namespace + "/" + gw.Name
 	for _, kind := range sortedKinds(d.routeIndexers) {
-		objs, err := d.routeIndexers[kind].ByIndex(informers.RouteParentGatewayIndex, key)
+		objs, err := d.routeIndexers[kind].ByIndex(index, value)
 		if err != nil {
-			return nil, fmt.Errorf("list %s of Gateway %s: %w", kind, key, err)
+			return nil, fmt.Errorf("list %s of parent %s: %w", kind, value, err)
 		}
 		for _, obj := range objs {
 			route, rules, err := d.viewRoute(obj)
@@ -297,10 +330,10 @@ func (d *decider) attachedRoutes(gw *gatewayv1.Gateway, v gatewayVerdict) (map[g
 				continue
 			}
 			for _, ref := range route.parentRefs {
-				if !refersTo(ref, route.namespace, gw) {
+				if !refers(ref, route.namespace) {
 					continue
 				}
-				b, err := d.bindParent(route, ref, gw, v)
+				b, err := d.bindParent(route, ref, target, v)
 				if err != nil {
 					return nil, err
 				}

@@ -26,11 +26,15 @@ const testController gatewayv1.GatewayController = "test.example.com/controller"
 func newTestDecider(t *testing.T, objs ...runtime.Object) *decider {
 	t.Helper()
 	ns := cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}
-	routeIdx := cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc, informers.RouteParentGatewayIndex: informers.IndexRouteParentGateways}
+	routeIdx := cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc, informers.RouteParentGatewayIndex: informers.IndexRouteParentGateways,
+		informers.RouteParentListenerSetIndex: informers.IndexRouteParentListenerSets}
 	idx := map[string]cache.Indexer{}
 	for _, kind := range []string{"GatewayClass", "Gateway", "Namespace", "Service", "Secret", "ReferenceGrant", "GatewayConfig"} {
 		idx[kind] = cache.NewIndexer(cache.MetaNamespaceKeyFunc, ns)
 	}
+	idx["ListenerSet"] = cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{
+		cache.NamespaceIndex: cache.MetaNamespaceIndexFunc, informers.ListenerSetParentGatewayIndex: informers.IndexListenerSetParentGateway,
+	})
 	routeIndexers := map[gatewayv1.Kind]cache.Indexer{}
 	for _, kind := range gatewayapi.Routes {
 		routeIndexers[kind.Kind] = cache.NewIndexer(cache.MetaNamespaceKeyFunc, routeIdx)
@@ -46,6 +50,8 @@ func newTestDecider(t *testing.T, objs ...runtime.Object) *decider {
 			kind = "GatewayClass"
 		case *gatewayv1.Gateway:
 			kind = "Gateway"
+		case *gatewayv1.ListenerSet:
+			kind = "ListenerSet"
 		case *corev1.Namespace:
 			kind = "Namespace"
 		case *corev1.Service:
@@ -70,6 +76,7 @@ func newTestDecider(t *testing.T, objs ...runtime.Object) *decider {
 		dataPlane:      noDataPlane{},
 		classes:        gatewaylisters.NewGatewayClassLister(idx["GatewayClass"]),
 		gateways:       gatewaylisters.NewGatewayLister(idx["Gateway"]),
+		listenerSets:   idx["ListenerSet"],
 		namespaces:     corelisters.NewNamespaceLister(idx["Namespace"]),
 		services:       corelisters.NewServiceLister(idx["Service"]),
 		configs:        listers.New[*v1alpha1.GatewayConfig](idx["GatewayConfig"], v1alpha1.Resource("gatewayconfigs")),

@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewaylisters "sigs.k8s.io/gateway-api/pkg/client/listers/apis/v1"
 
@@ -32,9 +33,16 @@ var unservedRouteKinds = map[gatewayv1.Kind]string{
 	"UDPRoute":  "Consul's API gateway has no UDP routes: UDPRoute is not supported",
 }
 
-// listenerState is the verdict on one listener of a Gateway.
+// listenerState is the verdict on one listener of a Gateway or of a ListenerSet
+// merged into it.
 type listenerState struct {
-	listener       gatewayv1.Listener
+	listener gatewayv1.Listener
+	// owner is the object the listener is declared in: its namespace is the one
+	// allowedRoutes Same means, and certificateRefs are resolved from it.
+	owner listenerOwner
+	// entryName is the listener's name in the Gateway's api-gateway entry: its own
+	// for a Gateway's listener, a name unique across ListenerSets for theirs.
+	entryName      gatewayv1.SectionName
 	supportedKinds []gatewayv1.RouteGroupKind
 
 	accepted        bool
@@ -60,13 +68,33 @@ type listenerRefs struct {
 	grants  gatewaylisters.ReferenceGrantLister
 }
 
-// evaluateListeners judges every listener of gw: protocol, route kinds, certificate
-// references, and conflicts between listeners that share a port.
-func evaluateListeners(gw *gatewayv1.Gateway, refs listenerRefs) ([]listenerState, error) {
-	states := make([]listenerState, len(gw.Spec.Listeners))
-	for i, l := range gw.Spec.Listeners {
-		states[i] = listenerState{listener: l, accepted: true, acceptedReason: gatewayv1.ListenerReasonAccepted,
+// listenerOwner is the object listeners are declared in: a Gateway, or a ListenerSet
+// (set is nil for a Gateway).
+type listenerOwner struct {
+	kind      string
+	namespace string
+	name      string
+	set       *gatewayv1.ListenerSet
+}
+
+func gatewayOwner(gw *gatewayv1.Gateway) listenerOwner {
+	return listenerOwner{kind: gatewayapi.GatewayKind, namespace: gw.Namespace, name: gw.Name}
+}
+
+func listenerSetOwner(set *gatewayv1.ListenerSet) listenerOwner {
+	return listenerOwner{kind: gatewayapi.ListenerSetKind, namespace: set.Namespace, name: set.Name, set: set}
+}
+
+// judgeListeners judges each listener of owner on its own: protocol, route kinds and
+// certificate references. Conflicts need every listener of the Gateway (markPortConflicts).
+func judgeListeners(owner listenerOwner, listeners []gatewayv1.Listener, refs listenerRefs) ([]listenerState, error) {
+	states := make([]listenerState, len(listeners))
+	for i, l := range listeners {
+		states[i] = listenerState{listener: l, owner: owner, entryName: l.Name, accepted: true, acceptedReason: gatewayv1.ListenerReasonAccepted,
 			refsResolved: true, refsReason: gatewayv1.ListenerReasonResolvedRefs}
+		if owner.set != nil {
+			states[i].entryName = gatewayapi.ListenerSetListenerName(cache.MetaObjectToName(owner.set), l.Name)
+		}
 		st := &states[i]
 		if _, ok := routeKindsByProtocol[l.Protocol]; !ok {
 			st.accepted, st.acceptedReason = false, gatewayv1.ListenerReasonUnsupportedProtocol
@@ -79,11 +107,10 @@ func evaluateListeners(gw *gatewayv1.Gateway, refs listenerRefs) ([]listenerStat
 		if st.refsMessage != "" {
 			st.refsResolved, st.refsReason = false, gatewayv1.ListenerReasonInvalidRouteKinds
 		}
-		if err := checkCertificates(gw, st, refs); err != nil {
+		if err := checkCertificates(owner, st, refs); err != nil {
 			return nil, err
 		}
 	}
-	markPortConflicts(states)
 	return states, nil
 }
 
@@ -135,7 +162,7 @@ func supportedKinds(l gatewayv1.Listener) ([]gatewayv1.RouteGroupKind, string) {
 
 // checkCertificates resolves an HTTPS listener's certificateRefs. Only the first
 // problem is reported; the listener cannot be programmed until all refs resolve.
-func checkCertificates(gw *gatewayv1.Gateway, st *listenerState, refs listenerRefs) error {
+func checkCertificates(owner listenerOwner, st *listenerState, refs listenerRefs) error {
 	l := st.listener
 	if l.Protocol != gatewayv1.HTTPSProtocolType || !st.accepted {
 		return nil
@@ -156,7 +183,7 @@ func checkCertificates(gw *gatewayv1.Gateway, st *listenerState, refs listenerRe
 		return nil
 	}
 	for _, ref := range l.TLS.CertificateRefs {
-		reason, message, err := checkCertificateRef(gw, ref, refs)
+		reason, message, err := checkCertificateRef(owner, ref, refs)
 		if err != nil {
 			return err
 		}
@@ -168,20 +195,22 @@ func checkCertificates(gw *gatewayv1.Gateway, st *listenerState, refs listenerRe
 	return nil
 }
 
-func checkCertificateRef(gw *gatewayv1.Gateway, ref gatewayv1.SecretObjectReference, refs listenerRefs) (gatewayv1.ListenerConditionReason, string, error) {
-	referent := gatewayapi.Referent(gw.Namespace, ref.Namespace, ref.Name)
+// checkCertificateRef resolves one certificateRef of a listener of owner. A ListenerSet
+// needs a ReferenceGrant of its own: its Gateway's grants are not inherited.
+func checkCertificateRef(owner listenerOwner, ref gatewayv1.SecretObjectReference, refs listenerRefs) (gatewayv1.ListenerConditionReason, string, error) {
+	referent := gatewayapi.Referent(owner.namespace, ref.Namespace, ref.Name)
 	namespace, name := referent.Namespace, referent.String()
 	if !gatewayapi.RefersTo(ref.Group, ref.Kind, gatewayapi.CoreGroup, gatewayapi.SecretKind) {
 		return gatewayv1.ListenerReasonInvalidCertificateRef, fmt.Sprintf("certificateRef %s must be a core Secret", name), nil
 	}
 	permitted, err := referencePermitted(refs.grants,
-		referenceFrom{Group: gatewayv1.GroupName, Kind: "Gateway", Namespace: gw.Namespace},
+		referenceFrom{Group: gatewayv1.GroupName, Kind: owner.kind, Namespace: owner.namespace},
 		referenceTo{Group: gatewayapi.CoreGroup, Kind: gatewayapi.SecretKind, Namespace: namespace, Name: string(ref.Name)})
 	if err != nil {
 		return "", "", err
 	}
 	if !permitted {
-		return gatewayv1.ListenerReasonRefNotPermitted, fmt.Sprintf("no ReferenceGrant in namespace %s permits this Gateway to use Secret %s", namespace, name), nil
+		return gatewayv1.ListenerReasonRefNotPermitted, fmt.Sprintf("no ReferenceGrant in namespace %s permits this %s to use Secret %s", namespace, owner.kind, name), nil
 	}
 	secret, err := refs.secrets.Secrets(namespace).Get(string(ref.Name))
 	if apierrors.IsNotFound(err) {
@@ -216,14 +245,8 @@ func markPortConflicts(states []listenerState) {
 		if len(idx) < 2 {
 			continue
 		}
-		if mixedProtocols(states, idx) {
-			for _, i := range idx {
-				states[i].conflictReason = gatewayv1.ListenerReasonProtocolConflict
-				states[i].conflictMessage = fmt.Sprintf("port %d is used by listeners of different protocols", port)
-			}
-			continue
-		}
-		markHostnameConflicts(states, idx, port)
+		markProtocolConflicts(states, idx, port)
+		markHostnameConflicts(states, unconflicted(states, idx), port)
 	}
 	for i := range states {
 		if states[i].conflictReason != "" {
@@ -232,6 +255,36 @@ func markPortConflicts(states []listenerState) {
 			states[i].acceptedMessage = states[i].conflictMessage
 		}
 	}
+}
+
+// markProtocolConflicts marks the listeners of idx (in precedence order: a Gateway's
+// own listeners, then its ListenerSets') that cannot share port for their protocol.
+// Among a Gateway's own listeners, a mix of protocols conflicts them all, as before
+// ListenerSets; a ListenerSet's listener conflicts, alone, when its protocol is not
+// the one the first listener on the port has: the later listener loses.
+func markProtocolConflicts(states []listenerState, idx []int, port gatewayv1.PortNumber) {
+	own := slices.DeleteFunc(slices.Clone(idx), func(i int) bool { return states[i].owner.set != nil })
+	if len(own) > 1 && mixedProtocols(states, own) {
+		for _, i := range own {
+			markConflict(&states[i], gatewayv1.ListenerReasonProtocolConflict, fmt.Sprintf("port %d is used by listeners of different protocols", port))
+		}
+	}
+	first := states[idx[0]].listener.Protocol
+	for _, i := range idx {
+		if states[i].owner.set != nil && states[i].listener.Protocol != first {
+			markConflict(&states[i], gatewayv1.ListenerReasonProtocolConflict,
+				fmt.Sprintf("port %d is used by a listener of protocol %s that takes precedence", port, first))
+		}
+	}
+}
+
+func markConflict(st *listenerState, reason gatewayv1.ListenerConditionReason, message string) {
+	st.conflictReason, st.conflictMessage = reason, message
+}
+
+// unconflicted returns the listeners of idx without a conflict yet.
+func unconflicted(states []listenerState, idx []int) []int {
+	return slices.DeleteFunc(slices.Clone(idx), func(i int) bool { return states[i].conflictReason != "" })
 }
 
 func mixedProtocols(states []listenerState, idx []int) bool {
@@ -248,7 +301,13 @@ func markHostnameConflicts(states []listenerState, idx []int, port gatewayv1.Por
 	for _, i := range idx {
 		host := hostnameOf(states[i].listener)
 		if first, ok := seen[host]; ok {
-			for _, j := range []int{first, i} {
+			// A ListenerSet's listener loses to the one that takes precedence; two
+			// listeners of the Gateway itself both conflict.
+			losers := []int{first, i}
+			if states[i].owner.set != nil {
+				losers = []int{i}
+			}
+			for _, j := range losers {
 				states[j].conflictReason = gatewayv1.ListenerReasonHostnameConflict
 				states[j].conflictMessage = fmt.Sprintf("another listener on port %d has hostname %q", port, host)
 			}

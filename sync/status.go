@@ -73,13 +73,8 @@ func (d *decider) gatewayStatus(gw *gatewayv1.Gateway, class *gatewayv1.GatewayC
 		return gatewayv1.GatewayStatus{}, err
 	}
 	gen := gw.Generation
-	verdict := d.dataPlane.Verdict("Gateway", cache.MetaObjectToName(gw))
-	var deployed *DeploymentState
-	if d.deployments != nil {
-		state := d.deployments.State(gw)
-		deployed = &state
-	}
-	programmed := gatewayProgrammed(v, verdict, deployed, gw.Spec.Addresses, gen)
+	deployed := d.deployed(gw)
+	programmed := gatewayProgrammed(v, d.dataPlane.Verdict("Gateway", cache.MetaObjectToName(gw)), deployed, gw.Spec.Addresses, gen)
 	status := gatewayv1.GatewayStatus{
 		Conditions: mergeConditions(gw.Status.Conditions, []metav1.Condition{
 			condition(gatewayv1.GatewayConditionAccepted, v.accepted, v.reason, v.message, gen),
@@ -88,6 +83,11 @@ func (d *decider) gatewayStatus(gw *gatewayv1.Gateway, class *gatewayv1.GatewayC
 	}
 	if deployed != nil {
 		status.Addresses = deployed.Addresses
+	}
+	// Only a Gateway that allows ListenerSets, or has some naming it, says how many
+	// are attached: the others' status stays as it was before ListenerSets.
+	if gw.Spec.AllowedListeners != nil || len(v.sets) > 0 {
+		status.AttachedListenerSets = ptrTo(v.attachedListenerSets())
 	}
 	for i := range v.listeners {
 		st := &v.listeners[i]
@@ -99,6 +99,21 @@ func (d *decider) gatewayStatus(gw *gatewayv1.Gateway, class *gatewayv1.GatewayC
 		})
 	}
 	return status, nil
+}
+
+// deployed is the state of the Gateway's deployment, nil when this controller deploys
+// no gateways.
+func (d *decider) deployed(gw *gatewayv1.Gateway) *DeploymentState {
+	if d.deployments == nil {
+		return nil
+	}
+	state := d.deployments.State(gw)
+	return &state
+}
+
+// programmedCondition is the Gateway's Programmed condition for its verdict v.
+func (d *decider) programmedCondition(gw *gatewayv1.Gateway, v gatewayVerdict, gen int64) metav1.Condition {
+	return gatewayProgrammed(v, d.dataPlane.Verdict("Gateway", cache.MetaObjectToName(gw)), d.deployed(gw), gw.Spec.Addresses, gen)
 }
 
 func existingListenerConditions(gw *gatewayv1.Gateway, name gatewayv1.SectionName) []metav1.Condition {

@@ -56,6 +56,9 @@ var NotClaimed = map[features.FeatureName]string{
 		"Consul's http-route has neither (HTTPFilters holds Headers and URLRewrite only, config_entry_routes.go:416-419)",
 	features.SupportTCPRoute: "TCPRoute conformance includes weighted backendRefs; Consul's tcp-route forwards to a single service without weights " +
 		"(config_entry_routes.go:539-541, 577-581)",
+	features.SupportListenerSet: "the ListenerSet conformance tests that expect a ListenerSet accepted put its listener (or a second Gateway listener) on a port of the Gateway with another hostname; " +
+		"Consul's api-gateway merges listeners on one port only when their hostname and protocol are equal (config_entry_gateways.go:784), " +
+		"so the ListenerSet's listener is PortUnavailable. ListenerSets are served on ports of their own (see docs/status.md)",
 }
 
 // SupportedFeatures lists, sorted, the features served with caps.

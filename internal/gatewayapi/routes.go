@@ -67,6 +67,25 @@ func (k RouteKind) ParentGateways(obj any) ([]cache.ObjectName, error) {
 	return names.list, nil
 }
 
+// ParentListenerSets returns the ListenerSets obj names in its parentRefs, each once.
+func (k RouteKind) ParentListenerSets(obj any) ([]cache.ObjectName, error) {
+	spec, err := k.Spec(obj)
+	if err != nil {
+		return nil, err
+	}
+	route, err := objectMeta(obj)
+	if err != nil {
+		return nil, err
+	}
+	var names nameSet
+	for _, ref := range spec.ParentRefs {
+		if IsListenerSet(ref) {
+			names.add(Referent(route.GetNamespace(), ref.Namespace, ref.Name))
+		}
+	}
+	return names.list, nil
+}
+
 // BackendServices returns the Services obj names as backends, each once.
 func (k RouteKind) BackendServices(obj any) ([]cache.ObjectName, error) {
 	spec, err := k.Spec(obj)

@@ -360,7 +360,16 @@ func (x deployExample) create(t *testing.T) {
 			{Name: "https", Port: 8443, Protocol: gatewayv1.HTTPSProtocolType,
 				TLS: &gatewayv1.ListenerTLSConfig{CertificateRefs: []gatewayv1.SecretObjectReference{{Name: "tls"}}}},
 			{Name: "tcp", Port: 5432, Protocol: gatewayv1.TCPProtocolType},
-		}},
+		}, AllowedListeners: &gatewayv1.AllowedListeners{Namespaces: &gatewayv1.ListenerNamespaces{From: new(gatewayv1.NamespacesFromSame)}}},
+	})
+	// A ListenerSet, so the controller writes a ListenerSet's status (RBAC
+	// listenersets/status) and merges its listener into the api-gateway entry.
+	createObject(t, &gatewayv1.ListenerSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: x.ns, Name: "extra"},
+		Spec: gatewayv1.ListenerSetSpec{
+			ParentRef: gatewayv1.ParentGatewayReference{Name: "edge"},
+			Listeners: []gatewayv1.ListenerEntry{{Name: "alt", Port: 9080, Protocol: gatewayv1.HTTPProtocolType}},
+		},
 	})
 	edge := func(section gatewayv1.SectionName) []gatewayv1.ParentReference {
 		ref := gatewayv1.ParentReference{Name: "edge"}
@@ -429,6 +438,7 @@ func (x deployExample) create(t *testing.T) {
 		_ = gw.GRPCRoutes(x.ns).Delete(ctx, "rpc", del)
 		_ = gw.TLSRoutes(x.ns).Delete(ctx, "passthrough", del)
 		_ = gw.UDPRoutes(x.ns).Delete(ctx, "dns", del)
+		_ = gw.ListenerSets(x.ns).Delete(ctx, "extra", del)
 		_ = gw.Gateways(x.ns).Delete(ctx, "edge", del)
 		x.deleteConsulEntries()
 	})
@@ -455,6 +465,11 @@ func (x deployExample) converged(t *testing.T, controller gatewayv1.GatewayContr
 		return err
 	}
 	want("Gateway Programmed", conditionReason(edge.Status.Conditions, "Programmed"), "True/Programmed")
+	extra, err := gw.ListenerSets(x.ns).Get(ctx, "extra", metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	want("ListenerSet Accepted", conditionReason(extra.Status.Conditions, "Accepted"), "True/Accepted")
 	routeParents := func(name string, parents []gatewayv1.RouteParentStatus) {
 		var conds []metav1.Condition
 		for _, p := range parents {

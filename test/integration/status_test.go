@@ -205,6 +205,8 @@ func createObject(t *testing.T, obj runtime.Object) {
 		cleanup = func(ctx context.Context) error { return gw.GatewayClasses().Delete(ctx, o.Name, del) }
 	case *gatewayv1.Gateway:
 		_, err = gw.Gateways(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+	case *gatewayv1.ListenerSet:
+		_, err = gw.ListenerSets(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
 	case *gatewayv1.HTTPRoute:
 		_, err = gw.HTTPRoutes(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
 	case *gatewayv1.TCPRoute:
