@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/api/v1alpha1"
 	"github.com/consul-gateway-controller/consul-gateway-controller/informers"
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/metrics"
 	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
 	"github.com/consul-gateway-controller/consul-gateway-controller/workqueue"
@@ -52,6 +54,9 @@ type Controller struct {
 
 	mu        gosync.Mutex
 	confirmed map[cache.ObjectName]*gatewayv1.Gateway
+	// listenerSets are the confirmed ListenerSets accepted at their generation, whose
+	// listeners' ports the Gateway's pods and Service declare too.
+	listenerSets map[cache.ObjectName]*gatewayv1.ListenerSet
 	// conflicts says, per Gateway, which object of its name exists without being its.
 	conflicts map[cache.ObjectName]string
 	// applied remembers each object's last apply (see apply), per Gateway, so a
@@ -71,11 +76,12 @@ type lastApply struct {
 // NewController builds the controller and registers its handlers on cfg.Owned.
 func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 	c := &Controller{
-		cfg:       cfg,
-		queue:     workqueue.New[cache.ObjectName]("dataplane"),
-		confirmed: map[cache.ObjectName]*gatewayv1.Gateway{},
-		conflicts: map[cache.ObjectName]string{},
-		applied:   map[cache.ObjectName]map[objectKey]lastApply{},
+		cfg:          cfg,
+		queue:        workqueue.New[cache.ObjectName]("dataplane"),
+		confirmed:    map[cache.ObjectName]*gatewayv1.Gateway{},
+		listenerSets: map[cache.ObjectName]*gatewayv1.ListenerSet{},
+		conflicts:    map[cache.ObjectName]string{},
+		applied:      map[cache.ObjectName]map[objectKey]lastApply{},
 	}
 	if err := cfg.Owned.AddEventHandlers(ctx, c.queue.Add); err != nil {
 		return nil, err
@@ -86,7 +92,11 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 // Publish records a confirmed Gateway: one accepted at its current generation is
 // deployed, any other is left as it is.
 func (c *Controller) Publish(_ context.Context, conf gwsync.Confirmation) {
-	if conf.Kind != "Gateway" {
+	if conf.Kind == gatewayapi.ListenerSetKind {
+		c.publishListenerSet(conf)
+		return
+	}
+	if conf.Kind != gatewayapi.GatewayKind {
 		return
 	}
 	gw, ok := conf.Object.(*gatewayv1.Gateway)
@@ -102,6 +112,66 @@ func (c *Controller) Publish(_ context.Context, conf gwsync.Confirmation) {
 	}
 	c.mu.Unlock()
 	c.queue.Add(conf.Key)
+}
+
+// publishListenerSet records a confirmed ListenerSet and re-applies its parent
+// Gateway, the one before and the one now when the ListenerSet moved.
+func (c *Controller) publishListenerSet(conf gwsync.Confirmation) {
+	set, ok := conf.Object.(*gatewayv1.ListenerSet)
+	c.mu.Lock()
+	var parents []cache.ObjectName
+	if old := c.listenerSets[conf.Key]; old != nil {
+		if parent, ok := gatewayapi.ListenerSetParent(old); ok {
+			parents = append(parents, parent)
+		}
+	}
+	if ok && listenerSetAccepted(set) {
+		c.listenerSets[conf.Key] = set
+		if parent, ok := gatewayapi.ListenerSetParent(set); ok {
+			parents = append(parents, parent)
+		}
+	} else {
+		delete(c.listenerSets, conf.Key)
+	}
+	c.mu.Unlock()
+	for _, p := range parents {
+		c.queue.Add(p)
+	}
+}
+
+// listenerSetAccepted reports whether a ListenerSet's status says it is accepted at its
+// generation.
+func listenerSetAccepted(set *gatewayv1.ListenerSet) bool {
+	cond := meta.FindStatusCondition(set.Status.Conditions, string(gatewayv1.ListenerSetConditionAccepted))
+	return cond != nil && cond.Status == metav1.ConditionTrue && cond.ObservedGeneration == set.Generation
+}
+
+// listenerSetPorts are the ports of the accepted listeners of the ListenerSets whose
+// parent is the Gateway gw.
+func (c *Controller) listenerSetPorts(gw cache.ObjectName) []gatewayv1.PortNumber {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var ports []gatewayv1.PortNumber
+	for _, set := range c.listenerSets {
+		if parent, ok := gatewayapi.ListenerSetParent(set); !ok || parent != gw {
+			continue
+		}
+		for _, l := range set.Spec.Listeners {
+			if listenerEntryAccepted(set.Status.Listeners, l.Name) {
+				ports = append(ports, l.Port)
+			}
+		}
+	}
+	return ports
+}
+
+func listenerEntryAccepted(statuses []gatewayv1.ListenerEntryStatus, name gatewayv1.SectionName) bool {
+	for _, s := range statuses {
+		if s.Name == name {
+			return meta.IsStatusConditionTrue(s.Conditions, string(gatewayv1.ListenerConditionAccepted))
+		}
+	}
+	return false
 }
 
 // Run waits for the owned caches, then applies until ctx is done. Applying before the
@@ -144,7 +214,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 		klog.FromContext(ctx).V(4).Info("Parameters not usable; the deployed data plane stays", "gateway", key, "problem", problem)
 		return nil
 	}
-	objects := Desired(Gateway{Gateway: gw, Class: class, Config: config}, c.cfg.Defaults)
+	objects := Desired(Gateway{Gateway: gw, Class: class, Config: config, ListenerSetPorts: c.listenerSetPorts(key)}, c.cfg.Defaults)
 	err = errors.Join(
 		c.applyServiceAccount(ctx, gw, objects.ServiceAccount),
 		c.applyDeployment(ctx, gw, objects.Deployment),

@@ -62,6 +62,10 @@ type Gateway struct {
 	Gateway *gatewayv1.Gateway
 	Class   *gatewayv1.GatewayClass
 	Config  *v1alpha1.GatewayConfig
+	// ListenerSetPorts are the ports of the accepted listeners of the ListenerSets
+	// attached to the Gateway: Envoy serves them too, so the pods and the Service
+	// declare them.
+	ListenerSetPorts []gatewayv1.PortNumber
 }
 
 // Objects are the desired ServiceAccount, Deployment and Service of one Gateway, as
@@ -252,7 +256,7 @@ func container(in Gateway, spec v1alpha1.GatewayConfigSpec, defaults Defaults) *
 			WithAllowPrivilegeEscalation(false).
 			WithReadOnlyRootFilesystem(true).
 			WithCapabilities(corev1ac.Capabilities().WithDrop("ALL")))
-	for _, port := range listenerPorts(in.Gateway) {
+	for _, port := range listenerPorts(in) {
 		c.WithPorts(corev1ac.ContainerPort().WithName(portName(port)).WithContainerPort(port).WithProtocol(corev1.ProtocolTCP))
 	}
 	c.WithVolumeMounts(corev1ac.VolumeMount().WithName("tmp").WithMountPath("/tmp"))
@@ -331,7 +335,7 @@ func service(in Gateway, name string, labels map[string]string, owner *metav1ac.
 			serviceSpec.WithLoadBalancerIP(requested)
 		}
 	}
-	for _, port := range listenerPorts(gw) {
+	for _, port := range listenerPorts(in) {
 		serviceSpec.WithPorts(corev1ac.ServicePort().
 			WithName(portName(port)).
 			WithProtocol(corev1.ProtocolTCP).
@@ -363,12 +367,18 @@ func serviceAnnotations(gw *gatewayv1.Gateway, spec v1alpha1.GatewayConfigSpec) 
 	return out
 }
 
-// listenerPorts are the distinct ports of the Gateway's listeners, ascending.
-func listenerPorts(gw *gatewayv1.Gateway) []gatewayv1.PortNumber {
+// listenerPorts are the distinct ports of the Gateway's listeners and of its
+// ListenerSets' accepted listeners, ascending.
+func listenerPorts(in Gateway) []gatewayv1.PortNumber {
 	var ports []gatewayv1.PortNumber
-	for _, l := range gw.Spec.Listeners {
+	for _, l := range in.Gateway.Spec.Listeners {
 		if !slices.Contains(ports, l.Port) {
 			ports = append(ports, l.Port)
+		}
+	}
+	for _, port := range in.ListenerSetPorts {
+		if !slices.Contains(ports, port) {
+			ports = append(ports, port)
 		}
 	}
 	slices.Sort(ports)

@@ -79,6 +79,9 @@ func TestDesired(t *testing.T) {
 		{"infrastructure", Gateway{Gateway: withInfra, Class: class}},
 		{"autoscaled", Gateway{Gateway: autoscaled, Class: class}},
 		{"requested_address", Gateway{Gateway: requested, Class: class}},
+		// A ListenerSet port besides the Gateway's; one they share is declared once.
+		{"listenerset_ports", Gateway{Gateway: testGateway("merged", listener("http", 80, gatewayv1.HTTPProtocolType)), Class: class,
+			ListenerSetPorts: []gatewayv1.PortNumber{8443, 80}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := goldenForm(t, Desired(tc.in, testDefaults))
