@@ -7,6 +7,7 @@ import (
 
 	consulapi "github.com/hashicorp/consul/api"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -113,23 +114,26 @@ func listenerSetsVersion(sets []*gatewayv1.ListenerSet) string {
 // listenerEntryProgrammable is listenerProgrammable for a ListenerSet's listener.
 func listenerEntryProgrammable(statuses []gatewayv1.ListenerEntryStatus, name gatewayv1.SectionName) bool {
 	i := slices.IndexFunc(statuses, func(s gatewayv1.ListenerEntryStatus) bool { return s.Name == name })
-	return i >= 0 && conditionsProgrammable(statuses[i].Conditions)
+	return i >= 0 && conditionsProgrammable(statuses[i].Conditions, len(statuses[i].SupportedKinds))
 }
 
 // listenerProgrammable reports whether the confirmed status says the listener can be
-// written: Accepted and ResolvedRefs True, Conflicted not True. A listener without a
-// status entry promises nothing.
+// written: Accepted True, Conflicted not True, and ResolvedRefs True or False only for
+// route kinds next to a supported one. A listener without a status entry promises
+// nothing.
 func listenerProgrammable(statuses []gatewayv1.ListenerStatus, name gatewayv1.SectionName) bool {
 	i := slices.IndexFunc(statuses, func(s gatewayv1.ListenerStatus) bool { return s.Name == name })
 	if i < 0 {
 		return false
 	}
-	return conditionsProgrammable(statuses[i].Conditions)
+	return conditionsProgrammable(statuses[i].Conditions, len(statuses[i].SupportedKinds))
 }
 
-func conditionsProgrammable(conds []metav1.Condition) bool {
-	return conditionIs(conds, string(gatewayv1.ListenerConditionAccepted), metav1.ConditionTrue) &&
-		conditionIs(conds, string(gatewayv1.ListenerConditionResolvedRefs), metav1.ConditionTrue) &&
+func conditionsProgrammable(conds []metav1.Condition, supportedKinds int) bool {
+	refs := meta.FindStatusCondition(conds, string(gatewayv1.ListenerConditionResolvedRefs))
+	refsServed := refs != nil && (refs.Status == metav1.ConditionTrue ||
+		refs.Reason == string(gatewayv1.ListenerReasonInvalidRouteKinds) && supportedKinds > 0)
+	return conditionIs(conds, string(gatewayv1.ListenerConditionAccepted), metav1.ConditionTrue) && refsServed &&
 		!conditionIs(conds, string(gatewayv1.ListenerConditionConflicted), metav1.ConditionTrue)
 }
 

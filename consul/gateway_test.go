@@ -28,6 +28,10 @@ func TestListenerProgrammable(t *testing.T) {
 		{"conflicted", status(accepted, resolved, cond("Conflicted", true, "HostnameConflict")), false},
 		{"unknown accepted", status(metav1.Condition{Type: "Accepted", Status: metav1.ConditionUnknown}, resolved), false},
 		{"no status entry", []gatewayv1.ListenerStatus{{Name: "other", Conditions: []metav1.Condition{accepted, resolved}}}, false},
+		// An unsupported route kind next to a supported one: served for the supported.
+		{"invalid kind beside a supported one", []gatewayv1.ListenerStatus{{Name: "l", SupportedKinds: []gatewayv1.RouteGroupKind{{Kind: "HTTPRoute"}},
+			Conditions: []metav1.Condition{accepted, cond("ResolvedRefs", false, "InvalidRouteKinds")}}}, true},
+		{"no supported kind", status(accepted, cond("ResolvedRefs", false, "InvalidRouteKinds")), false},
 	}
 	for _, tt := range tests {
 		if got := listenerProgrammable(tt.statuses, "l"); got != tt.want {

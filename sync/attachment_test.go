@@ -40,11 +40,13 @@ func TestAttachmentIgnoresListenerStatus(t *testing.T) {
 		parent:   []summary{{"Accepted", "True", "Accepted"}, {"ResolvedRefs", "True", "ResolvedRefs"}, notServed},
 		attached: map[gatewayv1.SectionName]int32{"tls": 1},
 	}, {
-		name:     "allowedRoutes.kinds mixes HTTPRoute and a bogus kind",
-		gateway:  gw(mixedKinds),
-		route:    httpRoute("apps", "r", nil, parentRef("infra", "gw", "mixed")),
-		parent:   []summary{{"Accepted", "True", "Accepted"}, {"ResolvedRefs", "True", "ResolvedRefs"}, notServed},
-		attached: map[gatewayv1.SectionName]int32{"mixed": 1},
+		// The listener serves the kind it supports: the route is attached and served.
+		name:        "allowedRoutes.kinds mixes HTTPRoute and a bogus kind",
+		gateway:     gw(mixedKinds),
+		route:       httpRoute("apps", "r", nil, parentRef("infra", "gw", "mixed")),
+		parent:      accepted("Accepted"),
+		attached:    map[gatewayv1.SectionName]int32{"mixed": 1},
+		attachments: []Attachment{{Gateway: key, Listeners: []gatewayv1.SectionName{"mixed"}}},
 	}, {
 		name:        "a valid and an unresolved listener: attached to both, served on the valid one",
 		gateway:     gw(allowAll(httpListener("http", 80, "")), allowAll(httpsListener("tls", 443, "", "does-not-exist"))),

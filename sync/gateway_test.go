@@ -93,11 +93,13 @@ func TestGatewayStatus(t *testing.T) {
 		conditions: []summary{{"Accepted", "True", "Accepted"}, {"Programmed", "False", "Pending"}},
 		listeners:  []listenerSummary{{"cross", 0, []string{"HTTPRoute"}, listenerOK()}},
 	}, {
+		// An unsupported kind next to a supported one: ResolvedRefs says so, and the
+		// listener is served for the kind it supports.
 		name:       "unsupported route kinds",
 		gateway:    gateway("infra", "gw", invalidKinds),
-		conditions: []summary{{"Accepted", "False", "ListenersNotValid"}, {"Programmed", "False", "Invalid"}},
+		conditions: []summary{{"Accepted", "True", "Accepted"}, {"Programmed", "False", "Pending"}},
 		listeners: []listenerSummary{
-			{"grpc", 0, []string{"HTTPRoute"}, []summary{{"Accepted", "True", "Accepted"}, {"Programmed", "False", "Invalid"}, {"ResolvedRefs", "False", "InvalidRouteKinds"}, {"Conflicted", "False", "NoConflicts"}}},
+			{"grpc", 0, []string{"HTTPRoute"}, []summary{{"Accepted", "True", "Accepted"}, {"Programmed", "False", "Pending"}, {"ResolvedRefs", "False", "InvalidRouteKinds"}, {"Conflicted", "False", "NoConflicts"}}},
 		},
 	}, {
 		name:       "protocol and hostname conflicts, and Consul's one hostname per port",

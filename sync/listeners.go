@@ -59,7 +59,14 @@ type listenerState struct {
 
 // programmable reports whether the listener can be written to Consul.
 func (l *listenerState) programmable() bool {
-	return l.accepted && l.conflictReason == "" && l.refsResolved
+	return l.accepted && l.conflictReason == "" && l.servesRefs()
+}
+
+// servesRefs reports whether the listener's references allow serving it: all resolve,
+// or the only unresolved ones are route kinds next to a kind it supports, whose routes
+// it then serves (ResolvedRefs stays False/InvalidRouteKinds, as the spec requires).
+func (l *listenerState) servesRefs() bool {
+	return l.refsResolved || l.refsReason == gatewayv1.ListenerReasonInvalidRouteKinds && len(l.supportedKinds) > 0
 }
 
 // listenerRefs are the caches a listener's references are resolved in.
@@ -339,7 +346,7 @@ func portKeeper(states []listenerState, idx []int) int {
 		if states[i].conflictReason != "" {
 			continue
 		}
-		if states[i].refsResolved {
+		if states[i].servesRefs() {
 			return i
 		}
 		if first < 0 {
