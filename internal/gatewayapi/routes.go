@@ -50,25 +50,16 @@ func (k RouteKind) QueueName() string { return strings.ToLower(string(k.Kind)) }
 
 // ParentGateways returns the Gateways obj names in its parentRefs, each once.
 func (k RouteKind) ParentGateways(obj any) ([]cache.ObjectName, error) {
-	spec, err := k.Spec(obj)
-	if err != nil {
-		return nil, err
-	}
-	route, err := objectMeta(obj)
-	if err != nil {
-		return nil, err
-	}
-	var names nameSet
-	for _, ref := range spec.ParentRefs {
-		if IsGateway(ref) {
-			names.add(Referent(route.GetNamespace(), ref.Namespace, ref.Name))
-		}
-	}
-	return names.list, nil
+	return k.parents(obj, IsGateway)
 }
 
 // ParentListenerSets returns the ListenerSets obj names in its parentRefs, each once.
 func (k RouteKind) ParentListenerSets(obj any) ([]cache.ObjectName, error) {
+	return k.parents(obj, IsListenerSet)
+}
+
+// parents returns the parents of obj of the kind is selects, each once.
+func (k RouteKind) parents(obj any, is func(gatewayv1.ParentReference) bool) ([]cache.ObjectName, error) {
 	spec, err := k.Spec(obj)
 	if err != nil {
 		return nil, err
@@ -79,7 +70,7 @@ func (k RouteKind) ParentListenerSets(obj any) ([]cache.ObjectName, error) {
 	}
 	var names nameSet
 	for _, ref := range spec.ParentRefs {
-		if IsListenerSet(ref) {
+		if is(ref) {
 			names.add(Referent(route.GetNamespace(), ref.Namespace, ref.Name))
 		}
 	}
