@@ -3,12 +3,16 @@ package workqueue
 import (
 	"context"
 	"errors"
+	"slices"
+	gosync "sync"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/metrics"
 )
@@ -71,29 +75,51 @@ func TestProcessNextItemStopsOnShutdown(t *testing.T) {
 	}
 }
 
+// Cancelling Run drains: the keys queued when ctx is cancelled are still synced, and
+// Run returns only after them, with the queue shut down.
 func TestRunDrainsThenStops(t *testing.T) {
 	queue := New[int]("test")
-	synced := make(chan int, 10)
 	for i := range 5 {
 		queue.Add(i)
 	}
 	ctx, cancel := context.WithCancel(t.Context())
+	started, release := make(chan struct{}), make(chan struct{})
+	var mu gosync.Mutex
+	var synced []int
 	done := make(chan struct{})
 	go func() {
-		Run(ctx, "test", queue, 2, func(_ context.Context, key int) error {
-			synced <- key
+		Run(ctx, "test", queue, 1, func(_ context.Context, key int) error {
+			if key == 0 {
+				close(started)
+				<-release
+			}
+			mu.Lock()
+			synced = append(synced, key)
+			mu.Unlock()
 			return nil
 		})
 		close(done)
 	}()
-	seen := map[int]bool{}
-	for len(seen) < 5 {
-		seen[<-synced] = true
-	}
+	// Cancel while the first key is in flight and four are still queued.
+	<-started
 	cancel()
+	if err := wait.PollUntilContextTimeout(t.Context(), time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return queue.ShuttingDown(), nil
+	}); err != nil {
+		t.Fatal("Run did not shut the queue down after the cancel")
+	}
+	select {
+	case <-done:
+		t.Fatal("Run returned while a sync was in flight")
+	default:
+	}
+	close(release)
 	<-done
-	if !queue.ShuttingDown() {
-		t.Error("Run returned without shutting the queue down")
+	mu.Lock()
+	defer mu.Unlock()
+	slices.Sort(synced)
+	if !slices.Equal(synced, []int{0, 1, 2, 3, 4}) {
+		t.Errorf("synced %v before Run returned, want every key queued at the cancel", synced)
 	}
 }
 
