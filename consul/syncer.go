@@ -147,29 +147,32 @@ func (s *Syncer) Publish(_ context.Context, c gwsync.Confirmation) {
 // held version while every Secret it names is the one the last translation read.
 // Callers hold s.mu.
 func (s *Syncer) holdGateway(c gwsync.Confirmation) bool {
-	gw, ok := c.Object.(*gatewayv1.Gateway)
-	switch {
-	case !ok:
-		delete(s.snapshot.Gateways, c.Key)
-	case sameVersion(s.snapshot.Gateways[c.Key], gw):
-		return !referencesMoved(s.cfg.Secrets.Secrets, s.references.Secrets, gatewayapi.CertificateSecrets(gw))
-	default:
-		s.snapshot.Gateways[c.Key] = gw
-	}
-	return false
+	return holdWithCertificates(s, s.snapshot.Gateways, c, gatewayapi.CertificateSecrets)
 }
 
 // holdListenerSet is holdGateway for a ListenerSet, whose listeners join its parent
 // Gateway's entry. Callers hold s.mu.
 func (s *Syncer) holdListenerSet(c gwsync.Confirmation) bool {
-	set, ok := c.Object.(*gatewayv1.ListenerSet)
+	return holdWithCertificates(s, s.snapshot.ListenerSets, c, func(set *gatewayv1.ListenerSet) []cache.ObjectName {
+		return gatewayapi.CertificateSecretsOf(set.Namespace, set.Spec.Listeners)
+	})
+}
+
+// holdWithCertificates records the confirmation of an object whose listeners name
+// certificate Secrets in held, and reports whether it repeats the held version while
+// every Secret it names is the one the last translation read.
+func holdWithCertificates[T interface {
+	comparable
+	GetResourceVersion() string
+}](s *Syncer, held map[cache.ObjectName]T, c gwsync.Confirmation, secrets func(T) []cache.ObjectName) bool {
+	obj, ok := c.Object.(T)
 	switch {
 	case !ok:
-		delete(s.snapshot.ListenerSets, c.Key)
-	case sameVersion(s.snapshot.ListenerSets[c.Key], set):
-		return !referencesMoved(s.cfg.Secrets.Secrets, s.references.Secrets, gatewayapi.CertificateSecretsOf(set.Namespace, set.Spec.Listeners))
+		delete(held, c.Key)
+	case sameVersion(held[c.Key], obj):
+		return !referencesMoved(s.cfg.Secrets.Secrets, s.references.Secrets, secrets(obj))
 	default:
-		s.snapshot.ListenerSets[c.Key] = set
+		held[c.Key] = obj
 	}
 	return false
 }

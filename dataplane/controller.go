@@ -125,7 +125,7 @@ func (c *Controller) publishListenerSet(conf gwsync.Confirmation) {
 			parents = append(parents, parent)
 		}
 	}
-	if ok && listenerSetAccepted(set) {
+	if ok && gwsync.ListenerSetAcceptedAtGeneration(set) {
 		c.listenerSets[conf.Key] = set
 		if parent, ok := gatewayapi.ListenerSetParent(set); ok {
 			parents = append(parents, parent)
@@ -137,13 +137,6 @@ func (c *Controller) publishListenerSet(conf gwsync.Confirmation) {
 	for _, p := range parents {
 		c.queue.Add(p)
 	}
-}
-
-// listenerSetAccepted reports whether a ListenerSet's status says it is accepted at its
-// generation.
-func listenerSetAccepted(set *gatewayv1.ListenerSet) bool {
-	cond := meta.FindStatusCondition(set.Status.Conditions, string(gatewayv1.ListenerSetConditionAccepted))
-	return cond != nil && cond.Status == metav1.ConditionTrue && cond.ObservedGeneration == set.Generation
 }
 
 // listenerSetPorts are the ports of the accepted listeners of the ListenerSets whose

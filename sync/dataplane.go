@@ -94,6 +94,15 @@ type DeploymentState struct {
 // AcceptedAtGeneration reports whether a confirmed Gateway's status says Accepted=True
 // for its current spec: what the data plane and the catalog registration act on.
 func AcceptedAtGeneration(gw *gatewayv1.Gateway) bool {
-	c := meta.FindStatusCondition(gw.Status.Conditions, string(gatewayv1.GatewayConditionAccepted))
-	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == gw.Generation
+	return acceptedAt(gw.Status.Conditions, gw.Generation)
+}
+
+// ListenerSetAcceptedAtGeneration is AcceptedAtGeneration for a ListenerSet.
+func ListenerSetAcceptedAtGeneration(set *gatewayv1.ListenerSet) bool {
+	return acceptedAt(set.Status.Conditions, set.Generation)
+}
+
+func acceptedAt(conds []metav1.Condition, generation int64) bool {
+	c := meta.FindStatusCondition(conds, "Accepted")
+	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == generation
 }

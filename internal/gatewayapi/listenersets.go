@@ -38,18 +38,11 @@ func ListenerSetListenerName(set cache.ObjectName, section gatewayv1.SectionName
 // CertificateSecretsOf returns the Secrets the listeners name as certificates, each once;
 // references without a namespace are in namespace.
 func CertificateSecretsOf(namespace string, listeners []gatewayv1.ListenerEntry) []cache.ObjectName {
-	var names nameSet
-	for _, listener := range listeners {
-		if listener.TLS == nil {
-			continue
-		}
-		for _, ref := range listener.TLS.CertificateRefs {
-			if RefersTo(ref.Group, ref.Kind, CoreGroup, SecretKind) {
-				names.add(Referent(namespace, ref.Namespace, ref.Name))
-			}
-		}
+	tls := make([]*gatewayv1.ListenerTLSConfig, len(listeners))
+	for i, l := range listeners {
+		tls[i] = l.TLS
 	}
-	return names.list
+	return certificateSecrets(namespace, tls)
 }
 
 // CompareListenerSets orders ListenerSets as the spec merges their listeners into

@@ -59,14 +59,24 @@ func (s *nameSet) add(name cache.ObjectName) {
 // CertificateSecrets returns the Secrets the gateway's listeners name as certificates,
 // each once.
 func CertificateSecrets(gateway *gatewayv1.Gateway) []cache.ObjectName {
+	tls := make([]*gatewayv1.ListenerTLSConfig, len(gateway.Spec.Listeners))
+	for i, l := range gateway.Spec.Listeners {
+		tls[i] = l.TLS
+	}
+	return certificateSecrets(gateway.Namespace, tls)
+}
+
+// certificateSecrets returns the Secrets the TLS configs name as certificates, each
+// once; references without a namespace are in namespace.
+func certificateSecrets(namespace string, configs []*gatewayv1.ListenerTLSConfig) []cache.ObjectName {
 	var names nameSet
-	for _, listener := range gateway.Spec.Listeners {
-		if listener.TLS == nil {
+	for _, tls := range configs {
+		if tls == nil {
 			continue
 		}
-		for _, ref := range listener.TLS.CertificateRefs {
+		for _, ref := range tls.CertificateRefs {
 			if RefersTo(ref.Group, ref.Kind, CoreGroup, SecretKind) {
-				names.add(Referent(gateway.Namespace, ref.Namespace, ref.Name))
+				names.add(Referent(namespace, ref.Namespace, ref.Name))
 			}
 		}
 	}
