@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -10,8 +11,10 @@ import (
 
 // ConsulAgent is a `consul agent -dev` on loopback ports. A dev agent keeps its state in
 // memory, so a restart brings it back empty, as a Consul that lost its data would be.
+// With a data dir it is a single server instead, whose restart keeps its state.
 type ConsulAgent struct {
 	proc       *process
+	dataDir    string
 	httpAddr   string
 	grpcAddr   string
 	aclEnabled bool
@@ -22,10 +25,10 @@ type ConsulAgent struct {
 // Env's (for example with ACLs on). Its log goes to logDir/consul-<port>.log; the caller
 // stops it.
 func StartConsul(logDir string, aclEnabled bool) (*ConsulAgent, error) {
-	return startConsul(logDir, aclEnabled)
+	return startConsul(logDir, aclEnabled, "")
 }
 
-func startConsul(logDir string, aclEnabled bool) (*ConsulAgent, error) {
+func startConsul(logDir string, aclEnabled bool, dataDir string) (*ConsulAgent, error) {
 	consulBin, err := binary("consul")
 	if err != nil {
 		return nil, err
@@ -38,6 +41,7 @@ func startConsul(logDir string, aclEnabled bool) (*ConsulAgent, error) {
 		httpAddr:   fmt.Sprintf("127.0.0.1:%d", ports[0]),
 		grpcAddr:   fmt.Sprintf("127.0.0.1:%d", ports[4]),
 		aclEnabled: aclEnabled,
+		dataDir:    dataDir,
 	}
 	// The plaintext gRPC port is where a gateway's Envoy (or consul-dataplane) asks for
 	// its xDS configuration.
@@ -61,13 +65,21 @@ acl {
   tokens { initial_management = %q }
 }`, c.token)
 	}
+	mode := []string{"-dev"}
+	if dataDir != "" {
+		// What -dev turns on that the API gateway needs: Connect, and a server that
+		// elects itself.
+		config += `
+connect { enabled = true }`
+		mode = []string{"-server", "-bootstrap-expect=1", "-data-dir=" + dataDir}
+	}
 	c.proc = &process{
 		name:    "consul",
 		path:    consulBin,
 		logPath: filepath.Join(logDir, consulLogName(aclEnabled, ports[0])),
 		// Trace: only at this level does Consul log its API gateway controller's
 		// reconcile steps, which is what explains an entry it never judged.
-		args: []string{"agent", "-dev", "-log-level=trace", "-bind=127.0.0.1", "-client=127.0.0.1", "-hcl=" + config},
+		args: append(append([]string{"agent"}, mode...), "-log-level=trace", "-bind=127.0.0.1", "-client=127.0.0.1", "-hcl="+config),
 		// The agent must not pick up a token or address from the developer's shell.
 		env: []string{"CONSUL_HTTP_TOKEN=", "CONSUL_HTTP_ADDR="},
 	}
@@ -101,6 +113,18 @@ func (c *ConsulAgent) Start() error {
 		_, _, err = client.ACL().TokenReadSelf(nil)
 		return err
 	})
+}
+
+// WipeData removes a stopped server's state, so that the next Start begins empty, as a
+// Consul that lost its disk would. A dev agent always starts empty.
+func (c *ConsulAgent) WipeData() error {
+	if c.proc.running() {
+		return fmt.Errorf("wipe consul data: the agent is running")
+	}
+	if c.dataDir == "" {
+		return nil
+	}
+	return os.RemoveAll(c.dataDir)
 }
 
 // Stop stops the agent gracefully; Kill stops it as a crash would.

@@ -31,6 +31,12 @@ type Options struct {
 	// Nodes, when above zero, also starts the Workloads with that many fake Nodes, so
 	// Deployments roll out to Ready pods and owned objects are garbage-collected.
 	Nodes int
+	// ConsulDataDir runs Consul as a single server keeping its state in the Env's
+	// directory instead of a dev agent, so a restart keeps the data unless WipeData is
+	// called between Stop and Start.
+	ConsulDataDir bool
+	// APIServerArgs are added to kube-apiserver's flags.
+	APIServerArgs []string
 }
 
 // Env is a running set of servers and admin clients for them.
@@ -68,10 +74,14 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 			env = nil
 		}
 	}()
-	if env.Kube, err = startKubeAPI(env.dir, env.logDir, opts.Users); err != nil {
+	if env.Kube, err = startKubeAPI(env.dir, env.logDir, opts.Users, opts.APIServerArgs); err != nil {
 		return env, err
 	}
-	if env.Consul, err = startConsul(env.logDir, opts.ConsulACL); err != nil {
+	consulData := ""
+	if opts.ConsulDataDir {
+		consulData = filepath.Join(env.dir, "consul")
+	}
+	if env.Consul, err = startConsul(env.logDir, opts.ConsulACL, consulData); err != nil {
 		return env, err
 	}
 	if err = InstallGatewayAPI(ctx, env.Kube.Config(AdminUser)); err != nil {

@@ -33,7 +33,7 @@ type KubeAPI struct {
 	tokens    map[string]string
 }
 
-func startKubeAPI(dir, logDir string, users []string) (*KubeAPI, error) {
+func startKubeAPI(dir, logDir string, users []string, extraArgs []string) (*KubeAPI, error) {
 	etcdBin, err := binary("etcd")
 	if err != nil {
 		return nil, err
@@ -85,6 +85,7 @@ func startKubeAPI(dir, logDir string, users []string) (*KubeAPI, error) {
 			"--service-cluster-ip-range=10.96.0.0/16",
 		),
 	}
+	k.apiserver.args = append(k.apiserver.args, extraArgs...)
 	if err := k.StartEtcd(); err != nil {
 		return nil, err
 	}
@@ -146,8 +147,13 @@ func (k *KubeAPI) StartEtcd() error {
 	if err := k.etcd.start(); err != nil {
 		return err
 	}
-	url := strings.TrimPrefix(k.etcd.args[2], "--listen-client-urls=") + "/health"
+	url := k.EtcdURL() + "/health"
 	return k.etcd.waitFor(30*time.Second, func() error { return httpOK(http.DefaultClient, url, "") })
+}
+
+// EtcdURL is etcd's client URL.
+func (k *KubeAPI) EtcdURL() string {
+	return strings.TrimPrefix(k.etcd.args[2], "--listen-client-urls=")
 }
 
 // StopEtcd stops etcd; its data dir is kept for StartEtcd.

@@ -1,0 +1,405 @@
+package chaos
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	consulapi "github.com/hashicorp/consul/api"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
+)
+
+// convergeWithin bounds how long the controller has, once faults stop, to make status
+// and Consul say what the newest spec means.
+const convergeWithin = 3 * time.Minute
+
+func (s *scenario) converge(t *testing.T, ctx context.Context, after string) {
+	t.Helper()
+	deadline := time.Now().Add(convergeWithin)
+	var problems []string
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		var err error
+		if problems, err = s.convergenceProblems(ctx); err == nil && len(problems) == 0 {
+			s.oracle.checked("convergence", 1)
+			t.Logf("converged after %s", after)
+			return
+		}
+		sleepCtx(ctx, time.Second)
+	}
+	s.oracle.checked("convergence", 1)
+	s.oracle.violate("convergence: %s after %s: %s", convergeWithin, after, strings.Join(problems, "; "))
+}
+
+// convergenceProblems compares the servers with the world model: every condition of
+// ours is at its object's generation, and Consul holds exactly an entry per object of
+// ours, carrying its newest edit.
+func (s *scenario) convergenceProblems(ctx context.Context) ([]string, error) {
+	routes, gateways, _ := s.world.snapshot()
+	live, problems, err := s.statusProblems(ctx, routes, gateways)
+	if err != nil {
+		return nil, err
+	}
+	entries, err := s.ownedEntries(ctx)
+	if err != nil {
+		return nil, err
+	}
+	want := map[string]int{} // kind/name -> marker (0: present, any content)
+	for name, g := range gateways {
+		if g.ours {
+			want[consulapi.APIGateway+"/"+name] = g.marker
+		}
+	}
+	for name, r := range routes {
+		if gateways[r.parent].ours {
+			want[consulapi.HTTPRoute+"/"+name] = r.marker
+		}
+	}
+	if gateways[gatewayName(0)].ours {
+		want[consulapi.TCPRoute+"/"+tcpRoute] = 0
+	}
+	for key, marker := range want {
+		e, ok := entries[key]
+		if !ok {
+			problems = append(problems, "consul has no entry for "+key)
+			continue
+		}
+		if got, _ := entryMarker(e); marker != 0 && got != marker {
+			problems = append(problems, fmt.Sprintf("consul entry for %s carries edit %d, want %d", key, got, marker))
+		}
+		if uid := e.GetMeta()["k8s-uid"]; uid != string(live[key]) {
+			problems = append(problems, fmt.Sprintf("consul entry for %s names uid %s, the object has %s", key, uid, live[key]))
+		}
+	}
+	for key := range entries {
+		if _, ok := want[key]; !ok {
+			problems = append(problems, "consul holds "+key+", which no object of ours wants")
+		}
+	}
+	slices.Sort(problems)
+	return problems, nil
+}
+
+// statusProblems lists objects whose status of ours is not at their generation, and
+// returns the UIDs of the objects of ours by entry key.
+func (s *scenario) statusProblems(ctx context.Context, routes map[string]routeModel, gateways map[string]gatewayModel) (map[string]types.UID, []string, error) {
+	live := map[string]types.UID{}
+	var problems []string
+	gws, err := s.gw.GatewayV1().Gateways(s.ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, nil, err
+	}
+	ours := map[string]bool{}
+	for _, gw := range gws.Items {
+		if string(gw.Spec.GatewayClassName) != s.class {
+			continue
+		}
+		ours[gw.Name] = true
+		live[consulapi.APIGateway+"/"+gw.Name] = gw.UID
+		problems = append(problems, staleConditions("Gateway "+gw.Name, gw.Generation, gatewayConditions(gw))...)
+	}
+	for name, g := range gateways {
+		if g.ours != ours[name] {
+			problems = append(problems, fmt.Sprintf("Gateway %s: the API server and the model disagree on its class", name))
+		}
+	}
+	hrs, err := s.gw.GatewayV1().HTTPRoutes(s.ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(hrs.Items) != len(routes) {
+		problems = append(problems, fmt.Sprintf("%d HTTPRoutes on the API server, %d in the model", len(hrs.Items), len(routes)))
+	}
+	for _, r := range hrs.Items {
+		live[consulapi.HTTPRoute+"/"+r.Name] = r.UID
+		problems = append(problems, s.routeStatusProblems("HTTPRoute "+r.Name, r.Generation, r.Spec.ParentRefs, r.Status.Parents, ours)...)
+	}
+	tcp, err := s.gw.GatewayV1().TCPRoutes(s.ns).Get(ctx, tcpRoute, metav1.GetOptions{})
+	if err != nil {
+		return nil, nil, err
+	}
+	live[consulapi.TCPRoute+"/"+tcp.Name] = tcp.UID
+	problems = append(problems, s.routeStatusProblems("TCPRoute "+tcp.Name, tcp.Generation, tcp.Spec.ParentRefs, tcp.Status.Parents, ours)...)
+	return live, problems, nil
+}
+
+func gatewayConditions(gw gatewayv1.Gateway) []metav1.Condition {
+	var conds []metav1.Condition
+	for _, c := range gw.Status.Conditions {
+		if c.Type != foreignCondition {
+			conds = append(conds, c)
+		}
+	}
+	for _, l := range gw.Status.Listeners {
+		conds = append(conds, l.Conditions...)
+	}
+	if len(conds) == 0 {
+		conds = append(conds, metav1.Condition{Type: "Accepted (missing)", ObservedGeneration: -1})
+	}
+	return conds
+}
+
+func staleConditions(what string, generation int64, conds []metav1.Condition) []string {
+	var out []string
+	for _, c := range conds {
+		if c.ObservedGeneration != generation {
+			out = append(out, fmt.Sprintf("%s: %s at generation %d, the object is at %d", what, c.Type, c.ObservedGeneration, generation))
+		}
+	}
+	return out
+}
+
+// routeStatusProblems: a parent status of ours for each parentRef to a Gateway of
+// ours, at the route's generation, and none for any other parent.
+func (s *scenario) routeStatusProblems(what string, generation int64, refs []gatewayv1.ParentReference, parents []gatewayv1.RouteParentStatus, ours map[string]bool) []string {
+	var problems []string
+	wanted := map[string]bool{}
+	for _, ref := range refs {
+		if ours[string(ref.Name)] {
+			wanted[string(ref.Name)] = true
+		}
+	}
+	for _, p := range parents {
+		if string(p.ControllerName) != s.controllerName {
+			continue
+		}
+		name := string(p.ParentRef.Name)
+		if !wanted[name] {
+			problems = append(problems, fmt.Sprintf("%s keeps a status of ours for %s, which is not a parent of ours", what, name))
+			continue
+		}
+		delete(wanted, name)
+		problems = append(problems, staleConditions(what+" parent "+name, generation, p.Conditions)...)
+	}
+	for name := range wanted {
+		problems = append(problems, fmt.Sprintf("%s has no status of ours for parent %s", what, name))
+	}
+	return problems
+}
+
+// ownedEntries are Consul's entries of the route and gateway kinds with our meta.
+func (s *scenario) ownedEntries(ctx context.Context) (map[string]consulapi.ConfigEntry, error) {
+	out := map[string]consulapi.ConfigEntry{}
+	for _, kind := range []string{consulapi.APIGateway, consulapi.HTTPRoute, consulapi.TCPRoute} {
+		entries, _, err := s.consul.ConfigEntries().List(kind, (&consulapi.QueryOptions{}).WithContext(ctx))
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range entries {
+			if s.owns(e.GetMeta()) {
+				out[kind+"/"+e.GetMeta()["k8s-name"]] = e
+			}
+		}
+	}
+	return out, nil
+}
+
+// referee starts a fresh replica, without proxies or faults, once the others are
+// gone. Against a converged cluster it must find nothing to do: no status write, no
+// Consul or catalog write, no apply. It decides with the same code, so this checks
+// that faults left nothing a fault-free run would decide differently.
+func (s *scenario) referee(t *testing.T, ctx context.Context) {
+	t.Helper()
+	args := slices.Clone(s.replicas[0].args)
+	proc, err := env.StartController(testenv.ControllerOptions{Binary: s.replicas[0].binary, Name: "referee-" + s.clusterID, Args: args})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if _, err := proc.Terminate(10 * time.Second); err != nil {
+			_ = proc.Kill()
+		}
+	}()
+	body, err := s.settled(ctx, proc)
+	if err != nil {
+		s.oracle.violate("convergence: the referee did not settle: %v", err)
+		return
+	}
+	s.oracle.checked("convergence", 1)
+	for _, series := range []string{
+		"consul_gateway_controller_status_writes_total",
+		"consul_gateway_controller_consul_writes_total",
+		"consul_gateway_controller_consul_catalog_writes_total",
+		"consul_gateway_controller_gateway_object_applies_total",
+	} {
+		if n := metricSum(body, series); n != 0 {
+			s.oracle.violate("convergence: a fresh controller found work after the faults: %s = %v", series, n)
+		}
+	}
+}
+
+// settled waits until the process leads, its queues are empty, and they stay empty for
+// a while; it returns the metrics then.
+func (s *scenario) settled(ctx context.Context, proc *testenv.Controller) (string, error) {
+	deadline := time.Now().Add(2 * time.Minute)
+	quiet := 0
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		sleepCtx(ctx, time.Second)
+		body, err := proc.Metrics(ctx)
+		if err != nil || metricSum(body, "consul_gateway_controller_leader") != 1 {
+			quiet = 0
+			continue
+		}
+		if metricSum(body, "workqueue_depth")+metricSum(body, "workqueue_unfinished_work_seconds") != 0 {
+			quiet = 0
+			continue
+		}
+		if quiet++; quiet >= 8 {
+			return body, nil
+		}
+	}
+	return "", fmt.Errorf("not leading with empty queues for 8s within 2m")
+}
+
+// metricSum adds up every sample of a series in Prometheus text.
+func metricSum(body, name string) float64 {
+	sum := 0.0
+	sc := bufio.NewScanner(strings.NewReader(body))
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, name) || len(line) == len(name) || (line[len(name)] != '{' && line[len(name)] != ' ') {
+			continue
+		}
+		fields := strings.Fields(line)
+		if v, err := strconv.ParseFloat(fields[len(fields)-1], 64); err == nil {
+			sum += v
+		}
+	}
+	return sum
+}
+
+// checkNoLostDelete: after convergence, every entry and catalog instance with our meta
+// belongs to an object that exists with that UID; nothing outlives what it was written
+// for, deletes made while no replica ran included.
+func (s *scenario) checkNoLostDelete(t *testing.T, ctx context.Context) {
+	t.Helper()
+	for _, kind := range entryKinds {
+		entries, _, err := s.consul.ConfigEntries().List(kind, (&consulapi.QueryOptions{}).WithContext(ctx))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			if s.owns(e.GetMeta()) {
+				s.checkOwnerLives(ctx, kind+"/"+e.GetName(), e.GetMeta())
+			}
+		}
+	}
+	services, _, err := s.consul.Catalog().Services((&consulapi.QueryOptions{}).WithContext(ctx))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name := range services {
+		instances, _, err := s.consul.Catalog().Service(name, "", (&consulapi.QueryOptions{}).WithContext(ctx))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, in := range instances {
+			if s.owns(in.ServiceMeta) {
+				s.checkOwnerLives(ctx, "catalog "+in.ServiceID, in.ServiceMeta)
+			}
+		}
+	}
+}
+
+func (s *scenario) checkOwnerLives(ctx context.Context, what string, meta map[string]string) {
+	s.oracle.checked("no lost delete", 1)
+	ns, name, uid := meta["k8s-namespace"], meta["k8s-name"], meta["k8s-uid"]
+	var got metav1.Object
+	var err error
+	switch meta["k8s-kind"] {
+	case "Gateway":
+		got, err = s.gw.GatewayV1().Gateways(ns).Get(ctx, name, metav1.GetOptions{})
+	case "HTTPRoute":
+		got, err = s.gw.GatewayV1().HTTPRoutes(ns).Get(ctx, name, metav1.GetOptions{})
+	case "TCPRoute":
+		got, err = s.gw.GatewayV1().TCPRoutes(ns).Get(ctx, name, metav1.GetOptions{})
+	case "Secret":
+		got, err = s.kube.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+	case "Service":
+		got, err = s.kube.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
+	default:
+		return // the blackhole's service-defaults: owned by the controller itself
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+		s.oracle.violate("no lost delete: %s outlived %s %s/%s", what, meta["k8s-kind"], ns, name)
+	case err != nil:
+		s.oracle.violate("no lost delete: %s: %v", what, err)
+	case string(got.GetUID()) != uid:
+		s.oracle.violate("no lost delete: %s belongs to %s %s/%s uid %s, which was deleted and re-created", what, meta["k8s-kind"], ns, name, uid)
+	}
+}
+
+func (s *scenario) summarize(seed uint64, faults []string, d time.Duration) summary {
+	s.world.mu.Lock()
+	edits, refused := 0, 0
+	for _, n := range s.world.edits {
+		edits += n
+	}
+	for _, n := range s.world.refused {
+		refused += n
+	}
+	s.world.mu.Unlock()
+	s.oracle.mu.Lock()
+	defer s.oracle.mu.Unlock()
+	restarts := 0
+	for _, r := range s.replicas {
+		restarts += r.starts
+	}
+	s.counts.mu.Lock()
+	defer s.counts.mu.Unlock()
+	return summary{
+		seed: seed, faults: faults, edits: edits, refused: refused,
+		otherCount: cloneMap(s.counts.n), checks: cloneMap(s.oracle.checks),
+		violations: slices.Clone(s.oracle.violations), expired: s.expired.Load(),
+		restarts: restarts, duration: d.Round(time.Second),
+	}
+}
+
+func cloneMap(m map[string]int) map[string]int {
+	out := make(map[string]int, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func summaryTable(rows []summary) string {
+	var b strings.Builder
+	b.WriteString("| seed | faults injected | edits applied (refused) | foreign writes | watches expired (410) | replica starts | invariant checks | violations | time |\n")
+	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	total := map[string]int{}
+	for _, r := range rows {
+		checks := 0
+		for k, v := range r.checks {
+			checks += v
+			total[k] += v
+		}
+		fmt.Fprintf(&b, "| %d | %d | %d (%d) | %d | %d | %d | %d | %d | %s |\n", r.seed, r.otherCount["faults"], r.edits, r.refused,
+			r.otherCount["foreign status writes"]+r.otherCount["foreign consul writes"], r.expired, r.restarts, checks, len(r.violations), r.duration)
+	}
+	b.WriteString("\n| invariant | checks |\n| --- | --- |\n")
+	keys := make([]string, 0, len(total))
+	for k := range total {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		fmt.Fprintf(&b, "| %s | %d |\n", k, total[k])
+	}
+	for _, r := range rows {
+		for _, v := range r.violations {
+			fmt.Fprintf(&b, "\nseed %d: %s", r.seed, v)
+		}
+	}
+	return b.String()
+}
