@@ -18,7 +18,7 @@ TEST_TOOLS := $(KUBE_TOOLS) bin/kwok bin/consul bin/golangci-lint
 # Packages that need no server; everything under test/ runs against the real ones.
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v '/test/')
 
-.PHONY: help build tools generate test test-unit test-integration test-xds test-conformance conformance test-image lint run-local bench clean image
+.PHONY: help build tools generate test test-unit test-integration test-chaos test-xds test-conformance conformance test-image lint run-local bench chaos clean image
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -73,13 +73,17 @@ generate: bin/controller-gen ## write api/'s DeepCopy methods and deploy/crds fr
 bin/rvcheck: tools/lint/go.mod tools/lint/go.sum $(wildcard tools/lint/rvcheck/*.go tools/lint/cmd/rvcheck/*.go)
 	cd tools/lint && $(GO) build -o $(BIN)/rvcheck ./cmd/rvcheck
 
-test: lint test-unit test-integration test-xds test-conformance test-image ## everything CI runs: static checks, unit and integration tests
+test: lint test-unit test-integration test-chaos test-xds test-conformance test-image ## everything CI runs: static checks, unit and integration tests
 
 test-unit: ## unit tests (no servers)
 	$(GO) test $(GO_TEST_FLAGS) $(UNIT_PKGS)
 
 test-integration: $(TEST_TOOLS) ## integration tests against real kube-apiserver, etcd and Consul
-	$(GO) test $(GO_TEST_FLAGS) ./test/...
+	$(GO) test $(GO_TEST_FLAGS) $$($(GO) list ./test/... | grep -v /test/chaos)
+
+# The fault-injection suite runs alone: its faults and replicas load both cores.
+test-chaos: $(TEST_TOOLS) ## the fault-injection suite, short form: one seed, every fault once
+	$(GO) test $(GO_TEST_FLAGS) ./test/chaos
 
 # The xDS proof acts as a gateway's Envoy against Consul; it is its own Go module, so
 # that gRPC and Envoy's protos stay out of the product's go.mod.
@@ -140,6 +144,14 @@ BENCH_FLAGS ?=
 
 bench: bin/kube-apiserver bin/etcd bin/consul ## cold start, edits, restart, failover and memory against raw-write floors; writes docs/bench.md
 	$(GO) run ./test/bench $(BENCH_FLAGS)
+
+# The fault-injection suite's long form: more seeds, every fault twice per seed (its
+# short form is test-chaos). CHAOS_FLAGS='-chaos.seed=N -chaos.faults=a,b' replays a run.
+CHAOS_FLAGS ?=
+
+chaos: $(TEST_TOOLS) ## the fault-injection suite, long form; writes its table into docs/reliability.md
+	$(GO) test -count=1 -timeout=120m ./test/chaos -run TestChaos -v -chaos.long \
+	  -chaos.report=$(CURDIR)/docs/reliability.md $(CHAOS_FLAGS)
 
 clean: ## remove bin/ and _output/
 	rm -rf bin _output

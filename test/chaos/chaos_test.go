@@ -31,7 +31,7 @@ var (
 	long      = flag.Bool("chaos.long", false, "the long form: more seeds, every fault twice per seed")
 	seedFlag  = flag.Uint64("chaos.seed", 0, "run this one seed (replay); 0 means the form's seeds")
 	faultFlag = flag.String("chaos.faults", "", "comma-separated fault names in order (replay); empty means the seed's schedule")
-	report    = flag.String("chaos.report", "", "write the summary table (markdown) to this file")
+	report    = flag.String("chaos.report", "", "put the summary table into this markdown file, between its chaos-table markers")
 )
 
 func TestMain(m *testing.M) {
@@ -92,10 +92,29 @@ func TestChaos(t *testing.T) {
 	table := summaryTable(rows)
 	t.Log("\n" + table)
 	if *report != "" {
-		if err := os.WriteFile(*report, []byte(table), 0o644); err != nil {
+		if err := writeReport(*report, table); err != nil {
 			t.Fatal(err)
 		}
 	}
+}
+
+const (
+	tableBegin = "<!-- chaos-table:begin (make chaos writes this part) -->"
+	tableEnd   = "<!-- chaos-table:end -->"
+)
+
+// writeReport replaces what lies between the markers of the file at path.
+func writeReport(path, table string) error {
+	doc, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	begin, end := strings.Index(string(doc), tableBegin), strings.Index(string(doc), tableEnd)
+	if begin < 0 || end < begin {
+		return fmt.Errorf("%s has no %q ... %q markers", path, tableBegin, tableEnd)
+	}
+	out := string(doc[:begin+len(tableBegin)]) + "\n" + table + "\n" + string(doc[end:])
+	return os.WriteFile(path, []byte(out), 0o644)
 }
 
 // scenarioEnv is what the world, the oracle and the faults share.
