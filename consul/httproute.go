@@ -77,13 +77,19 @@ func (t *translator) httpRoute(key cache.ObjectName, c ConfirmedRoute) {
 // PartiallyInvalid), one with a field the translation has no place for, and one
 // without a backend that can receive traffic (all unresolved, all weight 0, or no
 // backendRefs). A rule with some such backendRefs sends their share to the blackhole.
-// Only a rule whose matches cannot be written is left out, with a problem.
+// Only a rule whose matches cannot be written is left out, with a problem unless the
+// status pipeline refused it already.
 func (t *translator) httpRule(routeNamespace string, index int, rule gatewayv1.HTTPRouteRule, decision gwsync.RouteDecision) ([]consulapi.HTTPRouteRule, []cache.ObjectName, []string) {
 	matches, err := httpMatches(rule.Matches)
-	if err != nil {
+	dropped := slices.Contains(decision.DroppedRules, index)
+	switch {
+	case err != nil && dropped:
+		// The status says why (an invalid regex): a match Envoy cannot compile selects
+		// no request, so leaving the rule out sends none elsewhere.
+		return nil, nil, nil
+	case err != nil:
 		return nil, nil, []string{fmt.Sprintf("rule %d: %v; the rule is left out of Consul, so its requests may reach other rules", index, err)}
-	}
-	if slices.Contains(decision.DroppedRules, index) {
+	case dropped:
 		return t.refusedRule(routeNamespace, matches), nil, nil
 	}
 	refused := func(err error) ([]consulapi.HTTPRouteRule, []cache.ObjectName, []string) {

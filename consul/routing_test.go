@@ -222,3 +222,39 @@ func TestInvalidBackendShare(t *testing.T) {
 		"/":        "shop=1 /",
 	})
 }
+
+// TestInvalidRegexNeverReachesConsul: Envoy refuses a gateway's whole route
+// configuration over a regex RE2 cannot compile, so a rule with one is left out. The
+// status pipeline refuses it (PartiallyInvalid), so it needs no problem of its own; one
+// it let through (they disagree) is reported.
+func TestInvalidRegexNeverReachesConsul(t *testing.T) {
+	lookahead := gatewayv1.HTTPRouteRule{
+		Matches:     []gatewayv1.HTTPRouteMatch{{Path: &gatewayv1.HTTPPathMatch{Type: new(gatewayv1.PathMatchRegularExpression), Value: new("/(?=admin).*")}}},
+		BackendRefs: []gatewayv1.HTTPBackendRef{httpBackend("", "admin", 8080, nil)},
+	}
+	root := gatewayv1.HTTPRouteRule{BackendRefs: []gatewayv1.HTTPBackendRef{httpBackend("", "web", 8080, nil)}}
+	for _, c := range []struct {
+		name     string
+		decision gwsync.RouteDecision
+		problems int
+	}{
+		{"refused by the status pipeline", gwsync.RouteDecision{DroppedRules: []int{0}}, 0},
+		{"let through", gwsync.RouteDecision{}, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			c.decision.Attachments = []gwsync.Attachment{attachment("apps", "gw", "http")}
+			d := Translate(snapshotOf(
+				confirmedGateway("apps", "gw", true, validListener(httpListener("http", 80, ""))),
+				backendService("apps", "web", 8080), backendService("apps", "admin", 8080),
+				newConfirmedHTTPRoute("apps", "r", nil, c.decision, lookahead, root),
+			), Naming{}, testOwnership, Options{})
+			entry, _ := d.Entries[EntryKey{Kind: consulapi.HTTPRoute, Name: "r.apps"}].(*consulapi.HTTPRouteConfigEntry)
+			if entry == nil || len(entry.Rules) != 1 || entry.Rules[0].Matches[0].Path.Match == consulapi.HTTPPathMatchRegularExpression {
+				t.Fatalf("http-route %+v, want only the root rule", entry)
+			}
+			if len(d.Problems) != c.problems {
+				t.Errorf("problems %v, want %d", d.Problems, c.problems)
+			}
+		})
+	}
+}

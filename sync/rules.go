@@ -92,11 +92,16 @@ func httpMatchesProblem(matches []gatewayv1.HTTPRouteMatch) string {
 
 // httpMatchProblem checks one match against Consul's HTTPMatch: path exact, prefix or
 // regex; header exact or regex (Consul has more, Gateway API has only these); query
-// exact or regex; one method. Unset types take the CRD defaults.
+// exact or regex; one method. Unset types take the CRD defaults. Regexes must compile
+// as RE2, or Envoy would refuse the gateway's routes (consullimits.RegexProblem).
 func httpMatchProblem(match gatewayv1.HTTPRouteMatch) string {
 	if match.Path != nil && match.Path.Type != nil {
 		switch *match.Path.Type {
-		case gatewayv1.PathMatchExact, gatewayv1.PathMatchPathPrefix, gatewayv1.PathMatchRegularExpression:
+		case gatewayv1.PathMatchExact, gatewayv1.PathMatchPathPrefix:
+		case gatewayv1.PathMatchRegularExpression:
+			if msg := regexProblem(match.Path.Value); msg != "" {
+				return "path " + msg
+			}
 		default:
 			return fmt.Sprintf("path type %s %s", *match.Path.Type, consullimits.NotSupported)
 		}
@@ -105,10 +110,20 @@ func httpMatchProblem(match gatewayv1.HTTPRouteMatch) string {
 		if h.Type != nil && *h.Type != gatewayv1.HeaderMatchExact && *h.Type != gatewayv1.HeaderMatchRegularExpression {
 			return fmt.Sprintf("header %s match type %s %s", h.Name, *h.Type, consullimits.NotSupported)
 		}
+		if h.Type != nil && *h.Type == gatewayv1.HeaderMatchRegularExpression {
+			if msg := regexProblem(&h.Value); msg != "" {
+				return fmt.Sprintf("header %s %s", h.Name, msg)
+			}
+		}
 	}
 	for _, q := range match.QueryParams {
 		if q.Type != nil && *q.Type != gatewayv1.QueryParamMatchExact && *q.Type != gatewayv1.QueryParamMatchRegularExpression {
 			return fmt.Sprintf("query param %s match type %s %s", q.Name, *q.Type, consullimits.NotSupported)
+		}
+		if q.Type != nil && *q.Type == gatewayv1.QueryParamMatchRegularExpression {
+			if msg := regexProblem(&q.Value); msg != "" {
+				return fmt.Sprintf("query param %s %s", q.Name, msg)
+			}
 		}
 	}
 	if match.Method != nil {
@@ -117,6 +132,14 @@ func httpMatchProblem(match gatewayv1.HTTPRouteMatch) string {
 		}
 	}
 	return ""
+}
+
+// regexProblem checks a regex match value; unset is the CRD default "/", a valid one.
+func regexProblem(value *string) string {
+	if value == nil {
+		return ""
+	}
+	return consullimits.RegexProblem(*value)
 }
 
 // ruleFilterProblem checks one rule-level filter.

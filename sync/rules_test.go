@@ -103,6 +103,30 @@ func TestHTTPRuleProblem(t *testing.T) {
 			want: unsupportedValue("rule 0: match 0 query param q match type Present is not supported by Consul's API gateway"),
 		},
 		{
+			name:  "path regex with lookahead (not RE2)",
+			index: 1,
+			caps:  allCaps,
+			rule:  gatewayv1.HTTPRouteRule{Matches: []gatewayv1.HTTPRouteMatch{pathMatch(gatewayv1.PathMatchRegularExpression, "/(?=admin).*")}},
+			want:  unsupportedValue("rule 1: match 0 path regex \"/(?=admin).*\" is not valid RE2 (error parsing regexp: invalid or unsupported Perl syntax: `(?=`)"),
+		},
+		{
+			name: "header regex with a backreference (not RE2)",
+			caps: allCaps,
+			rule: gatewayv1.HTTPRouteRule{Matches: []gatewayv1.HTTPRouteMatch{{Headers: []gatewayv1.HTTPHeaderMatch{{Type: new(gatewayv1.HeaderMatchRegularExpression), Name: "X-A", Value: `(a)\1`}}}}},
+			want: unsupportedValue("rule 0: match 0 header X-A regex \"(a)\\\\1\" is not valid RE2 (error parsing regexp: invalid escape sequence: `\\1`)"),
+		},
+		{
+			name: "query regex that does not compile",
+			caps: allCaps,
+			rule: gatewayv1.HTTPRouteRule{Matches: []gatewayv1.HTTPRouteMatch{pathMatch(gatewayv1.PathMatchExact, "/"), {QueryParams: []gatewayv1.HTTPQueryParamMatch{{Type: new(gatewayv1.QueryParamMatchRegularExpression), Name: "q", Value: "[a-"}}}}},
+			want: unsupportedValue("rule 0: match 1 query param q regex \"[a-\" is not valid RE2 (error parsing regexp: missing closing ]: `[a-`)"),
+		},
+		{
+			name: "an exact header value is no regex",
+			caps: consullimits.Consul115,
+			rule: gatewayv1.HTTPRouteRule{Matches: []gatewayv1.HTTPRouteMatch{{Headers: []gatewayv1.HTTPHeaderMatch{{Name: "X-A", Value: "(?=x"}}}}},
+		},
+		{
 			name: "unknown method",
 			caps: consullimits.Consul115,
 			rule: gatewayv1.HTTPRouteRule{Matches: []gatewayv1.HTTPRouteMatch{{Method: new(gatewayv1.HTTPMethod("PROPFIND"))}}},

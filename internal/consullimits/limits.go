@@ -6,6 +6,9 @@
 package consullimits
 
 import (
+	"fmt"
+	"regexp"
+
 	consulapi "github.com/hashicorp/consul/api"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
@@ -87,4 +90,16 @@ var httpMethods = map[gatewayv1.HTTPMethod]consulapi.HTTPMatchMethod{
 func HTTPMethod(method gatewayv1.HTTPMethod) (consulapi.HTTPMatchMethod, bool) {
 	m, ok := httpMethods[method]
 	return m, ok
+}
+
+// RegexProblem says why Envoy would refuse value as a regex match, or "" when it
+// compiles. Consul passes regex matches through unchecked, and Envoy compiles them
+// with RE2 and rejects the gateway's whole route configuration over one that does not
+// compile (lookahead, backreferences, unbalanced groups), so such a match must never
+// reach Consul. Go's regexp syntax is RE2's.
+func RegexProblem(value string) string {
+	if _, err := regexp.Compile(value); err != nil {
+		return fmt.Sprintf("regex %q is not valid RE2 (%v)", value, err)
+	}
+	return ""
 }
