@@ -188,7 +188,7 @@ func TestConsulSyncLifecycle(t *testing.T) {
 	// change is what its owner wrote.
 	foreignRules := s.entry(t, consulapi.HTTPRoute, "foreign-route").(*consulapi.HTTPRouteConfigEntry).Rules
 
-	// 5. A restart against a converged system writes nothing to Consul.
+	// 5. A restart against a converged system writes nothing: to Consul, and no status.
 	time.Sleep(2 * time.Second)
 	rc.stop()
 	rc2 := startController(t, s.controller, controllerOptions{consul: &consulOptions{clusterID: "it", translation: consul.Options{ManageServiceDefaults: true}}})
@@ -198,6 +198,9 @@ func TestConsulSyncLifecycle(t *testing.T) {
 	time.Sleep(3 * time.Second)
 	if n := rc2.consulWrites.total(); n != 0 {
 		t.Errorf("the restarted controller made %d Consul writes against a converged system, want 0", n)
+	}
+	if n := rc2.statusWrites.total(); n != 0 {
+		t.Errorf("the restarted controller made %d status writes against a converged system, want 0", n)
 	}
 	if got := s.entry(t, consulapi.HTTPRoute, "foreign-route"); got == nil || len(got.GetMeta()) != 0 || !cmp.Equal(got.(*consulapi.HTTPRouteConfigEntry).Rules, foreignRules) {
 		t.Errorf("the foreign entry was changed or deleted: %+v", got)
