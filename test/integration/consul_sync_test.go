@@ -294,13 +294,18 @@ func TestConsulSyncCASRace(t *testing.T) {
 
 func TestConsulSyncUnconfirmedRouteNeverReachesConsul(t *testing.T) {
 	s := newConsulStack(t, "cs-unconfirmed")
-	startController(t, s.controller, controllerOptions{
+	rc := startController(t, s.controller, controllerOptions{
 		consul:       &consulOptions{clusterID: "it"},
 		failStatusOf: []string{s.ns + "/unconfirmed"},
 	})
 	createObject(t, s.route("confirmed"))
 	createObject(t, s.route("unconfirmed"))
 	s.waitEntry(t, consulapi.HTTPRoute, s.naming.EntryName(s.ns, "confirmed"), "the confirmed route is written", present)
+	// Only the unconfirmed route's status writes fail (503): one was attempted, so the
+	// route was judged and reached the point of confirmation.
+	eventually(t, 30*time.Second, "a status write of the unconfirmed route is attempted and fails", func() (bool, error) {
+		return rc.statusWrites.count(http.StatusServiceUnavailable) > 0, nil
+	})
 	time.Sleep(3 * time.Second)
 	if e := s.entry(t, consulapi.HTTPRoute, s.naming.EntryName(s.ns, "unconfirmed")); e != nil {
 		t.Errorf("a route whose status the API server never confirmed reached Consul: %+v", e)
