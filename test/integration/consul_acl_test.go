@@ -115,6 +115,10 @@ agent_prefix "" { policy = "read" }`)
 	_, key := s.secureGateway(t)
 	createObject(t, s.route("web"))
 
+	// Every log line at -v=10 is captured from before either token is used, so the
+	// refused writes' logging is covered too.
+	logs := verboseLogs(t)
+
 	// A token without mesh:write: every write is refused and the Gateway says why.
 	denied := startController(t, s.controller, controllerOptions{consul: &consulOptions{agent: agent, token: readOnlyToken, clusterID: "acl"}})
 	eventually(t, 30*time.Second, "the refused write is reported on the Gateway", func() (bool, error) {
@@ -130,8 +134,7 @@ agent_prefix "" { policy = "read" }`)
 	})
 	denied.stop()
 
-	// The documented policy is enough, with every log line at -v=10 captured.
-	logs := verboseLogs(t)
+	// The documented policy is enough.
 	rc := startController(t, s.controller, controllerOptions{consul: &consulOptions{agent: agent, token: goodToken, clusterID: "acl"}})
 	gwName := s.naming.EntryName(s.ns, "secure")
 	eventually(t, 30*time.Second, "entries written with the documented policy", func() (bool, error) {

@@ -188,7 +188,7 @@ func TestConsulSyncLifecycle(t *testing.T) {
 	// change is what its owner wrote.
 	foreignRules := s.entry(t, consulapi.HTTPRoute, "foreign-route").(*consulapi.HTTPRouteConfigEntry).Rules
 
-	// 5. A restart against a converged system writes nothing to Consul.
+	// 5. A restart against a converged system writes nothing: to Consul, and no status.
 	time.Sleep(2 * time.Second)
 	rc.stop()
 	rc2 := startController(t, s.controller, controllerOptions{consul: &consulOptions{clusterID: "it", translation: consul.Options{ManageServiceDefaults: true}}})
@@ -198,6 +198,9 @@ func TestConsulSyncLifecycle(t *testing.T) {
 	time.Sleep(3 * time.Second)
 	if n := rc2.consulWrites.total(); n != 0 {
 		t.Errorf("the restarted controller made %d Consul writes against a converged system, want 0", n)
+	}
+	if n := rc2.statusWrites.total(); n != 0 {
+		t.Errorf("the restarted controller made %d status writes against a converged system, want 0", n)
 	}
 	if got := s.entry(t, consulapi.HTTPRoute, "foreign-route"); got == nil || len(got.GetMeta()) != 0 || !cmp.Equal(got.(*consulapi.HTTPRouteConfigEntry).Rules, foreignRules) {
 		t.Errorf("the foreign entry was changed or deleted: %+v", got)
@@ -246,9 +249,12 @@ func TestConsulSyncCASRace(t *testing.T) {
 	s := newConsulStack(t, "cs-race")
 	routeName := s.naming.EntryName(s.ns, "web")
 	var raced atomic.Int32
-	// Before the syncer's first update of the route's entry, another writer changes it.
+	// Before the syncer's first check-and-set update of the route's entry (a cas index
+	// other than 0, which creates), another writer changes it. A write without cas is
+	// not raced, so a syncer that overwrites blindly leaves raced at 0.
 	beforeWrite := func(req *http.Request) {
-		if req.Method != http.MethodPut || req.URL.Query().Get("cas") == "0" || raced.Load() > 0 {
+		cas := req.URL.Query().Get("cas")
+		if req.Method != http.MethodPut || cas == "" || cas == "0" || raced.Load() > 0 {
 			return
 		}
 		entry := s.entry(t, consulapi.HTTPRoute, routeName)
@@ -282,19 +288,24 @@ func TestConsulSyncCASRace(t *testing.T) {
 		return len(h) == 1 && h[0] == "two.example.com"
 	})
 	if raced.Load() == 0 {
-		t.Fatal("no write raced the syncer: the check-and-set path was not exercised")
+		t.Fatal("no write raced the syncer: it sent no check-and-set update of the route's entry (it wrote without cas, or not at all)")
 	}
 }
 
 func TestConsulSyncUnconfirmedRouteNeverReachesConsul(t *testing.T) {
 	s := newConsulStack(t, "cs-unconfirmed")
-	startController(t, s.controller, controllerOptions{
+	rc := startController(t, s.controller, controllerOptions{
 		consul:       &consulOptions{clusterID: "it"},
 		failStatusOf: []string{s.ns + "/unconfirmed"},
 	})
 	createObject(t, s.route("confirmed"))
 	createObject(t, s.route("unconfirmed"))
 	s.waitEntry(t, consulapi.HTTPRoute, s.naming.EntryName(s.ns, "confirmed"), "the confirmed route is written", present)
+	// Only the unconfirmed route's status writes fail (503): one was attempted, so the
+	// route was judged and reached the point of confirmation.
+	eventually(t, 30*time.Second, "a status write of the unconfirmed route is attempted and fails", func() (bool, error) {
+		return rc.statusWrites.count(http.StatusServiceUnavailable) > 0, nil
+	})
 	time.Sleep(3 * time.Second)
 	if e := s.entry(t, consulapi.HTTPRoute, s.naming.EntryName(s.ns, "unconfirmed")); e != nil {
 		t.Errorf("a route whose status the API server never confirmed reached Consul: %+v", e)

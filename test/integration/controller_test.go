@@ -358,6 +358,19 @@ func (w *writeTimes) add() {
 	w.at = append(w.at, time.Now())
 }
 
+// before is the number of writes sent before t.
+func (w *writeTimes) before(t time.Time) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for _, at := range w.at {
+		if at.Before(t) {
+			n++
+		}
+	}
+	return n
+}
+
 // since is the number of writes sent at or after t.
 func (w *writeTimes) since(t time.Time) int {
 	w.mu.Lock()

@@ -2,17 +2,18 @@ package integration
 
 import (
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
 	"log"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
 	"path/filepath"
 	"strings"
-	gosync "sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,6 +21,7 @@ import (
 	consulapi "github.com/hashicorp/consul/api"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -36,8 +38,9 @@ const (
 )
 
 // TestLeaderFailoverAcrossProcesses runs replicas of the binary against one API server
-// and one Consul, each through its own proxies so that every write is attributed:
-//  1. exactly one replicaProcess writes;
+// and one Consul, each through its own proxies so that every write is attributed, by
+// what the proxies saw rather than what the replica reports:
+//  1. exactly one replicaProcess writes, and none before it holds the Lease;
 //  2. the leader cut off from the API server stops writing and exits non-zero before
 //     the other replicaProcess takes the Lease, and makes no write after that;
 //  3. the new leader, SIGKILLed, is replaced within the lease duration by a third
@@ -55,16 +58,14 @@ func TestLeaderFailoverAcrossProcesses(t *testing.T) {
 	b := startReplicaProcess(t, "b", failoverArgs(s))
 	b.process.waitReady(60 * time.Second)
 
-	// 1. Only the leader writes, also when there is something to write.
-	setHostnames(t, s.ns, "web", "one.example.com")
-	s.waitEntry(t, consulapi.HTTPRoute, routeEntry, "the edit reaches Consul", func(e consulapi.ConfigEntry) bool {
-		return e != nil && strings.Join(routeHostnames(e), ",") == "one.example.com"
-	})
-	if n := a.statusWrites(t) + a.consul.since(time.Time{}); n == 0 {
+	// 1. Only the leader writes, also when there is something to write and the leader
+	// is slow to.
+	editWhileLeaderPaused(t, s, a, "one.example.com")
+	if n := a.kube.since(time.Time{}) + a.consul.since(time.Time{}); n == 0 {
 		t.Error("the leader made no writes")
 	}
-	if n := b.statusWrites(t); n != 0 {
-		t.Errorf("the follower made %d status writes", n)
+	if n := b.kube.since(time.Time{}); n != 0 {
+		t.Errorf("the follower made %d API server writes", n)
 	}
 	if n := b.consul.since(time.Time{}); n != 0 {
 		t.Errorf("the follower made %d Consul writes", n)
@@ -108,6 +109,8 @@ func TestLeaderFailoverAcrossProcesses(t *testing.T) {
 	// (plus one retry period and scheduling slack) and converges an edit.
 	c := startReplicaProcess(t, "c", failoverArgs(s))
 	c.process.waitReady(60 * time.Second)
+	// Something to write while c follows: only b may write it.
+	editWhileLeaderPaused(t, s, b, "between.example.com")
 	killed := time.Now()
 	b.process.kill()
 	tookOver := waitHolder(t, s.ns, "failover", "c")
@@ -121,16 +124,43 @@ func TestLeaderFailoverAcrossProcesses(t *testing.T) {
 	if c.consul.since(tookOver) == 0 {
 		t.Error("c made no Consul write after taking over")
 	}
-	if n := a.consul.since(acquired) + b.consul.since(tookOver); n != 0 {
-		t.Errorf("replicas without the Lease made %d Consul writes", n)
+	// Each follower wrote nothing until it held the Lease (a's writes after b took it
+	// are checked above).
+	if n := b.writesBefore(acquired); n != 0 {
+		t.Errorf("b made %d writes before it acquired the Lease", n)
 	}
+	if n := c.writesBefore(tookOver); n != 0 {
+		t.Errorf("c made %d writes before it took over the Lease", n)
+	}
+}
+
+// editWhileLeaderPaused edits the route "web" while the leader is stopped (SIGSTOP),
+// as one stalled by the scheduler still holds the Lease, and gives the followers time
+// to write it, which they must not; then resumes the leader and waits for the edit in
+// Consul. The pause is well within the renew deadline, so the leader keeps the Lease.
+func editWhileLeaderPaused(t *testing.T, s consulStack, leader *replicaProcess, hostname string) {
+	t.Helper()
+	leader.process.pause()
+	defer leader.process.resume()
+	setHostnames(t, s.ns, "web", gatewayv1.Hostname(hostname))
+	time.Sleep(2 * time.Second)
+	leader.process.resume()
+	s.waitEntry(t, consulapi.HTTPRoute, s.naming.EntryName(s.ns, "web"), "the leader writes the edit "+hostname, func(e consulapi.ConfigEntry) bool {
+		return e != nil && strings.Join(routeHostnames(e), ",") == hostname
+	})
 }
 
 // replicaProcess is one controller process with the proxies that attribute its traffic.
 type replicaProcess struct {
 	process *controllerProcess
-	kube    *tcpProxy
+	kube    *kubeWriteLog
 	consul  *consulWriteLog
+}
+
+// writesBefore is how many writes the replica sent before t, to the API server (its
+// Lease aside) or to Consul, as its proxies saw them.
+func (r *replicaProcess) writesBefore(t time.Time) int {
+	return r.kube.before(t) + r.consul.before(t)
 }
 
 // replicaOption adjusts a replica's proxies before the process starts.
@@ -156,8 +186,7 @@ func failoverArgs(s consulStack) []string {
 // and Consul through proxies of its own.
 func startReplicaProcess(t *testing.T, identity string, args []string, opts ...replicaOption) *replicaProcess {
 	t.Helper()
-	kubeAddr := strings.TrimPrefix(env.Kube.Host(), "https://")
-	r := &replicaProcess{kube: startTCPProxy(t, kubeAddr), consul: startConsulWriteLog(t, env.Consul.HTTPAddr())}
+	r := &replicaProcess{kube: startKubeWriteLog(t), consul: startConsulWriteLog(t, env.Consul.HTTPAddr())}
 	for _, o := range opts {
 		o(r)
 	}
@@ -169,8 +198,9 @@ func startReplicaProcess(t *testing.T, identity string, args []string, opts ...r
 	if err != nil {
 		t.Fatal(err)
 	}
+	proxyCA := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: r.kube.Certificate().Raw})
 	for _, cluster := range cfg.Clusters {
-		cluster.Server = "https://" + r.kube.addr()
+		cluster.Server, cluster.CertificateAuthority, cluster.CertificateAuthorityData = r.kube.URL, "", proxyCA
 	}
 	if err := clientcmd.WriteToFile(*cfg, kubeconfig); err != nil {
 		t.Fatal(err)
@@ -246,71 +276,56 @@ func tail(s string, lines int) string {
 	return strings.Join(all, "\n")
 }
 
-// tcpProxy forwards connections to target until cut, which closes every connection
-// and refuses new ones: a network partition between one replicaProcess and the API server.
-type tcpProxy struct {
-	listener net.Listener
-	target   string
-	mu       gosync.Mutex
-	conns    []net.Conn
-	isCut    bool
+// kubeWriteLog is a reverse proxy to the API server that records when each write
+// (POST, PUT, PATCH, DELETE) other than of a Lease was sent; the Lease is the election's
+// own traffic, which followers make too. Until cut, which closes every connection and
+// refuses new ones: a network partition between one replicaProcess and the API server.
+// It serves https (client-go sends no token over http) with a certificate of its own;
+// each request carries the replica's own token.
+type kubeWriteLog struct {
+	*httptest.Server
+	writeTimes
 }
 
-func startTCPProxy(t *testing.T, target string) *tcpProxy {
+func startKubeWriteLog(t *testing.T) *kubeWriteLog {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	target, err := url.Parse(env.Kube.Host())
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &tcpProxy{listener: l, target: target}
-	go p.serve()
+	cfg := rest.CopyConfig(env.Kube.Config(testenv.AdminUser))
+	cfg.BearerToken = ""
+	transport, err := rest.TransportFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reverse := &httputil.ReverseProxy{
+		Rewrite:       func(r *httputil.ProxyRequest) { r.SetURL(target) },
+		Transport:     transport,
+		FlushInterval: -1, // watches stream
+		// A cut or a replica that goes away ends its requests; that is no news.
+		ErrorLog: log.New(io.Discard, "", 0),
+	}
+	p := &kubeWriteLog{}
+	p.Server = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		switch req.Method {
+		case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+			if !strings.Contains(req.URL.Path, "/leases") {
+				p.add()
+			}
+		}
+		reverse.ServeHTTP(w, req)
+	}))
 	t.Cleanup(p.cut)
 	return p
 }
 
-func (p *tcpProxy) addr() string { return p.listener.Addr().String() }
-
-func (p *tcpProxy) serve() {
-	for {
-		in, err := p.listener.Accept()
-		if err != nil {
-			return
-		}
-		out, err := net.Dial("tcp", p.target)
-		if err != nil {
-			in.Close()
-			continue
-		}
-		if !p.track(in, out) {
-			return
-		}
-		go func() { _, _ = io.Copy(out, in); out.Close() }()
-		go func() { _, _ = io.Copy(in, out); in.Close() }()
-	}
-}
-
-func (p *tcpProxy) track(conns ...net.Conn) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.isCut {
-		for _, c := range conns {
-			c.Close()
-		}
-		return false
-	}
-	p.conns = append(p.conns, conns...)
-	return true
-}
-
-func (p *tcpProxy) cut() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.isCut = true
-	p.listener.Close()
-	for _, c := range p.conns {
-		c.Close()
-	}
-	p.conns = nil
+// cut refuses new connections, then closes the open ones (watches too, or Close
+// would wait for them).
+func (p *kubeWriteLog) cut() {
+	_ = p.Listener.Close()
+	p.CloseClientConnections()
+	p.Close()
 }
 
 // consulWriteLog is a reverse proxy to Consul that records when each config entry

@@ -118,6 +118,20 @@ func (p *controllerProcess) kill() {
 	<-p.exited
 }
 
+// pause stops the process (SIGSTOP) until resume, as a scheduler stall would.
+func (p *controllerProcess) pause() {
+	if p.running() {
+		_ = p.cmd.Process.Signal(syscall.SIGSTOP)
+	}
+}
+
+// resume continues a paused process (SIGCONT); on a running one it does nothing.
+func (p *controllerProcess) resume() {
+	if p.running() {
+		_ = p.cmd.Process.Signal(syscall.SIGCONT)
+	}
+}
+
 // dumpGoroutines makes a hung process print its goroutines to its log and exit (the
 // Go runtime's SIGQUIT), so a test failure shows where it hung.
 func (p *controllerProcess) dumpGoroutines() {
