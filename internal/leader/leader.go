@@ -74,12 +74,13 @@ func Run(ctx context.Context, client kubernetes.Interface, cfg Config, lead func
 	defer stopUnlessLeading()
 
 	leadDone := make(chan error, 1)
+	lock := &renewals{Interface: &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Namespace: cfg.Namespace, Name: cfg.Name},
+		Client:     client.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: cfg.Identity},
+	}}
 	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock: &resourcelock.LeaseLock{
-			LeaseMeta:  metav1.ObjectMeta{Namespace: cfg.Namespace, Name: cfg.Name},
-			Client:     client.CoordinationV1(),
-			LockConfig: resourcelock.ResourceLockConfig{Identity: cfg.Identity},
-		},
+		Lock:            lock,
 		LeaseDuration:   cfg.LeaseDuration,
 		RenewDeadline:   cfg.RenewDeadline,
 		RetryPeriod:     cfg.RetryPeriod,
@@ -92,6 +93,7 @@ func Run(ctx context.Context, client kubernetes.Interface, cfg Config, lead func
 				mu.Unlock()
 				logger.Info("Started leading")
 				runCtx, cancel := context.WithCancel(leaseCtx)
+				go fence(runCtx, logger, cancel, lock, cfg.RenewDeadline)
 				stopOnShutdown := context.AfterFunc(ctx, cancel)
 				metrics.Leader.Set(1)
 				leadDone <- lead(runCtx)
@@ -121,4 +123,69 @@ func Run(ctx context.Context, client kubernetes.Interface, cfg Config, lead func
 		return leadErr
 	}
 	return errors.Join(ErrLeadershipLost, leadErr)
+}
+
+// renewals is the Lease lock, noting when each write of ours that holds the Lease was
+// sent. The fence counts the renew deadline from there: client-go cancels the leader's
+// context only after its renew loop gave up and, with ReleaseOnCancel, after it also
+// tried to release the Lease, which against an API server it cannot reach takes up to
+// another renew deadline, while a follower may take over a lease duration after the
+// last renewal.
+type renewals struct {
+	resourcelock.Interface
+
+	mu   gosync.Mutex
+	last time.Time // when the last renewal that succeeded was sent
+}
+
+func (r *renewals) Create(ctx context.Context, record resourcelock.LeaderElectionRecord) error {
+	return r.note(record, func() error { return r.Interface.Create(ctx, record) })
+}
+
+func (r *renewals) Update(ctx context.Context, record resourcelock.LeaderElectionRecord) error {
+	return r.note(record, func() error { return r.Interface.Update(ctx, record) })
+}
+
+func (r *renewals) note(record resourcelock.LeaderElectionRecord, write func() error) error {
+	sent := time.Now()
+	if err := write(); err != nil {
+		return err
+	}
+	if record.HolderIdentity != r.Identity() {
+		return nil // a release
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if sent.After(r.last) {
+		r.last = sent
+	}
+	return nil
+}
+
+func (r *renewals) lastRenewal() time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.last
+}
+
+// fence stops the writers (cancel) once deadline has passed since the last renewal
+// was sent: a follower takes over no sooner than the lease duration after it saw that
+// renewal, and Config.Validate keeps the lease duration above the deadline.
+func fence(ctx context.Context, logger klog.Logger, cancel context.CancelFunc, lock *renewals, deadline time.Duration) {
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		}
+		left := time.Until(lock.lastRenewal().Add(deadline))
+		if left <= 0 {
+			logger.Info("Lease not renewed within the renew deadline; stopping the writers", "renewDeadline", deadline)
+			cancel()
+			return
+		}
+		timer.Reset(left)
+	}
 }

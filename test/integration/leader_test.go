@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"strings"
 	gosync "sync"
@@ -48,7 +49,9 @@ func (t replicaTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		t.r.writes.add()
 	}
 	if t.r.partitioned.Load() {
-		return nil, errors.New("test: replica cut off from the API server")
+		// What a dropped connection gives: client-go retries reads on it until their
+		// deadline, so a leader's attempt to release the Lease takes that long.
+		return nil, io.ErrUnexpectedEOF
 	}
 	return t.next.RoundTrip(req)
 }
@@ -120,7 +123,9 @@ func TestLeaderElectionFencesTheOldLeader(t *testing.T) {
 	e := exampleSet{}
 	createObject(t, e.httpRoute(ns, "r", gatewayv1.ParentReference{Name: "gw"}, "", nil))
 
-	lease := leader.Config{Namespace: ns, Name: "consul-gateway-controller", LeaseDuration: 4 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond}
+	// The lease duration is below renew deadline + release timeout, so a leader that
+	// stops its writers only when client-go's renew loop returns overlaps the next one.
+	lease := leader.Config{Namespace: ns, Name: "consul-gateway-controller", LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 200 * time.Millisecond}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	a := startReplica(ctx, t, "a", controllerName, lease)
@@ -164,7 +169,16 @@ func TestLeaderElectionFencesTheOldLeader(t *testing.T) {
 		t.Fatal("the cut-off leader did not give up within 15s")
 	}
 	eventually(t, 20*time.Second, "replica b takes the Lease", func() (bool, error) { return holder() == "b", nil })
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	l, err := env.KubeClient.CoordinationV1().Leases(ns).Get(t.Context(), lease.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Both times are this machine's clock: b wrote acquireTime, a's lead func noted its end.
+	if acquired := l.Spec.AcquireTime.Time; !a.stoppedAt().Before(acquired) {
+		t.Errorf("the old leader's writers stopped at %s, after the new leader acquired the Lease at %s",
+			a.stoppedAt().Format(time.StampMicro), acquired.Format(time.StampMicro))
+	}
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		r, err := env.GatewayClient.GatewayV1().HTTPRoutes(ns).Get(t.Context(), "r", metav1.GetOptions{})
 		if err != nil {
 			return err
