@@ -1,0 +1,334 @@
+package sync
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/cache"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/fuzzgen"
+)
+
+// fuzzSeeds are inputs every target starts from: nothing, and bytes that reach
+// several listeners, rules and parents.
+func fuzzSeeds(f *testing.F) {
+	f.Add([]byte{}, "", "")
+	f.Add([]byte{3, 0, 1, 1, 2, 1, 3, 2, 0, 4, 1, 0, 2, 2, 1, 3, 0, 1, 1, 2, 0, 3, 1, 1, 0, 2, 2, 0, 1, 3, 2, 1, 0}, "a.example.com", "/a")
+	f.Add([]byte("\x03\x00\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f\x10"), "*.example.com", "/a/b")
+	f.Add([]byte("wildcard hostnames, dropped rules and listeners on one port"), "x.badexample.com", "/")
+}
+
+// fuzzListeners are listeners named from names, each name once (the CRD's listMapKey).
+func fuzzListeners(in *fuzzgen.Input, names []gatewayv1.SectionName) []gatewayv1.Listener {
+	var out []gatewayv1.Listener
+	for _, l := range in.Listeners(names, gatewayv1.SecretObjectReference{Namespace: ptrTo(gatewayv1.Namespace("infra")), Name: "tls"}) {
+		if !slices.ContainsFunc(out, func(o gatewayv1.Listener) bool { return o.Name == l.Name }) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// fuzzRoute is an HTTPRoute apps/r with one or two parentRefs to infra/gw: the whole
+// Gateway, a listener of it, one it does not have, or a port.
+func fuzzRoute(in *fuzzgen.Input) *gatewayv1.HTTPRoute {
+	r := httpRoute("apps", "r", nil)
+	r.Spec.Hostnames = in.RouteHostnames()
+	r.Spec.Rules = in.HTTPRules()
+	for range 1 + in.Intn(2) {
+		ref := parentRef("infra", "gw", fuzzgen.Pick(in, []string{"", "l0", "l1", "l2", "nope"}))
+		if in.Intn(8) == 0 {
+			ref.Port = ptrTo(fuzzgen.Pick(in, []gatewayv1.PortNumber{80, 443}))
+		}
+		if !slices.ContainsFunc(r.Spec.ParentRefs, func(p gatewayv1.ParentReference) bool { return cmp.Equal(p, ref) }) {
+			r.Spec.ParentRefs = append(r.Spec.ParentRefs, ref)
+		}
+	}
+	return r
+}
+
+// routeObjects are the objects around a fuzzed route: namespaces, Services web and api
+// in apps and web in other (which a ReferenceGrant may open), the certificate Secret,
+// and Gateway infra/gw with fuzzed listeners.
+func routeObjects(in *fuzzgen.Input, secret *corev1.Secret) ([]runtime.Object, *gatewayv1.Gateway) {
+	gw := gateway("infra", "gw", fuzzListeners(in, []gatewayv1.SectionName{"l0", "l1", "l2"})...)
+	objs := []runtime.Object{
+		ourClass(), namespace("apps", nil), namespace("infra", nil), namespace("other", nil),
+		service("apps", "web", 8080), service("apps", "api", 8080), service("other", "web", 8080), secret, gw,
+	}
+	if in.Bool() {
+		objs = append(objs, refGrant("other", "routes", []gatewayv1.ReferenceGrantFrom{{Group: gatewayv1.GroupName, Kind: "HTTPRoute", Namespace: "apps"}},
+			[]gatewayv1.ReferenceGrantTo{{Group: "", Kind: "Service"}}))
+	}
+	return objs, gw
+}
+
+// FuzzRouteStatus decides the status of HTTPRoutes built from the fuzzer's input and
+// checks: no panic or error; every rule the decision drops is named in the status of
+// every parent that accepts the route, and only those (checkDroppedRulesReported);
+// the route is served only where its status accepts it, on listeners whose hostname
+// overlaps the route's (checkAttachments); the unresolved backendRefs are what
+// ResolvedRefs says; the Gateway counts the route on every listener it is served
+// on; and the same objects in another order give the same status and decision.
+func FuzzRouteStatus(f *testing.F) {
+	fuzzSeeds(f)
+	secret := tlsSecret(f, "infra", "tls")
+	now := metav1.Now()
+	f.Fuzz(func(t *testing.T, data []byte, host, path string) {
+		in := fuzzgen.New(data, host, path)
+		objs, gw := routeObjects(in, secret)
+		route := fuzzRoute(in)
+		parents, decision := routeStatusOf(t, append(objs, route), route, now)
+		checkDroppedRulesReported(t, route, parents, decision)
+		checkAttachments(t, gw, route, parents, decision)
+		checkUnresolvedReported(t, route, parents, decision)
+		checkAttachedRoutesCounted(t, append(objs, route), decision, now)
+		reversed := slices.Clone(append(objs, route))
+		slices.Reverse(reversed)
+		again, againDecision := routeStatusOf(t, reversed, route, now)
+		if diff := cmp.Diff(parents, again); diff != "" {
+			t.Errorf("status differs with the objects in another order:\n%s", diff)
+		}
+		if diff := cmp.Diff(decision, againDecision); diff != "" {
+			t.Errorf("decision differs with the objects in another order:\n%s", diff)
+		}
+	})
+}
+
+func routeStatusOf(t *testing.T, objs []runtime.Object, route *gatewayv1.HTTPRoute, now metav1.Time) ([]gatewayv1.RouteParentStatus, RouteDecision) {
+	t.Helper()
+	d := newTestDecider(t, objs...)
+	view, rules, err := d.viewRoute(route)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parents, decision, err := d.routeParentStatuses(view, rules, nil, route.Generation, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return parents, decision
+}
+
+// ruleIndexes are the "rule N:" a status message names.
+var ruleIndexes = regexp.MustCompile(`rule (\d+): `)
+
+func namedRules(msg string) []int {
+	var out []int
+	for _, m := range ruleIndexes.FindAllStringSubmatch(msg, -1) {
+		i, _ := strconv.Atoi(m[1])
+		if !slices.Contains(out, i) {
+			out = append(out, i)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// checkDroppedRulesReported: the dropped rules are indexes of rules, in order; every
+// parent that accepts the route names exactly them in PartiallyInvalid ("Dropped
+// Rule(s)..."), and a route none of whose rules can be programmed is accepted nowhere,
+// with each rule named, and served nowhere.
+func checkDroppedRulesReported(t *testing.T, route *gatewayv1.HTTPRoute, parents []gatewayv1.RouteParentStatus, decision RouteDecision) {
+	t.Helper()
+	n := len(route.Spec.Rules)
+	if !slices.IsSorted(decision.DroppedRules) || slices.ContainsFunc(decision.DroppedRules, func(i int) bool { return i < 0 || i >= n }) {
+		t.Fatalf("dropped rules %v of %d rules", decision.DroppedRules, n)
+	}
+	allDropped := n > 0 && len(decision.DroppedRules) == n
+	if allDropped && len(decision.Attachments) > 0 {
+		t.Errorf("every rule dropped, yet served on %v", decision.Attachments)
+	}
+	for _, p := range parents {
+		accepted := meta.FindStatusCondition(p.Conditions, string(gatewayv1.RouteConditionAccepted))
+		partial := meta.FindStatusCondition(p.Conditions, string(gatewayv1.RouteConditionPartiallyInvalid))
+		switch {
+		case accepted.Status == metav1.ConditionTrue && len(decision.DroppedRules) == 0:
+			if partial != nil {
+				t.Errorf("parent %s: PartiallyInvalid %q without a dropped rule", p.ParentRef.Name, partial.Message)
+			}
+		case accepted.Status == metav1.ConditionTrue:
+			if partial == nil || partial.Status != metav1.ConditionTrue || !strings.HasPrefix(partial.Message, "Dropped Rule") ||
+				!slices.Equal(namedRules(partial.Message), decision.DroppedRules) {
+				t.Errorf("parent %s: dropped rules %v, PartiallyInvalid %+v", p.ParentRef.Name, decision.DroppedRules, partial)
+			}
+		case allDropped && accepted.Reason == string(gatewayv1.RouteReasonUnsupportedValue):
+			if !slices.Equal(namedRules(accepted.Message), decision.DroppedRules) {
+				t.Errorf("parent %s: dropped rules %v, Accepted %q", p.ParentRef.Name, decision.DroppedRules, accepted.Message)
+			}
+		}
+	}
+}
+
+// checkAttachments: the route is served only through a parentRef that accepts it,
+// on existing HTTP or HTTPS listeners of the Gateway that the parentRef names, whose
+// hostname overlaps one of the route's.
+func checkAttachments(t *testing.T, gw *gatewayv1.Gateway, route *gatewayv1.HTTPRoute, parents []gatewayv1.RouteParentStatus, decision RouteDecision) {
+	t.Helper()
+	for _, a := range decision.Attachments {
+		if a.Gateway != cache.MetaObjectToName(gw) || len(a.Listeners) == 0 {
+			t.Errorf("attachment %+v", a)
+			continue
+		}
+		for _, name := range a.Listeners {
+			i := slices.IndexFunc(gw.Spec.Listeners, func(l gatewayv1.Listener) bool { return l.Name == name })
+			if i < 0 {
+				t.Errorf("served on listener %s, which the Gateway does not have", name)
+				continue
+			}
+			checkListenerGranted(t, gw.Spec.Listeners[i], route, parents)
+		}
+	}
+}
+
+func checkListenerGranted(t *testing.T, l gatewayv1.Listener, route *gatewayv1.HTTPRoute, parents []gatewayv1.RouteParentStatus) {
+	t.Helper()
+	if l.Protocol != gatewayv1.HTTPProtocolType && l.Protocol != gatewayv1.HTTPSProtocolType {
+		t.Errorf("HTTPRoute served on %s listener %s", l.Protocol, l.Name)
+	}
+	if len(route.Spec.Hostnames) > 0 && !slices.ContainsFunc(route.Spec.Hostnames, func(h gatewayv1.Hostname) bool { return hostnamesOverlap(l.Hostname, h) }) {
+		t.Errorf("served on listener %s (hostname %v), which none of %v overlaps", l.Name, ptrString(l.Hostname), route.Spec.Hostnames)
+	}
+	if !slices.ContainsFunc(parents, func(p gatewayv1.RouteParentStatus) bool {
+		return meta.IsStatusConditionTrue(p.Conditions, string(gatewayv1.RouteConditionAccepted)) &&
+			(p.ParentRef.SectionName == nil || *p.ParentRef.SectionName == l.Name) && (p.ParentRef.Port == nil || *p.ParentRef.Port == l.Port)
+	}) {
+		t.Errorf("served on listener %s, which no parentRef that accepts the route names", l.Name)
+	}
+}
+
+// hostnamesOverlap is the Gateway API rule, written out again independently of the
+// code under test: no listener hostname overlaps all, a wildcard stands for one or
+// more labels.
+func hostnamesOverlap(listener *gatewayv1.Hostname, route gatewayv1.Hostname) bool {
+	if listener == nil {
+		return true
+	}
+	covers := func(pattern, host string) bool {
+		suffix, wildcard := strings.CutPrefix(pattern, "*")
+		return pattern == host || wildcard && strings.HasSuffix(host, suffix) && len(host) > len(suffix)
+	}
+	return covers(string(*listener), string(route)) || covers(string(route), string(*listener))
+}
+
+func ptrString[T ~string](p *T) string {
+	if p == nil {
+		return "<none>"
+	}
+	return string(*p)
+}
+
+// checkUnresolvedReported: the unresolved backendRefs exist, and ResolvedRefs is False
+// exactly when there are some.
+func checkUnresolvedReported(t *testing.T, route *gatewayv1.HTTPRoute, parents []gatewayv1.RouteParentStatus, decision RouteDecision) {
+	t.Helper()
+	for _, b := range decision.UnresolvedBackends {
+		if b.Rule >= len(route.Spec.Rules) || b.Ref >= len(route.Spec.Rules[b.Rule].BackendRefs) {
+			t.Errorf("unresolved backendRef %+v does not exist", b)
+		}
+	}
+	for _, p := range parents {
+		resolved := meta.IsStatusConditionTrue(p.Conditions, string(gatewayv1.RouteConditionResolvedRefs))
+		if resolved != (len(decision.UnresolvedBackends) == 0) {
+			t.Errorf("parent %s: ResolvedRefs %v, unresolved %v", p.ParentRef.Name, resolved, decision.UnresolvedBackends)
+		}
+	}
+}
+
+// checkAttachedRoutesCounted: the Gateway's status counts the route on each listener
+// it is served on.
+func checkAttachedRoutesCounted(t *testing.T, objs []runtime.Object, decision RouteDecision, now metav1.Time) {
+	t.Helper()
+	if len(decision.Attachments) == 0 {
+		return
+	}
+	d := newTestDecider(t, objs...)
+	gw, err := d.gateways.Gateways("infra").Get("gw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	status, err := d.gatewayStatus(gw, ourClass(), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range decision.Attachments[0].Listeners {
+		i := slices.IndexFunc(status.Listeners, func(l gatewayv1.ListenerStatus) bool { return l.Name == name })
+		if i < 0 || status.Listeners[i].AttachedRoutes < 1 {
+			t.Errorf("served on listener %s, which does not count the route: %+v", name, status.Listeners)
+		}
+	}
+}
+
+// FuzzListeners judges a Gateway's listeners and those of ListenerSets merged into it,
+// built from the fuzzer's input (names with dots, shared ports, every protocol), and
+// checks what Consul needs of the listeners the status lets through: no panic or
+// error, distinct names in the api-gateway entry, and one protocol and hostname per
+// port (Consul merges listeners on a port only then).
+func FuzzListeners(f *testing.F) {
+	fuzzSeeds(f)
+	secret := tlsSecret(f, "infra", "tls")
+	f.Fuzz(func(t *testing.T, data []byte, host, path string) {
+		in := fuzzgen.New(data, host, path)
+		gw := allowListeners(gateway("infra", "gw", fuzzListeners(in, []gatewayv1.SectionName{"l0", "l1", "apps.s.l0", "apps.s.l0.x"})...), gatewayv1.NamespacesFromAll, nil)
+		objs := []runtime.Object{ourClass(), namespace("apps", nil), namespace("infra", nil), secret, gw}
+		for i := range in.Intn(3) {
+			set := listenerSet("apps", fuzzgen.Pick(in, []string{"s", "s.l0", "t"}), i, fuzzListeners(in, []gatewayv1.SectionName{"l0", "l1", "x", "l0.x"})...)
+			if !slices.ContainsFunc(objs, func(o runtime.Object) bool { s, ok := o.(*gatewayv1.ListenerSet); return ok && s.Name == set.Name }) {
+				objs = append(objs, set)
+			}
+		}
+		d := newTestDecider(t, objs...)
+		v, err := d.evaluateGateway(gw, ourClass())
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkProgrammableListeners(t, v)
+		if _, err := d.gatewayStatus(gw, ourClass(), metav1.Now()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// checkProgrammableListeners checks the listeners of v that the status says can be
+// programmed, the Gateway's own and its ListenerSets'.
+func checkProgrammableListeners(t *testing.T, v gatewayVerdict) {
+	t.Helper()
+	all := slices.Clone(v.listeners)
+	for _, s := range v.sets {
+		all = append(all, s.listeners...)
+	}
+	byName := map[gatewayv1.SectionName]string{}
+	byPort := map[gatewayv1.PortNumber]string{}
+	for _, st := range all {
+		if !st.programmable() {
+			continue
+		}
+		who := fmt.Sprintf("%s %s/%s listener %s", st.owner.kind, st.owner.namespace, st.owner.name, st.listener.Name)
+		if other, ok := byName[st.entryName]; ok {
+			t.Errorf("%s and %s are both named %s in Consul", other, who, st.entryName)
+		}
+		byName[st.entryName] = who
+		kind := fmt.Sprintf("%s %s", consulProtocol(st.listener.Protocol), hostnameOf(st.listener))
+		if other, ok := byPort[st.listener.Port]; ok && other != kind {
+			t.Errorf("%s: port %d has listeners %q and %q, which Consul cannot merge", who, st.listener.Port, other, kind)
+		}
+		byPort[st.listener.Port] = kind
+	}
+}
+
+// consulProtocol is the protocol of a listener in Consul: HTTPS is http with TLS.
+func consulProtocol(p gatewayv1.ProtocolType) string {
+	if p == gatewayv1.HTTPSProtocolType {
+		return string(gatewayv1.HTTPProtocolType)
+	}
+	return string(p)
+}
