@@ -26,6 +26,9 @@ func fuzzSeeds(f *testing.F) {
 	f.Add([]byte{3, 0, 1, 1, 2, 1, 3, 2, 0, 4, 1, 0, 2, 2, 1, 3, 0, 1, 1, 2, 0, 3, 1, 1, 0, 2, 2, 0, 1, 3, 2, 1, 0}, "a.example.com", "/a")
 	f.Add([]byte("\x03\x00\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f\x10"), "*.example.com", "/a/b")
 	f.Add([]byte("wildcard hostnames, dropped rules and listeners on one port"), "x.badexample.com", "/")
+	for _, seed := range fuzzgen.Seeds(64) {
+		f.Add(seed, "", "")
+	}
 }
 
 // fuzzListeners are listeners named from names, each name once (the CRD's listMapKey).

@@ -9,6 +9,7 @@
 package fuzzgen
 
 import (
+	"math/rand/v2"
 	"regexp"
 	"strconv"
 	"strings"
@@ -37,6 +38,23 @@ func New(data []byte, host, path string) *Input {
 		in.path = path
 	}
 	return in
+}
+
+// Seeds are count inputs of random bytes, the same every time: the fuzzer mutates its
+// seeds, and from a few short ones it takes long to reach inputs with several
+// listeners, parents and rules that overlap (a ListenerSet listener named like
+// another, a route on two listeners whose hostnames Consul confuses), which random
+// bytes reach within a few hundred inputs.
+func Seeds(count int) [][]byte {
+	r := rand.New(rand.NewPCG(14, 4))
+	out := make([][]byte, count)
+	for i := range out {
+		out[i] = make([]byte, 32+r.IntN(96))
+		for j := range out[i] {
+			out[i][j] = byte(r.Uint32())
+		}
+	}
+	return out
 }
 
 // Byte is the next byte, 0 once they run out.
