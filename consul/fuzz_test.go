@@ -2,6 +2,7 @@ package consul
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -490,5 +491,64 @@ func checkNamesOfObject(t *testing.T, n Naming, o kubeObject) {
 	}
 	if len(validation.IsDNS1035Label(o.name)) == 0 && n.ServiceName(o.name) == n.BlackholeService() {
 		t.Errorf("prefix %q: Service %v is named like the blackhole", n.Prefix, o)
+	}
+}
+
+// FuzzTranslator checks the Translator's memory: after one snapshot it translates a
+// second exactly as Translate does, where the second keeps some of the first's
+// objects (the same objects, which the memory reuses), replaces some with other
+// versions, pairs a kept route with another decision, adds and removes others.
+func FuzzTranslator(f *testing.F) {
+	f.Add([]byte{}, []byte{}, []byte{})
+	seeds := fuzzgen.Seeds(24)
+	for i := 0; i+2 < len(seeds); i += 3 {
+		f.Add(seeds[i], seeds[i+1], seeds[i+2])
+	}
+	f.Fuzz(func(t *testing.T, before, after, mix []byte) {
+		first := newFuzzCase(fuzzgen.New(before, "", ""))
+		second := newFuzzCase(fuzzgen.New(after, "", ""))
+		s := mixedSnapshot(snapshotOf(first.objects...), snapshotOf(second.objects...), fuzzgen.New(mix, "", ""))
+		tr := NewTranslator(first.naming, testOwnership, first.opts)
+		tr.Translate(snapshotOf(first.objects...))
+		want := Translate(s, first.naming, testOwnership, first.opts)
+		if diff := gocmp.Diff(want, tr.Translate(s)); diff != "" {
+			t.Errorf("Translator after another snapshot differs from Translate (-Translate +Translator):\n%s", diff)
+		}
+	})
+}
+
+// mixedSnapshot holds, for each object of a or b, a's version, b's or none, as in
+// chooses; a route kept from a may get b's decision.
+func mixedSnapshot(a, b Snapshot, in *fuzzgen.Input) Snapshot {
+	s := emptySnapshot()
+	mixInto(s.Gateways, a.Gateways, b.Gateways, in)
+	mixInto(s.ListenerSets, a.ListenerSets, b.ListenerSets, in)
+	mixInto(s.Secrets, a.Secrets, b.Secrets, in)
+	mixInto(s.Services, a.Services, b.Services, in)
+	for _, rt := range routeTranslations {
+		routes := s.Routes[rt.kind]
+		mixInto(routes, a.Routes[rt.kind], b.Routes[rt.kind], in)
+		for _, key := range sortedKeys(routes) {
+			if other, ok := b.Routes[rt.kind][key]; ok && routes[key].Route == a.Routes[rt.kind][key].Route && in.Bool() {
+				routes[key] = ConfirmedRoute{Route: routes[key].Route, Decision: other.Decision}
+			}
+		}
+	}
+	return s
+}
+
+// mixInto puts into dst, per key of a or b in order, a's value, b's or none.
+func mixInto[V any](dst, a, b map[cache.ObjectName]V, in *fuzzgen.Input) {
+	union := maps.Clone(a)
+	maps.Copy(union, b)
+	for _, key := range sortedKeys(union) {
+		av, inA := a[key]
+		bv, inB := b[key]
+		switch choice := in.Intn(3); {
+		case choice == 0 && inA:
+			dst[key] = av
+		case choice == 1 && inB:
+			dst[key] = bv
+		}
 	}
 }
