@@ -81,7 +81,7 @@ test-unit: ## unit tests (no servers)
 # The fuzz targets, as package:Target. make test-unit runs their seed corpora (f.Add and
 # testdata/fuzz); make fuzz fuzzes each in turn for FUZZTIME. FUZZ_FLAGS='-parallel=1'
 # keeps it to one core.
-FUZZ_TARGETS := ./sync:FuzzRouteStatus ./sync:FuzzListeners \
+FUZZ_TARGETS := ./sync:FuzzRouteStatus ./sync:FuzzListeners ./sync:FuzzHostnameIntersection \
   ./consul:FuzzTranslate ./consul:FuzzTranslator ./consul:FuzzRouteHostnames ./consul:FuzzEntryNames
 FUZZTIME ?= 30s
 FUZZ_FLAGS ?=

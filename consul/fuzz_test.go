@@ -160,8 +160,11 @@ func FuzzTranslate(f *testing.F) {
 		checkEntryNamesLeadBack(t, c.naming, d)
 		s := snapshotOf(c.objects...)
 		for _, e := range d.Entries {
-			if route, ok := e.(*consulapi.HTTPRouteConfigEntry); ok {
-				checkServedAsDecided(t, s, c.naming, d, route)
+			switch e := e.(type) {
+			case *consulapi.HTTPRouteConfigEntry:
+				checkServedAsDecided(t, s, c.naming, d, e)
+			case *consulapi.TCPRouteConfigEntry:
+				checkTCPServedAsDecided(t, s, c.naming, e)
 			}
 		}
 	})
@@ -231,13 +234,7 @@ func checkServedAsDecided(t *testing.T, s Snapshot, n Naming, d Desired, e *cons
 
 func checkParentGranted(t *testing.T, n Naming, d Desired, e *consulapi.HTTPRouteConfigEntry, route *gatewayv1.HTTPRoute, decision gwsync.RouteDecision, p consulapi.ResourceReference) {
 	t.Helper()
-	ns, name, _ := n.SplitEntryName(p.Name)
-	gw := cache.ObjectName{Namespace: ns, Name: name}
-	if !slices.ContainsFunc(decision.Attachments, func(a gwsync.Attachment) bool {
-		return a.Gateway == gw && slices.Contains(a.Listeners, gatewayv1.SectionName(p.SectionName))
-	}) {
-		t.Errorf("%s: bound to %s/%s, which the decision %+v does not attach it to", e.Name, gw, p.SectionName, decision.Attachments)
-	}
+	checkParentAttached(t, n, e.Name, decision, p)
 	entry, _ := d.Entries[EntryKey{Kind: consulapi.APIGateway, Name: p.Name, Namespace: p.Namespace, Partition: p.Partition}].(*consulapi.APIGatewayConfigEntry)
 	if entry == nil {
 		return // checkConsul115Validation reports it
@@ -252,6 +249,33 @@ func checkParentGranted(t *testing.T, n Naming, d Desired, e *consulapi.HTTPRout
 			t.Errorf("%s: serves %q on listener %s (hostname %q), which route hostnames %v do not grant (entry hostnames %v)",
 				e.Name, h, p.SectionName, listener, route.Spec.Hostnames, e.Hostnames)
 		}
+	}
+}
+
+// checkParentAttached: a route entry's parent is a listener the decision attaches the
+// route to.
+func checkParentAttached(t *testing.T, n Naming, entry string, decision gwsync.RouteDecision, p consulapi.ResourceReference) {
+	t.Helper()
+	ns, name, _ := n.SplitEntryName(p.Name)
+	gw := cache.ObjectName{Namespace: ns, Name: name}
+	if !slices.ContainsFunc(decision.Attachments, func(a gwsync.Attachment) bool {
+		return a.Gateway == gw && slices.Contains(a.Listeners, gatewayv1.SectionName(p.SectionName))
+	}) {
+		t.Errorf("%s: bound to %s/%s, which the decision %+v does not attach it to", entry, gw, p.SectionName, decision.Attachments)
+	}
+}
+
+// checkTCPServedAsDecided: a tcp-route entry is bound only to attached listeners, and
+// is not written for a route whose one rule the decision dropped.
+func checkTCPServedAsDecided(t *testing.T, s Snapshot, n Naming, e *consulapi.TCPRouteConfigEntry) {
+	t.Helper()
+	owner := OwnerOf(e.Meta)
+	c := s.Routes["TCPRoute"][cache.ObjectName{Namespace: owner.Namespace, Name: owner.Name}]
+	for _, p := range e.Parents {
+		checkParentAttached(t, n, e.Name, c.Decision, p)
+	}
+	if route, _ := c.Route.(*gatewayv1.TCPRoute); len(route.Spec.Rules) == 1 && slices.Contains(c.Decision.DroppedRules, 0) {
+		t.Errorf("%s: written, though its one rule is dropped", e.Name)
 	}
 }
 

@@ -335,3 +335,55 @@ func consulProtocol(p gatewayv1.ProtocolType) string {
 	}
 	return string(p)
 }
+
+// hostnamePattern is the CRD's pattern for listener and route hostnames.
+var hostnamePattern = regexp.MustCompile(`^(\*\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+
+// FuzzHostnameIntersection checks the Gateway API hostname rule on hostnames the CRD
+// admits: a listener and a route hostname overlap exactly when hostnamesOverlap
+// (written independently) says so; the result is one of the two and covered by both;
+// with both set, the order does not matter; and no two different hostnames are each
+// a wildcard match of the other.
+func FuzzHostnameIntersection(f *testing.F) {
+	for _, pair := range [][2]string{
+		{"", "a.example.com"}, {"*.example.com", "example.com"}, {"*.example.com", "*.a.example.com"},
+		{"*.example.com", "x.badexample.com"}, {"a.example.com", "*.example.com"}, {"*.com", "*.example.com"},
+	} {
+		f.Add(pair[0], pair[1])
+	}
+	f.Fuzz(func(t *testing.T, listener, route string) {
+		if (listener != "" && !hostnamePattern.MatchString(listener)) || !hostnamePattern.MatchString(route) {
+			t.Skip("not a hostname the CRD admits")
+		}
+		l, r := gatewayv1.Hostname(listener), gatewayv1.Hostname(route)
+		var lp *gatewayv1.Hostname
+		if listener != "" {
+			lp = &l
+		}
+		got, ok := HostnameIntersection(l, r)
+		if ok != hostnamesOverlap(lp, r) {
+			t.Fatalf("HostnameIntersection(%q, %q) = %q, %v; overlap is %v", l, r, got, ok, !ok)
+		}
+		if ok && (got != r && got != l || !hostnameCovers(l, got) || !hostnameCovers(r, got)) {
+			t.Errorf("HostnameIntersection(%q, %q) = %q, not the narrower of the two", l, r, got)
+		}
+		if listener != "" {
+			if back, backOK := HostnameIntersection(r, l); back != got || backOK != ok {
+				t.Errorf("HostnameIntersection(%q, %q) = %q, %v, but the other way %q, %v", l, r, got, ok, back, backOK)
+			}
+		}
+		if l != r && WildcardMatches(l, r) && WildcardMatches(r, l) {
+			t.Errorf("%q and %q match each other", l, r)
+		}
+	})
+}
+
+// hostnameCovers reports whether every host that host stands for, pattern stands for
+// too; an empty pattern stands for all.
+func hostnameCovers(pattern, host gatewayv1.Hostname) bool {
+	if pattern == "" || pattern == host {
+		return true
+	}
+	suffix, wildcard := strings.CutPrefix(string(pattern), "*")
+	return wildcard && strings.HasSuffix(string(host), suffix) && len(host) > len(suffix)
+}
