@@ -17,6 +17,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/fuzzgen"
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 )
 
 // fuzzSeeds are inputs every target starts from: nothing, and bytes that reach
@@ -42,14 +43,18 @@ func fuzzListeners(in *fuzzgen.Input, names []gatewayv1.SectionName) []gatewayv1
 	return out
 }
 
-// fuzzRoute is an HTTPRoute apps/r with one or two parentRefs to infra/gw: the whole
-// Gateway, a listener of it, one it does not have, or a port.
-func fuzzRoute(in *fuzzgen.Input) *gatewayv1.HTTPRoute {
+// fuzzRoute is an HTTPRoute apps/r with one or two parentRefs to infra/gw or to
+// ListenerSet apps/s: the whole parent, one of its listeners, one it does not have,
+// or a port.
+func fuzzRoute(in *fuzzgen.Input, gw *gatewayv1.Gateway, set *gatewayv1.ListenerSet) *gatewayv1.HTTPRoute {
 	r := httpRoute("apps", "r", nil)
 	r.Spec.Hostnames = in.RouteHostnames()
 	r.Spec.Rules = in.HTTPRules()
 	for range 1 + in.Intn(2) {
-		ref := parentRef("infra", "gw", fuzzgen.Pick(in, []string{"", "l0", "l1", "l2", "nope"}))
+		ref := parentRef("infra", "gw", sectionOf(in, gw.Spec.Listeners))
+		if set != nil && in.Intn(3) == 0 {
+			ref = listenerSetRef("apps", "s", sectionOf(in, listenerEntries(set)))
+		}
 		if in.Intn(8) == 0 {
 			ref.Port = ptrTo(fuzzgen.Pick(in, []gatewayv1.PortNumber{80, 443}))
 		}
@@ -60,11 +65,23 @@ func fuzzRoute(in *fuzzgen.Input) *gatewayv1.HTTPRoute {
 	return r
 }
 
+// sectionOf is the name of one of listeners, "" (all of them) or one none has.
+func sectionOf(in *fuzzgen.Input, listeners []gatewayv1.Listener) string {
+	switch i := in.Intn(len(listeners) + 2); i {
+	case len(listeners):
+		return ""
+	case len(listeners) + 1:
+		return "nope"
+	default:
+		return string(listeners[i].Name)
+	}
+}
+
 // routeObjects are the objects around a fuzzed route: namespaces, Services web and api
 // in apps and web in other (which a ReferenceGrant may open), the certificate Secret,
-// and Gateway infra/gw with fuzzed listeners.
-func routeObjects(in *fuzzgen.Input, secret *corev1.Secret) ([]runtime.Object, *gatewayv1.Gateway) {
-	gw := gateway("infra", "gw", fuzzListeners(in, []gatewayv1.SectionName{"l0", "l1", "l2"})...)
+// Gateway infra/gw with fuzzed listeners and perhaps ListenerSet apps/s of it.
+func routeObjects(in *fuzzgen.Input, secret *corev1.Secret) ([]runtime.Object, *gatewayv1.Gateway, *gatewayv1.ListenerSet) {
+	gw := allowListeners(gateway("infra", "gw", fuzzListeners(in, []gatewayv1.SectionName{"l0", "l1", "l2"})...), gatewayv1.NamespacesFromAll, nil)
 	objs := []runtime.Object{
 		ourClass(), namespace("apps", nil), namespace("infra", nil), namespace("other", nil),
 		service("apps", "web", 8080), service("apps", "api", 8080), service("other", "web", 8080), secret, gw,
@@ -73,29 +90,66 @@ func routeObjects(in *fuzzgen.Input, secret *corev1.Secret) ([]runtime.Object, *
 		objs = append(objs, refGrant("other", "routes", []gatewayv1.ReferenceGrantFrom{{Group: gatewayv1.GroupName, Kind: "HTTPRoute", Namespace: "apps"}},
 			[]gatewayv1.ReferenceGrantTo{{Group: "", Kind: "Service"}}))
 	}
-	return objs, gw
+	var set *gatewayv1.ListenerSet
+	if in.Bool() {
+		set = listenerSet("apps", "s", 1, fuzzListeners(in, []gatewayv1.SectionName{"l0", "x"})...)
+		objs = append(objs, set)
+	}
+	return objs, gw, set
+}
+
+// servable is a listener a route may be served on, under its name in Consul.
+type servable struct {
+	entry    gatewayv1.SectionName
+	listener gatewayv1.Listener
+	// namedBy reports whether a parentRef names the listener.
+	namedBy func(ref gatewayv1.ParentReference) bool
+}
+
+// servables are the listeners of gw and of set (nil for none).
+func servables(gw *gatewayv1.Gateway, set *gatewayv1.ListenerSet) []servable {
+	var out []servable
+	for _, l := range gw.Spec.Listeners {
+		out = append(out, servable{l.Name, l, func(ref gatewayv1.ParentReference) bool {
+			return !gatewayapi.IsListenerSet(ref) && refNamesListener(ref, l)
+		}})
+	}
+	if set == nil {
+		return out
+	}
+	for _, entry := range set.Spec.Listeners {
+		l := gatewayv1.Listener(entry)
+		out = append(out, servable{gatewayapi.ListenerSetListenerName(cache.MetaObjectToName(set), l.Name), l, func(ref gatewayv1.ParentReference) bool {
+			return gatewayapi.IsListenerSet(ref) && string(ref.Name) == set.Name && refNamesListener(ref, l)
+		}})
+	}
+	return out
+}
+
+func refNamesListener(ref gatewayv1.ParentReference, l gatewayv1.Listener) bool {
+	return (ref.SectionName == nil || *ref.SectionName == l.Name) && (ref.Port == nil || *ref.Port == l.Port)
 }
 
 // FuzzRouteStatus decides the status of HTTPRoutes built from the fuzzer's input and
 // checks: no panic or error; every rule the decision drops is named in the status of
 // every parent that accepts the route, and only those (checkDroppedRulesReported);
-// the route is served only where its status accepts it, on listeners whose hostname
-// overlaps the route's (checkAttachments); the unresolved backendRefs are what
-// ResolvedRefs says; the Gateway counts the route on every listener it is served
-// on; and the same objects in another order give the same status and decision.
+// the route is served only where its status accepts it, on listeners of the Gateway
+// or its ListenerSet whose hostname overlaps the route's (checkAttachments); the unresolved backendRefs are what
+// ResolvedRefs says; the Gateway or ListenerSet counts the route on every listener
+// it is served on; and the same objects in another order give the same status and decision.
 func FuzzRouteStatus(f *testing.F) {
 	fuzzSeeds(f)
 	secret := tlsSecret(f, "infra", "tls")
 	now := metav1.Now()
 	f.Fuzz(func(t *testing.T, data []byte, host, path string) {
 		in := fuzzgen.New(data, host, path)
-		objs, gw := routeObjects(in, secret)
-		route := fuzzRoute(in)
+		objs, gw, set := routeObjects(in, secret)
+		route := fuzzRoute(in, gw, set)
 		parents, decision := routeStatusOf(t, append(objs, route), route, now)
 		checkDroppedRulesReported(t, route, parents, decision)
-		checkAttachments(t, gw, route, parents, decision)
+		checkAttachments(t, servables(gw, set), route, parents, decision)
 		checkUnresolvedReported(t, route, parents, decision)
-		checkAttachedRoutesCounted(t, append(objs, route), decision, now)
+		checkAttachedRoutesCounted(t, append(objs, route), set, decision, now)
 		reversed := slices.Clone(append(objs, route))
 		slices.Reverse(reversed)
 		again, againDecision := routeStatusOf(t, reversed, route, now)
@@ -173,39 +227,39 @@ func checkDroppedRulesReported(t *testing.T, route *gatewayv1.HTTPRoute, parents
 }
 
 // checkAttachments: the route is served only through a parentRef that accepts it,
-// on existing HTTP or HTTPS listeners of the Gateway that the parentRef names, whose
-// hostname overlaps one of the route's.
-func checkAttachments(t *testing.T, gw *gatewayv1.Gateway, route *gatewayv1.HTTPRoute, parents []gatewayv1.RouteParentStatus, decision RouteDecision) {
+// on existing HTTP or HTTPS listeners of the Gateway or its ListenerSet that the
+// parentRef names, whose hostname overlaps one of the route's.
+func checkAttachments(t *testing.T, listeners []servable, route *gatewayv1.HTTPRoute, parents []gatewayv1.RouteParentStatus, decision RouteDecision) {
 	t.Helper()
 	for _, a := range decision.Attachments {
-		if a.Gateway != cache.MetaObjectToName(gw) || len(a.Listeners) == 0 {
+		if a.Gateway != (cache.ObjectName{Namespace: "infra", Name: "gw"}) || len(a.Listeners) == 0 {
 			t.Errorf("attachment %+v", a)
 			continue
 		}
 		for _, name := range a.Listeners {
-			i := slices.IndexFunc(gw.Spec.Listeners, func(l gatewayv1.Listener) bool { return l.Name == name })
+			i := slices.IndexFunc(listeners, func(l servable) bool { return l.entry == name })
 			if i < 0 {
-				t.Errorf("served on listener %s, which the Gateway does not have", name)
+				t.Errorf("served on listener %s, which neither the Gateway nor its ListenerSet has", name)
 				continue
 			}
-			checkListenerGranted(t, gw.Spec.Listeners[i], route, parents)
+			checkListenerGranted(t, listeners[i], route, parents)
 		}
 	}
 }
 
-func checkListenerGranted(t *testing.T, l gatewayv1.Listener, route *gatewayv1.HTTPRoute, parents []gatewayv1.RouteParentStatus) {
+func checkListenerGranted(t *testing.T, s servable, route *gatewayv1.HTTPRoute, parents []gatewayv1.RouteParentStatus) {
 	t.Helper()
+	l := s.listener
 	if l.Protocol != gatewayv1.HTTPProtocolType && l.Protocol != gatewayv1.HTTPSProtocolType {
-		t.Errorf("HTTPRoute served on %s listener %s", l.Protocol, l.Name)
+		t.Errorf("HTTPRoute served on %s listener %s", l.Protocol, s.entry)
 	}
 	if len(route.Spec.Hostnames) > 0 && !slices.ContainsFunc(route.Spec.Hostnames, func(h gatewayv1.Hostname) bool { return hostnamesOverlap(l.Hostname, h) }) {
-		t.Errorf("served on listener %s (hostname %v), which none of %v overlaps", l.Name, ptrString(l.Hostname), route.Spec.Hostnames)
+		t.Errorf("served on listener %s (hostname %v), which none of %v overlaps", s.entry, ptrString(l.Hostname), route.Spec.Hostnames)
 	}
 	if !slices.ContainsFunc(parents, func(p gatewayv1.RouteParentStatus) bool {
-		return meta.IsStatusConditionTrue(p.Conditions, string(gatewayv1.RouteConditionAccepted)) &&
-			(p.ParentRef.SectionName == nil || *p.ParentRef.SectionName == l.Name) && (p.ParentRef.Port == nil || *p.ParentRef.Port == l.Port)
+		return meta.IsStatusConditionTrue(p.Conditions, string(gatewayv1.RouteConditionAccepted)) && s.namedBy(p.ParentRef)
 	}) {
-		t.Errorf("served on listener %s, which no parentRef that accepts the route names", l.Name)
+		t.Errorf("served on listener %s, which no parentRef that accepts the route names", s.entry)
 	}
 }
 
@@ -247,9 +301,9 @@ func checkUnresolvedReported(t *testing.T, route *gatewayv1.HTTPRoute, parents [
 	}
 }
 
-// checkAttachedRoutesCounted: the Gateway's status counts the route on each listener
-// it is served on.
-func checkAttachedRoutesCounted(t *testing.T, objs []runtime.Object, decision RouteDecision, now metav1.Time) {
+// checkAttachedRoutesCounted: the status of the Gateway or of its ListenerSet counts
+// the route on each listener it is served on.
+func checkAttachedRoutesCounted(t *testing.T, objs []runtime.Object, set *gatewayv1.ListenerSet, decision RouteDecision, now metav1.Time) {
 	t.Helper()
 	if len(decision.Attachments) == 0 {
 		return
@@ -263,10 +317,24 @@ func checkAttachedRoutesCounted(t *testing.T, objs []runtime.Object, decision Ro
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range decision.Attachments[0].Listeners {
-		i := slices.IndexFunc(status.Listeners, func(l gatewayv1.ListenerStatus) bool { return l.Name == name })
-		if i < 0 || status.Listeners[i].AttachedRoutes < 1 {
-			t.Errorf("served on listener %s, which does not count the route: %+v", name, status.Listeners)
+	attached := map[gatewayv1.SectionName]int32{}
+	for _, l := range status.Listeners {
+		attached[l.Name] = l.AttachedRoutes
+	}
+	if set != nil {
+		setStatus, err := d.listenerSetStatus(set, gw, ourClass(), now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range setStatus.Listeners {
+			attached[gatewayapi.ListenerSetListenerName(cache.MetaObjectToName(set), l.Name)] = l.AttachedRoutes
+		}
+	}
+	for _, a := range decision.Attachments {
+		for _, name := range a.Listeners {
+			if attached[name] < 1 {
+				t.Errorf("served on listener %s, which does not count the route: %v", name, attached)
+			}
 		}
 	}
 }

@@ -175,7 +175,9 @@ func (in *Input) httpRule(index int) gatewayv1.HTTPRouteRule {
 	for range in.Intn(3) {
 		rule.Matches = append(rule.Matches, in.match(index))
 	}
-	for range in.Intn(3) {
+	// Most rules have no filter: one Consul cannot apply drops the rule, and a route
+	// whose rules are all dropped is served nowhere.
+	for range max(in.Intn(6)-3, 0) {
 		rule.Filters = append(rule.Filters, in.filter())
 	}
 	for range in.Intn(4) {
@@ -251,7 +253,7 @@ func (in *Input) backendRef() gatewayv1.HTTPBackendRef {
 	if in.Intn(8) == 0 {
 		ref.Kind = new(gatewayv1.Kind("Bucket"))
 	}
-	if in.Bool() {
+	if in.Intn(8) == 0 {
 		ref.Filters = []gatewayv1.HTTPRouteFilter{in.filter()}
 	}
 	return ref
