@@ -422,7 +422,8 @@ func ruleHasBackend(namespace string, index int, rule gatewayv1.HTTPRouteRule, d
 // and parent listeners built from the fuzzer's input, and checks: no wildcard reaches
 // the entry (Consul 1.15 refuses it); every parent is kept or named in a problem; and
 // on each kept parent Consul serves only hostnames Gateway API grants there
-// (hostnameGranted, written independently) and all of them.
+// (hostnameGranted, written independently) and all of them; and the order of the
+// hostnames and parents does not matter.
 func FuzzRouteHostnames(f *testing.F) {
 	f.Add([]byte{}, "")
 	f.Add([]byte{2, 0, 6, 3, 1, 3, 1, 7}, "")
@@ -452,7 +453,30 @@ func FuzzRouteHostnames(f *testing.F) {
 				t.Errorf("listener %s (hostname %q): Consul serves %v, Gateway API %v", p.ref.SectionName, p.hostname, served, want)
 			}
 		}
+		checkHostnamesOrderFree(t, route, parents, hosts, kept)
 	})
+}
+
+// checkHostnamesOrderFree: route hostnames are a set, and parents are judged each on
+// its own, so the same hostnames and parents in reverse order keep the same parents
+// with the same hostnames.
+func checkHostnamesOrderFree(t *testing.T, route []gatewayv1.Hostname, parents []parentListener, hosts []string, kept []parentListener) {
+	t.Helper()
+	sections := func(ps []parentListener) []string {
+		out := make([]string, len(ps))
+		for i, p := range ps {
+			out[i] = p.ref.SectionName
+		}
+		return out
+	}
+	reversedRoute, reversedParents := slices.Clone(route), slices.Clone(parents)
+	slices.Reverse(reversedRoute)
+	slices.Reverse(reversedParents)
+	otherHosts, otherKept, _ := routeHostnames(reversedRoute, reversedParents)
+	if !sameSet(hosts, otherHosts) || !sameSet(sections(kept), sections(otherKept)) {
+		t.Errorf("route hostnames %v on parents %v: hostnames %v on %v, but in reverse order %v on %v",
+			route, parents, hosts, sections(kept), otherHosts, sections(otherKept))
+	}
 }
 
 // fuzzParents are one to four listeners of one Gateway, with or without hostname.
