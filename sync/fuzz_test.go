@@ -136,7 +136,8 @@ func refNamesListener(ref gatewayv1.ParentReference, l gatewayv1.Listener) bool 
 // the route is served only where its status accepts it, on listeners of the Gateway
 // or its ListenerSet whose hostname overlaps the route's (checkAttachments); the unresolved backendRefs are what
 // ResolvedRefs says; the Gateway or ListenerSet counts the route on every listener
-// it is served on; and the same objects in another order give the same status and decision.
+// it is served on; and the same objects in another order give the same status and
+// decision, the route hostnames in another order the same decision.
 func FuzzRouteStatus(f *testing.F) {
 	fuzzSeeds(f)
 	secret := tlsSecret(f, "infra", "tls")
@@ -159,7 +160,20 @@ func FuzzRouteStatus(f *testing.F) {
 		if diff := cmp.Diff(decision, againDecision); diff != "" {
 			t.Errorf("decision differs with the objects in another order:\n%s", diff)
 		}
+		checkHostnamesOrderFree(t, objs, route, decision, now)
 	})
+}
+
+// checkHostnamesOrderFree: route hostnames are a set, so in reverse order they give
+// the same decision.
+func checkHostnamesOrderFree(t *testing.T, objs []runtime.Object, route *gatewayv1.HTTPRoute, decision RouteDecision, now metav1.Time) {
+	t.Helper()
+	reversed := route.DeepCopy()
+	slices.Reverse(reversed.Spec.Hostnames)
+	_, again := routeStatusOf(t, append(slices.Clone(objs), reversed), reversed, now)
+	if diff := cmp.Diff(decision, again); diff != "" {
+		t.Errorf("decision differs with the route hostnames %v reversed:\n%s", route.Spec.Hostnames, diff)
+	}
 }
 
 func routeStatusOf(t *testing.T, objs []runtime.Object, route *gatewayv1.HTTPRoute, now metav1.Time) ([]gatewayv1.RouteParentStatus, RouteDecision) {
