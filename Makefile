@@ -18,7 +18,7 @@ TEST_TOOLS := $(KUBE_TOOLS) bin/kwok bin/consul bin/golangci-lint
 # Packages that need no server; everything under test/ runs against the real ones.
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v '/test/')
 
-.PHONY: help build tools generate test test-unit test-integration test-chaos test-xds test-conformance conformance test-image lint run-local bench chaos clean image
+.PHONY: help build tools generate test test-unit test-integration test-chaos test-xds test-conformance conformance test-image lint run-local bench chaos clean image fuzz
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -77,6 +77,19 @@ test: lint test-unit test-integration test-chaos test-xds test-conformance test-
 
 test-unit: ## unit tests (no servers)
 	$(GO) test $(GO_TEST_FLAGS) $(UNIT_PKGS)
+
+# The fuzz targets, as package:Target. make test-unit runs their seed corpora (f.Add and
+# testdata/fuzz); make fuzz fuzzes each in turn for FUZZTIME. FUZZ_FLAGS='-parallel=1'
+# keeps it to one core.
+FUZZ_TARGETS := ./sync:FuzzRouteStatus ./sync:FuzzListeners ./sync:FuzzHostnameIntersection \
+  ./consul:FuzzTranslate ./consul:FuzzTranslator ./consul:FuzzRouteHostnames ./consul:FuzzEntryNames
+FUZZTIME ?= 30s
+FUZZ_FLAGS ?=
+
+fuzz: ## fuzz each target for FUZZTIME (default 30s), one at a time; failing inputs land in testdata/fuzz
+	for target in $(FUZZ_TARGETS); do \
+	  $(GO) test -run='^$$' -fuzz='^'"$${target#*:}"'$$' -fuzztime=$(FUZZTIME) $(FUZZ_FLAGS) "$${target%%:*}" || exit 1; \
+	done
 
 test-integration: $(TEST_TOOLS) ## integration tests against real kube-apiserver, etcd and Consul
 	$(GO) test $(GO_TEST_FLAGS) $$($(GO) list ./test/... | grep -v /test/chaos)

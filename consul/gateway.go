@@ -1,6 +1,7 @@
 package consul
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -30,7 +31,7 @@ func (t *translator) gateway(key cache.ObjectName, gw *gatewayv1.Gateway) {
 		listener, listenerCerts, problem := t.listener(namespace, l)
 		listener.Name = string(entryName)
 		if problem == "" {
-			problem = portConflict(listeners, listener)
+			problem = cmp.Or(nameConflict(listeners, listener), portConflict(listeners, listener))
 		}
 		if problem != "" {
 			t.problem("Gateway", key, "listener %s: %s; it is left out of Consul", entryName, problem)
@@ -206,6 +207,18 @@ func (t *translator) certificate(listenerNamespace string, ref gatewayv1.SecretO
 		PrivateKey:  string(secret.Data[corev1.TLSPrivateKeyKey]),
 		Meta:        t.owner.Meta(ownerOf("Secret", secret)),
 	}, ""
+}
+
+// nameConflict returns why l cannot join listeners under its name: Consul refuses an
+// api-gateway with two listeners of one name (config_entry_gateways.go:795), and a
+// ListenerSet's listener can be named like another's or like a Gateway's own (see
+// gatewayapi.ListenerSetListenerName). The status pipeline conflicts the later one;
+// this keeps a stale mix of confirmations from producing an entry Consul refuses.
+func nameConflict(listeners []consulapi.APIGatewayListener, l consulapi.APIGatewayListener) string {
+	if slices.ContainsFunc(listeners, func(other consulapi.APIGatewayListener) bool { return other.Name == l.Name }) {
+		return fmt.Sprintf("an earlier listener is named %s in Consul too", l.Name)
+	}
+	return ""
 }
 
 // portConflict returns why l cannot join listeners: Consul merges listeners on one port

@@ -669,7 +669,11 @@ func checkConsul115Validation(t *testing.T, d Desired) {
 				t.Errorf("%v: api-gateway without listeners", key)
 			}
 			byPort := map[int]consulapi.APIGatewayListener{}
-			for _, l := range e.Listeners {
+			for i, l := range e.Listeners {
+				// Consul refuses two listeners of one name (validateListenerNames).
+				if slices.ContainsFunc(e.Listeners[:i], func(o consulapi.APIGatewayListener) bool { return o.Name == l.Name }) {
+					t.Errorf("%v: two listeners named %s", key, l.Name)
+				}
 				if l.Protocol != "http" && l.Protocol != "tcp" {
 					t.Errorf("%v: listener %s protocol %q", key, l.Name, l.Protocol)
 				}

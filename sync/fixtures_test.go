@@ -185,7 +185,7 @@ func service(namespace, name string, port int32) *corev1.Service {
 	}
 }
 
-func tlsSecret(t *testing.T, namespace, name string) *corev1.Secret {
+func tlsSecret(t testing.TB, namespace, name string) *corev1.Secret {
 	t.Helper()
 	cert, key, err := testcerts.SelfSigned("example.com")
 	if err != nil {

@@ -41,7 +41,8 @@ type listenerState struct {
 	// allowedRoutes Same means, and certificateRefs are resolved from it.
 	owner listenerOwner
 	// entryName is the listener's name in the Gateway's api-gateway entry: its own
-	// for a Gateway's listener, a name unique across ListenerSets for theirs.
+	// for a Gateway's listener, gatewayapi.ListenerSetListenerName for a ListenerSet's.
+	// Dotted names can make two coincide; markNameConflicts keeps one.
 	entryName      gatewayv1.SectionName
 	supportedKinds []gatewayv1.RouteGroupKind
 
@@ -234,6 +235,30 @@ func checkCertificateRef(owner listenerOwner, ref gatewayv1.SecretObjectReferenc
 	return "", "", nil
 }
 
+// markNameConflicts marks the listeners whose name in the api-gateway entry an
+// earlier listener (in precedence order) already has: a ListenerSet's listener
+// "l0.x" of ListenerSet "s" and "x" of ListenerSet "s.l0" are both "ns.s.l0.x", and a
+// Gateway's own listener may be named so too. Consul refuses an entry with two
+// listeners of one name, and a route bound to one would be bound to the other, so the
+// later listener loses. Only accepted listeners count, as for port conflicts. A
+// Gateway's own listeners are unique by the CRD and come
+// first, so the loser is a ListenerSet's listener.
+func markNameConflicts(states []listenerState) {
+	first := map[gatewayv1.SectionName]int{}
+	for i := range states {
+		if !states[i].accepted {
+			continue
+		}
+		name := states[i].entryName
+		if j, taken := first[name]; taken {
+			markConflict(&states[i], gatewayv1.ListenerConditionReason(gatewayv1.ListenerEntryReasonListenerConflict),
+				fmt.Sprintf("listener %s of %s %s/%s is named %s in Consul's api-gateway entry too", states[j].listener.Name, states[j].owner.kind, states[j].owner.namespace, states[j].owner.name, name))
+			continue
+		}
+		first[name] = i
+	}
+}
+
 // markPortConflicts finds listeners that cannot share their port. Gateway API
 // conflicts: different protocols on one port (ProtocolConflict), or the same protocol
 // and hostname twice (HostnameConflict). Consul's API gateway adds one limit of its own:
@@ -244,7 +269,7 @@ func checkCertificateRef(owner listenerOwner, ref gatewayv1.SecretObjectReferenc
 func markPortConflicts(states []listenerState) {
 	byPort := map[gatewayv1.PortNumber][]int{}
 	for i := range states {
-		if states[i].accepted {
+		if states[i].accepted && states[i].conflictReason == "" {
 			byPort[states[i].listener.Port] = append(byPort[states[i].listener.Port], i)
 		}
 	}

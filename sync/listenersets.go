@@ -141,6 +141,7 @@ func (d *decider) mergedListeners(gw *gatewayv1.Gateway) ([]listenerState, []lis
 		spans[i] = [2]int{len(merged), len(merged) + len(states)}
 		merged = append(merged, states...)
 	}
+	markNameConflicts(merged)
 	markPortConflicts(merged)
 	for i := range verdicts {
 		if verdicts[i].allowed {

@@ -208,6 +208,35 @@ func TestListenerSetPrecedenceAndConflicts(t *testing.T) {
 	}
 }
 
+// Listeners whose names in the api-gateway entry coincide ("apps.s.l0.x" three ways,
+// on ports of their own) are not all programmed: the first in precedence order keeps
+// the name, the later ones are conflicted (found by FuzzListeners).
+func TestListenerSetEntryNameConflicts(t *testing.T) {
+	gw := allowListeners(gateway("infra", "gw", httpListener("apps.s.l0.x", 80, "")), gatewayv1.NamespacesFromAll, nil)
+	dotted := listenerSet("apps", "s", 1, httpListener("l0.x", 81, ""))
+	shorter := listenerSet("apps", "s.l0", 2, httpListener("x", 82, ""), httpListener("y", 83, ""))
+	d := newTestDecider(t, ourClass(), gw, dotted, shorter, namespace("infra", nil), namespace("apps", nil))
+	nameConflict := conflictedEntry("ListenerConflict")
+	for _, tt := range []struct {
+		set  *gatewayv1.ListenerSet
+		want map[gatewayv1.SectionName][]summary
+	}{
+		{dotted, map[gatewayv1.SectionName][]summary{"l0.x": nameConflict}},
+		{shorter, map[gatewayv1.SectionName][]summary{"x": nameConflict, "y": validEntry}},
+	} {
+		if diff := cmp.Diff(tt.want, summarizeListenerSet(listenerSetStatusOf(t, d, tt.set)).Listeners); diff != "" {
+			t.Errorf("%s listeners (-want +got):\n%s", tt.set.Name, diff)
+		}
+	}
+	status, err := d.gatewayStatus(gw, ourClass(), metav1.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(validEntry, summarize(status.Listeners[0].Conditions)); diff != "" {
+		t.Errorf("Gateway listener (-want +got):\n%s", diff)
+	}
+}
+
 // Routes attach to a ListenerSet through a parentRef of kind ListenerSet, by its
 // listeners' allowedRoutes (Same is the ListenerSet's namespace), and are served on
 // the Consul listener the ListenerSet's listener becomes.

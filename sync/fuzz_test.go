@@ -1,0 +1,471 @@
+package sync
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/cache"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/fuzzgen"
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
+)
+
+// fuzzSeeds are inputs every target starts from: nothing, and bytes that reach
+// several listeners, rules and parents.
+func fuzzSeeds(f *testing.F) {
+	f.Add([]byte{}, "", "")
+	f.Add([]byte{3, 0, 1, 1, 2, 1, 3, 2, 0, 4, 1, 0, 2, 2, 1, 3, 0, 1, 1, 2, 0, 3, 1, 1, 0, 2, 2, 0, 1, 3, 2, 1, 0}, "a.example.com", "/a")
+	f.Add([]byte("\x03\x00\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f\x10"), "*.example.com", "/a/b")
+	f.Add([]byte("wildcard hostnames, dropped rules and listeners on one port"), "x.badexample.com", "/")
+	for _, seed := range fuzzgen.Seeds(64) {
+		f.Add(seed, "", "")
+	}
+}
+
+// fuzzListeners are listeners named from names, each name once (the CRD's listMapKey).
+func fuzzListeners(in *fuzzgen.Input, names []gatewayv1.SectionName) []gatewayv1.Listener {
+	var out []gatewayv1.Listener
+	for _, l := range in.Listeners(names, gatewayv1.SecretObjectReference{Namespace: ptrTo(gatewayv1.Namespace("infra")), Name: "tls"}) {
+		if !slices.ContainsFunc(out, func(o gatewayv1.Listener) bool { return o.Name == l.Name }) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// fuzzRoute is an HTTPRoute apps/r with one or two parentRefs to infra/gw or to
+// ListenerSet apps/s: the whole parent, one of its listeners, one it does not have,
+// or a port.
+func fuzzRoute(in *fuzzgen.Input, gw *gatewayv1.Gateway, set *gatewayv1.ListenerSet) *gatewayv1.HTTPRoute {
+	r := httpRoute("apps", "r", nil)
+	r.Spec.Hostnames = in.RouteHostnames()
+	r.Spec.Rules = in.HTTPRules()
+	for range 1 + in.Intn(2) {
+		ref := parentRef("infra", "gw", sectionOf(in, gw.Spec.Listeners))
+		if set != nil && in.Intn(3) == 0 {
+			ref = listenerSetRef("apps", "s", sectionOf(in, listenerEntries(set)))
+		}
+		if in.Intn(8) == 0 {
+			ref.Port = ptrTo(fuzzgen.Pick(in, []gatewayv1.PortNumber{80, 443}))
+		}
+		if !slices.ContainsFunc(r.Spec.ParentRefs, func(p gatewayv1.ParentReference) bool { return cmp.Equal(p, ref) }) {
+			r.Spec.ParentRefs = append(r.Spec.ParentRefs, ref)
+		}
+	}
+	return r
+}
+
+// sectionOf is the name of one of listeners, "" (all of them) or one none has.
+func sectionOf(in *fuzzgen.Input, listeners []gatewayv1.Listener) string {
+	switch i := in.Intn(len(listeners) + 2); i {
+	case len(listeners):
+		return ""
+	case len(listeners) + 1:
+		return "nope"
+	default:
+		return string(listeners[i].Name)
+	}
+}
+
+// routeObjects are the objects around a fuzzed route: namespaces, Services web and api
+// in apps and web in other (which a ReferenceGrant may open), the certificate Secret,
+// Gateway infra/gw with fuzzed listeners and perhaps ListenerSet apps/s of it.
+func routeObjects(in *fuzzgen.Input, secret *corev1.Secret) ([]runtime.Object, *gatewayv1.Gateway, *gatewayv1.ListenerSet) {
+	gw := allowListeners(gateway("infra", "gw", fuzzListeners(in, []gatewayv1.SectionName{"l0", "l1", "l2"})...), gatewayv1.NamespacesFromAll, nil)
+	objs := []runtime.Object{
+		ourClass(), namespace("apps", nil), namespace("infra", nil), namespace("other", nil),
+		service("apps", "web", 8080), service("apps", "api", 8080), service("other", "web", 8080), secret, gw,
+	}
+	if in.Bool() {
+		objs = append(objs, refGrant("other", "routes", []gatewayv1.ReferenceGrantFrom{{Group: gatewayv1.GroupName, Kind: "HTTPRoute", Namespace: "apps"}},
+			[]gatewayv1.ReferenceGrantTo{{Group: "", Kind: "Service"}}))
+	}
+	var set *gatewayv1.ListenerSet
+	if in.Bool() {
+		set = listenerSet("apps", "s", 1, fuzzListeners(in, []gatewayv1.SectionName{"l0", "x"})...)
+		objs = append(objs, set)
+	}
+	return objs, gw, set
+}
+
+// servable is a listener a route may be served on, under its name in Consul.
+type servable struct {
+	entry    gatewayv1.SectionName
+	listener gatewayv1.Listener
+	// namedBy reports whether a parentRef names the listener.
+	namedBy func(ref gatewayv1.ParentReference) bool
+}
+
+// servables are the listeners of gw and of set (nil for none).
+func servables(gw *gatewayv1.Gateway, set *gatewayv1.ListenerSet) []servable {
+	var out []servable
+	for _, l := range gw.Spec.Listeners {
+		out = append(out, servable{l.Name, l, func(ref gatewayv1.ParentReference) bool {
+			return !gatewayapi.IsListenerSet(ref) && refNamesListener(ref, l)
+		}})
+	}
+	if set == nil {
+		return out
+	}
+	for _, entry := range set.Spec.Listeners {
+		l := gatewayv1.Listener(entry)
+		out = append(out, servable{gatewayapi.ListenerSetListenerName(cache.MetaObjectToName(set), l.Name), l, func(ref gatewayv1.ParentReference) bool {
+			return gatewayapi.IsListenerSet(ref) && string(ref.Name) == set.Name && refNamesListener(ref, l)
+		}})
+	}
+	return out
+}
+
+func refNamesListener(ref gatewayv1.ParentReference, l gatewayv1.Listener) bool {
+	return (ref.SectionName == nil || *ref.SectionName == l.Name) && (ref.Port == nil || *ref.Port == l.Port)
+}
+
+// FuzzRouteStatus decides the status of HTTPRoutes built from the fuzzer's input and
+// checks: no panic or error; every rule the decision drops is named in the status of
+// every parent that accepts the route, and only those (checkDroppedRulesReported);
+// the route is served only where its status accepts it, on listeners of the Gateway
+// or its ListenerSet whose hostname overlaps the route's (checkAttachments); the unresolved backendRefs are what
+// ResolvedRefs says; the Gateway or ListenerSet counts the route on every listener
+// it is served on; and the same objects in another order give the same status and
+// decision, the route hostnames in another order the same decision.
+func FuzzRouteStatus(f *testing.F) {
+	fuzzSeeds(f)
+	secret := tlsSecret(f, "infra", "tls")
+	now := metav1.Now()
+	f.Fuzz(func(t *testing.T, data []byte, host, path string) {
+		in := fuzzgen.New(data, host, path)
+		objs, gw, set := routeObjects(in, secret)
+		route := fuzzRoute(in, gw, set)
+		parents, decision := routeStatusOf(t, append(objs, route), route, now)
+		checkDroppedRulesReported(t, route, parents, decision)
+		checkAttachments(t, servables(gw, set), route, parents, decision)
+		checkUnresolvedReported(t, route, parents, decision)
+		checkAttachedRoutesCounted(t, append(objs, route), set, decision, now)
+		reversed := slices.Clone(append(objs, route))
+		slices.Reverse(reversed)
+		again, againDecision := routeStatusOf(t, reversed, route, now)
+		if diff := cmp.Diff(parents, again); diff != "" {
+			t.Errorf("status differs with the objects in another order:\n%s", diff)
+		}
+		if diff := cmp.Diff(decision, againDecision); diff != "" {
+			t.Errorf("decision differs with the objects in another order:\n%s", diff)
+		}
+		checkHostnamesOrderFree(t, objs, route, decision, now)
+	})
+}
+
+// checkHostnamesOrderFree: route hostnames are a set, so in reverse order they give
+// the same decision.
+func checkHostnamesOrderFree(t *testing.T, objs []runtime.Object, route *gatewayv1.HTTPRoute, decision RouteDecision, now metav1.Time) {
+	t.Helper()
+	reversed := route.DeepCopy()
+	slices.Reverse(reversed.Spec.Hostnames)
+	_, again := routeStatusOf(t, append(slices.Clone(objs), reversed), reversed, now)
+	if diff := cmp.Diff(decision, again); diff != "" {
+		t.Errorf("decision differs with the route hostnames %v reversed:\n%s", route.Spec.Hostnames, diff)
+	}
+}
+
+func routeStatusOf(t *testing.T, objs []runtime.Object, route *gatewayv1.HTTPRoute, now metav1.Time) ([]gatewayv1.RouteParentStatus, RouteDecision) {
+	t.Helper()
+	d := newTestDecider(t, objs...)
+	view, rules, err := d.viewRoute(route)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parents, decision, err := d.routeParentStatuses(view, rules, nil, route.Generation, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return parents, decision
+}
+
+// ruleIndexes are the "rule N:" a status message names.
+var ruleIndexes = regexp.MustCompile(`rule (\d+): `)
+
+func namedRules(msg string) []int {
+	var out []int
+	for _, m := range ruleIndexes.FindAllStringSubmatch(msg, -1) {
+		i, _ := strconv.Atoi(m[1])
+		if !slices.Contains(out, i) {
+			out = append(out, i)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// checkDroppedRulesReported: the dropped rules are indexes of rules, in order; every
+// parent that accepts the route names exactly them in PartiallyInvalid ("Dropped
+// Rule(s)..."), and a route none of whose rules can be programmed is accepted nowhere,
+// with each rule named, and served nowhere.
+func checkDroppedRulesReported(t *testing.T, route *gatewayv1.HTTPRoute, parents []gatewayv1.RouteParentStatus, decision RouteDecision) {
+	t.Helper()
+	n := len(route.Spec.Rules)
+	if !slices.IsSorted(decision.DroppedRules) || slices.ContainsFunc(decision.DroppedRules, func(i int) bool { return i < 0 || i >= n }) {
+		t.Fatalf("dropped rules %v of %d rules", decision.DroppedRules, n)
+	}
+	allDropped := n > 0 && len(decision.DroppedRules) == n
+	if allDropped && len(decision.Attachments) > 0 {
+		t.Errorf("every rule dropped, yet served on %v", decision.Attachments)
+	}
+	for _, p := range parents {
+		accepted := meta.FindStatusCondition(p.Conditions, string(gatewayv1.RouteConditionAccepted))
+		partial := meta.FindStatusCondition(p.Conditions, string(gatewayv1.RouteConditionPartiallyInvalid))
+		switch {
+		case accepted.Status == metav1.ConditionTrue && len(decision.DroppedRules) == 0:
+			if partial != nil {
+				t.Errorf("parent %s: PartiallyInvalid %q without a dropped rule", p.ParentRef.Name, partial.Message)
+			}
+		case accepted.Status == metav1.ConditionTrue:
+			if partial == nil || partial.Status != metav1.ConditionTrue || !strings.HasPrefix(partial.Message, "Dropped Rule") ||
+				!slices.Equal(namedRules(partial.Message), decision.DroppedRules) {
+				t.Errorf("parent %s: dropped rules %v, PartiallyInvalid %+v", p.ParentRef.Name, decision.DroppedRules, partial)
+			}
+		case allDropped && accepted.Reason == string(gatewayv1.RouteReasonUnsupportedValue):
+			if !slices.Equal(namedRules(accepted.Message), decision.DroppedRules) {
+				t.Errorf("parent %s: dropped rules %v, Accepted %q", p.ParentRef.Name, decision.DroppedRules, accepted.Message)
+			}
+		}
+	}
+}
+
+// checkAttachments: the route is served only through a parentRef that accepts it,
+// on existing HTTP or HTTPS listeners of the Gateway or its ListenerSet that the
+// parentRef names, whose hostname overlaps one of the route's.
+func checkAttachments(t *testing.T, listeners []servable, route *gatewayv1.HTTPRoute, parents []gatewayv1.RouteParentStatus, decision RouteDecision) {
+	t.Helper()
+	for _, a := range decision.Attachments {
+		if a.Gateway != (cache.ObjectName{Namespace: "infra", Name: "gw"}) || len(a.Listeners) == 0 {
+			t.Errorf("attachment %+v", a)
+			continue
+		}
+		for _, name := range a.Listeners {
+			i := slices.IndexFunc(listeners, func(l servable) bool { return l.entry == name })
+			if i < 0 {
+				t.Errorf("served on listener %s, which neither the Gateway nor its ListenerSet has", name)
+				continue
+			}
+			checkListenerGranted(t, listeners[i], route, parents)
+		}
+	}
+}
+
+func checkListenerGranted(t *testing.T, s servable, route *gatewayv1.HTTPRoute, parents []gatewayv1.RouteParentStatus) {
+	t.Helper()
+	l := s.listener
+	if l.Protocol != gatewayv1.HTTPProtocolType && l.Protocol != gatewayv1.HTTPSProtocolType {
+		t.Errorf("HTTPRoute served on %s listener %s", l.Protocol, s.entry)
+	}
+	if len(route.Spec.Hostnames) > 0 && !slices.ContainsFunc(route.Spec.Hostnames, func(h gatewayv1.Hostname) bool { return hostnamesOverlap(l.Hostname, h) }) {
+		t.Errorf("served on listener %s (hostname %v), which none of %v overlaps", s.entry, ptrString(l.Hostname), route.Spec.Hostnames)
+	}
+	if !slices.ContainsFunc(parents, func(p gatewayv1.RouteParentStatus) bool {
+		return meta.IsStatusConditionTrue(p.Conditions, string(gatewayv1.RouteConditionAccepted)) && s.namedBy(p.ParentRef)
+	}) {
+		t.Errorf("served on listener %s, which no parentRef that accepts the route names", s.entry)
+	}
+}
+
+// hostnamesOverlap is the Gateway API rule, written out again independently of the
+// code under test: no listener hostname overlaps all, a wildcard stands for one or
+// more labels.
+func hostnamesOverlap(listener *gatewayv1.Hostname, route gatewayv1.Hostname) bool {
+	if listener == nil {
+		return true
+	}
+	covers := func(pattern, host string) bool {
+		suffix, wildcard := strings.CutPrefix(pattern, "*")
+		return pattern == host || wildcard && strings.HasSuffix(host, suffix) && len(host) > len(suffix)
+	}
+	return covers(string(*listener), string(route)) || covers(string(route), string(*listener))
+}
+
+func ptrString[T ~string](p *T) string {
+	if p == nil {
+		return "<none>"
+	}
+	return string(*p)
+}
+
+// checkUnresolvedReported: the unresolved backendRefs exist, and ResolvedRefs is False
+// exactly when there are some.
+func checkUnresolvedReported(t *testing.T, route *gatewayv1.HTTPRoute, parents []gatewayv1.RouteParentStatus, decision RouteDecision) {
+	t.Helper()
+	for _, b := range decision.UnresolvedBackends {
+		if b.Rule >= len(route.Spec.Rules) || b.Ref >= len(route.Spec.Rules[b.Rule].BackendRefs) {
+			t.Errorf("unresolved backendRef %+v does not exist", b)
+		}
+	}
+	for _, p := range parents {
+		resolved := meta.IsStatusConditionTrue(p.Conditions, string(gatewayv1.RouteConditionResolvedRefs))
+		if resolved != (len(decision.UnresolvedBackends) == 0) {
+			t.Errorf("parent %s: ResolvedRefs %v, unresolved %v", p.ParentRef.Name, resolved, decision.UnresolvedBackends)
+		}
+	}
+}
+
+// checkAttachedRoutesCounted: the status of the Gateway or of its ListenerSet counts
+// the route on each listener it is served on.
+func checkAttachedRoutesCounted(t *testing.T, objs []runtime.Object, set *gatewayv1.ListenerSet, decision RouteDecision, now metav1.Time) {
+	t.Helper()
+	if len(decision.Attachments) == 0 {
+		return
+	}
+	d := newTestDecider(t, objs...)
+	gw, err := d.gateways.Gateways("infra").Get("gw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	status, err := d.gatewayStatus(gw, ourClass(), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	attached := map[gatewayv1.SectionName]int32{}
+	for _, l := range status.Listeners {
+		attached[l.Name] = l.AttachedRoutes
+	}
+	if set != nil {
+		setStatus, err := d.listenerSetStatus(set, gw, ourClass(), now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range setStatus.Listeners {
+			attached[gatewayapi.ListenerSetListenerName(cache.MetaObjectToName(set), l.Name)] = l.AttachedRoutes
+		}
+	}
+	for _, a := range decision.Attachments {
+		for _, name := range a.Listeners {
+			if attached[name] < 1 {
+				t.Errorf("served on listener %s, which does not count the route: %v", name, attached)
+			}
+		}
+	}
+}
+
+// FuzzListeners judges a Gateway's listeners and those of ListenerSets merged into it,
+// built from the fuzzer's input (names with dots, shared ports, every protocol), and
+// checks what Consul needs of the listeners the status lets through: no panic or
+// error, distinct names in the api-gateway entry, and one protocol and hostname per
+// port (Consul merges listeners on a port only then).
+func FuzzListeners(f *testing.F) {
+	fuzzSeeds(f)
+	secret := tlsSecret(f, "infra", "tls")
+	f.Fuzz(func(t *testing.T, data []byte, host, path string) {
+		in := fuzzgen.New(data, host, path)
+		gw := allowListeners(gateway("infra", "gw", fuzzListeners(in, []gatewayv1.SectionName{"l0", "l1", "apps.s.l0", "apps.s.l0.x"})...), gatewayv1.NamespacesFromAll, nil)
+		objs := []runtime.Object{ourClass(), namespace("apps", nil), namespace("infra", nil), secret, gw}
+		for i := range in.Intn(3) {
+			set := listenerSet("apps", fuzzgen.Pick(in, []string{"s", "s.l0", "t"}), i, fuzzListeners(in, []gatewayv1.SectionName{"l0", "l1", "x", "l0.x"})...)
+			if !slices.ContainsFunc(objs, func(o runtime.Object) bool { s, ok := o.(*gatewayv1.ListenerSet); return ok && s.Name == set.Name }) {
+				objs = append(objs, set)
+			}
+		}
+		d := newTestDecider(t, objs...)
+		v, err := d.evaluateGateway(gw, ourClass())
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkProgrammableListeners(t, v)
+		if _, err := d.gatewayStatus(gw, ourClass(), metav1.Now()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// checkProgrammableListeners checks the listeners of v that the status says can be
+// programmed, the Gateway's own and its ListenerSets'.
+func checkProgrammableListeners(t *testing.T, v gatewayVerdict) {
+	t.Helper()
+	all := slices.Clone(v.listeners)
+	for _, s := range v.sets {
+		all = append(all, s.listeners...)
+	}
+	byName := map[gatewayv1.SectionName]string{}
+	byPort := map[gatewayv1.PortNumber]string{}
+	for _, st := range all {
+		if !st.programmable() {
+			continue
+		}
+		who := fmt.Sprintf("%s %s/%s listener %s", st.owner.kind, st.owner.namespace, st.owner.name, st.listener.Name)
+		if other, ok := byName[st.entryName]; ok {
+			t.Errorf("%s and %s are both named %s in Consul", other, who, st.entryName)
+		}
+		byName[st.entryName] = who
+		kind := fmt.Sprintf("%s %s", consulProtocol(st.listener.Protocol), hostnameOf(st.listener))
+		if other, ok := byPort[st.listener.Port]; ok && other != kind {
+			t.Errorf("%s: port %d has listeners %q and %q, which Consul cannot merge", who, st.listener.Port, other, kind)
+		}
+		byPort[st.listener.Port] = kind
+	}
+}
+
+// consulProtocol is the protocol of a listener in Consul: HTTPS is http with TLS.
+func consulProtocol(p gatewayv1.ProtocolType) string {
+	if p == gatewayv1.HTTPSProtocolType {
+		return string(gatewayv1.HTTPProtocolType)
+	}
+	return string(p)
+}
+
+// hostnamePattern is the CRD's pattern for listener and route hostnames.
+var hostnamePattern = regexp.MustCompile(`^(\*\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+
+// FuzzHostnameIntersection checks the Gateway API hostname rule on hostnames the CRD
+// admits: a listener and a route hostname overlap exactly when hostnamesOverlap
+// (written independently) says so; the result is one of the two and covered by both;
+// with both set, the order does not matter; and no two different hostnames are each
+// a wildcard match of the other.
+func FuzzHostnameIntersection(f *testing.F) {
+	for _, pair := range [][2]string{
+		{"", "a.example.com"}, {"*.example.com", "example.com"}, {"*.example.com", "*.a.example.com"},
+		{"*.example.com", "x.badexample.com"}, {"a.example.com", "*.example.com"}, {"*.com", "*.example.com"},
+	} {
+		f.Add(pair[0], pair[1])
+	}
+	f.Fuzz(func(t *testing.T, listener, route string) {
+		if (listener != "" && !hostnamePattern.MatchString(listener)) || !hostnamePattern.MatchString(route) {
+			t.Skip("not a hostname the CRD admits")
+		}
+		l, r := gatewayv1.Hostname(listener), gatewayv1.Hostname(route)
+		var lp *gatewayv1.Hostname
+		if listener != "" {
+			lp = &l
+		}
+		got, ok := HostnameIntersection(l, r)
+		if ok != hostnamesOverlap(lp, r) {
+			t.Fatalf("HostnameIntersection(%q, %q) = %q, %v; overlap is %v", l, r, got, ok, !ok)
+		}
+		if ok && (got != r && got != l || !hostnameCovers(l, got) || !hostnameCovers(r, got)) {
+			t.Errorf("HostnameIntersection(%q, %q) = %q, not the narrower of the two", l, r, got)
+		}
+		if listener != "" {
+			if back, backOK := HostnameIntersection(r, l); back != got || backOK != ok {
+				t.Errorf("HostnameIntersection(%q, %q) = %q, %v, but the other way %q, %v", l, r, got, ok, back, backOK)
+			}
+		}
+		if l != r && WildcardMatches(l, r) && WildcardMatches(r, l) {
+			t.Errorf("%q and %q match each other", l, r)
+		}
+	})
+}
+
+// hostnameCovers reports whether every host that host stands for, pattern stands for
+// too; an empty pattern stands for all.
+func hostnameCovers(pattern, host gatewayv1.Hostname) bool {
+	if pattern == "" || pattern == host {
+		return true
+	}
+	suffix, wildcard := strings.CutPrefix(string(pattern), "*")
+	return wildcard && strings.HasSuffix(string(host), suffix) && len(host) > len(suffix)
+}
