@@ -96,12 +96,14 @@ func (d *decider) ourClass(name string) (*gatewayv1.GatewayClass, bool, error) {
 	return class, class.Spec.ControllerName == d.controllerName, nil
 }
 
-// routeRules is the decision on a route's rules and backends, which holds for every
-// parent alike.
+// routeRules is the decision on a route's hostnames, rules and backends, which holds
+// for every parent alike.
 type routeRules struct {
-	kind     gatewayv1.Kind
-	count    int
-	problems []*ruleProblem // one per rule; nil for a rule Consul can program
+	kind gatewayv1.Kind
+	// hostnameProblem says why the route's hostnames refuse it, "" when they do not.
+	hostnameProblem string
+	count           int
+	problems        []*ruleProblem // one per rule; nil for a rule Consul can program
 	// backend is the first unresolved backendRef's problem, unresolved every
 	// unresolved backendRef.
 	backend    *backendProblem
@@ -152,6 +154,18 @@ func (r routeRules) dropped() []int {
 // allInvalid reports whether no rule can be programmed.
 func (r routeRules) allInvalid() bool { return r.count > 0 && len(r.invalid()) == r.count }
 
+// refused reports whether the route is refused on every parent, so nothing of it is
+// served: its hostnames cannot be served, or none of its rules can be programmed.
+func (r routeRules) refused() bool { return r.hostnameProblem != "" || r.allInvalid() }
+
+// refusal says why a refused route is refused.
+func (r routeRules) refusal() string {
+	if r.hostnameProblem != "" {
+		return r.hostnameProblem
+	}
+	return strings.Join(r.invalid(), "; ")
+}
+
 // parentConditions builds a route's conditions for one parent; verdict is the data
 // plane's on the route for that parent (parentVerdict).
 func (r routeRules) parentConditions(b parentBinding, verdict Verdict, generation int64) []metav1.Condition {
@@ -160,8 +174,8 @@ func (r routeRules) parentConditions(b parentBinding, verdict Verdict, generatio
 	switch {
 	case !b.accepted:
 		conds = append(conds, condition(gatewayv1.RouteConditionAccepted, false, b.reason, b.message, generation))
-	case r.allInvalid():
-		conds = append(conds, condition(gatewayv1.RouteConditionAccepted, false, gatewayv1.RouteReasonUnsupportedValue, strings.Join(invalid, "; "), generation))
+	case r.refused():
+		conds = append(conds, condition(gatewayv1.RouteConditionAccepted, false, gatewayv1.RouteReasonUnsupportedValue, r.refusal(), generation))
 	default:
 		conds = append(conds, condition(gatewayv1.RouteConditionAccepted, true, gatewayv1.RouteReasonAccepted, b.message, generation))
 		if len(invalid) > 0 {
@@ -215,7 +229,7 @@ func (d *decider) routeParentStatuses(route routeView, rules routeRules, existin
 		if err != nil {
 			return nil, decision, err
 		}
-		if b.served() && !rules.allInvalid() {
+		if b.served() && !rules.refused() {
 			decision.Attachments = append(decision.Attachments, Attachment{Gateway: key, Listeners: b.programmableListeners})
 		}
 		verdict := parentVerdict(routeVerdict, d.bindings(route.kind, routeKey, key, b.programmableListeners))
@@ -326,7 +340,7 @@ func (d *decider) countAttached(index, value string, v gatewayVerdict, refers fu
 			if err != nil {
 				return nil, err
 			}
-			if rules.allInvalid() {
+			if rules.refused() {
 				continue
 			}
 			for _, ref := range route.parentRefs {
@@ -382,7 +396,7 @@ func (d *decider) viewRoute(obj any) (routeView, routeRules, error) {
 	}
 	route := obj.(metav1.Object) // every route kind is
 	view := routeView{kind: kind.Kind, namespace: route.GetNamespace(), name: route.GetName(), parentRefs: spec.ParentRefs, hostnames: spec.Hostnames}
-	rules := routeRules{kind: kind.Kind, count: len(spec.BackendRefs), problems: make([]*ruleProblem, len(spec.BackendRefs))}
+	rules := routeRules{kind: kind.Kind, hostnameProblem: routeHostnamesProblem(spec.Hostnames), count: len(spec.BackendRefs), problems: make([]*ruleProblem, len(spec.BackendRefs))}
 	if decide, ok := ruleDecisions[kind.Kind]; ok {
 		copy(rules.problems, decide(obj, d.caps))
 	}

@@ -78,6 +78,17 @@ func TestGatewayStatus(t *testing.T) {
 			{"pass", 0, []string{}, []summary{{"Accepted", "False", "UnsupportedProtocol"}, {"Programmed", "False", "Invalid"}, {"ResolvedRefs", "True", "ResolvedRefs"}, {"Conflicted", "False", "NoConflicts"}}},
 		},
 	}, {
+		// The spec: "IPs are not allowed" as a listener hostname. Not accepted, so not
+		// programmed and never written to Consul; its certificate is not looked at.
+		name:       "an IP address as hostname is not accepted",
+		gateway:    gateway("infra", "gw", httpListener("http", 80, ""), httpListener("ip", 81, "10.1.2.3"), withHostname(httpsListener("ip-tls", 443, "", "nope"), "10.1.2.4")),
+		conditions: []summary{{"Accepted", "True", "ListenersNotValid"}, {"Programmed", "False", "Pending"}},
+		listeners: []listenerSummary{
+			{"http", 0, []string{"HTTPRoute"}, listenerOK()},
+			{"ip", 0, []string{"HTTPRoute"}, []summary{{"Accepted", "False", "UnsupportedValue"}, {"Programmed", "False", "Invalid"}, {"ResolvedRefs", "True", "ResolvedRefs"}, {"Conflicted", "False", "NoConflicts"}}},
+			{"ip-tls", 0, []string{"HTTPRoute"}, []summary{{"Accepted", "False", "UnsupportedValue"}, {"Programmed", "False", "Invalid"}, {"ResolvedRefs", "True", "ResolvedRefs"}, {"Conflicted", "False", "NoConflicts"}}},
+		},
+	}, {
 		name:       "missing certificate and a cross-namespace certificate without a grant",
 		gateway:    gateway("infra", "gw", httpsListener("missing", 443, "", "nope"), httpsListener("cross", 8443, "certs", "cert")),
 		objs:       []runtime.Object{tlsSecret(t, "certs", "cert")},

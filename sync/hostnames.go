@@ -1,7 +1,10 @@
 package sync
 
 import (
+	"fmt"
+	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -72,4 +75,42 @@ func WildcardMatches(pattern, host gatewayv1.Hostname) bool {
 	}
 	labels, found := strings.CutSuffix(string(host), suffix)
 	return found && labels != ""
+}
+
+// isIPAddress reports whether h is an IP address. Gateway API allows only DNS names as
+// listener and route hostnames ("IPs are not allowed"), but the CRDs' pattern lets a
+// dotted IPv4 address through.
+func isIPAddress(h gatewayv1.Hostname) bool {
+	_, err := netip.ParseAddr(string(h))
+	return err == nil
+}
+
+// ipHostnames returns the hostnames that are IP addresses.
+func ipHostnames(hosts []gatewayv1.Hostname) []gatewayv1.Hostname {
+	var ips []gatewayv1.Hostname
+	for _, h := range hosts {
+		if isIPAddress(h) {
+			ips = append(ips, h)
+		}
+	}
+	return ips
+}
+
+// routeHostnamesProblem says why a route's hostnames cannot be served, "" when they
+// can: IP addresses among them refuse the whole route, since serving the rest would
+// serve less than it asks for.
+func routeHostnamesProblem(hosts []gatewayv1.Hostname) string {
+	ips := ipHostnames(hosts)
+	if len(ips) == 0 {
+		return ""
+	}
+	quoted := make([]string, len(ips))
+	for i, ip := range ips {
+		quoted[i] = strconv.Quote(string(ip))
+	}
+	verb := "is an IP address"
+	if len(ips) > 1 {
+		verb = "are IP addresses"
+	}
+	return fmt.Sprintf("spec.hostnames %s %s; Gateway API allows only DNS names as route hostnames, so nothing of the route is served", strings.Join(quoted, ", "), verb)
 }

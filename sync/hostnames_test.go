@@ -63,3 +63,22 @@ func TestIntersectHostnames(t *testing.T) {
 		})
 	}
 }
+
+func TestIPHostnames(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		hosts []gatewayv1.Hostname
+		want  []gatewayv1.Hostname
+	}{
+		{nil, nil},
+		{[]gatewayv1.Hostname{"a.example.com", "*.example.com", "1.2.3", "1-2-3-4.example.com"}, nil},
+		{[]gatewayv1.Hostname{"a.example.com", "10.1.2.3", "255.255.255.255"}, []gatewayv1.Hostname{"10.1.2.3", "255.255.255.255"}},
+		// The CRD's pattern refuses these, but the check does not depend on it.
+		{[]gatewayv1.Hostname{"::1", "2001:db8::1"}, []gatewayv1.Hostname{"::1", "2001:db8::1"}},
+	}
+	for _, tt := range tests {
+		if got := ipHostnames(tt.hosts); !cmp.Equal(tt.want, got) {
+			t.Errorf("ipHostnames(%v) = %v, want %v", tt.hosts, got, tt.want)
+		}
+	}
+}

@@ -108,6 +108,9 @@ func judgeListeners(owner listenerOwner, listeners []gatewayv1.Listener, refs li
 			st.accepted, st.acceptedReason = false, gatewayv1.ListenerReasonUnsupportedProtocol
 			st.acceptedMessage = fmt.Sprintf("protocol %s is not supported by Consul's API gateway; use HTTP, HTTPS or TCP", l.Protocol)
 		}
+		if msg := listenerHostnameProblem(l.Hostname); msg != "" && st.accepted {
+			st.accepted, st.acceptedReason, st.acceptedMessage = false, gatewayv1.ListenerReasonUnsupportedValue, msg
+		}
 		if msg := allowedNamespacesProblem(l.AllowedRoutes); msg != "" && st.accepted {
 			st.accepted, st.acceptedReason, st.acceptedMessage = false, gatewayv1.ListenerReasonUnsupportedValue, msg
 		}
@@ -120,6 +123,16 @@ func judgeListeners(owner listenerOwner, listeners []gatewayv1.Listener, refs li
 		}
 	}
 	return states, nil
+}
+
+// listenerHostnameProblem says why the listener's hostname cannot be used, "" when it
+// can. Consul would take an IP address as a Host header to match, which is not what
+// Gateway API means by a hostname.
+func listenerHostnameProblem(host *gatewayv1.Hostname) string {
+	if host == nil || !isIPAddress(*host) {
+		return ""
+	}
+	return fmt.Sprintf("hostname %q is an IP address; Gateway API allows only DNS names as a listener hostname", *host)
 }
 
 // allowedNamespacesProblem says why allowedRoutes.namespaces cannot select namespaces,

@@ -27,6 +27,7 @@ func TestListenerMessages(t *testing.T) {
 		{"HTTPS without a tls block", noTLS, summary{"ResolvedRefs", "False", "InvalidCertificateRef"}, "has no tls block"},
 		{"an invalid namespace selector", badSelector, summary{"Accepted", "False", "UnsupportedValue"}, "allowedRoutes.namespaces.selector is not a valid label selector"},
 		{"From Selector without a selector", noSelector, summary{"Accepted", "False", "UnsupportedValue"}, "allowedRoutes.namespaces.from is Selector, but no selector is given"},
+		{"an IP address as hostname", httpListener("http", 80, "10.1.2.3"), summary{"Accepted", "False", "UnsupportedValue"}, `hostname "10.1.2.3" is an IP address; Gateway API allows only DNS names`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -113,6 +113,10 @@ func TestHTTPRouteParents(t *testing.T) {
 			nil, []parentSummary{{"gw", "all", string(testController), []summary{{"Accepted", "True", "Accepted"}, {"PartiallyInvalid", "True", "UnsupportedValue"}, {"ResolvedRefs", "True", "ResolvedRefs"}, consulPending}}}},
 		{"only unsupported rules", onlyRedirect,
 			nil, []parentSummary{{"gw", "all", string(testController), []summary{{"Accepted", "False", "UnsupportedValue"}, {"ResolvedRefs", "True", "ResolvedRefs"}}}}},
+		{"an IP address as the hostname", httpRoute("apps", "r", []string{"10.1.2.3"}, parentRef("infra", "gw", "team-a")),
+			nil, []parentSummary{{"gw", "team-a", string(testController), rejected("UnsupportedValue")}}},
+		{"an IP address beside a hostname that intersects", httpRoute("apps", "r", []string{"a.example.com", "10.1.2.3"}, parentRef("infra", "gw", "all")),
+			nil, []parentSummary{{"gw", "all", string(testController), rejected("UnsupportedValue")}}},
 		{"missing backend", missingBackend,
 			nil, []parentSummary{{"gw", "all", string(testController), accepted("Accepted", "BackendNotFound")}}},
 		{"cross-namespace backend without grant", crossBackend,
@@ -264,5 +268,47 @@ func TestRouteDecision(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, decision); diff != "" {
 		t.Errorf("decision (-want +got):\n%s", diff)
+	}
+}
+
+// The spec: "IPs are not allowed" as route hostnames. Such a route is refused on every
+// parent, as one whose every rule is invalid: nothing of it is served, so it has no
+// attachment for the Consul translation and no listener counts it.
+func TestRouteWithIPHostnameIsNotServed(t *testing.T) {
+	t.Parallel()
+	gw := gateway("infra", "gw", allowAll(httpListener("a", 80, "")), allowAll(httpListener("b", 81, "*.example.com")))
+	route := httpRoute("apps", "r", []string{"a.example.com", "10.1.2.3", "10.1.2.4"}, parentRef("infra", "gw", ""), parentRef("infra", "gw", "b"))
+	d := newTestDecider(t, ourClass(), gw, service("apps", "echo", 8080), route)
+	view, rules, err := d.viewRoute(route)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parents, decision, err := d.routeParentStatuses(view, rules, nil, route.Generation, metav1.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(parents) != 2 {
+		t.Fatalf("%d parents, want 2", len(parents))
+	}
+	const message = `spec.hostnames "10.1.2.3", "10.1.2.4" are IP addresses; Gateway API allows only DNS names as route hostnames, so nothing of the route is served`
+	for _, p := range parents {
+		if diff := cmp.Diff(rejected("UnsupportedValue"), summarize(p.Conditions)); diff != "" {
+			t.Errorf("parent %s conditions (-want +got):\n%s", p.ParentRef.Name, diff)
+		}
+		if got := p.Conditions[0].Message; got != message {
+			t.Errorf("Accepted message %q, want %q", got, message)
+		}
+	}
+	if len(decision.Attachments) != 0 {
+		t.Errorf("attachments %v, want none: the route is not served", decision.Attachments)
+	}
+	status, err := d.gatewayStatus(gw, ourClass(), metav1.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range status.Listeners {
+		if l.AttachedRoutes != 0 {
+			t.Errorf("listener %s attachedRoutes = %d, want 0", l.Name, l.AttachedRoutes)
+		}
 	}
 }
