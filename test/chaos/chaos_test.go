@@ -45,22 +45,62 @@ func TestMain(m *testing.M) {
 	}, &env))
 }
 
-// The short form runs in make test; make chaos runs the long form.
-func seeds() []uint64 {
-	if *seedFlag != 0 {
-		return []uint64{*seedFlag}
-	}
-	if *long {
-		return []uint64{101, 202, 303, 404, 505}
-	}
-	return []uint64{20261203}
+// run is one scenario: a seed and its schedule of faults.
+type run struct {
+	id     string // names the subtest, the namespace, the class and the cluster id
+	seed   uint64
+	faults []fault
+	found  string // for a regression: what it found
 }
 
-// schedule is the seed's order of faults: each fault once (twice in the long form).
-func schedule(seed uint64) ([]fault, error) {
-	if *faultFlag != "" {
+// regressions are runs that found a bug, replayed in every form so it stays fixed.
+var regressions = []struct {
+	seed   uint64
+	faults string
+	found  string
+}{
+	// A leader cut off from the API server, not from Consul, kept writing to Consul
+	// after the follower took the Lease (internal/leader's fence); and a Gateway moved
+	// to another class kept its gateway Deployment (dataplane).
+	{505, "leader-partition,leader-partition,leader-partition", "found by the long form, seeds 303 and 505"},
+}
+
+// runs: the short form (make test) is one seed with every fault once, the long form
+// (make chaos) five seeds with every fault twice; both replay the regressions.
+// -chaos.seed (with -chaos.faults) runs one seed alone.
+func runs() ([]run, error) {
+	if *seedFlag != 0 {
+		sched, err := schedule(*seedFlag, *faultFlag)
+		return []run{{id: fmt.Sprintf("s%d", *seedFlag), seed: *seedFlag, faults: sched}}, err
+	}
+	seeds := []uint64{20261203}
+	if *long {
+		seeds = []uint64{101, 202, 303, 404, 505}
+	}
+	var out []run
+	for _, seed := range seeds {
+		sched, err := schedule(seed, "")
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, run{id: fmt.Sprintf("s%d", seed), seed: seed, faults: sched})
+	}
+	for i, r := range regressions {
+		sched, err := schedule(r.seed, r.faults)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, run{id: fmt.Sprintf("r%d-%d", i, r.seed), seed: r.seed, faults: sched, found: r.found})
+	}
+	return out, nil
+}
+
+// schedule is the seed's order of faults: each fault once (twice in the long form),
+// unless names lists them.
+func schedule(seed uint64, names string) ([]fault, error) {
+	if names != "" {
 		var out []fault
-		for _, name := range strings.Split(*faultFlag, ",") {
+		for _, name := range strings.Split(names, ",") {
 			f, ok := faultByName(strings.TrimSpace(name))
 			if !ok {
 				return nil, fmt.Errorf("no fault named %q", name)
@@ -79,10 +119,14 @@ func schedule(seed uint64) ([]fault, error) {
 }
 
 func TestChaos(t *testing.T) {
+	all, err := runs()
+	if err != nil {
+		t.Fatal(err)
+	}
 	var rows []summary
-	for _, seed := range seeds() {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			row := runScenario(t, seed)
+	for _, r := range all {
+		t.Run(r.id, func(t *testing.T) {
+			row := runScenario(t, r)
 			rows = append(rows, row)
 			for _, v := range row.violations {
 				t.Error(v)
@@ -146,7 +190,7 @@ type scenario struct {
 }
 
 type summary struct {
-	seed       uint64
+	id         string
 	faults     []string
 	edits      int
 	refused    int
@@ -158,20 +202,20 @@ type summary struct {
 	duration   time.Duration
 }
 
-func runScenario(t *testing.T, seed uint64) summary {
+func runScenario(t *testing.T, r run) summary {
 	started := time.Now()
-	sched, err := schedule(seed)
-	if err != nil {
-		t.Fatal(err)
-	}
+	seed, sched := r.seed, r.faults
 	names := make([]string, len(sched))
 	for i, f := range sched {
 		names[i] = f.name
 	}
+	if r.found != "" {
+		t.Logf("regression run (%s)", r.found)
+	}
 	t.Logf("seed %d, faults in order: %s", seed, strings.Join(names, ","))
 	t.Logf("replay: go test ./test/chaos -run 'TestChaos' -chaos.seed=%d -chaos.faults=%s", seed, strings.Join(names, ","))
 
-	s := newScenario(t, seed)
+	s := newScenario(t, r.id, seed)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	if err := s.oracle.putForeignEntries(ctx); err != nil {
@@ -207,12 +251,11 @@ func runScenario(t *testing.T, seed uint64) summary {
 		t.Errorf("a replica failed to start: %v", err)
 	default:
 	}
-	return s.summarize(seed, names, time.Since(started))
+	return s.summarize(r.id, names, time.Since(started))
 }
 
-func newScenario(t *testing.T, seed uint64) *scenario {
+func newScenario(t *testing.T, id string, seed uint64) *scenario {
 	t.Helper()
-	id := fmt.Sprintf("c%d", seed)
 	cfg := env.Kube.Config(testenv.AdminUser)
 	se := &scenarioEnv{
 		ns: "chaos-" + id, class: "chaos-" + id,

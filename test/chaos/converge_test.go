@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/consul-gateway-controller/consul-gateway-controller/dataplane"
 	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
 )
 
@@ -85,6 +86,11 @@ func (s *scenario) convergenceProblems(ctx context.Context) ([]string, error) {
 			problems = append(problems, "consul holds "+key+", which no object of ours wants")
 		}
 	}
+	dataPlane, err := s.dataPlaneProblems(ctx, gateways)
+	if err != nil {
+		return nil, err
+	}
+	problems = append(problems, dataPlane...)
 	slices.Sort(problems)
 	return problems, nil
 }
@@ -184,6 +190,61 @@ func (s *scenario) routeStatusProblems(what string, generation int64, refs []gat
 		problems = append(problems, fmt.Sprintf("%s has no status of ours for parent %s", what, name))
 	}
 	return problems
+}
+
+// dataPlaneProblems: each Gateway of ours, and no other, has a gateway Deployment with
+// a Ready pod and a pod instance in Consul's catalog.
+func (s *scenario) dataPlaneProblems(ctx context.Context, gateways map[string]gatewayModel) ([]string, error) {
+	var problems []string
+	deployments, err := s.kube.AppsV1().Deployments(s.ns).List(ctx, metav1.ListOptions{LabelSelector: dataplane.ManagedByLabel + "=" + dataplane.ManagedByValue})
+	if err != nil {
+		return nil, err
+	}
+	ready := map[string]bool{}
+	for _, d := range deployments.Items {
+		gw := d.Labels[dataplane.GatewayNameLabel]
+		if !gateways[gw].ours {
+			problems = append(problems, fmt.Sprintf("Deployment %s of Gateway %s, which is not ours, still exists", d.Name, gw))
+			continue
+		}
+		ready[gw] = d.Status.ReadyReplicas > 0
+	}
+	registered, err := s.registeredGateways(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for name, g := range gateways {
+		switch {
+		case g.ours && !ready[name]:
+			problems = append(problems, fmt.Sprintf("Gateway %s has no gateway Deployment with a Ready pod", name))
+		case g.ours && !registered[name]:
+			problems = append(problems, fmt.Sprintf("Gateway %s has no pod instance in Consul's catalog", name))
+		case !g.ours && registered[name]:
+			problems = append(problems, fmt.Sprintf("Gateway %s, which is not ours, still has a pod instance in Consul's catalog", name))
+		}
+	}
+	return problems, nil
+}
+
+// registeredGateways are the Gateways with a catalog instance of ours.
+func (s *scenario) registeredGateways(ctx context.Context) (map[string]bool, error) {
+	out := map[string]bool{}
+	services, _, err := s.consul.Catalog().Services((&consulapi.QueryOptions{}).WithContext(ctx))
+	if err != nil {
+		return nil, err
+	}
+	for name := range services {
+		instances, _, err := s.consul.Catalog().Service(name, "", (&consulapi.QueryOptions{}).WithContext(ctx))
+		if err != nil {
+			return nil, err
+		}
+		for _, in := range instances {
+			if s.owns(in.ServiceMeta) && in.ServiceMeta["k8s-kind"] == "Gateway" {
+				out[in.ServiceMeta["k8s-name"]] = true
+			}
+		}
+	}
+	return out, nil
 }
 
 // ownedEntries are Consul's entries of the route and gateway kinds with our meta.
@@ -339,7 +400,7 @@ func (s *scenario) checkOwnerLives(ctx context.Context, what string, meta map[st
 	}
 }
 
-func (s *scenario) summarize(seed uint64, faults []string, d time.Duration) summary {
+func (s *scenario) summarize(id string, faults []string, d time.Duration) summary {
 	s.world.mu.Lock()
 	edits, refused := 0, 0
 	for _, n := range s.world.edits {
@@ -358,7 +419,7 @@ func (s *scenario) summarize(seed uint64, faults []string, d time.Duration) summ
 	s.counts.mu.Lock()
 	defer s.counts.mu.Unlock()
 	return summary{
-		seed: seed, faults: faults, edits: edits, refused: refused,
+		id: id, faults: faults, edits: edits, refused: refused,
 		otherCount: cloneMap(s.counts.n), checks: cloneMap(s.oracle.checks),
 		violations: slices.Clone(s.oracle.violations), expired: s.expired.Load(),
 		restarts: restarts, duration: d.Round(time.Second),
@@ -375,7 +436,7 @@ func cloneMap(m map[string]int) map[string]int {
 
 func summaryTable(rows []summary) string {
 	var b strings.Builder
-	b.WriteString("| seed | faults injected | edits applied (refused) | foreign writes | watches expired (410) | replica starts | invariant checks | violations | time |\n")
+	b.WriteString("| run | faults injected | edits applied (refused) | foreign writes | watches expired (410) | replica starts | invariant checks | violations | time |\n")
 	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	total := map[string]int{}
 	for _, r := range rows {
@@ -384,7 +445,7 @@ func summaryTable(rows []summary) string {
 			checks += v
 			total[k] += v
 		}
-		fmt.Fprintf(&b, "| %d | %d | %d (%d) | %d | %d | %d | %d | %d | %s |\n", r.seed, r.otherCount["faults"], r.edits, r.refused,
+		fmt.Fprintf(&b, "| %s | %d | %d (%d) | %d | %d | %d | %d | %d | %s |\n", r.id, r.otherCount["faults"], r.edits, r.refused,
 			r.otherCount["foreign status writes"]+r.otherCount["foreign consul writes"], r.expired, r.restarts, checks, len(r.violations), r.duration)
 	}
 	b.WriteString("\n| invariant | checks |\n| --- | --- |\n")
@@ -396,9 +457,11 @@ func summaryTable(rows []summary) string {
 	for _, k := range keys {
 		fmt.Fprintf(&b, "| %s | %d |\n", k, total[k])
 	}
+	sep := "\n"
 	for _, r := range rows {
 		for _, v := range r.violations {
-			fmt.Fprintf(&b, "\nseed %d: %s", r.seed, v)
+			fmt.Fprintf(&b, "%s\n- %s: %s", sep, r.id, v)
+			sep = ""
 		}
 	}
 	return b.String()

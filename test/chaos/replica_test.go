@@ -35,10 +35,11 @@ type replica struct {
 	binary string
 	env    *scenarioEnv
 
-	mu     gosync.Mutex
-	proc   *testenv.Controller
-	down   bool
-	starts int
+	mu        gosync.Mutex
+	proc      *testenv.Controller
+	down      bool
+	starts    int
+	startedAt time.Time
 }
 
 func newReplica(t *testing.T, s *scenarioEnv, name string, binary string, seed uint64) *replica {
@@ -93,24 +94,53 @@ func (r *replica) start(dir string) error {
 	}
 	r.proc = proc
 	r.starts++
+	r.startedAt = time.Now()
 	return nil
 }
 
-// supervise restarts the process whenever it is not running and not held down.
+// supervise restarts the process whenever it is not running and not held down,
+// backing off as a kubelet does for a container that keeps exiting (a replica exits
+// at once while the API server is down).
 func (r *replica) supervise(ctx context.Context, dir string, errs chan<- error) {
+	backoff := restartBackoff
 	for ctx.Err() == nil {
-		r.mu.Lock()
-		if !r.down && (r.proc == nil || !r.proc.Running()) {
-			if err := r.start(dir); err != nil {
-				select {
-				case errs <- fmt.Errorf("start %s: %w", r.name, err):
-				default:
-				}
-			}
+		started, ranFor := r.ensureRunning(dir, errs)
+		switch {
+		case started && ranFor > 10*time.Second:
+			backoff = restartBackoff
+		case started:
+			backoff = min(2*backoff, maxRestartBackoff)
 		}
-		r.mu.Unlock()
-		sleepCtx(ctx, 300*time.Millisecond)
+		wait := 300 * time.Millisecond
+		if started {
+			wait = backoff
+		}
+		sleepCtx(ctx, wait)
 	}
+}
+
+const (
+	restartBackoff    = 500 * time.Millisecond
+	maxRestartBackoff = 8 * time.Second
+)
+
+// ensureRunning starts the process if it is down and not held down; it says whether
+// it did, and how long the previous process had run.
+func (r *replica) ensureRunning(dir string, errs chan<- error) (bool, time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.down || (r.proc != nil && r.proc.Running()) {
+		return false, 0
+	}
+	ranFor := time.Since(r.startedAt)
+	if err := r.start(dir); err != nil {
+		select {
+		case errs <- fmt.Errorf("start %s: %w", r.name, err):
+		default:
+		}
+		return false, 0
+	}
+	return true, ranFor
 }
 
 // kill sends SIGKILL; with hold, the process stays down until release.
