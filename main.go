@@ -141,13 +141,16 @@ func run(ctx context.Context, opts *options.Options) error {
 	if opts.DeployGateways {
 		owned = informers.NewOwned(kube, dataplane.ManagedSelector, 0)
 		deployer, err = dataplane.NewController(ctx, dataplane.Config{
-			Client:       kube,
-			Classes:      inf.GatewayClasses.Lister(),
-			Configs:      listers.New[*v1alpha1.GatewayConfig](inf.GatewayConfigs.GetIndexer(), v1alpha1.Resource("gatewayconfigs")),
-			Owned:        owned,
-			Defaults:     opts.GatewayDefaults(),
-			FieldManager: fieldManager,
-			Workers:      opts.DataplaneWorkers,
+			Client:         kube,
+			ControllerName: gatewayv1.GatewayController(opts.ControllerName),
+			Gateways:       inf.Gateways.Lister(),
+			Classes:        inf.GatewayClasses.Lister(),
+			Synced:         []cache.InformerSynced{inf.Gateways.Informer().HasSynced, inf.GatewayClasses.Informer().HasSynced},
+			Configs:        listers.New[*v1alpha1.GatewayConfig](inf.GatewayConfigs.GetIndexer(), v1alpha1.Resource("gatewayconfigs")),
+			Owned:          owned,
+			Defaults:       opts.GatewayDefaults(),
+			FieldManager:   fieldManager,
+			Workers:        opts.DataplaneWorkers,
 		})
 		if err != nil {
 			return err

@@ -31,8 +31,15 @@ import (
 
 // Config is what NewController needs.
 type Config struct {
-	Client   kubernetes.Interface
-	Classes  gatewaylisters.GatewayClassLister
+	Client kubernetes.Interface
+	// ControllerName is this instance's: a Gateway of a class with another is not ours,
+	// and neither is an object another instance deployed (see deployedByUs).
+	ControllerName gatewayv1.GatewayController
+	Gateways       gatewaylisters.GatewayLister
+	Classes        gatewaylisters.GatewayClassLister
+	// Synced are the HasSynced of the Gateway and GatewayClass caches: before they
+	// hold every object, a Gateway would look as if it were of no class of ours.
+	Synced   []cache.InformerSynced
 	Configs  listers.ResourceIndexer[*v1alpha1.GatewayConfig]
 	Owned    *informers.Owned
 	Defaults Defaults
@@ -46,8 +53,9 @@ type Config struct {
 // the Consul syncer, and from events on the objects it owns, so a hand edit is put back.
 //
 // A Gateway that stops being accepted keeps what was deployed from its last valid
-// parameters; deleting it lets the garbage collector remove its objects (they carry its
-// controller ownerReference).
+// parameters; one that is no longer ours (another class, or its class another
+// controller's) loses what this controller deployed for it; deleting it lets the
+// garbage collector remove its objects (they carry its controller ownerReference).
 type Controller struct {
 	cfg   Config
 	queue kworkqueue.TypedRateLimitingInterface[cache.ObjectName]
@@ -90,7 +98,8 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 }
 
 // Publish records a confirmed Gateway: one accepted at its current generation is
-// deployed, any other is left as it is.
+// deployed; for any other, the sync asks the caches whether it is still ours (see
+// syncUnconfirmed).
 func (c *Controller) Publish(_ context.Context, conf gwsync.Confirmation) {
 	if conf.Kind == gatewayapi.ListenerSetKind {
 		c.publishListenerSet(conf)
@@ -170,7 +179,7 @@ func listenerEntryAccepted(statuses []gatewayv1.ListenerEntryStatus, name gatewa
 // Run waits for the owned caches, then applies until ctx is done. Applying before the
 // caches hold the existing objects would rewrite every one of them on each restart.
 func (c *Controller) Run(ctx context.Context) error {
-	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.cfg.Owned.HasSynced()...) {
+	if !cache.WaitForNamedCacheSyncWithContext(ctx, append(c.cfg.Owned.HasSynced(), c.cfg.Synced...)...) {
 		return fmt.Errorf("gateway object caches did not sync: %w", context.Cause(ctx))
 	}
 	workqueue.Run(ctx, "dataplane", c.queue, c.cfg.Workers, c.sync)
@@ -190,7 +199,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	gw := c.confirmed[key]
 	c.mu.Unlock()
 	if gw == nil {
-		return nil // not accepted (any more): what was deployed stays
+		return c.syncUnconfirmed(ctx, key)
 	}
 	class, err := c.cfg.Classes.Get(string(gw.Spec.GatewayClassName))
 	if apierrors.IsNotFound(err) {

@@ -38,6 +38,12 @@ var ManagedSelector = ManagedByLabel + "=" + ManagedByValue
 // apply then carries no replicas, so it never fights them.
 const AutoscaledAnnotation = "consul-gateway-controller.github.io/autoscaled"
 
+// ControllerAnnotation on each object names the controllerName of the class it was
+// deployed for. Instances of this controller with different controller names share
+// ManagedByValue; this is how one tells its own objects from another's after the
+// class's controllerName changed (a label value cannot hold a controllerName's "/").
+const ControllerAnnotation = "consul-gateway-controller.github.io/controller-name"
+
 // Ports of the consul-dataplane container besides the listeners'.
 const (
 	readyPort = 21000 // Envoy's readiness endpoint, /ready
@@ -101,15 +107,16 @@ func Desired(in Gateway, defaults Defaults) Objects {
 		WithController(true).WithBlockOwnerDeletion(true)
 	spec := configSpec(in.Config)
 
+	// Only on the objects' own metadata: on the pod template it would roll the pods.
+	controller := map[string]string{ControllerAnnotation: string(in.Class.Spec.ControllerName)}
 	sa := corev1ac.ServiceAccount(name, gw.Namespace).
-		WithLabels(labels).WithOwnerReferences(owner)
-	if len(annotations) > 0 {
-		sa.WithAnnotations(annotations)
-	}
+		WithLabels(labels).WithOwnerReferences(owner).WithAnnotations(annotations).WithAnnotations(controller)
+	d := deployment(in, name, labels, annotations, owner, spec, defaults)
+	d.WithAnnotations(controller)
 	return Objects{
 		ServiceAccount: sa,
-		Deployment:     deployment(in, name, labels, annotations, owner, spec, defaults),
-		Service:        service(in, name, labels, owner, spec),
+		Deployment:     d,
+		Service:        service(in, name, labels, owner, spec).WithAnnotations(controller),
 	}
 }
 

@@ -36,7 +36,7 @@ func listener(name string, port gatewayv1.PortNumber, protocol gatewayv1.Protoco
 // TestDesired compares each case's objects with testdata/<case>.golden.yaml; run with
 // -update to rewrite them after a deliberate change, and read the diff.
 func TestDesired(t *testing.T) {
-	class := &gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "consul"}}
+	class := &gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "consul"}, Spec: gatewayv1.GatewayClassSpec{ControllerName: "consul-gateway-controller.github.io/gateway-controller"}}
 	full := &v1alpha1.GatewayConfig{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "full"},
 		Spec: v1alpha1.GatewayConfigSpec{

@@ -47,6 +47,13 @@ var (
 		Help: "Server-side applies of the Deployments, Services and ServiceAccounts of Gateways, by kind and result (ok, conflict, error).",
 	}, []string{"kind", "result"})
 
+	// GatewayObjectDeletions counts deletes of the gateway objects of Gateways that
+	// left our classes.
+	GatewayObjectDeletions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "gateway_object_deletions_total",
+		Help: "Deletes of the Deployments, Services and ServiceAccounts this controller deployed for Gateways that are no longer of its classes, by kind and result (ok, conflict, error).",
+	}, []string{"kind", "result"})
+
 	// ConsulCatalogWrites counts registrations and deregistrations of gateway pods.
 	ConsulCatalogWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace, Name: "consul_catalog_writes_total",
@@ -115,13 +122,14 @@ func init() {
 	Registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		StatusWrites, GatewayObjectApplies, ConsulCatalogWrites, ConsulWrites, DriftCorrections, GCDeletions, SyncDuration, Leader,
+		StatusWrites, GatewayObjectApplies, GatewayObjectDeletions, ConsulCatalogWrites, ConsulWrites, DriftCorrections, GCDeletions, SyncDuration, Leader,
 		TranslateDuration, TranslatedObjects, ConsulRequestDuration, ConsulEntriesCompared,
 	)
 	// The series of every kind exist from the start, whether gateways are deployed or
 	// not, so a rate over them is defined.
 	for _, kind := range []string{"Deployment", "Service", "ServiceAccount"} {
 		GatewayObjectApplies.WithLabelValues(kind, "ok")
+		GatewayObjectDeletions.WithLabelValues(kind, "ok")
 	}
 	for _, op := range []string{"register", "deregister"} {
 		ConsulCatalogWrites.WithLabelValues(op, "ok")

@@ -26,6 +26,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -36,6 +37,7 @@ import (
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/api/v1alpha1"
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul"
+	"github.com/consul-gateway-controller/consul-gateway-controller/dataplane"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/testcerts"
 	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
 )
@@ -362,6 +364,7 @@ func (x deployExample) create(t *testing.T) {
 			{Name: "tcp", Port: 5432, Protocol: gatewayv1.TCPProtocolType},
 		}, AllowedListeners: &gatewayv1.AllowedListeners{Namespaces: &gatewayv1.ListenerNamespaces{From: new(gatewayv1.NamespacesFromSame)}}},
 	})
+	x.createLeftGateway(t)
 	// A ListenerSet, so the controller writes a ListenerSet's status (RBAC
 	// listenersets/status) and merges its listener into the api-gateway entry.
 	createObject(t, &gatewayv1.ListenerSet{
@@ -440,8 +443,69 @@ func (x deployExample) create(t *testing.T) {
 		_ = gw.UDPRoutes(x.ns).Delete(ctx, "dns", del)
 		_ = gw.ListenerSets(x.ns).Delete(ctx, "extra", del)
 		_ = gw.Gateways(x.ns).Delete(ctx, "edge", del)
+		_ = gw.Gateways(x.ns).Delete(ctx, "left", del)
 		x.deleteConsulEntries()
 	})
+}
+
+// createLeftGateway creates the Gateway "left", of a class that does not exist, with
+// the ServiceAccount, Deployment and Service the controller would have deployed for it
+// in x.class: a Gateway that left our class, whose objects the controller deletes
+// (RBAC delete on all three).
+func (x deployExample) createLeftGateway(t *testing.T) {
+	t.Helper()
+	createObject(t, &gatewayv1.Gateway{
+		ObjectMeta: metav1.ObjectMeta{Namespace: x.ns, Name: "left"},
+		Spec: gatewayv1.GatewaySpec{GatewayClassName: gatewayv1.ObjectName(x.class + "-gone"),
+			Listeners: []gatewayv1.Listener{{Name: "http", Port: 8080, Protocol: gatewayv1.HTTPProtocolType}}},
+	})
+	ctx := t.Context()
+	left, err := env.GatewayClient.GatewayV1().Gateways(x.ns).Get(ctx, "left", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta := metav1.ObjectMeta{
+		Namespace: x.ns, Name: x.leftObjects(),
+		Labels: map[string]string{dataplane.GatewayNameLabel: "left", dataplane.GatewayClassLabel: x.class,
+			dataplane.ManagedByLabel: dataplane.ManagedByValue},
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: gatewayv1.GroupVersion.String(), Kind: "Gateway",
+			Name: "left", UID: left.UID, Controller: new(true)}},
+	}
+	pods := map[string]string{"app": "left"}
+	core := env.KubeClient.CoreV1()
+	for what, err := range map[string]error{
+		"ServiceAccount": ignoreResult(core.ServiceAccounts(x.ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: meta}, metav1.CreateOptions{})),
+		"Service": ignoreResult(core.Services(x.ns).Create(ctx, &corev1.Service{ObjectMeta: meta,
+			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 8080}}}}, metav1.CreateOptions{})),
+		"Deployment": ignoreResult(env.KubeClient.AppsV1().Deployments(x.ns).Create(ctx, &appsv1.Deployment{ObjectMeta: meta,
+			Spec: appsv1.DeploymentSpec{Replicas: new(int32(0)), Selector: &metav1.LabelSelector{MatchLabels: pods},
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: pods},
+					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "example.invalid/c:1"}}}}}}, metav1.CreateOptions{})),
+	} {
+		if err != nil {
+			t.Fatalf("create %s of Gateway left: %v", what, err)
+		}
+	}
+}
+
+func (x deployExample) leftObjects() string { return "left-" + x.class }
+
+func ignoreResult[T any](_ T, err error) error { return err }
+
+// leftObjectsGone says which of the objects of Gateway "left" still exist.
+func (x deployExample) leftObjectsGone(ctx context.Context) []string {
+	var problems []string
+	core, name, get := env.KubeClient.CoreV1(), x.leftObjects(), metav1.GetOptions{}
+	for what, err := range map[string]error{
+		"ServiceAccount": ignoreResult(core.ServiceAccounts(x.ns).Get(ctx, name, get)),
+		"Service":        ignoreResult(core.Services(x.ns).Get(ctx, name, get)),
+		"Deployment":     ignoreResult(env.KubeClient.AppsV1().Deployments(x.ns).Get(ctx, name, get)),
+	} {
+		if !apierrors.IsNotFound(err) {
+			problems = append(problems, fmt.Sprintf("%s %s of Gateway left, not ours: %v", what, name, err))
+		}
+	}
+	return problems
 }
 
 // converged returns nil once the API server and Consul hold what the controller must
@@ -496,6 +560,7 @@ func (x deployExample) converged(t *testing.T, controller gatewayv1.GatewayContr
 		return err
 	}
 	routeParents("db", db.Status.Parents)
+	problems = append(problems, x.leftObjectsGone(ctx)...)
 	for _, e := range x.consulEntries() {
 		if _, _, err := env.ConsulClient.ConfigEntries().Get(e.kind, e.name, nil); err != nil {
 			problems = append(problems, fmt.Sprintf("Consul %s %s: %v", e.kind, e.name, err))
