@@ -99,7 +99,10 @@ func deleteOurs[T metav1.Object](ctx context.Context, c *Controller, gw *gateway
 		uid, version := obj.GetUID(), obj.GetResourceVersion()
 		err = del(ctx, obj.GetName(), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &version}})
 		if apierrors.IsNotFound(err) {
-			err = nil // gone already: what was wanted
+			// Gone already (a sync before this one deleted it, and the cache has not
+			// caught up): what was wanted, and no deletion of ours to count.
+			logger.V(4).Info("Gateway object already gone", "kind", kind, "object", klog.KObj(obj), "gateway", klog.KObj(gw))
+			continue
 		}
 		metrics.GatewayObjectDeletions.WithLabelValues(kind, metrics.Result(err)).Inc()
 		if err != nil {
