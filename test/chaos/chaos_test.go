@@ -239,6 +239,7 @@ func runScenario(t *testing.T, r run) summary {
 		s.runFault(t, ctx, f)
 	}
 	stopEdits()
+	s.resyncWorld(t, ctx)
 	s.converge(t, ctx, "the faults")
 	for _, r := range s.replicas {
 		r.stop()
@@ -291,6 +292,23 @@ func (s *scenario) runFault(t *testing.T, ctx context.Context, f fault) {
 		}
 	}
 	sleepCtx(ctx, 2*time.Second)
+}
+
+// resyncWorld reads the model back from the API server when an edit failed on the
+// client's side: the convergence check compares against what the server holds.
+func (s *scenario) resyncWorld(t *testing.T, ctx context.Context) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		err := s.world.resync(ctx)
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("read the objects back from the API server: %v", err)
+		}
+		sleepCtx(ctx, time.Second)
+	}
 }
 
 func (s *scenario) starts() int {

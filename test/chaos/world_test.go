@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"regexp"
 	"slices"
 	"strconv"
 	gosync "sync"
@@ -49,7 +50,8 @@ type world struct {
 	gateways map[string]*gatewayModel
 	grant    bool
 	edits    map[string]int // applied edits by kind
-	refused  map[string]int // edits the API server did not take (it was down, say)
+	refused  map[string]int // edits the client saw fail (the API server was down, say)
+	stale    bool           // a failed edit may have been applied: read the model back
 }
 
 type routeModel struct {
@@ -269,9 +271,71 @@ func (w *world) step(ctx context.Context) {
 	e := w.pick()
 	if err := e.apply(w, ctx); err != nil {
 		w.refused[e.name]++
+		// A write the client saw fail may still have been applied (the connection
+		// broke after the server committed it): the model is read back from the
+		// server, now if it answers, or before the convergence check.
+		w.stale = true
+		_ = w.resyncLocked(ctx)
 		return
 	}
 	w.edits[e.name]++
+}
+
+// resync reads the model back from the API server if an edit may have been applied
+// without the client knowing.
+func (w *world) resync(ctx context.Context) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.resyncLocked(ctx)
+}
+
+func (w *world) resyncLocked(ctx context.Context) error {
+	if !w.stale {
+		return nil
+	}
+	routes, err := w.env.gw.GatewayV1().HTTPRoutes(w.ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	gateways, err := w.env.gw.GatewayV1().Gateways(w.ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	_, grantErr := w.env.gw.GatewayV1beta1().ReferenceGrants(w.remoteNS).Get(ctx, grantName, metav1.GetOptions{})
+	if grantErr != nil && !apierrors.IsNotFound(grantErr) {
+		return grantErr
+	}
+	w.grant = grantErr == nil
+	w.routes = map[string]*routeModel{}
+	for _, r := range routes.Items {
+		w.routes[r.Name] = routeFromSpec(r.Spec)
+	}
+	for _, g := range gateways.Items {
+		if m, ok := w.gateways[g.Name]; ok {
+			m.ours = string(g.Spec.GatewayClassName) == w.class
+			m.marker = markerOf(hostMarker, string(ptr.Deref(g.Spec.Listeners[0].Hostname, "")))
+		}
+	}
+	w.stale = false
+	return nil
+}
+
+// routeFromSpec reads a route's model from the spec routeSpec wrote.
+func routeFromSpec(spec gatewayv1.HTTPRouteSpec) *routeModel {
+	m := &routeModel{parent: string(spec.ParentRefs[0].Name)}
+	rule := spec.Rules[0]
+	m.marker = markerOf(pathMarker, ptr.Deref(rule.Matches[0].Path.Value, ""))
+	m.remote = rule.BackendRefs[0].Namespace != nil
+	return m
+}
+
+func markerOf(re *regexp.Regexp, s string) int {
+	m := re.FindStringSubmatch(s)
+	if m == nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(m[1])
+	return n
 }
 
 func (w *world) pick() edit {

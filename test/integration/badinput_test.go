@@ -118,6 +118,10 @@ func TestBadInputCorpus(t *testing.T) {
 	b := newBadInputEnv(t)
 	createObject(t, &gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: badInputClass},
 		Spec: gatewayv1.GatewayClassSpec{ControllerName: b.controller}})
+	// Registered before the controller, so it runs after the controller stopped: what
+	// it wrote leaves Consul, which every later test in the package shares (Consul's
+	// own gateway controller otherwise goes on reconciling hundreds of routes).
+	t.Cleanup(func() { deleteOwnedEntries(t, string(b.controller), "bad") })
 	startController(t, b.controller, controllerOptions{consul: &consulOptions{clusterID: "bad",
 		translation: consul.Options{ManageServiceDefaults: true}}})
 
@@ -575,4 +579,27 @@ func (b *badInputEnv) stillProcesses(t *testing.T, ns string) {
 	eventually(t, badInputCaseTimeout, "the edited route reaches Consul", func() (bool, error) {
 		return b.checkEntry(ns, entryExpect{Kind: consulapi.HTTPRoute, Name: "neighbour", Hostnames: &[]string{host}}) == nil, nil
 	})
+}
+
+// deleteOwnedEntries deletes the Consul entries written with this ownership, routes
+// before what they refer to.
+func deleteOwnedEntries(t *testing.T, controller, cluster string) {
+	t.Helper()
+	entries := env.ConsulClient.ConfigEntries()
+	for _, kind := range []string{consulapi.HTTPRoute, consulapi.TCPRoute, consulapi.APIGateway, consulapi.InlineCertificate, consulapi.ServiceDefaults} {
+		list, _, err := entries.List(kind, nil)
+		if err != nil {
+			t.Errorf("list %s entries: %v", kind, err)
+			continue
+		}
+		for _, e := range list {
+			meta := e.GetMeta()
+			if meta["gateway-controller"] != controller || meta["gateway-controller-cluster"] != cluster {
+				continue
+			}
+			if _, err := entries.Delete(kind, e.GetName(), nil); err != nil {
+				t.Errorf("delete %s %s: %v", kind, e.GetName(), err)
+			}
+		}
+	}
 }
