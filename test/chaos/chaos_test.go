@@ -278,8 +278,10 @@ func newScenario(t *testing.T, id string, seed uint64) *scenario {
 // a moment before the next one (faults are not meant to pile up).
 func (s *scenario) runFault(t *testing.T, ctx context.Context, f fault) {
 	starts := s.starts()
-	t.Logf("fault %s", f.name)
-	defer func() { t.Logf("fault %s healed; replica starts during it: %d", f.name, s.starts()-starts) }()
+	t.Logf("%s fault %s", time.Now().Format("15:04:05.000"), f.name)
+	defer func() {
+		t.Logf("%s fault %s healed; replica starts during it: %d", time.Now().Format("15:04:05.000"), f.name, s.starts()-starts)
+	}()
 	heal, err := f.inject(ctx, s)
 	if err != nil {
 		t.Fatalf("inject %s: %v", f.name, err)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -286,6 +287,7 @@ func (s *scenario) referee(t *testing.T, ctx context.Context) {
 		return
 	}
 	s.oracle.checked("convergence", 1)
+	worked := false
 	for _, series := range []string{
 		"consul_gateway_controller_status_writes_total",
 		"consul_gateway_controller_consul_writes_total",
@@ -293,7 +295,34 @@ func (s *scenario) referee(t *testing.T, ctx context.Context) {
 		"consul_gateway_controller_gateway_object_applies_total",
 	} {
 		if n := metricSum(body, series); n != 0 {
+			worked = true
 			s.oracle.violate("convergence: a fresh controller found work after the faults: %s = %v", series, n)
+		}
+	}
+	if worked {
+		logChanges(t, proc.LogPath())
+	}
+}
+
+// logChanges logs the changes a controller's log reports (its -v=2 lines that write
+// something), so a referee violation says what the converged state lacked.
+func logChanges(t *testing.T, path string) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Logf("reading the referee's log: %v", err)
+		return
+	}
+	changes := []string{"Status updated", "Created", "Updated", "Deleted", "Registered", "Deregistered", "Applied", "Put back", "differs"}
+	shown := 0
+	for line := range strings.Lines(string(data)) {
+		if shown == 60 {
+			t.Logf("referee: ... (more in %s)", path)
+			return
+		}
+		if slices.ContainsFunc(changes, func(c string) bool { return strings.Contains(line, c) }) {
+			t.Logf("referee: %s", strings.TrimSpace(line))
+			shown++
 		}
 	}
 }

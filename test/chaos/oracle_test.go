@@ -66,6 +66,11 @@ func newOracle(env *scenarioEnv) *oracle {
 func (o *oracle) violate(format string, args ...any) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	o.violateLocked(format, args...)
+}
+
+// violateLocked records a violation with the time it was seen; o.mu is held.
+func (o *oracle) violateLocked(format string, args ...any) {
 	o.violations = append(o.violations, fmt.Sprintf(time.Now().Format("15:04:05.000 ")+format, args...))
 }
 
@@ -144,7 +149,7 @@ func (o *oracle) observeGenerations(uid types.UID, what string, conds map[string
 	for key, gen := range conds {
 		o.checks["no regression (status)"]++
 		if gen < seen[key] {
-			o.violations = append(o.violations, fmt.Sprintf("no regression: %s %s went from observedGeneration %d back to %d", what, key, seen[key], gen))
+			o.violateLocked("no regression: %s %s went from observedGeneration %d back to %d", what, key, seen[key], gen)
 			continue
 		}
 		seen[key] = gen
@@ -220,7 +225,7 @@ func (o *oracle) observeForeign(uid types.UID, what, message string) {
 	defer o.mu.Unlock()
 	o.checks["ownership (kubernetes)"]++
 	if n < o.foreignSeen[uid] {
-		o.violations = append(o.violations, fmt.Sprintf("ownership: %s's foreign status went back from write %d to %d", what, o.foreignSeen[uid], n))
+		o.violateLocked("ownership: %s's foreign status went back from write %d to %d", what, o.foreignSeen[uid], n)
 		return
 	}
 	o.foreignSeen[uid] = n
@@ -235,7 +240,7 @@ func (o *oracle) expectForeign(uid types.UID, what string, present bool) {
 		return
 	}
 	o.checks["ownership (kubernetes)"]++
-	o.violations = append(o.violations, fmt.Sprintf("ownership: %s lost the foreign controller's status", what))
+	o.violateLocked("ownership: %s lost the foreign controller's status", what)
 }
 
 func (o *oracle) observeLease(l *coordinationv1.Lease) {
@@ -253,10 +258,16 @@ func (o *oracle) observeLease(l *coordinationv1.Lease) {
 
 // watchConsul follows one entry kind with blocking queries, Consul's watch. After an
 // error (Consul restarting) it starts again from index 0.
+//
+// The reads are consistent. A restarted Consul restores its last snapshot and then
+// applies the rest of its log as the new leader, and a read in the default mode can
+// answer in between: it would show entries going back to the snapshot's content and
+// forward again, which is Consul replaying its own history, not a write. A consistent
+// read waits until the leader's barrier has applied the whole log.
 func (o *oracle) watchConsul(ctx context.Context, kind string) {
 	var index uint64
 	for ctx.Err() == nil {
-		opts := (&consulapi.QueryOptions{WaitIndex: index, WaitTime: 10 * time.Second}).WithContext(ctx)
+		opts := (&consulapi.QueryOptions{WaitIndex: index, WaitTime: 10 * time.Second, RequireConsistent: true}).WithContext(ctx)
 		entries, meta, err := o.env.consul.ConfigEntries().List(kind, opts)
 		if err != nil {
 			index = 0
@@ -282,7 +293,7 @@ func (o *oracle) observeEntries(kind string, entries []consulapi.ConfigEntry) {
 		if want, foreign := o.foreignEntries[key]; foreign {
 			o.checks["ownership (consul)"]++
 			if got := content(e); got != want {
-				o.violations = append(o.violations, fmt.Sprintf("ownership: foreign entry %s was modified: %s, was %s", key, got, want))
+				o.violateLocked("ownership: foreign entry %s was modified: %s, was %s", key, got, want)
 				o.foreignEntries[key] = got
 			}
 			continue
@@ -296,7 +307,7 @@ func (o *oracle) observeEntries(kind string, entries []consulapi.ConfigEntry) {
 		}
 		o.checks["no regression (consul)"]++
 		if marker < o.entryMarker[key] {
-			o.violations = append(o.violations, fmt.Sprintf("no regression: entry %s went from edit %d back to edit %d", key, o.entryMarker[key], marker))
+			o.violateLocked("no regression: entry %s went from edit %d back to edit %d", key, o.entryMarker[key], marker)
 			continue
 		}
 		o.entryMarker[key] = marker
@@ -304,7 +315,7 @@ func (o *oracle) observeEntries(kind string, entries []consulapi.ConfigEntry) {
 	for key := range o.foreignEntries {
 		if strings.HasPrefix(key, kind+"/") && !present[key] {
 			o.checks["ownership (consul)"]++
-			o.violations = append(o.violations, fmt.Sprintf("ownership: foreign entry %s was deleted", key))
+			o.violateLocked("ownership: foreign entry %s was deleted", key)
 			delete(o.foreignEntries, key)
 		}
 	}
