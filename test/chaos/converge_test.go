@@ -271,6 +271,7 @@ func (s *scenario) ownedEntries(ctx context.Context) (map[string]consulapi.Confi
 // that faults left nothing a fault-free run would decide differently.
 func (s *scenario) referee(t *testing.T, ctx context.Context) {
 	t.Helper()
+	before := s.storedStatuses(ctx)
 	args := slices.Clone(s.replicas[0].args)
 	proc, err := env.StartController(testenv.ControllerOptions{Binary: s.replicas[0].binary, Name: "referee-" + s.clusterID, Args: args})
 	if err != nil {
@@ -301,7 +302,54 @@ func (s *scenario) referee(t *testing.T, ctx context.Context) {
 	}
 	if worked {
 		logChanges(t, proc.LogPath())
+		for _, line := range before {
+			t.Logf("before the referee: %s", line)
+		}
 	}
+}
+
+// storedStatuses describes the conditions of ours on every Gateway and HTTPRoute of
+// the scenario, so a referee's change can be read next to what it replaced.
+func (s *scenario) storedStatuses(ctx context.Context) []string {
+	var out []string
+	describe := func(conds []metav1.Condition) string {
+		parts := make([]string, 0, len(conds))
+		for _, c := range conds {
+			parts = append(parts, fmt.Sprintf("%s=%s(%s)", c.Type, c.Status, c.Reason))
+		}
+		return strings.Join(parts, " ")
+	}
+	gws, err := s.gw.GatewayV1().Gateways(s.ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return []string{"listing Gateways: " + err.Error()}
+	}
+	for _, gw := range gws.Items {
+		line := fmt.Sprintf("Gateway %s (class %s): %s; addresses %d", gw.Name, gw.Spec.GatewayClassName, describe(gw.Status.Conditions), len(gw.Status.Addresses))
+		for _, l := range gw.Status.Listeners {
+			line += fmt.Sprintf("; listener %s: %s attachedRoutes=%d", l.Name, describe(l.Conditions), l.AttachedRoutes)
+		}
+		out = append(out, line)
+	}
+	hrs, err := s.gw.GatewayV1().HTTPRoutes(s.ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return append(out, "listing HTTPRoutes: "+err.Error())
+	}
+	for _, r := range hrs.Items {
+		for _, p := range r.Status.Parents {
+			if string(p.ControllerName) != s.controllerName {
+				continue
+			}
+			out = append(out, fmt.Sprintf("HTTPRoute %s parent %s/%s: %s", r.Name, p.ParentRef.Name, ptrString(p.ParentRef.SectionName), describe(p.Conditions)))
+		}
+	}
+	return out
+}
+
+func ptrString[T ~string](p *T) string {
+	if p == nil {
+		return ""
+	}
+	return string(*p)
 }
 
 // logChanges logs the changes a controller's log reports (its -v=2 lines that write
