@@ -261,24 +261,30 @@ type watchListOffProxy struct {
 	refused, lists atomic.Int64
 }
 
-func startWatchListOffProxy(t *testing.T) *watchListOffProxy {
+// kubeReverseProxy forwards to the API server over TLS only; each request carries the
+// client's own token.
+func kubeReverseProxy(t *testing.T) *httputil.ReverseProxy {
 	t.Helper()
 	target, err := url.Parse(env.Kube.Host())
 	if err != nil {
 		t.Fatal(err)
 	}
-	// TLS to the API server only; each request carries the controller's own token.
 	cfg := rest.CopyConfig(env.Kube.Config(testenv.AdminUser))
 	cfg.BearerToken = ""
 	transport, err := rest.TransportFor(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	reverse := &httputil.ReverseProxy{
+	return &httputil.ReverseProxy{
 		Rewrite:       func(r *httputil.ProxyRequest) { r.SetURL(target) },
 		Transport:     transport,
 		FlushInterval: -1, // watches stream
 	}
+}
+
+func startWatchListOffProxy(t *testing.T) *watchListOffProxy {
+	t.Helper()
+	reverse := kubeReverseProxy(t)
 	p := &watchListOffProxy{}
 	p.Server = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		query := req.URL.Query()

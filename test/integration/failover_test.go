@@ -21,7 +21,6 @@ import (
 	consulapi "github.com/hashicorp/consul/api"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -289,23 +288,9 @@ type kubeWriteLog struct {
 
 func startKubeWriteLog(t *testing.T) *kubeWriteLog {
 	t.Helper()
-	target, err := url.Parse(env.Kube.Host())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := rest.CopyConfig(env.Kube.Config(testenv.AdminUser))
-	cfg.BearerToken = ""
-	transport, err := rest.TransportFor(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reverse := &httputil.ReverseProxy{
-		Rewrite:       func(r *httputil.ProxyRequest) { r.SetURL(target) },
-		Transport:     transport,
-		FlushInterval: -1, // watches stream
-		// A cut or a replica that goes away ends its requests; that is no news.
-		ErrorLog: log.New(io.Discard, "", 0),
-	}
+	reverse := kubeReverseProxy(t)
+	// A cut or a replica that goes away ends its requests; that is no news.
+	reverse.ErrorLog = log.New(io.Discard, "", 0)
 	p := &kubeWriteLog{}
 	p.Server = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		switch req.Method {
