@@ -79,3 +79,46 @@ func TestWriterReadDoesNotReplaceTheWatchsVerdict(t *testing.T) {
 		t.Errorf("after the writer read the older entry, the verdict is %+v; want Consul's Accepted from the watch", v)
 	}
 }
+
+// A failed read or write is reported until Consul holds the desired entry, however
+// that comes about. Here the read fails while Consul is away, and the watch then finds
+// the entry as desired (the write before the outage had landed): the retry has nothing
+// to write, and ConsulWriteFailed must still give way to Consul's verdict.
+func TestWriteFailureClearsOnceConsulHoldsTheEntry(t *testing.T) {
+	own := Ownership{Controller: "example.com/c", ClusterID: "test"}
+	entry := &consulapi.HTTPRouteConfigEntry{Kind: consulapi.HTTPRoute, Name: "web.apps",
+		Meta: own.Meta(Owner{Kind: "HTTPRoute", Namespace: "apps", Name: "web", UID: "uid"})}
+	consul := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet {
+			t.Errorf("unexpected %s %s: the entry is already as desired", r.Method, r.URL.Path)
+		}
+		http.Error(w, "No cluster leader", http.StatusInternalServerError)
+	}))
+	defer consul.Close()
+	client, err := consulapi.NewClient(&consulapi.Config{Address: consul.Listener.Addr().String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewSyncer(Config{Client: client, Ownership: own})
+	key := KeyOf(entry)
+	s.desired.Entries[key] = entry
+	route := cache.ObjectName{Namespace: "apps", Name: "web"}
+
+	if err := s.syncEntry(t.Context(), key); err == nil {
+		t.Fatal("the read of an unreachable Consul succeeded")
+	}
+	if v := s.Verdict("HTTPRoute", route); v.Reason != ReasonWriteFailed {
+		t.Fatalf("after the failed read the verdict is %+v; want %s", v, ReasonWriteFailed)
+	}
+
+	judged := *entry
+	judged.ModifyIndex = 7
+	judged.Status = consulapi.ConfigEntryStatus{Conditions: []consulapi.Condition{{Type: "Accepted", Status: consulapi.ConditionStatusFalse, Reason: "InvalidDiscoveryChain"}}}
+	s.compareKind(t.Context(), consulapi.HTTPRoute, []consulapi.ConfigEntry{&judged})
+	if err := s.syncEntry(t.Context(), key); err != nil {
+		t.Fatalf("the retry had nothing to do and failed: %v", err)
+	}
+	if v := s.Verdict("HTTPRoute", route); v.Reason != "InvalidDiscoveryChain" {
+		t.Errorf("once Consul holds the entry the verdict is %+v; want Consul's InvalidDiscoveryChain", v)
+	}
+}

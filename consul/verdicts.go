@@ -3,6 +3,7 @@ package consul
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	gosync "sync"
@@ -29,9 +30,11 @@ type ownerKey struct {
 
 // ownerState is everything known about the entries of one object.
 type ownerState struct {
-	problem  string
-	foreign  string
-	writeErr string
+	problem string
+	foreign string
+	// writeErrs are the failed reads or writes of the object's entries that Consul does
+	// not hold as desired yet, by entry. Replaced whole on change, like bindings.
+	writeErrs map[EntryKey]string
 	// Consul's Accepted condition on the entry, once it computed one.
 	consulKnown    bool
 	consulAccepted bool
@@ -54,14 +57,27 @@ func (o ownerState) sameVerdicts(p ownerState) bool {
 	return o.verdict() == p.verdict() && slices.Equal(o.bindings, p.bindings)
 }
 
+// joinSorted joins the messages of errs in the order of their entries, so the same
+// failures always read the same.
+func joinSorted(errs map[EntryKey]string) string {
+	keys := slices.SortedFunc(maps.Keys(errs), func(a, b EntryKey) int {
+		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Partition, b.Partition), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
+	msgs := make([]string, len(keys))
+	for i, k := range keys {
+		msgs[i] = errs[k]
+	}
+	return strings.Join(msgs, "; ")
+}
+
 func (o ownerState) verdict() gwsync.Verdict {
 	switch {
 	case o.problem != "":
 		return gwsync.Verdict{Known: true, Reason: ReasonTranslation, Message: o.problem}
 	case o.foreign != "":
 		return gwsync.Verdict{Known: true, Reason: ReasonForeignEntry, Message: o.foreign}
-	case o.writeErr != "":
-		return gwsync.Verdict{Known: true, Reason: ReasonWriteFailed, Message: o.writeErr}
+	case len(o.writeErrs) > 0:
+		return gwsync.Verdict{Known: true, Reason: ReasonWriteFailed, Message: joinSorted(o.writeErrs)}
 	case !o.consulKnown:
 		return gwsync.Verdict{}
 	case o.consulAccepted:
@@ -79,12 +95,15 @@ type verdicts struct {
 	naming Naming
 	mu     gosync.Mutex
 	owners map[ownerKey]ownerState
+	// failing names the owner of each entry in some owner's writeErrs, so that the
+	// entry settling clears it also when nothing desires the entry any more.
+	failing map[EntryKey]ownerKey
 	// problems are the translation problems last set; most translations repeat them.
 	problems []Problem
 }
 
 func newVerdicts(naming Naming) *verdicts {
-	return &verdicts{naming: naming, owners: map[ownerKey]ownerState{}}
+	return &verdicts{naming: naming, owners: map[ownerKey]ownerState{}, failing: map[EntryKey]ownerKey{}}
 }
 
 // get returns the verdict on an object.
@@ -254,16 +273,34 @@ func bindingVerdict(key EntryKey, c consulapi.Condition) gwsync.Binding {
 	}
 }
 
-// written records a successful write.
+// written records a successful write of key, or its delete.
 func (v *verdicts) written(key EntryKey, desiredMeta map[string]string, changed func(gatewayv1.Kind, cache.ObjectName)) {
+	v.settled(key, changed)
 	owner, ok := reportedOwner(desiredMeta)
 	if !ok {
 		return
 	}
 	// Consul's previous verdict stands until it computes one for the new entry, so a
 	// routine update does not flap the object's status through Pending.
+	v.update(owner, changed, func(o *ownerState) { o.foreign = "" })
+}
+
+// settled records that Consul holds what is desired under key: written by us, found so
+// by the watch or a read (a write whose answer was lost may have landed), or absent and
+// no longer desired. A failure recorded for key is over. Clearing it only on our own
+// successful write would leave ConsulWriteFailed for good on an entry that needs none.
+func (v *verdicts) settled(key EntryKey, changed func(gatewayv1.Kind, cache.ObjectName)) {
+	v.mu.Lock()
+	owner, failed := v.failing[key]
+	delete(v.failing, key)
+	v.mu.Unlock()
+	if !failed {
+		return
+	}
 	v.update(owner, changed, func(o *ownerState) {
-		o.writeErr, o.foreign = "", ""
+		errs := maps.Clone(o.writeErrs)
+		delete(errs, key)
+		o.writeErrs = errs
 	})
 }
 
@@ -274,8 +311,15 @@ func (v *verdicts) writeFailed(key EntryKey, desiredMeta map[string]string, err 
 	if !ok {
 		return
 	}
+	msg := fmt.Sprintf("syncing %s %s failed: %v", key.Kind, key.Name, err)
 	v.update(owner, changed, func(o *ownerState) {
-		o.writeErr = fmt.Sprintf("syncing %s %s failed: %v", key.Kind, key.Name, err)
+		errs := maps.Clone(o.writeErrs)
+		if errs == nil {
+			errs = map[EntryKey]string{}
+		}
+		errs[key] = msg
+		o.writeErrs = errs
+		v.failing[key] = owner // update holds v.mu while it mutates
 	})
 }
 
@@ -323,5 +367,8 @@ func (v *verdicts) setProblems(problems []Problem, changed func(gatewayv1.Kind, 
 func (v *verdicts) forget(owner ownerKey) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	for key := range v.owners[owner].writeErrs {
+		delete(v.failing, key)
+	}
 	delete(v.owners, owner)
 }

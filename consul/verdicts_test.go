@@ -1,6 +1,7 @@
 package consul
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -136,5 +137,41 @@ func TestBindingChangesAreReported(t *testing.T) {
 		if got := len(changed) > 0; got != step.reported {
 			t.Errorf("%s: reported %v, want %v", step.name, changed, step.reported)
 		}
+	}
+}
+
+// A Gateway owns several entries. A failure is over when its own entry settles: the
+// api-gateway entry settling leaves the inline-certificate's failure standing, and a
+// failed entry nothing desires any more (its owner's spec dropped it) ends it too.
+func TestWriteFailuresSettlePerEntry(t *testing.T) {
+	t.Parallel()
+	own := Ownership{Controller: "example.com/c", ClusterID: "test"}
+	meta := own.Meta(Owner{Kind: "Gateway", Namespace: "infra", Name: "edge", UID: "uid"})
+	gw := cache.ObjectName{Namespace: "infra", Name: "edge"}
+	gatewayEntry := EntryKey{Kind: consulapi.APIGateway, Name: "edge.infra"}
+	cert := EntryKey{Kind: consulapi.InlineCertificate, Name: "secret.tls.infra"}
+	v := newVerdicts(Naming{})
+	var changed int
+	record := func(gatewayv1.Kind, cache.ObjectName) { changed++ }
+
+	v.writeFailed(cert, meta, errors.New("500 (No cluster leader)"), record)
+	v.writeFailed(gatewayEntry, meta, errors.New("500 (No cluster leader)"), record)
+	v.settled(gatewayEntry, record)
+	got := v.get("Gateway", gw)
+	if got.Reason != ReasonWriteFailed || !strings.Contains(got.Message, cert.Name) || strings.Contains(got.Message, gatewayEntry.Name) {
+		t.Errorf("with the certificate still failing the verdict is %+v; want %s naming only %s", got, ReasonWriteFailed, cert.Name)
+	}
+	changed = 0
+	v.settled(cert, record)
+	if got := v.get("Gateway", gw); got.Known {
+		t.Errorf("once every entry settled the verdict is %+v; want Consul's (none yet)", got)
+	}
+	if changed != 1 {
+		t.Errorf("settling the last failure reported %d changes, want 1", changed)
+	}
+	changed = 0
+	v.settled(cert, record)
+	if changed != 0 {
+		t.Errorf("settling an entry with no failure reported %d changes", changed)
 	}
 }

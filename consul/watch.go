@@ -154,6 +154,7 @@ func (s *Syncer) compareKind(ctx context.Context, kind string, entries []consula
 			s.queue.Add(key)
 			queued++
 		case s.matched.unchanged(key, entry, desired), s.compare(key, desired, entry):
+			s.verdicts.settled(key, s.statusChanged)
 			s.awaitJudgement(key, entry)
 		default:
 			s.matched.forget(key)

@@ -43,9 +43,11 @@ func (s *Syncer) syncEntry(ctx context.Context, key EntryKey) error {
 	// at Pending, a Gateway stuck at InvalidCertificates).
 	switch {
 	case !want && actual == nil:
+		s.verdicts.settled(key, s.statusChanged)
 		return nil
 	case !want:
 		if !s.cfg.Ownership.Owns(actual.GetMeta()) {
+			s.verdicts.settled(key, s.statusChanged)
 			return nil // not ours: never deleted
 		}
 		if s.unconfirmedOwner(actual.GetMeta()) {
@@ -72,6 +74,7 @@ func (s *Syncer) syncEntry(ctx context.Context, key EntryKey) error {
 		logger.V(4).Info("Entry exists and is not ours; leaving it alone")
 		return nil
 	case sameEntry(desired, actual):
+		s.verdicts.settled(key, s.statusChanged)
 		s.held.record(key, desired)
 		rejudge, wait := s.judging.check(key, actual, s.clock.Now())
 		if rejudge {
@@ -98,6 +101,7 @@ func (s *Syncer) writeWithoutReading(ctx context.Context, logger klog.Logger, ke
 	var err error
 	switch index, replaceable := s.matched.replaceable(key, desired); {
 	case s.matched.holds(key, desired) && !s.judging.awaiting(key):
+		s.verdicts.settled(key, s.statusChanged)
 		return true, nil
 	case s.view.absent(key):
 		err = s.put(ctx, logger, "Created", key, desired, 0)
