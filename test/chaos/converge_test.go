@@ -13,11 +13,14 @@ import (
 
 	consulapi "github.com/hashicorp/consul/api"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/consul-gateway-controller/consul-gateway-controller/consul"
 	"github.com/consul-gateway-controller/consul-gateway-controller/dataplane"
+	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
 	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
 )
 
@@ -27,31 +30,45 @@ const convergeWithin = 3 * time.Minute
 
 func (s *scenario) converge(t *testing.T, ctx context.Context, after string) {
 	t.Helper()
-	deadline := time.Now().Add(convergeWithin)
-	var problems []string
+	start := time.Now()
+	deadline := start.Add(convergeWithin)
+	var problems, last []string
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		var err error
 		if problems, err = s.convergenceProblems(ctx); err == nil && len(problems) == 0 {
 			s.oracle.checked("convergence", 1)
-			t.Logf("converged after %s", after)
+			t.Logf("converged after %s in %s; the last check before: %s", after, time.Since(start).Round(100*time.Millisecond), lastProblems(last))
 			return
 		}
+		last = problems
 		sleepCtx(ctx, time.Second)
 	}
 	s.oracle.checked("convergence", 1)
 	s.oracle.violate("convergence: %s after %s: %s", convergeWithin, after, strings.Join(problems, "; "))
 }
 
+// lastProblems shortens what the last failed convergence check found, for the log.
+func lastProblems(problems []string) string {
+	switch {
+	case len(problems) == 0:
+		return "none (the first check passed)"
+	case len(problems) > 3:
+		return fmt.Sprintf("%s and %d more", strings.Join(problems[:3], "; "), len(problems)-3)
+	default:
+		return strings.Join(problems, "; ")
+	}
+}
+
 // convergenceProblems compares the servers with the world model: every condition of
-// ours is at its object's generation, and Consul holds exactly an entry per object of
-// ours, carrying its newest edit.
+// ours is at its object's generation and carries Consul's current verdict, and Consul
+// holds exactly an entry per object of ours, carrying its newest edit.
 func (s *scenario) convergenceProblems(ctx context.Context) ([]string, error) {
 	routes, gateways, _ := s.world.snapshot()
-	live, problems, err := s.statusProblems(ctx, routes, gateways)
+	entries, err := s.ownedEntries(ctx)
 	if err != nil {
 		return nil, err
 	}
-	entries, err := s.ownedEntries(ctx)
+	live, problems, err := s.statusProblems(ctx, routes, gateways, entries)
 	if err != nil {
 		return nil, err
 	}
@@ -96,9 +113,10 @@ func (s *scenario) convergenceProblems(ctx context.Context) ([]string, error) {
 	return problems, nil
 }
 
-// statusProblems lists objects whose status of ours is not at their generation, and
-// returns the UIDs of the objects of ours by entry key.
-func (s *scenario) statusProblems(ctx context.Context, routes map[string]routeModel, gateways map[string]gatewayModel) (map[string]types.UID, []string, error) {
+// statusProblems lists objects whose status of ours is not at their generation or
+// not Consul's verdict on their entry, and returns the UIDs of the objects of ours by
+// entry key.
+func (s *scenario) statusProblems(ctx context.Context, routes map[string]routeModel, gateways map[string]gatewayModel, entries map[string]consulapi.ConfigEntry) (map[string]types.UID, []string, error) {
 	live := map[string]types.UID{}
 	var problems []string
 	gws, err := s.gw.GatewayV1().Gateways(s.ns).List(ctx, metav1.ListOptions{})
@@ -113,6 +131,7 @@ func (s *scenario) statusProblems(ctx context.Context, routes map[string]routeMo
 		ours[gw.Name] = true
 		live[consulapi.APIGateway+"/"+gw.Name] = gw.UID
 		problems = append(problems, staleConditions("Gateway "+gw.Name, gw.Generation, gatewayConditions(gw))...)
+		problems = append(problems, programmedProblems("Gateway "+gw.Name, meta.FindStatusCondition(gw.Status.Conditions, "Programmed"), entries[consulapi.APIGateway+"/"+gw.Name])...)
 	}
 	for name, g := range gateways {
 		if g.ours != ours[name] {
@@ -128,14 +147,14 @@ func (s *scenario) statusProblems(ctx context.Context, routes map[string]routeMo
 	}
 	for _, r := range hrs.Items {
 		live[consulapi.HTTPRoute+"/"+r.Name] = r.UID
-		problems = append(problems, s.routeStatusProblems("HTTPRoute "+r.Name, r.Generation, r.Spec.ParentRefs, r.Status.Parents, ours)...)
+		problems = append(problems, s.routeStatusProblems("HTTPRoute "+r.Name, r.Generation, r.Spec.ParentRefs, r.Status.Parents, ours, entries[consulapi.HTTPRoute+"/"+r.Name])...)
 	}
 	tcp, err := s.gw.GatewayV1().TCPRoutes(s.ns).Get(ctx, tcpRoute, metav1.GetOptions{})
 	if err != nil {
 		return nil, nil, err
 	}
 	live[consulapi.TCPRoute+"/"+tcp.Name] = tcp.UID
-	problems = append(problems, s.routeStatusProblems("TCPRoute "+tcp.Name, tcp.Generation, tcp.Spec.ParentRefs, tcp.Status.Parents, ours)...)
+	problems = append(problems, s.routeStatusProblems("TCPRoute "+tcp.Name, tcp.Generation, tcp.Spec.ParentRefs, tcp.Status.Parents, ours, entries[consulapi.TCPRoute+"/"+tcp.Name])...)
 	return live, problems, nil
 }
 
@@ -166,8 +185,9 @@ func staleConditions(what string, generation int64, conds []metav1.Condition) []
 }
 
 // routeStatusProblems: a parent status of ours for each parentRef to a Gateway of
-// ours, at the route's generation, and none for any other parent.
-func (s *scenario) routeStatusProblems(what string, generation int64, refs []gatewayv1.ParentReference, parents []gatewayv1.RouteParentStatus, ours map[string]bool) []string {
+// ours, at the route's generation and carrying Consul's verdict on the route's entry,
+// and none for any other parent.
+func (s *scenario) routeStatusProblems(what string, generation int64, refs []gatewayv1.ParentReference, parents []gatewayv1.RouteParentStatus, ours map[string]bool, entry consulapi.ConfigEntry) []string {
 	var problems []string
 	wanted := map[string]bool{}
 	for _, ref := range refs {
@@ -186,11 +206,91 @@ func (s *scenario) routeStatusProblems(what string, generation int64, refs []gat
 		}
 		delete(wanted, name)
 		problems = append(problems, staleConditions(what+" parent "+name, generation, p.Conditions)...)
+		problems = append(problems, consulAcceptedProblems(what+" parent "+name, p.Conditions, entry)...)
 	}
 	for name := range wanted {
 		problems = append(problems, fmt.Sprintf("%s has no status of ours for parent %s", what, name))
 	}
 	return problems
+}
+
+// notServedReasons are the ConsulAccepted reasons of a parent the controller serves
+// nothing on: they are its own verdict, not Consul's.
+var notServedReasons = map[string]bool{gwsync.ReasonListenersNotValid: true, gwsync.ReasonNotExpressible: true}
+
+// unsettledReasons say that Consul's verdict has not reached a condition: it is still
+// awaited, or a write failed. A converged system has neither once Consul judged.
+var unsettledReasons = map[string]bool{string(gatewayv1.GatewayReasonPending): true, consul.ReasonWriteFailed: true}
+
+// consulAcceptedProblems: once Consul judged a route's entry, a parent of ours that
+// accepts the route says Consul's verdict, not Pending and not a write failure (a
+// converged system has none outstanding), and a refusal by Consul as Consul's reason.
+// Checking the generation alone let a converged run stop with Pending over a verdict
+// Consul had already given, which a fresh replica then wrote.
+func consulAcceptedProblems(what string, conds []metav1.Condition, entry consulapi.ConfigEntry) []string {
+	if c := meta.FindStatusCondition(conds, "Accepted"); c == nil || c.Status != metav1.ConditionTrue || entry == nil {
+		return nil
+	}
+	judged := consulAccepted(entry)
+	if judged == nil {
+		return []string{fmt.Sprintf("%s: Consul has not judged its %s entry yet", what, entry.GetKind())}
+	}
+	c := meta.FindStatusCondition(conds, gwsync.ConsulAcceptedCondition)
+	switch {
+	case c == nil:
+		return []string{what + ": no ConsulAccepted condition"}
+	case unsettledReasons[c.Reason]:
+		return []string{fmt.Sprintf("%s: ConsulAccepted=%s(%s) while Consul's verdict is Accepted=%s(%s)", what, c.Status, c.Reason, judged.Status, judged.Reason)}
+	case judged.Status != consulapi.ConditionStatusTrue && !notServedReasons[c.Reason] && c.Reason != judged.Reason:
+		return []string{fmt.Sprintf("%s: ConsulAccepted=%s(%s), Consul refused the entry with %s", what, c.Status, c.Reason, judged.Reason)}
+	}
+	return nil
+}
+
+// programmedProblems: once Consul judged a Gateway's api-gateway entry, its Programmed
+// condition is not Pending (the data plane is checked Ready too) and reports no failed
+// write, and a refusal by Consul is Programmed=False with Consul's reason.
+func programmedProblems(what string, programmed *metav1.Condition, entry consulapi.ConfigEntry) []string {
+	if programmed == nil || entry == nil {
+		return nil
+	}
+	judged := consulAccepted(entry)
+	switch {
+	case judged == nil:
+		return []string{what + ": Consul has not judged its api-gateway entry yet"}
+	case unsettledReasons[programmed.Reason]:
+		return []string{fmt.Sprintf("%s: Programmed=%s(%s) while Consul's verdict is Accepted=%s(%s)", what, programmed.Status, programmed.Reason, judged.Status, judged.Reason)}
+	case judged.Status != consulapi.ConditionStatusTrue && programmed.Reason != judged.Reason:
+		return []string{fmt.Sprintf("%s: Programmed=%s(%s), Consul refused the entry with %s", what, programmed.Status, programmed.Reason, judged.Reason)}
+	}
+	return nil
+}
+
+// consulAccepted is Consul's Accepted condition on the entry itself (one naming no
+// resource, else the first), nil before Consul judged it.
+func consulAccepted(entry consulapi.ConfigEntry) *consulapi.Condition {
+	var status consulapi.ConfigEntryStatus
+	switch e := entry.(type) {
+	case *consulapi.APIGatewayConfigEntry:
+		status = e.Status
+	case *consulapi.HTTPRouteConfigEntry:
+		status = e.Status
+	case *consulapi.TCPRouteConfigEntry:
+		status = e.Status
+	}
+	var first *consulapi.Condition
+	for i, c := range status.Conditions {
+		if c.Type != "Accepted" {
+			continue
+		}
+		if c.Resource == nil || *c.Resource == (consulapi.ResourceReference{}) {
+			return &status.Conditions[i]
+		}
+		if first == nil {
+			first = &status.Conditions[i]
+		}
+	}
+	return first
 }
 
 // dataPlaneProblems: each Gateway of ours, and no other, has a gateway Deployment with
