@@ -136,14 +136,21 @@ func (v *verdicts) binding(kind gatewayv1.Kind, route, gateway cache.ObjectName,
 // update changes an owner's state and reports the change when the verdict moved.
 func (v *verdicts) update(owner ownerKey, changed func(gatewayv1.Kind, cache.ObjectName), mutate func(*ownerState)) {
 	v.mu.Lock()
+	moved := v.mutateLocked(owner, mutate)
+	v.mu.Unlock()
+	if moved && changed != nil {
+		changed(owner.kind, owner.key)
+	}
+}
+
+// mutateLocked changes an owner's state and reports whether its verdict moved.
+// Callers hold v.mu.
+func (v *verdicts) mutateLocked(owner ownerKey, mutate func(*ownerState)) bool {
 	before := v.owners[owner]
 	after := before
 	mutate(&after)
 	v.owners[owner] = after
-	v.mu.Unlock()
-	if !before.sameVerdicts(after) && changed != nil {
-		changed(owner.kind, owner.key)
-	}
+	return !before.sameVerdicts(after)
 }
 
 // reportedOwner is the object whose status carries the verdict on an entry's owner;
@@ -292,16 +299,21 @@ func (v *verdicts) written(key EntryKey, desiredMeta map[string]string, changed 
 func (v *verdicts) settled(key EntryKey, changed func(gatewayv1.Kind, cache.ObjectName)) {
 	v.mu.Lock()
 	owner, failed := v.failing[key]
-	delete(v.failing, key)
-	v.mu.Unlock()
-	if !failed {
-		return
+	moved := false
+	if failed {
+		// Looked up and cleared under one lock: a failure recorded in between would
+		// otherwise be cleared with the one that ended.
+		delete(v.failing, key)
+		moved = v.mutateLocked(owner, func(o *ownerState) {
+			errs := maps.Clone(o.writeErrs)
+			delete(errs, key)
+			o.writeErrs = errs
+		})
 	}
-	v.update(owner, changed, func(o *ownerState) {
-		errs := maps.Clone(o.writeErrs)
-		delete(errs, key)
-		o.writeErrs = errs
-	})
+	v.mu.Unlock()
+	if moved && changed != nil {
+		changed(owner.kind, owner.key)
+	}
 }
 
 // writeFailed records a read or write Consul refused, with its reason (never the
