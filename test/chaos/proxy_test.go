@@ -41,6 +41,12 @@ type faultProxy struct {
 	recorder *writeLog
 	isWrite  func(*http.Request) bool
 
+	// writesInFlight counts mutating requests forwarded and not answered yet. The
+	// server may still apply one after the replica gave up on it (Consul holds a
+	// write while it waits for a leader), so such a write is not cancelled with the
+	// replica's request, and the convergence check waits for none to be left.
+	writesInFlight atomic.Int64
+
 	latency   atomic.Int64 // max added delay, nanoseconds
 	errorRate atomic.Int64 // per mille of requests answered 503 without reaching the server
 	partition atomic.Bool
@@ -83,6 +89,9 @@ func newFaultProxy(replica, target, upstream string, upstreamTLS *tls.Config, tl
 		Rewrite: func(r *httputil.ProxyRequest) {
 			r.SetURL(u)
 			r.Out.Host = u.Host
+			if isWrite(r.In) {
+				r.Out = r.Out.WithContext(context.WithoutCancel(r.Out.Context()))
+			}
 		},
 		Transport:      &http.Transport{TLSClientConfig: upstreamTLS, ForceAttemptHTTP2: false, MaxIdleConnsPerHost: 32},
 		FlushInterval:  -1,
@@ -166,6 +175,8 @@ func (p *faultProxy) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	if p.isWrite(r) {
 		p.recorder.add(write{replica: p.replica, target: p.target, method: r.Method, path: r.URL.Path, at: time.Now()})
+		p.writesInFlight.Add(1)
+		defer p.writesInFlight.Add(-1)
 	}
 	p.proxy.ServeHTTP(w, r)
 }
