@@ -43,31 +43,43 @@ func TestTranslateQueuesKeysOnlyOnceTheirDesiredStateIsInPlace(t *testing.T) {
 	}
 }
 
-// Consul's verdict comes from the watch alone. The writer's read may be older than the
-// watch's last answer (here: no status yet, where the watch already saw Accepted), and
-// must not put the older verdict back: that left routes at Pending for good.
-func TestWriterReadDoesNotReplaceTheWatchsVerdict(t *testing.T) {
-	own := Ownership{Controller: "example.com/c", ClusterID: "test"}
-	entry := &consulapi.HTTPRouteConfigEntry{Kind: consulapi.HTTPRoute, Name: "web.apps",
-		Meta: own.Meta(Owner{Kind: "HTTPRoute", Namespace: "apps", Name: "web", UID: "uid"})}
-	stale, err := json.Marshal(entry) // as Consul stored it before judging it
-	if err != nil {
-		t.Fatal(err)
-	}
+// webRouteEntry is the http-route entry of ours for HTTPRoute apps/web, unjudged.
+func webRouteEntry() *consulapi.HTTPRouteConfigEntry {
+	return &consulapi.HTTPRouteConfigEntry{Kind: consulapi.HTTPRoute, Name: "web.apps",
+		Meta: testOwnership.Meta(Owner{Kind: "HTTPRoute", Namespace: "apps", Name: "web", UID: "uid"})}
+}
+
+// syncerReading is a syncer that desires entry, against a Consul that answers every
+// read with answer and where any write is a test failure: the entry needs none.
+func syncerReading(t *testing.T, entry consulapi.ConfigEntry, answer func(http.ResponseWriter)) (*Syncer, EntryKey) {
+	t.Helper()
 	consul := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet {
 			t.Errorf("unexpected %s %s: the entry is already as desired", r.Method, r.URL.Path)
 		}
-		_, _ = w.Write(stale)
+		answer(w)
 	}))
-	defer consul.Close()
+	t.Cleanup(consul.Close)
 	client, err := consulapi.NewClient(&consulapi.Config{Address: consul.Listener.Addr().String()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := NewSyncer(Config{Client: client, Ownership: own})
+	s := NewSyncer(Config{Client: client, Ownership: testOwnership})
 	key := KeyOf(entry)
 	s.desired.Entries[key] = entry
+	return s, key
+}
+
+// Consul's verdict comes from the watch alone. The writer's read may be older than the
+// watch's last answer (here: no status yet, where the watch already saw Accepted), and
+// must not put the older verdict back: that left routes at Pending for good.
+func TestWriterReadDoesNotReplaceTheWatchsVerdict(t *testing.T) {
+	entry := webRouteEntry()
+	stale, err := json.Marshal(entry) // as Consul stored it before judging it
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, key := syncerReading(t, entry, func(w http.ResponseWriter) { _, _ = w.Write(stale) })
 
 	judged := *entry
 	judged.Status = consulapi.ConfigEntryStatus{Conditions: []consulapi.Condition{{Type: "Accepted", Status: consulapi.ConditionStatusTrue, Reason: "Accepted"}}}
@@ -85,23 +97,10 @@ func TestWriterReadDoesNotReplaceTheWatchsVerdict(t *testing.T) {
 // the entry as desired (the write before the outage had landed): the retry has nothing
 // to write, and ConsulWriteFailed must still give way to Consul's verdict.
 func TestWriteFailureClearsOnceConsulHoldsTheEntry(t *testing.T) {
-	own := Ownership{Controller: "example.com/c", ClusterID: "test"}
-	entry := &consulapi.HTTPRouteConfigEntry{Kind: consulapi.HTTPRoute, Name: "web.apps",
-		Meta: own.Meta(Owner{Kind: "HTTPRoute", Namespace: "apps", Name: "web", UID: "uid"})}
-	consul := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet {
-			t.Errorf("unexpected %s %s: the entry is already as desired", r.Method, r.URL.Path)
-		}
+	entry := webRouteEntry()
+	s, key := syncerReading(t, entry, func(w http.ResponseWriter) {
 		http.Error(w, "No cluster leader", http.StatusInternalServerError)
-	}))
-	defer consul.Close()
-	client, err := consulapi.NewClient(&consulapi.Config{Address: consul.Listener.Addr().String()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := NewSyncer(Config{Client: client, Ownership: own})
-	key := KeyOf(entry)
-	s.desired.Entries[key] = entry
+	})
 	route := cache.ObjectName{Namespace: "apps", Name: "web"}
 
 	if err := s.syncEntry(t.Context(), key); err == nil {
