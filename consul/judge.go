@@ -95,7 +95,7 @@ func (a *awaitingJudgement) check(key EntryKey, actual consulapi.ConfigEntry, no
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	j, ok := a.entries[key]
-	if !ok && judgedKinds[key.Kind] && acceptedCondition(actual) == nil {
+	if !ok && judgedKinds[key.Kind] && AcceptedCondition(actual) == nil {
 		// Written before this process started, or by an earlier leader.
 		a.entries[key] = judgement{writtenAt: now}
 		return false, judgeTimeout
@@ -103,7 +103,7 @@ func (a *awaitingJudgement) check(key EntryKey, actual consulapi.ConfigEntry, no
 	if !ok {
 		return false, 0
 	}
-	if acceptedCondition(actual) != nil {
+	if AcceptedCondition(actual) != nil {
 		delete(a.entries, key) // judged
 		return false, 0
 	}

@@ -173,7 +173,7 @@ func (v *verdicts) observe(key EntryKey, entry consulapi.ConfigEntry, owned bool
 	if !ok {
 		return
 	}
-	accepted := acceptedCondition(entry)
+	accepted := AcceptedCondition(entry)
 	bindings := v.bindingsOf(key, entry)
 	v.update(owner, changed, func(o *ownerState) {
 		o.foreign = ""
@@ -189,8 +189,9 @@ func (v *verdicts) observe(key EntryKey, entry consulapi.ConfigEntry, owned bool
 	})
 }
 
-// entryStatus is the status Consul computed on an entry of a kind it judges.
-func entryStatus(entry consulapi.ConfigEntry) consulapi.ConfigEntryStatus {
+// EntryStatus is the status Consul computed on an entry of a kind it judges (api-gateway,
+// http-route, tcp-route); empty for any other kind.
+func EntryStatus(entry consulapi.ConfigEntry) consulapi.ConfigEntryStatus {
 	switch e := entry.(type) {
 	case *consulapi.APIGatewayConfigEntry:
 		return e.Status
@@ -203,10 +204,10 @@ func entryStatus(entry consulapi.ConfigEntry) consulapi.ConfigEntryStatus {
 	}
 }
 
-// acceptedCondition is Consul's Accepted condition on an entry, nil before Consul
+// AcceptedCondition is Consul's Accepted condition on an entry, nil before Consul
 // computed one.
-func acceptedCondition(entry consulapi.ConfigEntry) *consulapi.Condition {
-	status := entryStatus(entry)
+func AcceptedCondition(entry consulapi.ConfigEntry) *consulapi.Condition {
+	status := EntryStatus(entry)
 	for i := range status.Conditions {
 		c := &status.Conditions[i]
 		if c.Type == "Accepted" && c.Resource == nil {
@@ -227,7 +228,7 @@ func acceptedCondition(entry consulapi.ConfigEntry) *consulapi.Condition {
 // on entries whose names this controller cannot have written are left out.
 func (v *verdicts) bindingsOf(key EntryKey, entry consulapi.ConfigEntry) []binding {
 	var out []binding
-	for _, c := range entryStatus(entry).Conditions {
+	for _, c := range EntryStatus(entry).Conditions {
 		if c.Type != string(consulapi.RouteConditionBound) || c.Resource == nil || !namesAPIGateway(*c.Resource) {
 			continue
 		}

@@ -188,7 +188,7 @@ func (s *Syncer) awaitJudgement(key EntryKey, entry consulapi.ConfigEntry) {
 	if !judgedKinds[key.Kind] {
 		return
 	}
-	if acceptedCondition(entry) != nil {
+	if AcceptedCondition(entry) != nil {
 		s.judging.forget(key)
 		return
 	}

@@ -379,16 +379,7 @@ func (s *stack) consulJudged(ctx context.Context) (missing, unjudged int, err er
 
 // entryAccepted reports whether Consul's own status of the entry says Accepted=True.
 func entryAccepted(e consulapi.ConfigEntry) bool {
-	var status consulapi.ConfigEntryStatus
-	switch e := e.(type) {
-	case *consulapi.APIGatewayConfigEntry:
-		status = e.Status
-	case *consulapi.HTTPRouteConfigEntry:
-		status = e.Status
-	default:
-		return false
-	}
-	for _, c := range status.Conditions {
+	for _, c := range consul.EntryStatus(e).Conditions {
 		if c.Type == "Accepted" && c.Status == consulapi.ConditionStatusTrue {
 			return true
 		}

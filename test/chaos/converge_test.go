@@ -248,7 +248,7 @@ func consulAcceptedProblems(what string, conds []metav1.Condition, entry consula
 	if c := meta.FindStatusCondition(conds, "Accepted"); c == nil || c.Status != metav1.ConditionTrue || entry == nil {
 		return nil
 	}
-	judged := consulAccepted(entry)
+	judged := consul.AcceptedCondition(entry)
 	if judged == nil {
 		return []string{fmt.Sprintf("%s: Consul has not judged its %s entry yet", what, entry.GetKind())}
 	}
@@ -271,7 +271,7 @@ func programmedProblems(what string, programmed *metav1.Condition, entry consula
 	if programmed == nil || entry == nil {
 		return nil
 	}
-	judged := consulAccepted(entry)
+	judged := consul.AcceptedCondition(entry)
 	switch {
 	case judged == nil:
 		return []string{what + ": Consul has not judged its api-gateway entry yet"}
@@ -281,33 +281,6 @@ func programmedProblems(what string, programmed *metav1.Condition, entry consula
 		return []string{fmt.Sprintf("%s: Programmed=%s(%s), Consul refused the entry with %s", what, programmed.Status, programmed.Reason, judged.Reason)}
 	}
 	return nil
-}
-
-// consulAccepted is Consul's Accepted condition on the entry itself (one naming no
-// resource, else the first), nil before Consul judged it.
-func consulAccepted(entry consulapi.ConfigEntry) *consulapi.Condition {
-	var status consulapi.ConfigEntryStatus
-	switch e := entry.(type) {
-	case *consulapi.APIGatewayConfigEntry:
-		status = e.Status
-	case *consulapi.HTTPRouteConfigEntry:
-		status = e.Status
-	case *consulapi.TCPRouteConfigEntry:
-		status = e.Status
-	}
-	var first *consulapi.Condition
-	for i, c := range status.Conditions {
-		if c.Type != "Accepted" {
-			continue
-		}
-		if c.Resource == nil || *c.Resource == (consulapi.ResourceReference{}) {
-			return &status.Conditions[i]
-		}
-		if first == nil {
-			first = &status.Conditions[i]
-		}
-	}
-	return first
 }
 
 // dataPlaneProblems: each Gateway of ours, and no other, has a gateway Deployment with

@@ -281,17 +281,7 @@ func encPollStatus(t *testing.T, kind, name string, check func(consulapi.ConfigE
 	t.Helper()
 	last := errNoStatus
 	_ = wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
-		var status consulapi.ConfigEntryStatus
-		switch e := encGet(t, kind, name).(type) {
-		case *consulapi.APIGatewayConfigEntry:
-			status = e.Status
-		case *consulapi.HTTPRouteConfigEntry:
-			status = e.Status
-		case *consulapi.TCPRouteConfigEntry:
-			status = e.Status
-		default:
-			return false, nil
-		}
+		status := consul.EntryStatus(encGet(t, kind, name))
 		if len(status.Conditions) == 0 {
 			last = errNoStatus
 			return false, nil
