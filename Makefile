@@ -82,7 +82,7 @@ test-unit: ## unit tests (no servers)
 # testdata/fuzz); make fuzz fuzzes each in turn for FUZZTIME. FUZZ_FLAGS='-parallel=1'
 # keeps it to one core.
 FUZZ_TARGETS := ./sync:FuzzRouteStatus ./sync:FuzzListeners ./sync:FuzzHostnameIntersection \
-  ./consul:FuzzTranslate ./consul:FuzzTranslator ./consul:FuzzRouteHostnames ./consul:FuzzEntryNames
+  ./consul/translate:FuzzTranslate ./consul/translate:FuzzTranslator ./consul/translate:FuzzRouteHostnames ./consul/translate:FuzzEntryNames
 FUZZTIME ?= 30s
 FUZZ_FLAGS ?=
 

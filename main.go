@@ -34,6 +34,7 @@ import (
 	configclient "github.com/consul-gateway-controller/consul-gateway-controller/api/client"
 	"github.com/consul-gateway-controller/consul-gateway-controller/api/v1alpha1"
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul"
+	"github.com/consul-gateway-controller/consul-gateway-controller/consul/catalog"
 	"github.com/consul-gateway-controller/consul-gateway-controller/dataplane"
 	"github.com/consul-gateway-controller/consul-gateway-controller/informers"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/consullimits"
@@ -135,7 +136,7 @@ func run(ctx context.Context, opts *options.Options) error {
 	var (
 		owned       *informers.Owned
 		deployer    *dataplane.Controller
-		registrar   *consul.Registrar
+		registrar   *catalog.Registrar
 		deployments gwsync.GatewayDeployments
 	)
 	if opts.DeployGateways {
@@ -155,7 +156,7 @@ func run(ctx context.Context, opts *options.Options) error {
 		if err != nil {
 			return err
 		}
-		registrar = consul.NewRegistrar(consul.RegistrarConfig{
+		registrar = catalog.NewRegistrar(catalog.Config{
 			Client:      consulClient,
 			Naming:      opts.Naming,
 			Ownership:   opts.Ownership(),
@@ -176,7 +177,7 @@ func run(ctx context.Context, opts *options.Options) error {
 		Informers:      inf,
 		GatewayClient:  gateway,
 		Publisher:      publishers,
-		DataPlane:      syncer,
+		Verdicts:       syncer,
 		Deployments:    deployments,
 		Workers:        gwsync.Workers{GatewayClasses: 1, Gateways: opts.GatewayWorkers, Routes: opts.RouteWorkers},
 		BundleVersion:  bundle.Get,

@@ -1,7 +1,15 @@
-// Package consul owns everything the controller writes to Consul: the pure translation
-// from confirmed Kubernetes objects to config entries, the check-and-set writer that
-// keeps Consul equal to that and removes only entries it owns, and the watch that puts
-// back what drifted.
+// Package consul keeps Consul's config entries equal to the translation of the
+// confirmed objects (package consul/translate) and reports Consul's verdicts back to
+// the status pipeline. It runs two loops, both started by Syncer.Run:
+//
+//   - the writer: a rate-limited queue of entry keys, whose workers write each entry
+//     with check-and-set, create what is missing, and delete entries of ours that are
+//     no longer desired (never one that another controller or cluster owns);
+//   - the watch: a blocking query per entry kind that records Consul's verdicts, puts
+//     back entries that drifted, and notices a Consul that lost or replaced its data.
+//
+// The catalog registration of gateway pods is a separate controller, in package
+// consul/catalog.
 //
 // Words used throughout: an entry is a Consul config entry; the desired state is the
 // translation of the confirmed objects (the objects whose status the API server holds

@@ -12,6 +12,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	consulapi "github.com/hashicorp/consul/api"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
 )
 
 func TestCompactEncoding(t *testing.T) {
@@ -268,8 +270,8 @@ func TestCompactDelegatesGetters(t *testing.T) {
 		c.GetCreateIndex() != 3 || c.GetModifyIndex() != 7 || !reflect.DeepEqual(c.GetMeta(), entry.Meta) {
 		t.Errorf("getters of Compact(entry) differ from the entry's: %+v", c)
 	}
-	if KeyOf(c) != KeyOf(entry) {
-		t.Errorf("KeyOf(Compact(entry)) = %+v, want %+v", KeyOf(c), KeyOf(entry))
+	if translate.KeyOf(c) != translate.KeyOf(entry) {
+		t.Errorf("KeyOf(Compact(entry)) = %+v, want %+v", translate.KeyOf(c), translate.KeyOf(entry))
 	}
 	if again := Compact(c); again != c {
 		t.Errorf("Compact(Compact(entry)) wrapped twice: %#v", again)

@@ -6,6 +6,8 @@ import (
 	gosync "sync"
 
 	consulapi "github.com/hashicorp/consul/api"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
 )
 
 // heldEntries remembers, per owned entry, a fingerprint of the content Consul was last
@@ -13,15 +15,15 @@ import (
 // something else changed or removed it: a drift correction, not a spec change.
 type heldEntries struct {
 	mu      gosync.Mutex
-	content map[EntryKey]uint64
+	content map[translate.EntryKey]uint64
 }
 
 func newHeldEntries() *heldEntries {
-	return &heldEntries{content: map[EntryKey]uint64{}}
+	return &heldEntries{content: map[translate.EntryKey]uint64{}}
 }
 
 // record notes that Consul holds entry under key.
-func (h *heldEntries) record(key EntryKey, entry consulapi.ConfigEntry) {
+func (h *heldEntries) record(key translate.EntryKey, entry consulapi.ConfigEntry) {
 	fp, ok := fingerprint(entry)
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -33,14 +35,14 @@ func (h *heldEntries) record(key EntryKey, entry consulapi.ConfigEntry) {
 }
 
 // forget drops key, after its entry was deleted.
-func (h *heldEntries) forget(key EntryKey) {
+func (h *heldEntries) forget(key translate.EntryKey) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	delete(h.content, key)
 }
 
 // held reports whether Consul was last known to hold exactly entry under key.
-func (h *heldEntries) held(key EntryKey, entry consulapi.ConfigEntry) bool {
+func (h *heldEntries) held(key translate.EntryKey, entry consulapi.ConfigEntry) bool {
 	fp, ok := fingerprint(entry)
 	if !ok {
 		return false

@@ -4,10 +4,12 @@ import (
 	"testing"
 
 	consulapi "github.com/hashicorp/consul/api"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
 )
 
 func TestHeldEntries(t *testing.T) {
-	key := EntryKey{Kind: consulapi.ServiceDefaults, Name: "web"}
+	key := translate.EntryKey{Kind: consulapi.ServiceDefaults, Name: "web"}
 	written := &consulapi.ServiceConfigEntry{Kind: consulapi.ServiceDefaults, Name: "web", Protocol: "http"}
 	// What Consul answers for the same entry: indexes and defaults it fills in.
 	stored := &consulapi.ServiceConfigEntry{Kind: consulapi.ServiceDefaults, Name: "web", Protocol: "http",
@@ -25,7 +27,7 @@ func TestHeldEntries(t *testing.T) {
 	if h.held(key, edited) {
 		t.Error("other content is held")
 	}
-	if h.held(EntryKey{Kind: consulapi.ServiceDefaults, Name: "api"}, written) {
+	if h.held(translate.EntryKey{Kind: consulapi.ServiceDefaults, Name: "api"}, written) {
 		t.Error("another key is held")
 	}
 	h.forget(key)

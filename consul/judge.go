@@ -8,6 +8,8 @@ import (
 
 	consulapi "github.com/hashicorp/consul/api"
 	"k8s.io/klog/v2"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
 )
 
 // Consul 1.15's gateway controller now and then never judges an entry it was given:
@@ -29,7 +31,7 @@ var judgedKinds = map[string]bool{consulapi.APIGateway: true, consulapi.HTTPRout
 // awaitingJudgement tracks the entries written and not yet judged by Consul.
 type awaitingJudgement struct {
 	mu      gosync.Mutex
-	entries map[EntryKey]judgement
+	entries map[translate.EntryKey]judgement
 }
 
 type judgement struct {
@@ -38,11 +40,11 @@ type judgement struct {
 }
 
 func newAwaitingJudgement() *awaitingJudgement {
-	return &awaitingJudgement{entries: map[EntryKey]judgement{}}
+	return &awaitingJudgement{entries: map[translate.EntryKey]judgement{}}
 }
 
 // written notes new content under key, written at now.
-func (a *awaitingJudgement) written(key EntryKey, now time.Time) {
+func (a *awaitingJudgement) written(key translate.EntryKey, now time.Time) {
 	if !judgedKinds[key.Kind] {
 		return
 	}
@@ -52,7 +54,7 @@ func (a *awaitingJudgement) written(key EntryKey, now time.Time) {
 }
 
 // rejudged notes that the same content was written again at now.
-func (a *awaitingJudgement) rejudged(key EntryKey, now time.Time) int {
+func (a *awaitingJudgement) rejudged(key translate.EntryKey, now time.Time) int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	j := a.entries[key]
@@ -64,7 +66,7 @@ func (a *awaitingJudgement) rejudged(key EntryKey, now time.Time) int {
 
 // noteUnjudged starts the wait for an entry seen unjudged, unless it is already
 // waiting; it reports whether it started one.
-func (a *awaitingJudgement) noteUnjudged(key EntryKey, now time.Time) bool {
+func (a *awaitingJudgement) noteUnjudged(key translate.EntryKey, now time.Time) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if _, ok := a.entries[key]; ok {
@@ -75,14 +77,14 @@ func (a *awaitingJudgement) noteUnjudged(key EntryKey, now time.Time) bool {
 }
 
 // awaiting reports whether an entry written or seen unjudged still waits for Consul.
-func (a *awaitingJudgement) awaiting(key EntryKey) bool {
+func (a *awaitingJudgement) awaiting(key translate.EntryKey) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	_, ok := a.entries[key]
 	return ok
 }
 
-func (a *awaitingJudgement) forget(key EntryKey) {
+func (a *awaitingJudgement) forget(key translate.EntryKey) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	delete(a.entries, key)
@@ -91,7 +93,7 @@ func (a *awaitingJudgement) forget(key EntryKey) {
 // check decides, for an owned entry Consul holds as desired, whether to write it again
 // now; otherwise, while it is unjudged, how long to wait before looking again (0: do
 // not look again).
-func (a *awaitingJudgement) check(key EntryKey, actual consulapi.ConfigEntry, now time.Time) (rejudge bool, wait time.Duration) {
+func (a *awaitingJudgement) check(key translate.EntryKey, actual consulapi.ConfigEntry, now time.Time) (rejudge bool, wait time.Duration) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	j, ok := a.entries[key]
@@ -118,7 +120,7 @@ func (a *awaitingJudgement) check(key EntryKey, actual consulapi.ConfigEntry, no
 
 // rejudge writes desired again, with check-and-set on what Consul holds, carrying the
 // next metaRejudge value.
-func (s *Syncer) rejudge(ctx context.Context, logger klog.Logger, key EntryKey, desired, actual consulapi.ConfigEntry) error {
+func (s *Syncer) rejudge(ctx context.Context, logger klog.Logger, key translate.EntryKey, desired, actual consulapi.ConfigEntry) error {
 	n, _ := strconv.Atoi(actual.GetMeta()[metaRejudge])
 	again := withMeta(desired, metaRejudge, strconv.Itoa(n+1))
 	err := s.write(ctx, logger, "Updated", key, desired.GetMeta(), func(w *consulapi.WriteOptions) (bool, error) {

@@ -12,6 +12,8 @@ import (
 
 	consulapi "github.com/hashicorp/consul/api"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
 )
 
 // fakeConsul answers reads of one entry and records the writes.
@@ -34,9 +36,9 @@ func (f *fakeConsul) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func TestUnjudgedEntryIsWrittenAgain(t *testing.T) {
-	own := Ownership{Controller: "example.com/c", ClusterID: "test"}
+	own := translate.Ownership{Controller: "example.com/c", ClusterID: "test"}
 	desired := &consulapi.HTTPRouteConfigEntry{Kind: consulapi.HTTPRoute, Name: "web.apps",
-		Meta: own.Meta(Owner{Kind: "HTTPRoute", Namespace: "apps", Name: "web", UID: "uid"})}
+		Meta: own.Meta(translate.Owner{Kind: "HTTPRoute", Namespace: "apps", Name: "web", UID: "uid"})}
 	unjudged := *desired
 	unjudged.ModifyIndex = 42
 	judged := unjudged
@@ -66,7 +68,7 @@ func TestUnjudgedEntryIsWrittenAgain(t *testing.T) {
 			now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 			s := NewSyncer(Config{Client: client, Ownership: own, Clock: clocktesting.NewFakePassiveClock(now)})
 			defer s.queue.ShutDown()
-			key := KeyOf(desired)
+			key := translate.KeyOf(desired)
 			s.desired.Entries[key] = desired
 			s.judging.entries[key] = judgement{writtenAt: now.Add(-tt.writtenAgo), rejudges: tt.rejudges}
 

@@ -4,12 +4,14 @@ import (
 	"testing"
 
 	consulapi "github.com/hashicorp/consul/api"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
 )
 
 // TestMatchedEntries: what the drift watch remembers of the entries it found as desired
 // lets it skip comparisons and the writer skip reads, and only while that is safe.
 func TestMatchedEntries(t *testing.T) {
-	key := EntryKey{Kind: consulapi.HTTPRoute, Name: "r"}
+	key := translate.EntryKey{Kind: consulapi.HTTPRoute, Name: "r"}
 	desired := &consulapi.HTTPRouteConfigEntry{Kind: consulapi.HTTPRoute, Name: "r", Hostnames: []string{"a.example.com"}}
 	held := func(index uint64, status string) *consulapi.HTTPRouteConfigEntry {
 		e := *desired

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	consulapi "github.com/hashicorp/consul/api"
-	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -21,6 +20,7 @@ import (
 	"k8s.io/utils/clock"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/metrics"
 	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
@@ -33,9 +33,9 @@ var entryKinds = []string{consulapi.APIGateway, consulapi.HTTPRoute, consulapi.T
 // Config is what NewSyncer needs.
 type Config struct {
 	Client    *consulapi.Client
-	Naming    Naming
-	Ownership Ownership
-	Options   Options
+	Naming    translate.Naming
+	Ownership translate.Ownership
+	Options   translate.Options
 	// Secrets and Services are the caches certificate and backend data is read from.
 	Secrets  corelisters.SecretLister
 	Services corelisters.ServiceLister
@@ -56,15 +56,15 @@ type Config struct {
 type Syncer struct {
 	cfg   Config
 	clock clock.PassiveClock
-	queue kworkqueue.TypedRateLimitingInterface[EntryKey]
+	queue kworkqueue.TypedRateLimitingInterface[translate.EntryKey]
 	// translator is used by the translation loop alone.
-	translator *Translator
+	translator *translate.Translator
 
 	mu       gosync.Mutex
-	snapshot Snapshot
+	snapshot translate.Snapshot
 	// confirmed holds every object a confirmation (of it or of its removal) named.
 	confirmed map[ownerKey]bool
-	desired   Desired
+	desired   translate.Desired
 	verdicts  *verdicts
 	held      *heldEntries
 	judging   *awaitingJudgement
@@ -73,7 +73,7 @@ type Syncer struct {
 	// version is the Consul server's version, "" until known.
 	version atomic.Pointer[string]
 	// references are the Secrets and Services the last translation read.
-	references Snapshot
+	references translate.Snapshot
 	// verdictsRead is set once Consul's verdicts at start have been read (HasSynced).
 	verdictsRead atomic.Bool
 	// statusChanged asks the status pipeline to judge an object again because the
@@ -97,11 +97,11 @@ func NewSyncer(cfg Config) *Syncer {
 	return &Syncer{
 		cfg:        cfg,
 		clock:      cfg.Clock,
-		queue:      workqueue.New[EntryKey]("consul"),
-		translator: NewTranslator(cfg.Naming, cfg.Ownership, cfg.Options),
-		snapshot:   emptySnapshot(),
+		queue:      workqueue.New[translate.EntryKey]("consul"),
+		translator: translate.NewTranslator(cfg.Naming, cfg.Ownership, cfg.Options),
+		snapshot:   translate.NewSnapshot(),
 		confirmed:  map[ownerKey]bool{},
-		desired:    Desired{Entries: map[EntryKey]consulapi.ConfigEntry{}},
+		desired:    translate.Desired{Entries: map[translate.EntryKey]consulapi.ConfigEntry{}},
 		verdicts:   newVerdicts(cfg.Naming),
 		held:       newHeldEntries(),
 		judging:    newAwaitingJudgement(),
@@ -129,7 +129,7 @@ func (s *Syncer) Publish(_ context.Context, c gwsync.Confirmation) {
 		held = s.holdGateway(c)
 	case c.Kind == gatewayapi.ListenerSetKind:
 		held = s.holdListenerSet(c)
-	case translatesRoutes(c.Kind):
+	case translate.TranslatesRoutes(c.Kind):
 		held = s.holdRoute(c)
 	default:
 		return // GatewayClasses and routes of kinds Consul has no entry for produce none
@@ -187,10 +187,10 @@ func (s *Syncer) holdRoute(c gwsync.Confirmation) bool {
 		delete(routes, c.Key)
 		return false
 	}
-	if held, isHeld := routes[c.Key]; isHeld && sameVersion(held.Route, r) && sameDecision(held.Decision, *c.Route) {
+	if held, isHeld := routes[c.Key]; isHeld && sameVersion(held.Route, r) && held.Decision.Equal(*c.Route) {
 		return !referencesMoved(s.cfg.Services.Services, s.references.Services, backendServices(c.Kind, r))
 	}
-	routes[c.Key] = ConfirmedRoute{Route: r, Decision: *c.Route}
+	routes[c.Key] = translate.ConfirmedRoute{Route: r, Decision: *c.Route}
 	return false
 }
 
@@ -205,21 +205,6 @@ func backendServices(kind gatewayv1.Kind, route gatewayapi.Object) []cache.Objec
 		utilruntime.HandleError(fmt.Errorf("read backends of %s %s: %w", kind, cache.MetaObjectToName(route), err))
 	}
 	return services
-}
-
-// emptySnapshot is a snapshot with a map for every kind it holds.
-func emptySnapshot() Snapshot {
-	s := Snapshot{
-		Gateways:     map[cache.ObjectName]*gatewayv1.Gateway{},
-		ListenerSets: map[cache.ObjectName]*gatewayv1.ListenerSet{},
-		Routes:       make(map[gatewayv1.Kind]map[cache.ObjectName]ConfirmedRoute, len(routeTranslations)),
-		Secrets:      map[cache.ObjectName]*corev1.Secret{},
-		Services:     map[cache.ObjectName]*corev1.Service{},
-	}
-	for _, rt := range routeTranslations {
-		s.Routes[rt.kind] = map[cache.ObjectName]ConfirmedRoute{}
-	}
-	return s
 }
 
 // referencesMoved reports whether any of keys is, in the cache, another object than
@@ -257,12 +242,12 @@ func (s *Syncer) OnVerdictChange(f func(kind gatewayv1.Kind, key cache.ObjectNam
 	s.statusChanged = f
 }
 
-// Verdict implements the status pipeline's DataPlane.
+// Verdict implements the status pipeline's ConsulVerdicts.
 func (s *Syncer) Verdict(kind gatewayv1.Kind, key cache.ObjectName) gwsync.Verdict {
 	return s.verdicts.get(kind, key)
 }
 
-// Binding implements the status pipeline's DataPlane: Consul's Bound condition on the
+// Binding implements the status pipeline's ConsulVerdicts: Consul's Bound condition on the
 // route's entry for a listener of gateway.
 func (s *Syncer) Binding(kind gatewayv1.Kind, route, gateway cache.ObjectName, listener gatewayv1.SectionName) gwsync.Binding {
 	return s.verdicts.binding(kind, route, gateway, listener)
@@ -280,14 +265,14 @@ func (s *Syncer) markDirty() {
 func (s *Syncer) translate(ctx context.Context) {
 	s.mu.Lock()
 	snapshot := s.snapshotWithReferences()
-	s.references = Snapshot{Secrets: snapshot.Secrets, Services: snapshot.Services}
+	s.references = translate.Snapshot{Secrets: snapshot.Secrets, Services: snapshot.Services}
 	previous := s.desired
 	s.mu.Unlock()
 
 	start := time.Now()
 	next := s.translator.Translate(snapshot)
 	metrics.TranslateDuration.Observe(time.Since(start).Seconds())
-	metrics.TranslatedObjects.Add(float64(s.translator.translated))
+	metrics.TranslatedObjects.Add(float64(s.translator.Translated()))
 	// The new desired state is in place before any key is queued: a worker that takes
 	// a key at once must see it, or it would compare against the old state, find
 	// nothing to do, and the change would wait for the next drift check.
@@ -308,7 +293,7 @@ func (s *Syncer) translate(ctx context.Context) {
 		}
 	}
 	s.verdicts.setProblems(next.Problems, s.statusChanged)
-	klog.FromContext(ctx).V(4).Info("Translated confirmed objects", "entries", len(next.Entries), "translated", s.translator.translated, "changed", changed, "problems", len(next.Problems))
+	klog.FromContext(ctx).V(4).Info("Translated confirmed objects", "entries", len(next.Entries), "translated", s.translator.Translated(), "changed", changed, "problems", len(next.Problems))
 }
 
 // sameDesired reports whether two desired entries are equal. A kept translation hands
@@ -319,8 +304,8 @@ func sameDesired(a, b consulapi.ConfigEntry) bool {
 
 // snapshotWithReferences copies the confirmed snapshot and adds the Secrets and
 // Services it refers to, read from the caches now. Callers hold s.mu.
-func (s *Syncer) snapshotWithReferences() Snapshot {
-	snap := emptySnapshot()
+func (s *Syncer) snapshotWithReferences() translate.Snapshot {
+	snap := translate.NewSnapshot()
 	snap.Gateways = maps.Clone(s.snapshot.Gateways)
 	snap.ListenerSets = maps.Clone(s.snapshot.ListenerSets)
 	for kind, routes := range s.snapshot.Routes {
@@ -375,7 +360,7 @@ func (s *Syncer) unconfirmedOwner(meta map[string]string) bool {
 }
 
 // desiredEntry returns the entry Consul must hold under key, if any.
-func (s *Syncer) desiredEntry(key EntryKey) (consulapi.ConfigEntry, bool) {
+func (s *Syncer) desiredEntry(key translate.EntryKey) (consulapi.ConfigEntry, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e, ok := s.desired.Entries[key]
@@ -383,10 +368,10 @@ func (s *Syncer) desiredEntry(key EntryKey) (consulapi.ConfigEntry, bool) {
 }
 
 // desiredKeys lists every desired entry of kind.
-func (s *Syncer) desiredKeys(kind string) []EntryKey {
+func (s *Syncer) desiredKeys(kind string) []translate.EntryKey {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var keys []EntryKey
+	var keys []translate.EntryKey
 	for k := range s.desired.Entries {
 		if k.Kind == kind {
 			keys = append(keys, k)

@@ -7,17 +7,21 @@ import (
 	"testing"
 
 	consulapi "github.com/hashicorp/consul/api"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 	kworkqueue "k8s.io/client-go/util/workqueue"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
 )
 
 // checkingQueue runs check on every key as it is queued.
 type checkingQueue struct {
-	kworkqueue.TypedRateLimitingInterface[EntryKey]
-	check func(EntryKey)
+	kworkqueue.TypedRateLimitingInterface[translate.EntryKey]
+	check func(translate.EntryKey)
 }
 
-func (q checkingQueue) Add(key EntryKey) {
+func (q checkingQueue) Add(key translate.EntryKey) {
 	q.check(key)
 	q.TypedRateLimitingInterface.Add(key)
 }
@@ -26,11 +30,11 @@ func (q checkingQueue) Add(key EntryKey) {
 // must already be the new one; otherwise it finds nothing to do and the change waits.
 func TestTranslateQueuesKeysOnlyOnceTheirDesiredStateIsInPlace(t *testing.T) {
 	s := NewSyncer(Config{
-		Ownership: Ownership{Controller: "example.com/c", ClusterID: "test"},
+		Ownership: translate.Ownership{Controller: "example.com/c", ClusterID: "test"},
 	})
-	gw := confirmedGateway("infra", "gw", true, validListener(httpListener("http", 80, "")))
+	gw := acceptedGateway("infra", "gw")
 	queued := 0
-	s.queue = checkingQueue{TypedRateLimitingInterface: s.queue, check: func(key EntryKey) {
+	s.queue = checkingQueue{TypedRateLimitingInterface: s.queue, check: func(key translate.EntryKey) {
 		queued++
 		if _, ok := s.desiredEntry(key); !ok {
 			t.Errorf("%v queued before its desired entry was in place", key)
@@ -43,15 +47,36 @@ func TestTranslateQueuesKeysOnlyOnceTheirDesiredStateIsInPlace(t *testing.T) {
 	}
 }
 
+var testOwnership = translate.Ownership{Controller: "example.com/gateway-controller", ClusterID: "test-cluster"}
+
+// acceptedGateway is a confirmed Gateway with one valid http listener on port 80.
+func acceptedGateway(namespace, name string) *gatewayv1.Gateway {
+	accepted := metav1.Condition{Type: "Accepted", Status: metav1.ConditionTrue, Reason: "Accepted", ObservedGeneration: 1}
+	return &gatewayv1.Gateway{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, UID: "uid-gw", Generation: 1},
+		Spec: gatewayv1.GatewaySpec{GatewayClassName: "consul", Listeners: []gatewayv1.Listener{
+			{Name: "http", Port: 80, Protocol: gatewayv1.HTTPProtocolType},
+		}},
+		Status: gatewayv1.GatewayStatus{
+			Conditions: []metav1.Condition{accepted},
+			Listeners: []gatewayv1.ListenerStatus{{Name: "http", Conditions: []metav1.Condition{
+				accepted,
+				{Type: "ResolvedRefs", Status: metav1.ConditionTrue, Reason: "ResolvedRefs", ObservedGeneration: 1},
+				{Type: "Conflicted", Status: metav1.ConditionFalse, Reason: "NoConflicts", ObservedGeneration: 1},
+			}}},
+		},
+	}
+}
+
 // webRouteEntry is the http-route entry of ours for HTTPRoute apps/web, unjudged.
 func webRouteEntry() *consulapi.HTTPRouteConfigEntry {
 	return &consulapi.HTTPRouteConfigEntry{Kind: consulapi.HTTPRoute, Name: "web.apps",
-		Meta: testOwnership.Meta(Owner{Kind: "HTTPRoute", Namespace: "apps", Name: "web", UID: "uid"})}
+		Meta: testOwnership.Meta(translate.Owner{Kind: "HTTPRoute", Namespace: "apps", Name: "web", UID: "uid"})}
 }
 
 // syncerReading is a syncer that desires entry, against a Consul that answers every
 // read with answer and where any write is a test failure: the entry needs none.
-func syncerReading(t *testing.T, entry consulapi.ConfigEntry, answer func(http.ResponseWriter)) (*Syncer, EntryKey) {
+func syncerReading(t *testing.T, entry consulapi.ConfigEntry, answer func(http.ResponseWriter)) (*Syncer, translate.EntryKey) {
 	t.Helper()
 	consul := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet {
@@ -65,7 +90,7 @@ func syncerReading(t *testing.T, entry consulapi.ConfigEntry, answer func(http.R
 		t.Fatal(err)
 	}
 	s := NewSyncer(Config{Client: client, Ownership: testOwnership})
-	key := KeyOf(entry)
+	key := translate.KeyOf(entry)
 	s.desired.Entries[key] = entry
 	return s, key
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
 )
@@ -34,7 +35,7 @@ type ownerState struct {
 	foreign string
 	// writeErrs are the failed reads or writes of the object's entries that Consul does
 	// not hold as desired yet, by entry. Replaced whole on change, like bindings.
-	writeErrs map[EntryKey]string
+	writeErrs map[translate.EntryKey]string
 	// Consul's Accepted condition on the entry, once it computed one.
 	consulKnown    bool
 	consulAccepted bool
@@ -59,8 +60,8 @@ func (o ownerState) sameVerdicts(p ownerState) bool {
 
 // joinSorted joins the messages of errs in the order of their entries, so the same
 // failures always read the same.
-func joinSorted(errs map[EntryKey]string) string {
-	keys := slices.SortedFunc(maps.Keys(errs), func(a, b EntryKey) int {
+func joinSorted(errs map[translate.EntryKey]string) string {
+	keys := slices.SortedFunc(maps.Keys(errs), func(a, b translate.EntryKey) int {
 		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Partition, b.Partition), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 	})
 	msgs := make([]string, len(keys))
@@ -92,18 +93,18 @@ func (o ownerState) verdict() gwsync.Verdict {
 type verdicts struct {
 	// naming turns the Gateway entry names in Consul's Bound conditions back into
 	// Gateways.
-	naming Naming
+	naming translate.Naming
 	mu     gosync.Mutex
 	owners map[ownerKey]ownerState
 	// failing names the owner of each entry in some owner's writeErrs, so that the
 	// entry settling clears it also when nothing desires the entry any more.
-	failing map[EntryKey]ownerKey
+	failing map[translate.EntryKey]ownerKey
 	// problems are the translation problems last set; most translations repeat them.
-	problems []Problem
+	problems []translate.Problem
 }
 
-func newVerdicts(naming Naming) *verdicts {
-	return &verdicts{naming: naming, owners: map[ownerKey]ownerState{}, failing: map[EntryKey]ownerKey{}}
+func newVerdicts(naming translate.Naming) *verdicts {
+	return &verdicts{naming: naming, owners: map[ownerKey]ownerState{}, failing: map[translate.EntryKey]ownerKey{}}
 }
 
 // get returns the verdict on an object.
@@ -156,16 +157,16 @@ func (v *verdicts) mutateLocked(owner ownerKey, mutate func(*ownerState)) bool {
 // reportedOwner is the object whose status carries the verdict on an entry's owner;
 // only Gateways and routes have one.
 func reportedOwner(meta map[string]string) (ownerKey, bool) {
-	o := OwnerOf(meta)
+	o := translate.OwnerOf(meta)
 	kind := gatewayv1.Kind(o.Kind)
-	if kind != gatewayapi.GatewayKind && !translatesRoutes(kind) {
+	if kind != gatewayapi.GatewayKind && !translate.TranslatesRoutes(kind) {
 		return ownerKey{}, false
 	}
 	return ownerKey{kind, cache.ObjectName{Namespace: o.Namespace, Name: o.Name}}, true
 }
 
 // observe records Consul's own status on an entry of ours.
-func (v *verdicts) observe(key EntryKey, entry consulapi.ConfigEntry, owned bool, changed func(gatewayv1.Kind, cache.ObjectName)) {
+func (v *verdicts) observe(key translate.EntryKey, entry consulapi.ConfigEntry, owned bool, changed func(gatewayv1.Kind, cache.ObjectName)) {
 	if !owned {
 		return
 	}
@@ -226,7 +227,7 @@ func AcceptedCondition(entry consulapi.ConfigEntry) *consulapi.Condition {
 // entry names (agent/consul/gateways/controller_gateways.go, reconcileRoute), whose
 // Resource is that parent as written, an api-gateway entry and a listener. Conditions
 // on entries whose names this controller cannot have written are left out.
-func (v *verdicts) bindingsOf(key EntryKey, entry consulapi.ConfigEntry) []binding {
+func (v *verdicts) bindingsOf(key translate.EntryKey, entry consulapi.ConfigEntry) []binding {
 	var out []binding
 	for _, c := range EntryStatus(entry).Conditions {
 		if c.Type != string(consulapi.RouteConditionBound) || c.Resource == nil || !namesAPIGateway(*c.Resource) {
@@ -269,7 +270,7 @@ const notYetBound = "has not been accepted"
 // they do not, the Gateway's own status says why (its entry is missing or refused).
 // Reporting them as refusals would flap every new route's status, with a Warning Event.
 // Any other refusal (wrong protocol, no such listener, no hostname in common) is final.
-func bindingVerdict(key EntryKey, c consulapi.Condition) gwsync.Binding {
+func bindingVerdict(key translate.EntryKey, c consulapi.Condition) gwsync.Binding {
 	msg := fmt.Sprintf("Consul %s %s: %s", key.Kind, key.Name, c.Message)
 	switch {
 	case c.Status == consulapi.ConditionStatusTrue:
@@ -282,7 +283,7 @@ func bindingVerdict(key EntryKey, c consulapi.Condition) gwsync.Binding {
 }
 
 // written records a successful write of key, or its delete.
-func (v *verdicts) written(key EntryKey, desiredMeta map[string]string, changed func(gatewayv1.Kind, cache.ObjectName)) {
+func (v *verdicts) written(key translate.EntryKey, desiredMeta map[string]string, changed func(gatewayv1.Kind, cache.ObjectName)) {
 	v.settled(key, changed)
 	owner, ok := reportedOwner(desiredMeta)
 	if !ok {
@@ -297,7 +298,7 @@ func (v *verdicts) written(key EntryKey, desiredMeta map[string]string, changed 
 // by the watch or a read (a write whose answer was lost may have landed), or absent and
 // no longer desired. A failure recorded for key is over. Clearing it only on our own
 // successful write would leave ConsulWriteFailed for good on an entry that needs none.
-func (v *verdicts) settled(key EntryKey, changed func(gatewayv1.Kind, cache.ObjectName)) {
+func (v *verdicts) settled(key translate.EntryKey, changed func(gatewayv1.Kind, cache.ObjectName)) {
 	v.mu.Lock()
 	owner, failed := v.failing[key]
 	moved := false
@@ -319,7 +320,7 @@ func (v *verdicts) settled(key EntryKey, changed func(gatewayv1.Kind, cache.Obje
 
 // writeFailed records a read or write Consul refused, with its reason (never the
 // entry).
-func (v *verdicts) writeFailed(key EntryKey, desiredMeta map[string]string, err error, changed func(gatewayv1.Kind, cache.ObjectName)) {
+func (v *verdicts) writeFailed(key translate.EntryKey, desiredMeta map[string]string, err error, changed func(gatewayv1.Kind, cache.ObjectName)) {
 	owner, ok := reportedOwner(desiredMeta)
 	if !ok {
 		return
@@ -328,7 +329,7 @@ func (v *verdicts) writeFailed(key EntryKey, desiredMeta map[string]string, err 
 	v.update(owner, changed, func(o *ownerState) {
 		errs := maps.Clone(o.writeErrs)
 		if errs == nil {
-			errs = map[EntryKey]string{}
+			errs = map[translate.EntryKey]string{}
 		}
 		errs[key] = msg
 		o.writeErrs = errs
@@ -337,7 +338,7 @@ func (v *verdicts) writeFailed(key EntryKey, desiredMeta map[string]string, err 
 }
 
 // foreign records that the entry an object needs exists and belongs to someone else.
-func (v *verdicts) foreign(key EntryKey, desired consulapi.ConfigEntry, changed func(gatewayv1.Kind, cache.ObjectName)) {
+func (v *verdicts) foreign(key translate.EntryKey, desired consulapi.ConfigEntry, changed func(gatewayv1.Kind, cache.ObjectName)) {
 	owner, ok := reportedOwner(desired.GetMeta())
 	if !ok {
 		return
@@ -348,7 +349,7 @@ func (v *verdicts) foreign(key EntryKey, desired consulapi.ConfigEntry, changed 
 }
 
 // setProblems replaces the translation problems of every object.
-func (v *verdicts) setProblems(problems []Problem, changed func(gatewayv1.Kind, cache.ObjectName)) {
+func (v *verdicts) setProblems(problems []translate.Problem, changed func(gatewayv1.Kind, cache.ObjectName)) {
 	v.mu.Lock()
 	same := slices.Equal(problems, v.problems)
 	v.problems = problems

@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
 	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
 )
 
@@ -17,10 +18,10 @@ import (
 // 1.15 put on it, shaped as its HTTP API returns them: the Accepted condition's
 // Resource is an empty reference, each Bound condition's the parent as written.
 func judgedRoute(conditions ...consulapi.Condition) *consulapi.HTTPRouteConfigEntry {
-	own := Ownership{Controller: "example.com/c", ClusterID: "test"}
+	own := translate.Ownership{Controller: "example.com/c", ClusterID: "test"}
 	return &consulapi.HTTPRouteConfigEntry{
 		Kind: consulapi.HTTPRoute, Name: "web.apps",
-		Meta:   own.Meta(Owner{Kind: "HTTPRoute", Namespace: "apps", Name: "web", UID: "uid"}),
+		Meta:   own.Meta(translate.Owner{Kind: "HTTPRoute", Namespace: "apps", Name: "web", UID: "uid"}),
 		Status: consulapi.ConfigEntryStatus{Conditions: conditions},
 	}
 }
@@ -40,14 +41,14 @@ func TestBindingsFromConsulsBoundConditions(t *testing.T) {
 	// Messages as Consul 1.15.4 wrote them (seen on a real server).
 	tests := []struct {
 		name       string
-		naming     Naming
+		naming     translate.Naming
 		conditions []consulapi.Condition
 		// want is the binding per "gateway namespace/name/listener" asked for.
 		want map[string]gwsync.Binding
 	}{
 		{
 			name:   "bound on one Gateway, refused on the other",
-			naming: Naming{},
+			naming: translate.Naming{},
 			conditions: []consulapi.Condition{routeAccepted(),
 				bound("edge.infra", "http", consulapi.ConditionStatusTrue, "Bound", "successfully bound route"),
 				bound("other.infra", "http", consulapi.ConditionStatusFalse, "FailedToBind", "failed to bind route web.apps to gateway other.infra: listener http is not a http listener"),
@@ -61,7 +62,7 @@ func TestBindingsFromConsulsBoundConditions(t *testing.T) {
 		},
 		{
 			name:   "refusals that come before Consul could judge are pending",
-			naming: Naming{},
+			naming: translate.Naming{},
 			conditions: []consulapi.Condition{routeAccepted(),
 				bound("edge.infra", "http", consulapi.ConditionStatusFalse, "FailedToBind", "failed to bind route to gateway edge.infra: route has not been accepted"),
 				bound("new.infra", "http", consulapi.ConditionStatusFalse, "GatewayNotFound", "gateway was not found"),
@@ -75,7 +76,7 @@ func TestBindingsFromConsulsBoundConditions(t *testing.T) {
 		},
 		{
 			name:   "a condition without a listener holds for every listener of its Gateway",
-			naming: Naming{Prefix: "k8s-"},
+			naming: translate.Naming{Prefix: "k8s-"},
 			conditions: []consulapi.Condition{routeAccepted(),
 				bound("k8s-edge.infra", "", consulapi.ConditionStatusFalse, "FailedToBind", "route cannot bind because gateway has no listeners"),
 				bound("k8s-edge.infra", "https", consulapi.ConditionStatusTrue, "Bound", "successfully bound route"),
@@ -93,7 +94,7 @@ func TestBindingsFromConsulsBoundConditions(t *testing.T) {
 			t.Parallel()
 			v := newVerdicts(tt.naming)
 			entry := judgedRoute(tt.conditions...)
-			v.observe(KeyOf(entry), entry, true, nil)
+			v.observe(translate.KeyOf(entry), entry, true, nil)
 			if got := v.get("HTTPRoute", web); !got.Known || !got.Programmed {
 				t.Errorf("route verdict = %+v, want Consul's Accepted", got)
 			}
@@ -114,7 +115,7 @@ func TestBindingsFromConsulsBoundConditions(t *testing.T) {
 // status listed in another order does not.
 func TestBindingChangesAreReported(t *testing.T) {
 	t.Parallel()
-	v := newVerdicts(Naming{})
+	v := newVerdicts(translate.Naming{})
 	var changed []cache.ObjectName
 	record := func(kind gatewayv1.Kind, key cache.ObjectName) { changed = append(changed, key) }
 	edgeBound := bound("edge.infra", "http", consulapi.ConditionStatusTrue, "Bound", "successfully bound route")
@@ -133,7 +134,7 @@ func TestBindingChangesAreReported(t *testing.T) {
 	for _, step := range steps {
 		changed = nil
 		entry := judgedRoute(step.conditions...)
-		v.observe(KeyOf(entry), entry, true, record)
+		v.observe(translate.KeyOf(entry), entry, true, record)
 		if got := len(changed) > 0; got != step.reported {
 			t.Errorf("%s: reported %v, want %v", step.name, changed, step.reported)
 		}
@@ -145,12 +146,12 @@ func TestBindingChangesAreReported(t *testing.T) {
 // failed entry nothing desires any more (its owner's spec dropped it) ends it too.
 func TestWriteFailuresSettlePerEntry(t *testing.T) {
 	t.Parallel()
-	own := Ownership{Controller: "example.com/c", ClusterID: "test"}
-	meta := own.Meta(Owner{Kind: "Gateway", Namespace: "infra", Name: "edge", UID: "uid"})
+	own := translate.Ownership{Controller: "example.com/c", ClusterID: "test"}
+	meta := own.Meta(translate.Owner{Kind: "Gateway", Namespace: "infra", Name: "edge", UID: "uid"})
 	gw := cache.ObjectName{Namespace: "infra", Name: "edge"}
-	gatewayEntry := EntryKey{Kind: consulapi.APIGateway, Name: "edge.infra"}
-	cert := EntryKey{Kind: consulapi.InlineCertificate, Name: "secret.tls.infra"}
-	v := newVerdicts(Naming{})
+	gatewayEntry := translate.EntryKey{Kind: consulapi.APIGateway, Name: "edge.infra"}
+	cert := translate.EntryKey{Kind: consulapi.InlineCertificate, Name: "secret.tls.infra"}
+	v := newVerdicts(translate.Naming{})
 	var changed int
 	record := func(gatewayv1.Kind, cache.ObjectName) { changed++ }
 

@@ -3,6 +3,8 @@ package consul
 import (
 	"maps"
 	gosync "sync"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
 )
 
 // consulView is which entries exist in Consul as far as the syncer knows without
@@ -15,15 +17,15 @@ type consulView struct {
 	// listed are the kinds listed since Consul's data was last possibly replaced; for
 	// other kinds nothing is known to be absent.
 	listed  map[string]bool
-	present map[EntryKey]bool
+	present map[translate.EntryKey]bool
 }
 
 func newConsulView() *consulView {
-	return &consulView{listed: map[string]bool{}, present: map[EntryKey]bool{}}
+	return &consulView{listed: map[string]bool{}, present: map[translate.EntryKey]bool{}}
 }
 
 // list records that the entries of kind are exactly keys.
-func (v *consulView) list(kind string, keys []EntryKey) {
+func (v *consulView) list(kind string, keys []translate.EntryKey) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	deleteKind(v.present, kind)
@@ -42,11 +44,11 @@ func (v *consulView) forgetKind(kind string) {
 }
 
 // wrote records that key exists, and deleted that it does not.
-func (v *consulView) wrote(key EntryKey) { v.set(key, true) }
+func (v *consulView) wrote(key translate.EntryKey) { v.set(key, true) }
 
-func (v *consulView) deleted(key EntryKey) { v.set(key, false) }
+func (v *consulView) deleted(key translate.EntryKey) { v.set(key, false) }
 
-func (v *consulView) set(key EntryKey, present bool) {
+func (v *consulView) set(key translate.EntryKey, present bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if present {
@@ -57,20 +59,20 @@ func (v *consulView) set(key EntryKey, present bool) {
 }
 
 // exists reports whether key is known to exist.
-func (v *consulView) exists(key EntryKey) bool {
+func (v *consulView) exists(key translate.EntryKey) bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return v.present[key]
 }
 
 // absent reports whether key is known not to exist.
-func (v *consulView) absent(key EntryKey) bool {
+func (v *consulView) absent(key translate.EntryKey) bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return v.listed[key.Kind] && !v.present[key]
 }
 
 // deleteKind removes every key of kind from m.
-func deleteKind[V any](m map[EntryKey]V, kind string) {
-	maps.DeleteFunc(m, func(key EntryKey, _ V) bool { return key.Kind == kind })
+func deleteKind[V any](m map[translate.EntryKey]V, kind string) {
+	maps.DeleteFunc(m, func(key translate.EntryKey, _ V) bool { return key.Kind == kind })
 }

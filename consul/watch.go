@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 
+	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/metrics"
 	"github.com/consul-gateway-controller/consul-gateway-controller/workqueue"
 )
@@ -59,9 +60,9 @@ func (s *Syncer) readVerdicts(ctx context.Context) {
 		for {
 			entries, _, err := s.listKind(ctx, kind, 0)
 			if err == nil {
-				keys := make([]EntryKey, len(entries))
+				keys := make([]translate.EntryKey, len(entries))
 				for i, entry := range entries {
-					keys[i] = KeyOf(entry)
+					keys[i] = translate.KeyOf(entry)
 					s.verdicts.observe(keys[i], entry, s.cfg.Ownership.Owns(entry.GetMeta()), nil)
 				}
 				s.view.list(kind, keys)
@@ -78,7 +79,7 @@ func (s *Syncer) readVerdicts(ctx context.Context) {
 	logger.V(2).Info("Read Consul's verdicts on the entries it holds")
 }
 
-// HasSynced implements the status pipeline's DataPlane: Consul's verdicts on what it
+// HasSynced implements the status pipeline's ConsulVerdicts: Consul's verdicts on what it
 // already holds have been read, or could not be.
 func (s *Syncer) HasSynced() bool { return s.verdictsRead.Load() }
 
@@ -134,11 +135,11 @@ func watchPause(busy time.Duration) time.Duration {
 // compareKind queues the keys of kind whose entry in Consul is not what is desired,
 // and records Consul's verdicts on our entries.
 func (s *Syncer) compareKind(ctx context.Context, kind string, entries []consulapi.ConfigEntry) {
-	seen := make(map[EntryKey]bool, len(entries))
-	keys := make([]EntryKey, 0, len(entries))
+	seen := make(map[translate.EntryKey]bool, len(entries))
+	keys := make([]translate.EntryKey, 0, len(entries))
 	queued := 0
 	for _, entry := range entries {
-		key := KeyOf(entry)
+		key := translate.KeyOf(entry)
 		seen[key] = true
 		keys = append(keys, key)
 		owned := s.cfg.Ownership.Owns(entry.GetMeta())
@@ -184,7 +185,7 @@ func (s *Syncer) forgetKind(kind string) {
 // awaitJudgement follows an entry Consul holds as desired: judged, it needs nothing;
 // unjudged, the writer looks at it again once it has waited long enough (see
 // awaitingJudgement), also when it was written before this process started.
-func (s *Syncer) awaitJudgement(key EntryKey, entry consulapi.ConfigEntry) {
+func (s *Syncer) awaitJudgement(key translate.EntryKey, entry consulapi.ConfigEntry) {
 	if !judgedKinds[key.Kind] {
 		return
 	}
@@ -198,7 +199,7 @@ func (s *Syncer) awaitJudgement(key EntryKey, entry consulapi.ConfigEntry) {
 }
 
 // compare reports whether Consul's entry is the desired one, and remembers a match.
-func (s *Syncer) compare(key EntryKey, desired, entry consulapi.ConfigEntry) bool {
+func (s *Syncer) compare(key translate.EntryKey, desired, entry consulapi.ConfigEntry) bool {
 	metrics.ConsulEntriesCompared.Inc()
 	if !sameEntry(desired, entry) {
 		return false
@@ -216,7 +217,7 @@ func (s *Syncer) compare(key EntryKey, desired, entry consulapi.ConfigEntry) boo
 // Consul's data may have been replaced.
 type matchedEntries struct {
 	mu      gosync.Mutex
-	entries map[EntryKey]matchedEntry
+	entries map[translate.EntryKey]matchedEntry
 }
 
 type matchedEntry struct {
@@ -226,10 +227,10 @@ type matchedEntry struct {
 }
 
 func newMatchedEntries() *matchedEntries {
-	return &matchedEntries{entries: map[EntryKey]matchedEntry{}}
+	return &matchedEntries{entries: map[translate.EntryKey]matchedEntry{}}
 }
 
-func (m *matchedEntries) record(key EntryKey, actual, desired consulapi.ConfigEntry) {
+func (m *matchedEntries) record(key translate.EntryKey, actual, desired consulapi.ConfigEntry) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.entries[key] = matchedEntry{modifyIndex: actual.GetModifyIndex(), content: contentOf(actual), desired: desired}
@@ -237,7 +238,7 @@ func (m *matchedEntries) record(key EntryKey, actual, desired consulapi.ConfigEn
 
 // unchanged reports whether key matched before with this very desired entry, and
 // Consul holds what it held then.
-func (m *matchedEntries) unchanged(key EntryKey, actual, desired consulapi.ConfigEntry) bool {
+func (m *matchedEntries) unchanged(key translate.EntryKey, actual, desired consulapi.ConfigEntry) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e, ok := m.entries[key]
@@ -272,7 +273,7 @@ func contentOf(entry consulapi.ConfigEntry) any {
 }
 
 // holds reports whether the watch last found Consul holding this very desired entry.
-func (m *matchedEntries) holds(key EntryKey, desired consulapi.ConfigEntry) bool {
+func (m *matchedEntries) holds(key translate.EntryKey, desired consulapi.ConfigEntry) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e, ok := m.entries[key]
@@ -283,7 +284,7 @@ func (m *matchedEntries) holds(key EntryKey, desired consulapi.ConfigEntry) bool
 // desired entry than desired: what a check-and-set that replaces it needs, without
 // reading it first. A write since then makes the check-and-set fail, and the writer
 // reads.
-func (m *matchedEntries) replaceable(key EntryKey, desired consulapi.ConfigEntry) (uint64, bool) {
+func (m *matchedEntries) replaceable(key translate.EntryKey, desired consulapi.ConfigEntry) (uint64, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e, ok := m.entries[key]
@@ -293,7 +294,7 @@ func (m *matchedEntries) replaceable(key EntryKey, desired consulapi.ConfigEntry
 	return e.modifyIndex, true
 }
 
-func (m *matchedEntries) forget(key EntryKey) {
+func (m *matchedEntries) forget(key translate.EntryKey) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.entries, key)

@@ -12,6 +12,7 @@ import (
 	consulapi "github.com/hashicorp/consul/api"
 	"k8s.io/klog/v2"
 
+	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/metrics"
 	"github.com/consul-gateway-controller/consul-gateway-controller/workqueue"
 )
@@ -24,7 +25,7 @@ var errCASMismatch = errors.New("check-and-set index did not match: the entry ch
 // nothing desires it. Every create, update and delete is a check-and-set on the
 // ModifyIndex just read (0 for a create). Entries that do not carry our ownership meta
 // are never changed or deleted.
-func (s *Syncer) syncEntry(ctx context.Context, key EntryKey) error {
+func (s *Syncer) syncEntry(ctx context.Context, key translate.EntryKey) error {
 	logger := klog.FromContext(ctx).WithValues("kind", key.Kind, "entry", key.Name)
 	desired, want := s.desiredEntry(key)
 	if done, err := s.writeWithoutReading(ctx, logger, key, desired, want); done {
@@ -94,7 +95,7 @@ func (s *Syncer) syncEntry(ctx context.Context, key EntryKey) error {
 // it; a create when the entry was absent; an update of an entry of ours whose index
 // the watch knows. It reports done = false when none applies or the check-and-set met
 // an entry that changed since; the caller then reads and decides.
-func (s *Syncer) writeWithoutReading(ctx context.Context, logger klog.Logger, key EntryKey, desired consulapi.ConfigEntry, want bool) (bool, error) {
+func (s *Syncer) writeWithoutReading(ctx context.Context, logger klog.Logger, key translate.EntryKey, desired consulapi.ConfigEntry, want bool) (bool, error) {
 	if !want {
 		return false, nil
 	}
@@ -119,7 +120,7 @@ func (s *Syncer) writeWithoutReading(ctx context.Context, logger klog.Logger, ke
 
 // put creates (index 0) or updates the entry under key with check-and-set, and counts
 // it as a drift correction when Consul had held exactly this content before.
-func (s *Syncer) put(ctx context.Context, logger klog.Logger, verb string, key EntryKey, desired consulapi.ConfigEntry, index uint64) error {
+func (s *Syncer) put(ctx context.Context, logger klog.Logger, verb string, key translate.EntryKey, desired consulapi.ConfigEntry, index uint64) error {
 	if err := s.dependenciesWritten(ctx, desired); err != nil {
 		return err
 	}
@@ -167,20 +168,20 @@ func (s *Syncer) dependenciesWritten(ctx context.Context, desired consulapi.Conf
 }
 
 // dependencies are the entries desired refers to that must exist before it is written.
-func dependencies(desired consulapi.ConfigEntry) []EntryKey {
-	var deps []EntryKey
+func dependencies(desired consulapi.ConfigEntry) []translate.EntryKey {
+	var deps []translate.EntryKey
 	switch e := desired.(type) {
 	case *consulapi.HTTPRouteConfigEntry:
 		for _, rule := range e.Rules {
 			for _, svc := range rule.Services {
-				deps = append(deps, EntryKey{Kind: consulapi.ServiceDefaults, Name: svc.Name, Namespace: svc.Namespace, Partition: svc.Partition})
+				deps = append(deps, translate.EntryKey{Kind: consulapi.ServiceDefaults, Name: svc.Name, Namespace: svc.Namespace, Partition: svc.Partition})
 			}
 		}
 	case *consulapi.APIGatewayConfigEntry:
 		for _, l := range e.Listeners {
 			for _, cert := range l.TLS.Certificates {
 				if cert.Kind == consulapi.InlineCertificate {
-					deps = append(deps, EntryKey{Kind: cert.Kind, Name: cert.Name, Namespace: cert.Namespace, Partition: cert.Partition})
+					deps = append(deps, translate.EntryKey{Kind: cert.Kind, Name: cert.Name, Namespace: cert.Namespace, Partition: cert.Partition})
 				}
 			}
 		}
@@ -189,7 +190,7 @@ func dependencies(desired consulapi.ConfigEntry) []EntryKey {
 }
 
 // readEntry returns the entry under key, or nil when there is none.
-func (s *Syncer) readEntry(ctx context.Context, key EntryKey) (consulapi.ConfigEntry, error) {
+func (s *Syncer) readEntry(ctx context.Context, key translate.EntryKey) (consulapi.ConfigEntry, error) {
 	q := (&consulapi.QueryOptions{Namespace: key.Namespace, Partition: key.Partition}).WithContext(ctx)
 	start := time.Now()
 	entry, _, err := s.cfg.Client.ConfigEntries().Get(key.Kind, key.Name, q)
@@ -205,7 +206,7 @@ func (s *Syncer) readEntry(ctx context.Context, key EntryKey) (consulapi.ConfigE
 }
 
 // write runs one check-and-set operation and logs the change.
-func (s *Syncer) write(ctx context.Context, logger klog.Logger, verb string, key EntryKey, meta map[string]string, op func(*consulapi.WriteOptions) (bool, error)) error {
+func (s *Syncer) write(ctx context.Context, logger klog.Logger, verb string, key translate.EntryKey, meta map[string]string, op func(*consulapi.WriteOptions) (bool, error)) error {
 	w := (&consulapi.WriteOptions{Namespace: key.Namespace, Partition: key.Partition}).WithContext(ctx)
 	start := time.Now()
 	ok, err := op(w)

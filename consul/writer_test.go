@@ -5,20 +5,22 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	consulapi "github.com/hashicorp/consul/api"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
 )
 
 func TestDependencies(t *testing.T) {
 	tests := []struct {
 		name  string
 		entry consulapi.ConfigEntry
-		want  []EntryKey
+		want  []translate.EntryKey
 	}{
 		{
 			name: "an http-route waits for its backends' service-defaults",
 			entry: &consulapi.HTTPRouteConfigEntry{Kind: consulapi.HTTPRoute, Name: "web.apps", Rules: []consulapi.HTTPRouteRule{
 				{Services: []consulapi.HTTPService{{Name: "echo"}, {Name: "api", Namespace: "ns", Partition: "p"}}},
 			}},
-			want: []EntryKey{{Kind: consulapi.ServiceDefaults, Name: "echo"}, {Kind: consulapi.ServiceDefaults, Name: "api", Namespace: "ns", Partition: "p"}},
+			want: []translate.EntryKey{{Kind: consulapi.ServiceDefaults, Name: "echo"}, {Kind: consulapi.ServiceDefaults, Name: "api", Namespace: "ns", Partition: "p"}},
 		},
 		{
 			name: "an api-gateway waits for its inline-certificates",
@@ -29,7 +31,7 @@ func TestDependencies(t *testing.T) {
 					{Kind: "file-system-certificate", Name: "elsewhere"},
 				}}},
 			}},
-			want: []EntryKey{{Kind: consulapi.InlineCertificate, Name: "tls.apps"}},
+			want: []translate.EntryKey{{Kind: consulapi.InlineCertificate, Name: "tls.apps"}},
 		},
 		{
 			name:  "a tcp-route waits for nothing",

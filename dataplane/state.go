@@ -8,6 +8,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/pods"
 	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
 )
 
@@ -15,13 +16,13 @@ import (
 // addresses from its Service, and how many of its pods are Ready.
 func (c *Controller) State(gw *gatewayv1.Gateway) gwsync.DeploymentState {
 	state := gwsync.DeploymentState{Problem: c.Conflict(cache.MetaObjectToName(gw))}
-	pods, err := c.cfg.Owned.Pods.Lister().Pods(gw.Namespace).List(PodSelector(cache.MetaObjectToName(gw)))
+	gatewayPods, err := c.cfg.Owned.Pods.Lister().Pods(gw.Namespace).List(PodSelector(cache.MetaObjectToName(gw)))
 	if err != nil {
 		return state
 	}
 	var ready []*corev1.Pod
-	for _, pod := range pods {
-		if PodReady(pod) {
+	for _, pod := range gatewayPods {
+		if pods.Ready(pod) {
 			ready = append(ready, pod)
 		}
 	}
@@ -41,19 +42,6 @@ func (c *Controller) HasSynced() bool {
 		}
 	}
 	return true
-}
-
-// PodReady reports whether a gateway pod is Running and Ready, and not on its way out.
-func PodReady(pod *corev1.Pod) bool {
-	if pod.DeletionTimestamp != nil || pod.Status.Phase != corev1.PodRunning {
-		return false
-	}
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // Addresses are a Gateway's addresses, by its Service's type: a LoadBalancer's

@@ -29,62 +29,6 @@ import (
 	"github.com/consul-gateway-controller/consul-gateway-controller/workqueue"
 )
 
-// Confirmation is an object whose status the API server holds exactly as this
-// controller computed it: the object a status write returned, or a cached object whose
-// stored status already equals the computed one. Object is nil when the object was
-// deleted, is no longer ours, or must not be served (a Gateway asking for TLS Consul
-// cannot honour; its status says why); whatever was derived from it must go.
-type Confirmation struct {
-	Kind   gatewayv1.Kind
-	Key    cache.ObjectName
-	Object runtime.Object
-	// Route is set for routes with an Object: the decision made together with the
-	// confirmed status, which the status itself does not spell out.
-	Route *RouteDecision
-}
-
-// RouteDecision is what a route's status implies for the data plane.
-type RouteDecision struct {
-	// Attachments are the listeners of each Gateway the route is accepted on and
-	// served by, in parentRef order.
-	Attachments []Attachment
-	// DroppedRules are the indexes of the rules that cannot be programmed (reported
-	// as PartiallyInvalid or, when all are, not Accepted).
-	DroppedRules []int
-	// UnresolvedBackends are the backendRefs that did not resolve, each of them (the
-	// ResolvedRefs condition names only the first). Every other backendRef resolved:
-	// its kind, port and, in another namespace, its ReferenceGrant were checked.
-	UnresolvedBackends []BackendRefIndex
-}
-
-// BackendRefIndex identifies a backendRef of a route: its rule's index and its own
-// index in that rule.
-type BackendRefIndex struct {
-	Rule, Ref int
-}
-
-// Attachment is a Gateway and the listeners of it that serve a route.
-type Attachment struct {
-	Gateway   cache.ObjectName
-	Listeners []gatewayv1.SectionName
-}
-
-// Publisher receives confirmations. For one key they arrive in the order the API server
-// confirmed them, because one key is synced by one worker at a time.
-type Publisher interface {
-	Publish(ctx context.Context, c Confirmation)
-}
-
-// Publishers hands each confirmation to every one of its Publishers, in order.
-type Publishers []Publisher
-
-// Publish implements Publisher.
-func (ps Publishers) Publish(ctx context.Context, c Confirmation) {
-	for _, p := range ps {
-		p.Publish(ctx, c)
-	}
-}
-
 // Workers is the number of workers per kind; Routes is per route kind.
 type Workers struct {
 	GatewayClasses, Gateways, Routes int
@@ -98,8 +42,8 @@ type Config struct {
 	GatewayClient  gatewayclient.Interface
 	Publisher      Publisher
 	Workers        Workers
-	// DataPlane reports Consul's verdicts; nil means none is wired in.
-	DataPlane DataPlane
+	// Verdicts reports Consul's verdicts; nil means none is wired in.
+	Verdicts ConsulVerdicts
 	// Deployments reports the gateway pods and Services this controller deploys; nil
 	// when it deploys none.
 	Deployments GatewayDeployments
@@ -141,7 +85,7 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 		decider: decider{
 			controllerName: cfg.ControllerName,
 			caps:           cfg.Capabilities,
-			dataPlane:      cfg.DataPlane,
+			verdicts:       cfg.Verdicts,
 			deployments:    cfg.Deployments,
 			classes:        inf.GatewayClasses.Lister(),
 			gateways:       inf.Gateways.Lister(),
@@ -180,8 +124,8 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 	if c.clock == nil {
 		c.clock = clock.RealClock{}
 	}
-	if c.dataPlane == nil {
-		c.dataPlane = noDataPlane{}
+	if c.verdicts == nil {
+		c.verdicts = noVerdicts{}
 	}
 	if err := inf.AddEventHandlers(ctx, queues); err != nil {
 		return nil, fmt.Errorf("add event handlers: %w", err)
@@ -217,7 +161,7 @@ func (c *Controller) EnqueueAllGatewayClasses() {
 // in-flight sync has finished.
 func (c *Controller) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
-	synced := append(c.informers.HasSynced(), c.dataPlane.HasSynced)
+	synced := append(c.informers.HasSynced(), c.verdicts.HasSynced)
 	if c.deployments != nil {
 		synced = append(synced, c.deployments.HasSynced)
 	}

@@ -156,9 +156,9 @@ func TestSyncGatewayWritesOnceThenConfirmsWithoutWriting(t *testing.T) {
 func TestSyncWaitsForTheCacheToSeeItsOwnWrite(t *testing.T) {
 	gw := gateway("infra", "gw", httpListener("http", 80, ""))
 	gw.ResourceVersion = "7"
-	verdict := &switchableDataPlane{}
+	verdict := &switchableVerdicts{}
 	c, client, pub := newTestController(t, ourClass(), gw)
-	c.dataPlane = verdict
+	c.verdicts = verdict
 	key := cache.MetaObjectToName(gw)
 
 	if err := c.syncGateway(t.Context(), key); err != nil {
@@ -198,14 +198,14 @@ func TestSyncWaitsForTheCacheToSeeItsOwnWrite(t *testing.T) {
 	}
 }
 
-// switchableDataPlane answers whatever verdict a test sets.
-type switchableDataPlane struct{ v Verdict }
+// switchableVerdicts answers whatever verdict a test sets.
+type switchableVerdicts struct{ v Verdict }
 
-func (s *switchableDataPlane) Verdict(gatewayv1.Kind, cache.ObjectName) Verdict { return s.v }
-func (s *switchableDataPlane) Binding(gatewayv1.Kind, cache.ObjectName, cache.ObjectName, gatewayv1.SectionName) Binding {
+func (s *switchableVerdicts) Verdict(gatewayv1.Kind, cache.ObjectName) Verdict { return s.v }
+func (s *switchableVerdicts) Binding(gatewayv1.Kind, cache.ObjectName, cache.ObjectName, gatewayv1.SectionName) Binding {
 	return Binding{}
 }
-func (s *switchableDataPlane) HasSynced() bool { return true }
+func (s *switchableVerdicts) HasSynced() bool { return true }
 
 func TestSyncDeletedAndForeignObjects(t *testing.T) {
 	foreign := gateway("infra", "foreign", httpListener("http", 80, ""))

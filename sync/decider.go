@@ -26,7 +26,7 @@ import (
 type decider struct {
 	controllerName gatewayv1.GatewayController
 	caps           consullimits.Capabilities
-	dataPlane      DataPlane
+	verdicts       ConsulVerdicts
 	// deployments is nil when this controller does not deploy gateways.
 	deployments GatewayDeployments
 
@@ -207,7 +207,7 @@ func (d *decider) routeParentStatuses(route routeView, rules routeRules, existin
 	}
 	verdicts := map[cache.ObjectName]gatewayVerdict{}
 	routeKey := cache.ObjectName{Namespace: route.namespace, Name: route.name}
-	routeVerdict := d.dataPlane.Verdict(route.kind, routeKey)
+	routeVerdict := d.verdicts.Verdict(route.kind, routeKey)
 	for _, ref := range route.parentRefs {
 		target, class, ok, err := d.ourParent(ref, route.namespace)
 		if err != nil || !ok {
@@ -262,7 +262,7 @@ func notServedVerdict(b parentBinding) Verdict {
 func (d *decider) bindings(kind gatewayv1.Kind, route, gateway cache.ObjectName, listeners []gatewayv1.SectionName) []Binding {
 	out := make([]Binding, len(listeners))
 	for i, l := range listeners {
-		out[i] = d.dataPlane.Binding(kind, route, gateway, l)
+		out[i] = d.verdicts.Binding(kind, route, gateway, l)
 	}
 	return out
 }

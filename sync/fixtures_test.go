@@ -73,7 +73,7 @@ func newTestDecider(t *testing.T, objs ...runtime.Object) *decider {
 	return &decider{
 		controllerName: testController,
 		caps:           consullimits.Consul115,
-		dataPlane:      noDataPlane{},
+		verdicts:       noVerdicts{},
 		classes:        gatewaylisters.NewGatewayClassLister(idx["GatewayClass"]),
 		gateways:       gatewaylisters.NewGatewayLister(idx["Gateway"]),
 		listenerSets:   idx["ListenerSet"],

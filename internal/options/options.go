@@ -18,7 +18,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/api/v1alpha1"
-	"github.com/consul-gateway-controller/consul-gateway-controller/consul"
+	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
 	"github.com/consul-gateway-controller/consul-gateway-controller/dataplane"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/leader"
 	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
@@ -48,8 +48,8 @@ type Options struct {
 	ConsulHTTPAddr  string
 	ConsulTokenFile string
 	ConsulCACert    string
-	Naming          consul.Naming
-	Translation     consul.Options
+	Naming          translate.Naming
+	Translation     translate.Options
 
 	// DeployGateways runs the data plane: each accepted Gateway gets its gateway pods
 	// and Service (package dataplane).
@@ -183,7 +183,7 @@ func (o *Options) Validate() error {
 	if o.KubeAPIQPS <= 0 {
 		errs = append(errs, fmt.Errorf("--kube-api-qps %v: want more than 0", o.KubeAPIQPS))
 	}
-	if err := (consul.Ownership{Controller: o.ControllerName, ClusterID: o.ClusterID}).Validate(); err != nil {
+	if err := (translate.Ownership{Controller: o.ControllerName, ClusterID: o.ClusterID}).Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("--cluster-id: %w", err))
 	}
 	if o.LeaderElect {
@@ -241,6 +241,6 @@ func consulHost(address string) string {
 }
 
 // Ownership is how entries written with these options are marked.
-func (o *Options) Ownership() consul.Ownership {
-	return consul.Ownership{Controller: o.ControllerName, ClusterID: o.ClusterID}
+func (o *Options) Ownership() translate.Ownership {
+	return translate.Ownership{Controller: o.ControllerName, ClusterID: o.ClusterID}
 }

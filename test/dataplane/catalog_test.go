@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/api/v1alpha1"
-	"github.com/consul-gateway-controller/consul-gateway-controller/consul"
+	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
 	"github.com/consul-gateway-controller/consul-gateway-controller/dataplane"
 )
 
@@ -25,7 +25,7 @@ import (
 func TestGatewayPodsRegistered(t *testing.T) {
 	g := newGatewayCase(t, "catalog", corev1.ServiceTypeClusterIP)
 	g.programmed("True/Programmed", 60*time.Second)
-	service := consul.Naming{}.EntryName(g.ns, "edge")
+	service := translate.Naming{}.EntryName(g.ns, "edge")
 
 	instancesMatchPods := func(want int) {
 		t.Helper()

@@ -28,7 +28,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/consul-gateway-controller/consul-gateway-controller/consul"
+	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
 	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
 	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
 )
@@ -105,7 +105,7 @@ type badInputEnv struct {
 	dyn        dynamic.Interface
 	mapper     *restmapper.DeferredDiscoveryRESTMapper
 	controller gatewayv1.GatewayController
-	naming     consul.Naming
+	naming     translate.Naming
 	// cleanup registers with the whole test, not the case.
 	cleanup func(func())
 }
@@ -123,7 +123,7 @@ func TestBadInputCorpus(t *testing.T) {
 	// own gateway controller otherwise goes on reconciling hundreds of routes).
 	t.Cleanup(func() { deleteOwnedEntries(t, string(b.controller), "bad") })
 	startController(t, b.controller, controllerOptions{consul: &consulOptions{clusterID: "bad",
-		translation: consul.Options{ManageServiceDefaults: true}}})
+		translation: translate.Options{ManageServiceDefaults: true}}})
 
 	// Namespaces and cluster-scoped objects outlive their case, for the last checks.
 	b.cleanup = t.Cleanup

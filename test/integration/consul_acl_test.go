@@ -22,6 +22,8 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul"
+	"github.com/consul-gateway-controller/consul-gateway-controller/consul/catalog"
+	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
 	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
 	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
 )
@@ -213,7 +215,7 @@ func TestRegistrationACLs(t *testing.T) {
 	if err := pods.Add(pod); err != nil {
 		t.Fatal(err)
 	}
-	naming := consul.Naming{}
+	naming := translate.Naming{}
 	service := naming.EntryName(gw.Namespace, gw.Name)
 	register := func(t *testing.T, rules string) error {
 		t.Helper()
@@ -221,8 +223,8 @@ func TestRegistrationACLs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := consul.NewRegistrar(consul.RegistrarConfig{
-			Client: client, Naming: naming, Ownership: consul.Ownership{Controller: "example.com/acl", ClusterID: "acl"},
+		r := catalog.NewRegistrar(catalog.Config{
+			Client: client, Naming: naming, Ownership: translate.Ownership{Controller: "example.com/acl", ClusterID: "acl"},
 			Pods: corelisters.NewPodLister(pods), PodsSynced: func() bool { return true },
 			GatewayPods: func(cache.ObjectName) labels.Selector {
 				return labels.SelectorFromSet(map[string]string{"gateway": "edge"})

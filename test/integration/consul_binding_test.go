@@ -12,6 +12,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul"
+	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
 	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
 )
 
@@ -36,7 +37,7 @@ func TestConsulBindingPerParent(t *testing.T) {
 		}},
 	})
 
-	startController(t, s.controller, controllerOptions{consul: &consulOptions{clusterID: "it", translation: consul.Options{ManageServiceDefaults: true}}})
+	startController(t, s.controller, controllerOptions{consul: &consulOptions{clusterID: "it", translation: translate.Options{ManageServiceDefaults: true}}})
 	// Every status the route is given, to check that the parent Consul binds never
 	// showed a refusal on the way (Consul 1.15 refuses each new route once before it
 	// binds it).

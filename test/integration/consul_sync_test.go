@@ -16,6 +16,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul"
+	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/testcerts"
 	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
 )
@@ -25,7 +26,7 @@ import (
 type consulStack struct {
 	ns         string
 	controller gatewayv1.GatewayController
-	naming     consul.Naming
+	naming     translate.Naming
 }
 
 func newConsulStack(t *testing.T, ns string) consulStack {
@@ -121,7 +122,7 @@ func (s consulStack) routeCondition(t *testing.T, name, condType string) string 
 
 func TestConsulSyncLifecycle(t *testing.T) {
 	s := newConsulStack(t, "cs-life")
-	rc := startController(t, s.controller, controllerOptions{consul: &consulOptions{clusterID: "it", translation: consul.Options{ManageServiceDefaults: true}}})
+	rc := startController(t, s.controller, controllerOptions{consul: &consulOptions{clusterID: "it", translation: translate.Options{ManageServiceDefaults: true}}})
 	createObject(t, s.route("web"))
 	gwName, routeName, svcName := s.naming.EntryName(s.ns, "edge"), s.naming.EntryName(s.ns, "web"), s.ns+"-echo"
 
@@ -191,7 +192,7 @@ func TestConsulSyncLifecycle(t *testing.T) {
 	// 5. A restart against a converged system writes nothing: to Consul, and no status.
 	time.Sleep(2 * time.Second)
 	rc.stop()
-	rc2 := startController(t, s.controller, controllerOptions{consul: &consulOptions{clusterID: "it", translation: consul.Options{ManageServiceDefaults: true}}})
+	rc2 := startController(t, s.controller, controllerOptions{consul: &consulOptions{clusterID: "it", translation: translate.Options{ManageServiceDefaults: true}}})
 	eventually(t, 30*time.Second, "the restarted controller confirms the route", func() (bool, error) {
 		return len(rc2.published.of("HTTPRoute", cacheName(s.ns, "web"))) > 0, nil
 	})

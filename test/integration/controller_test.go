@@ -24,6 +24,7 @@ import (
 
 	configclient "github.com/consul-gateway-controller/consul-gateway-controller/api/client"
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul"
+	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
 	"github.com/consul-gateway-controller/consul-gateway-controller/informers"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/consullimits"
 	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
@@ -64,7 +65,7 @@ type consulOptions struct {
 	agent       *testenv.ConsulAgent
 	token       string
 	clusterID   string
-	translation consul.Options
+	translation translate.Options
 	// beforeWrite runs before each config entry write reaches Consul.
 	beforeWrite func(req *http.Request)
 }
@@ -85,12 +86,12 @@ func startController(t *testing.T, name gatewayv1.GatewayController, opts contro
 	}
 	inf := informers.New(kube, gateway, configs, 0)
 	var publisher gwsync.Publisher = rc.published
-	var dataPlane gwsync.DataPlane
+	var verdicts gwsync.ConsulVerdicts
 	if opts.consul != nil {
 		rc.consulWrites = &requestCounter{}
 		rc.syncer = consul.NewSyncer(consul.Config{
 			Client:      consulClient(t, opts.consul, rc.consulWrites),
-			Ownership:   consul.Ownership{Controller: string(name), ClusterID: opts.consul.clusterID},
+			Ownership:   translate.Ownership{Controller: string(name), ClusterID: opts.consul.clusterID},
 			Options:     opts.consul.translation,
 			Secrets:     inf.Secrets.Lister(),
 			Services:    inf.Services.Lister(),
@@ -98,14 +99,14 @@ func startController(t *testing.T, name gatewayv1.GatewayController, opts contro
 			Workers:     2,
 		})
 		publisher = gwsync.Publishers{rc.published, rc.syncer}
-		dataPlane = rc.syncer
+		verdicts = rc.syncer
 	}
 	controller, err := gwsync.NewController(t.Context(), gwsync.Config{
 		ControllerName: name,
 		Capabilities:   consullimits.Consul115,
 		Informers:      inf,
 		GatewayClient:  gateway,
-		DataPlane:      dataPlane,
+		Verdicts:       verdicts,
 		Publisher:      publisher,
 		Workers:        gwsync.Workers{GatewayClasses: 1, Gateways: 2, Routes: 2},
 		BundleVersion:  func() string { return "v1.6.3" },

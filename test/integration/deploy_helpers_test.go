@@ -36,7 +36,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/api/v1alpha1"
-	"github.com/consul-gateway-controller/consul-gateway-controller/consul"
+	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
 	"github.com/consul-gateway-controller/consul-gateway-controller/dataplane"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/testcerts"
 	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
@@ -583,7 +583,7 @@ type consulEntry struct{ kind, name string }
 // consulEntries are the entries the example must produce (with
 // --manage-service-defaults, as deploy_test runs the controller).
 func (x deployExample) consulEntries() []consulEntry {
-	var n consul.Naming
+	var n translate.Naming
 	return []consulEntry{
 		{consulapi.APIGateway, n.EntryName(x.ns, "edge")},
 		{consulapi.InlineCertificate, n.CertificateName(x.ns, "tls")},

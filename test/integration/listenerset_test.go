@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	"github.com/consul-gateway-controller/consul-gateway-controller/consul"
+	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
 )
 
 // A Gateway allowing ListenerSets of its namespace, a ListenerSet with an HTTP listener
@@ -42,7 +42,7 @@ func TestListenerSetMergedIntoConsulGateway(t *testing.T) {
 	}}
 	createObject(t, route)
 
-	startController(t, s.controller, controllerOptions{consul: &consulOptions{clusterID: "it", translation: consul.Options{ManageServiceDefaults: true}}})
+	startController(t, s.controller, controllerOptions{consul: &consulOptions{clusterID: "it", translation: translate.Options{ManageServiceDefaults: true}}})
 
 	eventually(t, 30*time.Second, "ListenerSet accepted and programmed", func() (bool, error) {
 		set, err := gateways.ListenerSets(s.ns).Get(t.Context(), "extra", metav1.GetOptions{})

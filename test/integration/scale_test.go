@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	"github.com/consul-gateway-controller/consul-gateway-controller/consul"
+	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
 	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
 )
 
@@ -227,7 +227,7 @@ func TestColdStartWithLaggingCachesMeetsNoConflict(t *testing.T) {
 	objects := s.gateways + s.routes()
 	rc := startController(t, s.controller, controllerOptions{
 		watchDelay: 150 * time.Millisecond, delayResources: []string{"gateways", "httproutes"}, delayNamespace: s.ns,
-		consul: &consulOptions{clusterID: s.ns, translation: consul.Options{ManageServiceDefaults: true}},
+		consul: &consulOptions{clusterID: s.ns, translation: translate.Options{ManageServiceDefaults: true}},
 	})
 	s.waitSettled(t, 120*time.Second)
 	time.Sleep(2 * time.Second)
@@ -260,7 +260,7 @@ func TestOneEditCostsItsOwnTranslationAndComparison(t *testing.T) {
 	if _, err := env.GatewayClient.GatewayV1().HTTPRoutes(s.ns).Patch(t.Context(), route, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	entry := consul.Naming{}.EntryName(s.ns, route)
+	entry := translate.Naming{}.EntryName(s.ns, route)
 	eventually(t, 30*time.Second, "the edit reaches Consul", func() (bool, error) {
 		e, _, err := env.ConsulClient.ConfigEntries().Get(consulapi.HTTPRoute, entry, nil)
 		if err != nil {

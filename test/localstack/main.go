@@ -16,7 +16,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/consul-gateway-controller/consul-gateway-controller/consul"
+	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
 	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
 )
 
@@ -111,7 +111,7 @@ Server logs are in %[4]s. Press Ctrl-C to stop everything.
 // printGatewayInstances waits up to 30 s for the example Gateway's pods to appear in
 // Consul's catalog, and prints them: what a gateway proxy's xDS is served for.
 func printGatewayInstances(ctx context.Context, env *testenv.Env) {
-	service := consul.Naming{}.EntryName("demo", "edge")
+	service := translate.Naming{}.EntryName("demo", "edge")
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		entries, _, err := env.ConsulClient.Health().Service(service, "", false, nil)

@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	"github.com/consul-gateway-controller/consul-gateway-controller/consul"
+	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
 	"github.com/consul-gateway-controller/consul-gateway-controller/dataplane"
 	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
 	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
@@ -191,7 +191,7 @@ func awaitProgrammed(t *testing.T, ns, gateway string) {
 // catalog, and returns it as the proxy to fetch xDS for.
 func gatewayProxy(t *testing.T, ns, gateway string) envoy.Proxy {
 	t.Helper()
-	service := consul.Naming{}.EntryName(ns, gateway)
+	service := translate.Naming{}.EntryName(ns, gateway)
 	var proxy envoy.Proxy
 	eventually(t, 60*time.Second, "a passing catalog instance of "+service, func(ctx context.Context) error {
 		entries, _, err := env.ConsulClient.Health().Service(service, "", true, (&consulapi.QueryOptions{}).WithContext(ctx))

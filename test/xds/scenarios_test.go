@@ -22,7 +22,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/consul-gateway-controller/consul-gateway-controller/consul"
+	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/testcerts"
 	"github.com/consul-gateway-controller/consul-gateway-controller/test/xds/envoy"
 )
@@ -74,7 +74,7 @@ func rewritten(backend, path string) *want {
 
 // blackhole is the service the controller routes requests to that Gateway API answers
 // with an error; it must have no endpoints, so Envoy answers 503.
-var blackhole = consul.Naming{}.BlackholeService()
+var blackhole = translate.Naming{}.BlackholeService()
 
 var scenarios = []scenario{
 	{

@@ -1,0 +1,322 @@
+package catalog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	gosync "sync"
+	"time"
+
+	consulapi "github.com/hashicorp/consul/api"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	kworkqueue "k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/metrics"
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/pods"
+	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
+	"github.com/consul-gateway-controller/consul-gateway-controller/workqueue"
+)
+
+const (
+	// metaSyntheticNode marks the nodes registrations create: they stand for a
+	// Kubernetes node, not a Consul agent.
+	metaSyntheticNode = "synthetic-node"
+	// metaPod is the pod an instance stands for.
+	metaPod = "k8s-pod"
+	// readinessCheckName is the instance's check.
+	readinessCheckName = "Kubernetes Readiness Check"
+)
+
+// Config is what NewRegistrar needs.
+type Config struct {
+	Client    *consulapi.Client
+	Naming    translate.Naming
+	Ownership translate.Ownership
+	// Pods holds the gateway pods (the controller's label-selected cache).
+	Pods corelisters.PodLister
+	// PodsSynced reports whether Pods holds the initial list.
+	PodsSynced cache.InformerSynced
+	// GatewayPods selects a Gateway's pods in its namespace.
+	GatewayPods func(gateway cache.ObjectName) labels.Selector
+	Workers     int
+}
+
+// Registrar keeps Consul's catalog equal to the gateway pods of every Gateway whose
+// Accepted=True status the API server confirmed. It removes only instances it
+// registered (ownership meta) and never touches others. Only the leader runs it.
+type Registrar struct {
+	cfg   Config
+	queue kworkqueue.TypedRateLimitingInterface[cache.ObjectName]
+
+	mu       gosync.Mutex
+	gateways map[cache.ObjectName]*gatewayv1.Gateway
+	// known holds every Gateway a confirmation named, accepted or not, so its
+	// instances can be removed once it is gone.
+	known map[cache.ObjectName]bool
+}
+
+// NewRegistrar builds a registrar; nothing talks to Consul until Run.
+func NewRegistrar(cfg Config) *Registrar {
+	return &Registrar{
+		cfg:      cfg,
+		queue:    workqueue.New[cache.ObjectName]("catalog"),
+		gateways: map[cache.ObjectName]*gatewayv1.Gateway{},
+		known:    map[cache.ObjectName]bool{},
+	}
+}
+
+// Publish implements the status pipeline's Publisher: a Gateway accepted at its
+// current generation has its pods registered; any other has none.
+func (r *Registrar) Publish(_ context.Context, c gwsync.Confirmation) {
+	if c.Kind != "Gateway" {
+		return
+	}
+	gw, ok := c.Object.(*gatewayv1.Gateway)
+	r.mu.Lock()
+	r.known[c.Key] = true
+	if ok && gwsync.AcceptedAtGeneration(gw) {
+		r.gateways[c.Key] = gw
+	} else {
+		delete(r.gateways, c.Key)
+	}
+	r.mu.Unlock()
+	r.queue.Add(c.Key)
+}
+
+// Enqueue asks for a Gateway's instances to be compared again, for example when one of
+// its pods changed.
+func (r *Registrar) Enqueue(gateway cache.ObjectName) { r.queue.Add(gateway) }
+
+// Run registers until ctx is done, from when the status pipeline has confirmed every
+// object once (initialSyncDone): until then a Gateway without a confirmation may just
+// not have been judged yet. A blocking query on Consul's service list notices a Consul
+// that lost its data (its index goes back) or a registered service that went away, and
+// brings every Gateway back.
+func (r *Registrar) Run(ctx context.Context, initialSyncDone <-chan struct{}) error {
+	if !cache.WaitForNamedCacheSyncWithContext(ctx, r.cfg.PodsSynced) {
+		return fmt.Errorf("gateway pod cache did not sync: %w", context.Cause(ctx))
+	}
+	select {
+	case <-initialSyncDone:
+	case <-ctx.Done():
+		return nil
+	}
+	var wg gosync.WaitGroup
+	wg.Go(func() { r.watchCatalog(ctx) })
+	workqueue.Run(ctx, "catalog", r.queue, r.cfg.Workers, r.sync)
+	wg.Wait()
+	return nil
+}
+
+// catalogWatchWait is how long one blocking query on the catalog may wait for a
+// change; its answer then also shows an index that went back (a restored Consul).
+const catalogWatchWait = 10 * time.Second
+
+func (r *Registrar) watchCatalog(ctx context.Context) {
+	logger := klog.FromContext(ctx).WithName("catalog")
+	var index uint64
+	for ctx.Err() == nil {
+		opts := (&consulapi.QueryOptions{WaitIndex: index, WaitTime: catalogWatchWait, Partition: r.cfg.Naming.Partition}).WithContext(ctx)
+		_, qm, err := r.cfg.Client.Catalog().Services(opts)
+		if err != nil {
+			if ctx.Err() == nil {
+				logger.V(4).Info("Catalog watch failed; retrying", "err", err)
+				select {
+				case <-ctx.Done():
+				case <-time.After(time.Second):
+				}
+			}
+			continue
+		}
+		if qm.LastIndex != index {
+			if qm.LastIndex < index {
+				logger.V(2).Info("Consul's catalog index went back (a restarted or restored Consul); comparing every gateway's instances")
+			}
+			r.enqueueAll()
+		}
+		index = qm.LastIndex
+	}
+}
+
+func (r *Registrar) enqueueAll() {
+	r.mu.Lock()
+	keys := slicesOfKeys(r.known)
+	r.mu.Unlock()
+	for _, k := range keys {
+		r.queue.Add(k)
+	}
+}
+
+func slicesOfKeys(m map[cache.ObjectName]bool) []cache.ObjectName {
+	keys := make([]cache.ObjectName, 0, len(m))
+	for k := range maps.Keys(m) {
+		keys = append(keys, k)
+	}
+	return keys
+}
+
+// SyncOnce compares and writes one Gateway's instances now, as a worker would; tests
+// use it to see the error a worker would retry.
+func (r *Registrar) SyncOnce(ctx context.Context, gateway cache.ObjectName) error {
+	return r.sync(ctx, gateway)
+}
+
+// sync makes the catalog hold exactly the desired instances of one Gateway: it reads
+// the service's instances, registers what is missing or different, and deregisters
+// what is ours and no longer desired.
+func (r *Registrar) sync(ctx context.Context, key cache.ObjectName) error {
+	r.mu.Lock()
+	gw, known := r.gateways[key], r.known[key]
+	r.mu.Unlock()
+	if !known {
+		// No confirmation named it yet (a pod event came first): nothing is known of
+		// what its instances should be, so none is touched.
+		return nil
+	}
+	desired, err := r.desired(key, gw)
+	if err != nil {
+		return err
+	}
+	service := r.cfg.Naming.EntryName(key.Namespace, key.Name)
+	q := &consulapi.QueryOptions{Namespace: r.cfg.Naming.Namespace(key.Namespace), Partition: r.cfg.Naming.Partition}
+	entries, _, err := r.cfg.Client.Health().Service(service, "", false, q.WithContext(ctx))
+	if err != nil {
+		return fmt.Errorf("read catalog instances of %s: %w", service, err)
+	}
+	var errs []error
+	current := map[string]*consulapi.ServiceEntry{}
+	for _, e := range entries {
+		if e.Service == nil || !r.ownInstance(e.Service.Meta, key) {
+			continue // another writer's instance: never touched
+		}
+		current[e.Service.ID] = e
+		if _, ok := desired[e.Service.ID]; !ok {
+			errs = append(errs, r.deregister(ctx, key, e))
+		}
+	}
+	if gw == nil && len(errs) == 0 {
+		r.forgetIfGone(key)
+	}
+	for id, reg := range desired {
+		if sameInstance(current[id], reg) {
+			continue
+		}
+		_, err := r.cfg.Client.Catalog().Register(reg, (&consulapi.WriteOptions{Partition: r.cfg.Naming.Partition}).WithContext(ctx))
+		metrics.ConsulCatalogWrites.WithLabelValues("register", metrics.Result(err)).Inc()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("register %s instance %s: %w", service, id, err))
+			continue
+		}
+		klog.FromContext(ctx).V(2).Info("Registered gateway instance", "gateway", key, "service", service, "id", id, "status", reg.Check.Status)
+	}
+	return errors.Join(errs...)
+}
+
+// forgetIfGone drops a Gateway whose instances are all gone, unless a confirmation
+// made it accepted again meanwhile: nothing is left to compare for it.
+func (r *Registrar) forgetIfGone(key cache.ObjectName) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, accepted := r.gateways[key]; !accepted {
+		delete(r.known, key)
+	}
+}
+
+func (r *Registrar) deregister(ctx context.Context, gateway cache.ObjectName, e *consulapi.ServiceEntry) error {
+	_, err := r.cfg.Client.Catalog().Deregister(&consulapi.CatalogDeregistration{
+		Node: e.Node.Node, ServiceID: e.Service.ID, Namespace: e.Service.Namespace, Partition: e.Service.Partition,
+	}, (&consulapi.WriteOptions{Partition: r.cfg.Naming.Partition}).WithContext(ctx))
+	metrics.ConsulCatalogWrites.WithLabelValues("deregister", metrics.Result(err)).Inc()
+	if err != nil {
+		return fmt.Errorf("deregister %s instance %s: %w", e.Service.Service, e.Service.ID, err)
+	}
+	klog.FromContext(ctx).V(2).Info("Deregistered gateway instance", "gateway", gateway, "service", e.Service.Service, "id", e.Service.ID)
+	return nil
+}
+
+// ownInstance reports whether an instance was registered by this controller for the
+// Gateway.
+func (r *Registrar) ownInstance(meta map[string]string, gateway cache.ObjectName) bool {
+	owner := translate.OwnerOf(meta)
+	return r.cfg.Ownership.Owns(meta) && owner.Kind == "Gateway" && owner.Namespace == gateway.Namespace && owner.Name == gateway.Name
+}
+
+// desired is the registration of each pod of an accepted Gateway that has a node and
+// an IP; a Gateway that is gone or not accepted has none.
+func (r *Registrar) desired(key cache.ObjectName, gw *gatewayv1.Gateway) (map[string]*consulapi.CatalogRegistration, error) {
+	out := map[string]*consulapi.CatalogRegistration{}
+	if gw == nil {
+		return out, nil
+	}
+	pods, err := r.cfg.Pods.Pods(key.Namespace).List(r.cfg.GatewayPods(key))
+	if err != nil {
+		return nil, fmt.Errorf("list pods of Gateway %s: %w", key, err)
+	}
+	for _, pod := range pods {
+		if pod.Spec.NodeName == "" || pod.Status.PodIP == "" || pod.DeletionTimestamp != nil {
+			continue
+		}
+		out[pod.Name] = r.registration(gw, pod)
+	}
+	return out, nil
+}
+
+func (r *Registrar) registration(gw *gatewayv1.Gateway, pod *corev1.Pod) *consulapi.CatalogRegistration {
+	meta := r.cfg.Ownership.Meta(translate.Owner{Kind: "Gateway", Namespace: gw.Namespace, Name: gw.Name, UID: string(gw.UID)})
+	meta[metaPod] = pod.Name
+	status, output := consulapi.HealthCritical, fmt.Sprintf("Pod %s/%s is not Ready", pod.Namespace, pod.Name)
+	if pods.Ready(pod) {
+		status, output = consulapi.HealthPassing, "Pod is Ready"
+	}
+	namespace := r.cfg.Naming.Namespace(gw.Namespace)
+	return &consulapi.CatalogRegistration{
+		Node:           pod.Spec.NodeName + "-virtual",
+		Address:        pod.Status.HostIP,
+		NodeMeta:       map[string]string{metaSyntheticNode: "true"},
+		SkipNodeUpdate: true,
+		Partition:      r.cfg.Naming.Partition,
+		Service: &consulapi.AgentService{
+			Kind:      consulapi.ServiceKindAPIGateway,
+			ID:        pod.Name,
+			Service:   r.cfg.Naming.EntryName(gw.Namespace, gw.Name),
+			Address:   pod.Status.PodIP,
+			Meta:      meta,
+			Namespace: namespace,
+			Partition: r.cfg.Naming.Partition,
+		},
+		Check: &consulapi.AgentCheck{
+			CheckID:   pod.Namespace + "/" + pod.Name,
+			Name:      readinessCheckName,
+			Status:    status,
+			Output:    output,
+			ServiceID: pod.Name,
+			Namespace: namespace,
+			Partition: r.cfg.Naming.Partition,
+		},
+	}
+}
+
+// sameInstance reports whether the catalog already holds reg as it would be written:
+// node, address, service kind, name, address and meta, and the check's status.
+func sameInstance(e *consulapi.ServiceEntry, reg *consulapi.CatalogRegistration) bool {
+	if e == nil || e.Node == nil || e.Service == nil {
+		return false
+	}
+	if e.Node.Node != reg.Node || e.Node.Address != reg.Address || e.Service.Kind != reg.Service.Kind ||
+		e.Service.Service != reg.Service.Service || e.Service.Address != reg.Service.Address || !maps.Equal(e.Service.Meta, reg.Service.Meta) {
+		return false
+	}
+	for _, c := range e.Checks {
+		if c.CheckID == reg.Check.CheckID {
+			return c.Status == reg.Check.Status && c.ServiceID == reg.Check.ServiceID
+		}
+	}
+	return false
+}

@@ -1,0 +1,602 @@
+package translate
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	gocmp "github.com/google/go-cmp/cmp"
+	consulapi "github.com/hashicorp/consul/api"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/tools/cache"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/fuzzgen"
+	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
+)
+
+// fuzzCase is a snapshot built from fuzzer input, as the objects snapshotOf files.
+type fuzzCase struct {
+	naming  Naming
+	opts    Options
+	objects []any
+}
+
+var fuzzGateway = cache.ObjectName{Namespace: "infra", Name: "gw"}
+
+// newFuzzCase builds a Gateway infra/gw with listeners (some named like a ListenerSet
+// listener's entry name), up to two ListenerSets of it whose names and listener names
+// contain dots, Services web and api in apps and web in other, and up to two
+// HTTPRoutes and a TCPRoute in apps with decisions that attach them to any of the
+// listeners (or to ones that do not exist), drop rules and leave backendRefs
+// unresolved. Statuses say what the bytes say, whether or not the status pipeline
+// would: the translation must cope with confirmations that disagree with the caches.
+func newFuzzCase(in *fuzzgen.Input) fuzzCase {
+	c := fuzzCase{
+		naming: Naming{Prefix: fuzzgen.Pick(in, namingPrefixes), MirrorNamespaces: in.Bool()},
+		opts:   Options{ManageServiceDefaults: in.Bool()},
+		objects: []any{
+			backendService("apps", "web", 8080), backendService("apps", "api", 8080), backendService("other", "web", 8080),
+		},
+	}
+	if in.Intn(8) > 0 {
+		c.objects = append(c.objects, tlsSecret("infra", "tls"))
+	}
+	gw := confirmedGateway("infra", "gw", in.Intn(8) > 0, fuzzListeners(in, gatewayListenerNames)...)
+	listeners := listenerNames(gw.Spec.Listeners, "")
+	c.objects = append(c.objects, gw)
+	for i := range in.Intn(3) {
+		set := confirmedListenerSet("apps", fuzzgen.Pick(in, []string{"s", "s.l0"}), i, in.Intn(4) > 0,
+			fuzzListeners(in, []gatewayv1.SectionName{"l0", "l1", "x", "l0.x"})...)
+		if slices.ContainsFunc(c.objects, func(o any) bool { s, ok := o.(*gatewayv1.ListenerSet); return ok && s.Name == set.Name }) {
+			continue
+		}
+		listeners = append(listeners, listenerNames(listenerList(set), "apps."+set.Name+".")...)
+		c.objects = append(c.objects, set)
+	}
+	listeners = append(listeners, "nope")
+	for _, name := range []string{"r", "q"}[:1+in.Intn(2)] {
+		c.objects = append(c.objects, fuzzHTTPRoute(in, name, listeners))
+	}
+	if in.Bool() {
+		c.objects = append(c.objects, newConfirmedTCPRoute("apps", "t", fuzzDecision(in, listeners, nil),
+			backendRef("", fuzzgen.Pick(in, []string{"web", "api", "missing"}), 8080, nil)))
+	}
+	return c
+}
+
+// gatewayListenerNames are the names a Gateway's own listeners may have, some equal to
+// the entry names ListenerSet listeners get.
+var gatewayListenerNames = []gatewayv1.SectionName{"l0", "l1", "l2", "apps.s.l0", "apps.s.l0.x"}
+
+// fuzzListeners are listeners with names from names, each name once (the CRD's
+// listMapKey), each valid or not per the bytes.
+func fuzzListeners(in *fuzzgen.Input, names []gatewayv1.SectionName) []judgedListener {
+	var out []judgedListener
+	for _, l := range in.Listeners(names, certRef("infra", "tls")) {
+		if slices.ContainsFunc(out, func(j judgedListener) bool { return j.l.Name == l.Name }) {
+			continue
+		}
+		out = append(out, judgedListener{l, in.Intn(4) > 0})
+	}
+	return out
+}
+
+func listenerList(set *gatewayv1.ListenerSet) []gatewayv1.Listener {
+	out := make([]gatewayv1.Listener, len(set.Spec.Listeners))
+	for i, l := range set.Spec.Listeners {
+		out[i] = gatewayv1.Listener(l)
+	}
+	return out
+}
+
+func listenerNames(listeners []gatewayv1.Listener, prefix string) []gatewayv1.SectionName {
+	out := make([]gatewayv1.SectionName, len(listeners))
+	for i, l := range listeners {
+		out[i] = gatewayv1.SectionName(prefix + string(l.Name))
+	}
+	return out
+}
+
+func fuzzHTTPRoute(in *fuzzgen.Input, name string, listeners []gatewayv1.SectionName) confirmedHTTPRoute {
+	c := newConfirmedHTTPRoute("apps", name, nil, gwsync.RouteDecision{}, in.HTTPRules()...)
+	c.Route.Spec.Hostnames = in.RouteHostnames()
+	c.Decision = fuzzDecision(in, listeners, c.Route.Spec.Rules)
+	return c
+}
+
+// fuzzDecision attaches a route to some of listeners (of infra/gw), drops some of its
+// rules (and perhaps one it does not have) and leaves some backendRefs unresolved.
+func fuzzDecision(in *fuzzgen.Input, listeners []gatewayv1.SectionName, rules []gatewayv1.HTTPRouteRule) gwsync.RouteDecision {
+	var d gwsync.RouteDecision
+	a := gwsync.Attachment{Gateway: fuzzGateway}
+	for _, l := range listeners {
+		if in.Intn(3) == 0 {
+			a.Listeners = append(a.Listeners, l)
+		}
+	}
+	if len(a.Listeners) > 0 {
+		d.Attachments = append(d.Attachments, a)
+	}
+	for i, rule := range rules {
+		if in.Intn(3) == 0 {
+			d.DroppedRules = append(d.DroppedRules, i)
+		}
+		for b := range rule.BackendRefs {
+			if in.Intn(6) == 0 {
+				d.UnresolvedBackends = append(d.UnresolvedBackends, gwsync.BackendRefIndex{Rule: i, Ref: b})
+			}
+		}
+	}
+	if in.Intn(16) == 0 {
+		d.DroppedRules = append(d.DroppedRules, len(rules))
+	}
+	return d
+}
+
+// FuzzTranslate translates snapshots built from the fuzzer's input and checks what
+// the translation promises, whatever the input: no panic; entries Consul 1.15 accepts
+// (checkConsul115Validation); the same entries and problems for the same objects in
+// another order; entry names that lead back to their object; and http-routes that
+// serve only what the route's decision grants (checkServedAsDecided).
+func FuzzTranslate(f *testing.F) {
+	f.Add([]byte{}, "", "")
+	// A route on two listeners of different hostnames, a dropped rule, a rewrite.
+	f.Add([]byte{1, 1, 0, 5, 0, 1, 2, 3, 0, 2, 0, 0, 3, 1, 4, 2, 2, 3, 1, 3, 0, 1, 2, 1, 0, 0, 2, 2, 1, 3, 0, 0, 0, 1}, "a.example.com", "/a")
+	f.Add([]byte("\x03\x00\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f\x10"), "*.example.com", "/a/b")
+	f.Add([]byte("ListenerSets and wildcard hostnames and rewrites and everything else"), "x.badexample.com", "/")
+	for _, seed := range fuzzgen.Seeds(64) {
+		f.Add(seed, "", "")
+	}
+	f.Fuzz(func(t *testing.T, data []byte, host, path string) {
+		c := newFuzzCase(fuzzgen.New(data, host, path))
+		d := Translate(snapshotOf(c.objects...), c.naming, testOwnership, c.opts)
+		checkConsul115Validation(t, d)
+		checkDeterministic(t, c, d)
+		checkEntryNamesLeadBack(t, c.naming, d)
+		s := snapshotOf(c.objects...)
+		for _, e := range d.Entries {
+			switch e := e.(type) {
+			case *consulapi.HTTPRouteConfigEntry:
+				checkServedAsDecided(t, s, c.naming, d, e)
+			case *consulapi.TCPRouteConfigEntry:
+				checkTCPServedAsDecided(t, s, c.naming, e)
+			}
+		}
+	})
+}
+
+// checkDeterministic translates c again from objects in other orders, once afresh and
+// once with a Translator that remembers the first translation.
+func checkDeterministic(t *testing.T, c fuzzCase, want Desired) {
+	t.Helper()
+	reversed := slices.Clone(c.objects)
+	slices.Reverse(reversed)
+	half := len(c.objects) / 2
+	rotated := append(slices.Clone(c.objects[half:]), c.objects[:half]...)
+	tr := NewTranslator(c.naming, testOwnership, c.opts)
+	for i, objs := range [][]any{reversed, rotated, c.objects} {
+		for _, d := range []Desired{Translate(snapshotOf(objs...), c.naming, testOwnership, c.opts), tr.Translate(snapshotOf(objs...))} {
+			if diff := gocmp.Diff(want, d); diff != "" {
+				t.Fatalf("order %d: translation differs (-first +again):\n%s", i, diff)
+			}
+		}
+	}
+}
+
+// checkEntryNamesLeadBack: the entry of a Gateway or route is named after that object
+// and SplitEntryName leads back to it, so two objects never share an entry; and an
+// api-gateway's listeners are named apart (Consul refuses the entry otherwise, and a
+// route bound to one would be bound to the other).
+func checkEntryNamesLeadBack(t *testing.T, n Naming, d Desired) {
+	t.Helper()
+	for key, e := range d.Entries {
+		owner := OwnerOf(e.GetMeta())
+		if key.Kind != consulapi.APIGateway && key.Kind != consulapi.HTTPRoute && key.Kind != consulapi.TCPRoute {
+			continue
+		}
+		ns, name, ok := n.SplitEntryName(key.Name)
+		if !ok || ns != owner.Namespace || name != owner.Name {
+			t.Errorf("%v of %s %s/%s: SplitEntryName = (%q, %q, %v)", key, owner.Kind, owner.Namespace, owner.Name, ns, name, ok)
+		}
+	}
+}
+
+// checkServedAsDecided checks an http-route entry against its route and decision: it
+// is bound only to listeners the decision attaches the route to; on each of them
+// Consul serves only hostnames both the route and the listener grant; what it sends to
+// a backend comes from a rule the decision did not drop and to a backendRef of that
+// rule that resolved; the requests of a dropped rule go to the blackhole; and a rule
+// that could be served but is not is named in a problem.
+func checkServedAsDecided(t *testing.T, s Snapshot, n Naming, d Desired, e *consulapi.HTTPRouteConfigEntry) {
+	t.Helper()
+	owner := OwnerOf(e.Meta)
+	key := cache.ObjectName{Namespace: owner.Namespace, Name: owner.Name}
+	c, ok := s.Routes["HTTPRoute"][key]
+	if !ok {
+		t.Fatalf("%s: no HTTPRoute %s in the snapshot", e.Name, key)
+	}
+	route := c.Route.(*gatewayv1.HTTPRoute)
+	for _, p := range e.Parents {
+		checkParentGranted(t, n, d, e, route, c.Decision, p)
+	}
+	served := map[int]bool{}
+	for _, rule := range e.Rules {
+		checkRuleServedAsDecided(t, n, e.Name, route, c.Decision, rule, served)
+	}
+	checkDroppedRulesBlackholed(t, n, e, route, c.Decision)
+	checkUnservedRulesReported(t, s, d, key, route, c.Decision, served)
+}
+
+func checkParentGranted(t *testing.T, n Naming, d Desired, e *consulapi.HTTPRouteConfigEntry, route *gatewayv1.HTTPRoute, decision gwsync.RouteDecision, p consulapi.ResourceReference) {
+	t.Helper()
+	checkParentAttached(t, n, e.Name, decision, p)
+	entry, _ := d.Entries[EntryKey{Kind: consulapi.APIGateway, Name: p.Name, Namespace: p.Namespace, Partition: p.Partition}].(*consulapi.APIGatewayConfigEntry)
+	if entry == nil {
+		return // checkConsul115Validation reports it
+	}
+	i := slices.IndexFunc(entry.Listeners, func(l consulapi.APIGatewayListener) bool { return l.Name == p.SectionName })
+	if i < 0 {
+		return
+	}
+	listener := entry.Listeners[i].Hostname
+	for _, h := range consulServedHostnames(e.Hostnames, listener) {
+		if !hostnameGranted(listener, route.Spec.Hostnames, h) {
+			t.Errorf("%s: serves %q on listener %s (hostname %q), which route hostnames %v do not grant (entry hostnames %v)",
+				e.Name, h, p.SectionName, listener, route.Spec.Hostnames, e.Hostnames)
+		}
+	}
+}
+
+// checkParentAttached: a route entry's parent is a listener the decision attaches the
+// route to.
+func checkParentAttached(t *testing.T, n Naming, entry string, decision gwsync.RouteDecision, p consulapi.ResourceReference) {
+	t.Helper()
+	ns, name, _ := n.SplitEntryName(p.Name)
+	gw := cache.ObjectName{Namespace: ns, Name: name}
+	if !slices.ContainsFunc(decision.Attachments, func(a gwsync.Attachment) bool {
+		return a.Gateway == gw && slices.Contains(a.Listeners, gatewayv1.SectionName(p.SectionName))
+	}) {
+		t.Errorf("%s: bound to %s/%s, which the decision %+v does not attach it to", entry, gw, p.SectionName, decision.Attachments)
+	}
+}
+
+// checkTCPServedAsDecided: a tcp-route entry is bound only to attached listeners, and
+// is not written for a route whose one rule the decision dropped.
+func checkTCPServedAsDecided(t *testing.T, s Snapshot, n Naming, e *consulapi.TCPRouteConfigEntry) {
+	t.Helper()
+	owner := OwnerOf(e.Meta)
+	c := s.Routes["TCPRoute"][cache.ObjectName{Namespace: owner.Namespace, Name: owner.Name}]
+	for _, p := range e.Parents {
+		checkParentAttached(t, n, e.Name, c.Decision, p)
+	}
+	if route, _ := c.Route.(*gatewayv1.TCPRoute); len(route.Spec.Rules) == 1 && slices.Contains(c.Decision.DroppedRules, 0) {
+		t.Errorf("%s: written, though its one rule is dropped", e.Name)
+	}
+}
+
+// hostnameGranted reports whether Gateway API serves host for a route with hostnames
+// route through a listener with hostname listener: both must cover it. "*" is any
+// host, which only a listener and a route without hostnames grant. This is written
+// out again here, independently of the code under test.
+func hostnameGranted(listener string, route []gatewayv1.Hostname, host string) bool {
+	if host == "*" {
+		return listener == "" && len(route) == 0
+	}
+	if listener != "" && !hostnameCovers(listener, host) {
+		return false
+	}
+	return len(route) == 0 || slices.ContainsFunc(route, func(r gatewayv1.Hostname) bool { return hostnameCovers(string(r), host) })
+}
+
+// hostnameCovers: pattern is host, or a wildcard whose "*" stands for one or more
+// labels of host.
+func hostnameCovers(pattern, host string) bool {
+	suffix, wildcard := strings.CutPrefix(pattern, "*")
+	if !wildcard {
+		return pattern == host
+	}
+	return strings.HasPrefix(suffix, ".") && strings.HasSuffix(host, suffix) && len(host) > len(suffix)
+}
+
+// matchRule is the index of the rule a translated match comes from (the tag header
+// fuzzgen puts on every match); -1 for the match a rule without matches gets.
+func matchRule(m consulapi.HTTPMatch) int {
+	for _, h := range m.Headers {
+		if h.Name == fuzzgen.RuleTag {
+			i, _ := strconv.Atoi(h.Value)
+			return i
+		}
+	}
+	return -1
+}
+
+// sourceRules are the rules a translated match can come from.
+func sourceRules(route *gatewayv1.HTTPRoute, m consulapi.HTTPMatch) []int {
+	if i := matchRule(m); i >= 0 {
+		return []int{i}
+	}
+	var out []int
+	for i, r := range route.Spec.Rules {
+		if len(r.Matches) == 0 {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+func isBlackhole(n Naming, s consulapi.HTTPService) bool { return s.Name == n.BlackholeService() }
+
+// checkRuleServedAsDecided: a translated rule that sends requests to a backend comes
+// from rules the decision kept, and each backend is a resolved backendRef of one of
+// them. It records the rules served.
+func checkRuleServedAsDecided(t *testing.T, n Naming, entry string, route *gatewayv1.HTTPRoute, decision gwsync.RouteDecision, rule consulapi.HTTPRouteRule, served map[int]bool) {
+	t.Helper()
+	for _, svc := range rule.Services {
+		if isBlackhole(n, svc) {
+			continue
+		}
+		for _, m := range rule.Matches {
+			sources := slices.DeleteFunc(sourceRules(route, m), func(i int) bool { return slices.Contains(decision.DroppedRules, i) })
+			if !slices.ContainsFunc(sources, func(i int) bool { return servesBackend(route, decision, i, svc.Name) }) {
+				t.Errorf("%s: sends %+v to %s, which no kept rule with a resolved backendRef to it does (dropped %v)", entry, m, svc.Name, decision.DroppedRules)
+			}
+			for _, i := range sources {
+				served[i] = true
+			}
+		}
+	}
+}
+
+// servesBackend reports whether rule i of route has a resolved backendRef with weight
+// to the Service name.
+func servesBackend(route *gatewayv1.HTTPRoute, decision gwsync.RouteDecision, i int, name string) bool {
+	if i >= len(route.Spec.Rules) {
+		return false
+	}
+	for b, ref := range route.Spec.Rules[i].BackendRefs {
+		if string(ref.Name) == name && backendWeight(ref.Weight) > 0 && !slices.Contains(decision.UnresolvedBackends, gwsync.BackendRefIndex{Rule: i, Ref: b}) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkDroppedRulesBlackholed: each segment match of a dropped rule is in a rule that
+// sends everything to the blackhole, so its requests cannot reach a broader rule.
+func checkDroppedRulesBlackholed(t *testing.T, n Naming, e *consulapi.HTTPRouteConfigEntry, route *gatewayv1.HTTPRoute, decision gwsync.RouteDecision) {
+	t.Helper()
+	for _, i := range decision.DroppedRules {
+		if i >= len(route.Spec.Rules) {
+			continue
+		}
+		matches, err := httpMatches(route.Spec.Rules[i].Matches)
+		if err != nil {
+			continue // left out, with a problem
+		}
+		for _, m := range segmentPrefixes(matches) {
+			if !slices.ContainsFunc(e.Rules, func(r consulapi.HTTPRouteRule) bool {
+				return slices.ContainsFunc(r.Matches, func(o consulapi.HTTPMatch) bool { return gocmp.Equal(o, m) }) &&
+					!slices.ContainsFunc(r.Services, func(s consulapi.HTTPService) bool { return !isBlackhole(n, s) })
+			}) {
+				t.Errorf("%s: match %+v of dropped rule %d does not go to the blackhole", e.Name, m, i)
+			}
+		}
+	}
+}
+
+// checkUnservedRulesReported: a rule the decision kept, with a backendRef that can
+// receive traffic, is served, or a problem names it.
+func checkUnservedRulesReported(t *testing.T, s Snapshot, d Desired, key cache.ObjectName, route *gatewayv1.HTTPRoute, decision gwsync.RouteDecision, served map[int]bool) {
+	t.Helper()
+	service := func(k cache.ObjectName) *corev1.Service { return s.Services[k] }
+	for i, rule := range route.Spec.Rules {
+		if served[i] || slices.Contains(decision.DroppedRules, i) || !ruleHasBackend(route.Namespace, i, rule, decision, service) {
+			continue
+		}
+		prefix := fmt.Sprintf("rule %d:", i)
+		if !slices.ContainsFunc(d.Problems, func(p Problem) bool {
+			return p.Kind == "HTTPRoute" && p.Object == key && strings.Contains(p.Message, prefix)
+		}) {
+			t.Errorf("%s: rule %d has a backend but is not served, and no problem says why; problems %v", key, i, d.Problems)
+		}
+	}
+}
+
+// ruleHasBackend reports whether some backendRef of rule index can receive traffic.
+func ruleHasBackend(namespace string, index int, rule gatewayv1.HTTPRouteRule, decision gwsync.RouteDecision, service func(cache.ObjectName) *corev1.Service) bool {
+	for b, ref := range rule.BackendRefs {
+		resolved := !slices.Contains(decision.UnresolvedBackends, gwsync.BackendRefIndex{Rule: index, Ref: b})
+		if _, why := backendProblem(namespace, ref.BackendObjectReference, service, resolved); why == "" && backendWeight(ref.Weight) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// FuzzRouteHostnames decides the hostnames of an http-route entry for route hostnames
+// and parent listeners built from the fuzzer's input, and checks: no wildcard reaches
+// the entry (Consul 1.15 refuses it); every parent is kept or named in a problem; and
+// on each kept parent Consul serves only hostnames Gateway API grants there
+// (hostnameGranted, written independently) and all of them; and the order of the
+// hostnames and parents does not matter.
+func FuzzRouteHostnames(f *testing.F) {
+	f.Add([]byte{}, "")
+	f.Add([]byte{2, 0, 6, 3, 1, 3, 1, 7}, "")
+	f.Add([]byte{3, 3, 1, 3, 2, 1, 0, 1, 3, 1, 2}, "example.com")
+	for _, seed := range fuzzgen.Seeds(16) {
+		f.Add(seed, "")
+	}
+	f.Fuzz(func(t *testing.T, data []byte, host string) {
+		in := fuzzgen.New(data, host, "")
+		route := in.RouteHostnames()
+		parents := fuzzParents(in)
+		hosts, kept, dropped := routeHostnames(route, parents)
+		if slices.ContainsFunc(hosts, isWildcard) {
+			t.Errorf("wildcard in the entry's hostnames %v", hosts)
+		}
+		if len(kept)+len(dropped) != len(parents) {
+			t.Errorf("%d parents, %d kept, %d problems %v", len(parents), len(kept), len(dropped), dropped)
+		}
+		for _, p := range kept {
+			served := consulServedHostnames(hosts, p.hostname)
+			for _, h := range served {
+				if !hostnameGranted(p.hostname, route, h) {
+					t.Errorf("listener %s (hostname %q): Consul serves %q of %v, route hostnames %v", p.ref.SectionName, p.hostname, h, hosts, route)
+				}
+			}
+			if want := minimalHostnames(intersectHostnames(p.hostname, route)); len(route) > 0 && !sameSet(want, served) {
+				t.Errorf("listener %s (hostname %q): Consul serves %v, Gateway API %v", p.ref.SectionName, p.hostname, served, want)
+			}
+		}
+		checkHostnamesOrderFree(t, route, parents, hosts, kept)
+	})
+}
+
+// checkHostnamesOrderFree: route hostnames are a set, and parents are judged each on
+// its own, so the same hostnames and parents in reverse order keep the same parents
+// with the same hostnames.
+func checkHostnamesOrderFree(t *testing.T, route []gatewayv1.Hostname, parents []parentListener, hosts []string, kept []parentListener) {
+	t.Helper()
+	sections := func(ps []parentListener) []string {
+		out := make([]string, len(ps))
+		for i, p := range ps {
+			out[i] = p.ref.SectionName
+		}
+		return out
+	}
+	reversedRoute, reversedParents := slices.Clone(route), slices.Clone(parents)
+	slices.Reverse(reversedRoute)
+	slices.Reverse(reversedParents)
+	otherHosts, otherKept, _ := routeHostnames(reversedRoute, reversedParents)
+	if !sameSet(hosts, otherHosts) || !sameSet(sections(kept), sections(otherKept)) {
+		t.Errorf("route hostnames %v on parents %v: hostnames %v on %v, but in reverse order %v on %v",
+			route, parents, hosts, sections(kept), otherHosts, sections(otherKept))
+	}
+}
+
+// fuzzParents are one to four listeners of one Gateway, with or without hostname.
+func fuzzParents(in *fuzzgen.Input) []parentListener {
+	parents := make([]parentListener, 1+in.Intn(4))
+	for i := range parents {
+		parents[i] = parentListener{
+			gateway: fuzzGateway,
+			ref:     consulapi.ResourceReference{Kind: consulapi.APIGateway, Name: "gw.infra", SectionName: fmt.Sprintf("l%d", i)},
+		}
+		if in.Intn(3) > 0 {
+			parents[i].hostname = string(in.Hostname())
+		}
+	}
+	return parents
+}
+
+// FuzzEntryNames checks the naming of entries for two Kubernetes objects of valid
+// namespace and name, under any prefix: distinct objects get distinct entry names and
+// distinct certificate names, SplitEntryName leads back to the object, an object's
+// certificate and entry names differ, and no Service is named like the blackhole.
+func FuzzEntryNames(f *testing.F) {
+	for _, prefix := range namingPrefixes {
+		f.Add(prefix, "a", "b.c", "b", "c.a")
+		f.Add(prefix, "a", "b", "a", "secret.b")
+		f.Add(prefix, "a-b", "c", "b", "c.a-b")
+	}
+	f.Fuzz(func(t *testing.T, prefix, ns1, name1, ns2, name2 string) {
+		if !validObject(ns1, name1) || !validObject(ns2, name2) {
+			t.Skip("not a valid Kubernetes namespace and name")
+		}
+		n := Naming{Prefix: prefix}
+		for _, o := range []kubeObject{{ns1, name1}, {ns2, name2}} {
+			checkNamesOfObject(t, n, o)
+		}
+		if ns1 == ns2 && name1 == name2 {
+			return
+		}
+		if n.EntryName(ns1, name1) == n.EntryName(ns2, name2) {
+			t.Errorf("%s/%s and %s/%s share the entry name %q", ns1, name1, ns2, name2, n.EntryName(ns1, name1))
+		}
+		if n.CertificateName(ns1, name1) == n.CertificateName(ns2, name2) {
+			t.Errorf("Secrets %s/%s and %s/%s share the certificate name %q", ns1, name1, ns2, name2, n.CertificateName(ns1, name1))
+		}
+	})
+}
+
+func validObject(namespace, name string) bool {
+	return len(validation.IsDNS1123Label(namespace)) == 0 && len(validation.IsDNS1123Subdomain(name)) == 0
+}
+
+func checkNamesOfObject(t *testing.T, n Naming, o kubeObject) {
+	t.Helper()
+	entry := n.EntryName(o.namespace, o.name)
+	if ns, name, ok := n.SplitEntryName(entry); !ok || ns != o.namespace || name != o.name {
+		t.Errorf("prefix %q: SplitEntryName(%q) = (%q, %q, %v), want %v", n.Prefix, entry, ns, name, ok, o)
+	}
+	if n.CertificateName(o.namespace, o.name) == entry {
+		t.Errorf("prefix %q: %v has the certificate and entry name %q", n.Prefix, o, entry)
+	}
+	if len(validation.IsDNS1035Label(o.name)) == 0 && n.ServiceName(o.name) == n.BlackholeService() {
+		t.Errorf("prefix %q: Service %v is named like the blackhole", n.Prefix, o)
+	}
+}
+
+// FuzzTranslator checks the Translator's memory: after one snapshot it translates a
+// second exactly as Translate does, where the second keeps some of the first's
+// objects (the same objects, which the memory reuses), replaces some with other
+// versions, pairs a kept route with another decision, adds and removes others.
+func FuzzTranslator(f *testing.F) {
+	f.Add([]byte{}, []byte{}, []byte{})
+	seeds := fuzzgen.Seeds(24)
+	for i := 0; i+2 < len(seeds); i += 3 {
+		f.Add(seeds[i], seeds[i+1], seeds[i+2])
+	}
+	f.Fuzz(func(t *testing.T, before, after, mix []byte) {
+		first := newFuzzCase(fuzzgen.New(before, "", ""))
+		second := newFuzzCase(fuzzgen.New(after, "", ""))
+		s := mixedSnapshot(snapshotOf(first.objects...), snapshotOf(second.objects...), fuzzgen.New(mix, "", ""))
+		tr := NewTranslator(first.naming, testOwnership, first.opts)
+		tr.Translate(snapshotOf(first.objects...))
+		want := Translate(s, first.naming, testOwnership, first.opts)
+		if diff := gocmp.Diff(want, tr.Translate(s)); diff != "" {
+			t.Errorf("Translator after another snapshot differs from Translate (-Translate +Translator):\n%s", diff)
+		}
+	})
+}
+
+// mixedSnapshot holds, for each object of a or b, a's version, b's or none, as in
+// chooses; a route kept from a may get b's decision.
+func mixedSnapshot(a, b Snapshot, in *fuzzgen.Input) Snapshot {
+	s := NewSnapshot()
+	mixInto(s.Gateways, a.Gateways, b.Gateways, in)
+	mixInto(s.ListenerSets, a.ListenerSets, b.ListenerSets, in)
+	mixInto(s.Secrets, a.Secrets, b.Secrets, in)
+	mixInto(s.Services, a.Services, b.Services, in)
+	for _, rt := range routeTranslations {
+		routes := s.Routes[rt.kind]
+		mixInto(routes, a.Routes[rt.kind], b.Routes[rt.kind], in)
+		for _, key := range sortedKeys(routes) {
+			if other, ok := b.Routes[rt.kind][key]; ok && routes[key].Route == a.Routes[rt.kind][key].Route && in.Bool() {
+				routes[key] = ConfirmedRoute{Route: routes[key].Route, Decision: other.Decision}
+			}
+		}
+	}
+	return s
+}
+
+// mixInto puts into dst, per key of a or b in order, a's value, b's or none.
+func mixInto[V any](dst, a, b map[cache.ObjectName]V, in *fuzzgen.Input) {
+	union := maps.Clone(a)
+	maps.Copy(union, b)
+	for _, key := range sortedKeys(union) {
+		av, inA := a[key]
+		bv, inB := b[key]
+		switch choice := in.Intn(3); {
+		case choice == 0 && inA:
+			dst[key] = av
+		case choice == 1 && inB:
+			dst[key] = bv
+		}
+	}
+}

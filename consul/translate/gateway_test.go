@@ -1,0 +1,118 @@
+package translate
+
+import (
+	"testing"
+
+	gocmp "github.com/google/go-cmp/cmp"
+	consulapi "github.com/hashicorp/consul/api"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+func TestListenerProgrammable(t *testing.T) {
+	status := func(conds ...metav1.Condition) []gatewayv1.ListenerStatus {
+		return []gatewayv1.ListenerStatus{{Name: "l", Conditions: conds}}
+	}
+	accepted, resolved := cond("Accepted", true, "Accepted"), cond("ResolvedRefs", true, "ResolvedRefs")
+	tests := []struct {
+		name     string
+		statuses []gatewayv1.ListenerStatus
+		want     bool
+	}{
+		{"valid", status(accepted, resolved, cond("Conflicted", false, "NoConflicts")), true},
+		{"no conflicted condition", status(accepted, resolved), true},
+		{"not accepted", status(cond("Accepted", false, "UnsupportedProtocol"), resolved), false},
+		{"refs not resolved", status(accepted, cond("ResolvedRefs", false, "InvalidCertificateRef")), false},
+		{"no resolved condition", status(accepted), false},
+		{"conflicted", status(accepted, resolved, cond("Conflicted", true, "HostnameConflict")), false},
+		{"unknown accepted", status(metav1.Condition{Type: "Accepted", Status: metav1.ConditionUnknown}, resolved), false},
+		{"no status entry", []gatewayv1.ListenerStatus{{Name: "other", Conditions: []metav1.Condition{accepted, resolved}}}, false},
+		// An unsupported route kind next to a supported one: served for the supported.
+		{"invalid kind beside a supported one", []gatewayv1.ListenerStatus{{Name: "l", SupportedKinds: []gatewayv1.RouteGroupKind{{Kind: "HTTPRoute"}},
+			Conditions: []metav1.Condition{accepted, cond("ResolvedRefs", false, "InvalidRouteKinds")}}}, true},
+		{"no supported kind", status(accepted, cond("ResolvedRefs", false, "InvalidRouteKinds")), false},
+	}
+	for _, tt := range tests {
+		if got := listenerProgrammable(tt.statuses, "l"); got != tt.want {
+			t.Errorf("%s: got %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestListenerProtocol(t *testing.T) {
+	got := map[gatewayv1.ProtocolType]string{}
+	for _, p := range []gatewayv1.ProtocolType{gatewayv1.HTTPProtocolType, gatewayv1.HTTPSProtocolType, gatewayv1.TCPProtocolType, gatewayv1.TLSProtocolType, gatewayv1.UDPProtocolType, "h2c"} {
+		got[p] = listenerProtocol(p)
+	}
+	want := map[gatewayv1.ProtocolType]string{"HTTP": "http", "HTTPS": "http", "TCP": "tcp", "TLS": "", "UDP": "", "h2c": ""}
+	if diff := gocmp.Diff(want, got); diff != "" {
+		t.Error(diff)
+	}
+}
+
+func TestListenerTranslation(t *testing.T) {
+	tr := &pass{snap: snapshotOf(tlsSecret("infra", "tls"), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "infra", Name: "empty"}}), naming: Naming{Prefix: "p-"}, owner: testOwnership}
+	gw := confirmedGateway("infra", "gw", true)
+	tests := []struct {
+		name        string
+		listener    gatewayv1.Listener
+		want        consulapi.APIGatewayListener
+		wantCerts   []string
+		wantProblem string
+	}{
+		{name: "http with hostname", listener: httpListener("h", 80, "a.example.com"), want: consulapi.APIGatewayListener{Name: "h", Port: 80, Protocol: "http", Hostname: "a.example.com"}},
+		{name: "tcp drops hostname", listener: func() gatewayv1.Listener {
+			l := tcpListener("t", 9000)
+			l.Hostname = new(gatewayv1.Hostname("ignored.example.com"))
+			return l
+		}(), want: consulapi.APIGatewayListener{Name: "t", Port: 9000, Protocol: "tcp"}},
+		{name: "https", listener: httpsListener("s", 443, "", certRef("", "tls")), want: consulapi.APIGatewayListener{Name: "s", Port: 443, Protocol: "http", TLS: consulapi.APIGatewayTLSConfiguration{
+			Certificates: []consulapi.ResourceReference{{Kind: consulapi.InlineCertificate, Name: "p-secret.tls.infra"}},
+		}}, wantCerts: []string{"p-secret.tls.infra"}},
+		{name: "https without certificates", listener: httpsListener("s", 443, ""), wantProblem: "an HTTPS listener must terminate TLS with at least one certificateRef"},
+		{name: "https passthrough", listener: func() gatewayv1.Listener {
+			l := httpsListener("s", 443, "", certRef("", "tls"))
+			l.TLS.Mode = new(gatewayv1.TLSModePassthrough)
+			return l
+		}(), wantProblem: "an HTTPS listener must terminate TLS with at least one certificateRef"},
+		{name: "missing secret", listener: httpsListener("s", 443, "", certRef("", "tls"), certRef("other", "tls")), wantProblem: "Secret other/tls with tls.crt and tls.key is not in the cache"},
+		{name: "secret without data", listener: httpsListener("s", 443, "", certRef("", "empty")), wantProblem: "Secret infra/empty with tls.crt and tls.key is not in the cache"},
+		{name: "not a secret", listener: httpsListener("s", 443, "", gatewayv1.SecretObjectReference{Kind: new(gatewayv1.Kind("ConfigMap")), Name: "tls"}), wantProblem: "certificateRef infra/tls is not a core Secret"},
+		{name: "udp", listener: gatewayv1.Listener{Name: "u", Port: 53, Protocol: gatewayv1.UDPProtocolType}, wantProblem: "protocol UDP is not supported by Consul's API gateway"},
+	}
+	for _, tt := range tests {
+		got, certs, problem := tr.listener(gw.Namespace, tt.listener)
+		if problem != tt.wantProblem {
+			t.Errorf("%s: problem %q, want %q", tt.name, problem, tt.wantProblem)
+		}
+		if diff := gocmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("%s: listener (-want +got):\n%s", tt.name, diff)
+		}
+		var names []string
+		for _, c := range certs {
+			names = append(names, c.GetName())
+		}
+		if diff := gocmp.Diff(tt.wantCerts, names); diff != "" {
+			t.Errorf("%s: certificates (-want +got):\n%s", tt.name, diff)
+		}
+	}
+}
+
+func TestPortConflict(t *testing.T) {
+	existing := []consulapi.APIGatewayListener{{Name: "a", Port: 80, Protocol: "http", Hostname: "a.example.com"}}
+	tests := []struct {
+		l    consulapi.APIGatewayListener
+		want string
+	}{
+		{consulapi.APIGatewayListener{Name: "b", Port: 81, Protocol: "http"}, ""},
+		{consulapi.APIGatewayListener{Name: "b", Port: 80, Protocol: "http", Hostname: "a.example.com"}, ""},
+		{consulapi.APIGatewayListener{Name: "b", Port: 80, Protocol: "http", Hostname: "b.example.com"}, "port 80 is taken by listener a"},
+		{consulapi.APIGatewayListener{Name: "b", Port: 80, Protocol: "tcp"}, "port 80 is taken by listener a"},
+	}
+	for _, tt := range tests {
+		if got := portConflict(existing, tt.l); got != tt.want {
+			t.Errorf("%+v: got %q, want %q", tt.l, got, tt.want)
+		}
+	}
+}

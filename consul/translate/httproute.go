@@ -1,0 +1,218 @@
+package translate
+
+import (
+	"fmt"
+	"slices"
+
+	consulapi "github.com/hashicorp/consul/api"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/cache"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/consullimits"
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
+	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
+)
+
+// httpRoute writes the http-route entry of a route that is served somewhere.
+func (t *pass) httpRoute(key cache.ObjectName, c ConfirmedRoute) {
+	r, ok := c.Route.(*gatewayv1.HTTPRoute)
+	if !ok || r == nil {
+		return
+	}
+	parents := t.routeParents("HTTPRoute", key, c.Decision.Attachments, "http")
+	if len(parents) == 0 {
+		return
+	}
+	hostnames, parents, dropped := routeHostnames(r.Spec.Hostnames, parents)
+	for _, d := range dropped {
+		t.problem("HTTPRoute", key, "%s", d)
+	}
+	if len(parents) == 0 {
+		return
+	}
+	var rules []consulapi.HTTPRouteRule
+	var backends []cache.ObjectName
+	for i, rule := range r.Spec.Rules {
+		out, used, problems := t.httpRule(r.Namespace, i, rule, c.Decision)
+		for _, p := range problems {
+			t.problem("HTTPRoute", key, "%s", p)
+		}
+		rules = append(rules, out...)
+		backends = append(backends, used...)
+	}
+	// Nothing to route: the entry would only claim the hostnames. The problems say why.
+	if len(rules) == 0 {
+		return
+	}
+	t.put(&consulapi.HTTPRouteConfigEntry{
+		Kind:      consulapi.HTTPRoute,
+		Name:      t.naming.EntryName(r.Namespace, r.Name),
+		Namespace: t.naming.Namespace(r.Namespace),
+		Partition: t.naming.Partition,
+		Parents:   parentRefs(parents),
+		Rules:     rules,
+		Hostnames: hostnames,
+		Meta:      t.owner.Meta(ownerOf("HTTPRoute", r)),
+	})
+	t.out.backends = append(t.out.backends, backends...)
+	for _, rule := range rules {
+		for _, svc := range rule.Services {
+			s := consulService{svc.Name, svc.Namespace, svc.Partition}
+			if svc.Name == t.naming.BlackholeService() {
+				t.out.blackholes = append(t.out.blackholes, s)
+				continue
+			}
+			t.out.httpServices = append(t.out.httpServices, s)
+		}
+	}
+}
+
+// httpRule translates rule index of a route in routeNamespace into the http-route
+// rules that serve it, the Services they send traffic to, and the problems to report.
+//
+// A rule Gateway API answers with an error keeps its matches and goes to the
+// blackhole (see blackhole.go), so its requests never fall through to a broader rule:
+// a rule the status pipeline refused (decision.DroppedRules, reported as
+// PartiallyInvalid), one with a field the translation has no place for, and one
+// without a backend that can receive traffic (all unresolved, all weight 0, or no
+// backendRefs). A rule with some such backendRefs sends their share to the blackhole.
+// Only a rule whose matches cannot be written is left out, with a problem unless the
+// status pipeline refused it already.
+func (t *pass) httpRule(routeNamespace string, index int, rule gatewayv1.HTTPRouteRule, decision gwsync.RouteDecision) ([]consulapi.HTTPRouteRule, []cache.ObjectName, []string) {
+	matches, err := httpMatches(rule.Matches)
+	dropped := slices.Contains(decision.DroppedRules, index)
+	switch {
+	case err != nil && dropped:
+		// The status says why (an invalid regex): a match Envoy cannot compile selects
+		// no request, so leaving the rule out sends none elsewhere.
+		return nil, nil, nil
+	case err != nil:
+		return nil, nil, []string{fmt.Sprintf("rule %d: %v; the rule is left out of Consul, so its requests may reach other rules", index, err)}
+	case dropped:
+		return t.refusedRule(routeNamespace, matches), nil, nil
+	}
+	refused := func(err error) ([]consulapi.HTTPRouteRule, []cache.ObjectName, []string) {
+		return t.refusedRule(routeNamespace, matches), nil, []string{fmt.Sprintf("rule %d: %v; its requests are answered with HTTP 503", index, err)}
+	}
+	if field := untranslatedField(rule); field != "" {
+		return refused(fmt.Errorf("%s %s", field, consullimits.NotSupported))
+	}
+	filters, err := httpFilters(rule.Filters)
+	if err != nil {
+		return refused(err)
+	}
+	services, used, err := t.ruleServices(routeNamespace, index, rule.BackendRefs, decision)
+	if err != nil {
+		return refused(err)
+	}
+	if len(used) == 0 {
+		return t.refusedRule(routeNamespace, matches), nil, nil
+	}
+	rules, err := rewrittenRules(matches, filters, services)
+	if err != nil {
+		return refused(err)
+	}
+	return rules, used, nil
+}
+
+// refusedRule is the rule that sends every request matches select to the blackhole.
+func (t *pass) refusedRule(routeNamespace string, matches []consulapi.HTTPMatch) []consulapi.HTTPRouteRule {
+	return []consulapi.HTTPRouteRule{{Matches: segmentPrefixes(matches), Services: []consulapi.HTTPService{t.blackhole(routeNamespace, 1)}}}
+}
+
+// ruleServices are the services the backendRefs of rule index send traffic to, and
+// the Services among them. A backendRef with weight 0 receives no traffic and is left
+// out (Consul would turn its 0 into 1, config_entry_routes.go:107). The weight of the
+// backendRefs that cannot receive traffic (see backendProblem) goes to the blackhole:
+// Gateway API answers their share of requests with 500, and the blackhole answers
+// 503, where giving it to the valid backends would answer with a backend the route
+// did not pick. used is empty when no backend can receive traffic.
+func (t *pass) ruleServices(routeNamespace string, index int, refs []gatewayv1.HTTPBackendRef, decision gwsync.RouteDecision) ([]consulapi.HTTPService, []cache.ObjectName, error) {
+	var services []consulapi.HTTPService
+	var used []cache.ObjectName
+	invalidWeight := 0
+	for b, ref := range refs {
+		weight := backendWeight(ref.Weight)
+		if weight == 0 {
+			continue
+		}
+		resolved := !slices.Contains(decision.UnresolvedBackends, gwsync.BackendRefIndex{Rule: index, Ref: b})
+		key, why := backendProblem(routeNamespace, ref.BackendObjectReference, t.service, resolved)
+		if why != "" {
+			invalidWeight += weight
+			continue
+		}
+		backendFilters, err := httpFilters(ref.Filters)
+		if err != nil {
+			return nil, nil, fmt.Errorf("backendRef %d: %w", b, err)
+		}
+		services = append(services, consulapi.HTTPService{
+			Name:      t.naming.ServiceName(key.Name),
+			Namespace: t.naming.Namespace(key.Namespace),
+			Partition: t.naming.Partition,
+			Weight:    weight,
+			Filters:   backendFilters,
+		})
+		used = append(used, key)
+	}
+	if len(used) > 0 && invalidWeight > 0 {
+		services = append(services, t.blackhole(routeNamespace, invalidWeight))
+	}
+	return services, used, nil
+}
+
+// backendWeight is a backendRef's weight: 1 when unset (the CRD default).
+func backendWeight(w *int32) int {
+	if w == nil {
+		return 1
+	}
+	return max(int(*w), 0)
+}
+
+// backendProblem returns the Service a backendRef of a route in routeNamespace names,
+// and why it cannot receive traffic ("" when it can). resolved is the status
+// pipeline's decision on the backendRef (RouteDecision.UnresolvedBackends): it
+// checked the ReferenceGrant of a Service in another namespace and the port's
+// appProtocol, which the snapshot does not show. What the snapshot shows is checked
+// again, as it may be newer than the decision: a core Service (group "", kind
+// Service, the CRD defaults), present, not ExternalName, with the port the ref names.
+func backendProblem(routeNamespace string, ref gatewayv1.BackendObjectReference, service func(cache.ObjectName) *corev1.Service, resolved bool) (cache.ObjectName, string) {
+	key := gatewayapi.Referent(routeNamespace, ref.Namespace, ref.Name)
+	if !resolved {
+		return key, "did not resolve (see the route's ResolvedRefs condition)"
+	}
+	if !gatewayapi.RefersTo(ref.Group, ref.Kind, gatewayapi.CoreGroup, gatewayapi.ServiceKind) {
+		return key, "is not a core Service"
+	}
+	svc := service(key)
+	if svc == nil {
+		return key, "names a Service that does not exist"
+	}
+	if svc.Spec.Type == corev1.ServiceTypeExternalName {
+		return key, "names an ExternalName Service"
+	}
+	if ref.Port == nil {
+		return key, "has no port"
+	}
+	if !slices.ContainsFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return p.Port == *ref.Port }) {
+		return key, fmt.Sprintf("names port %d, which the Service does not have", *ref.Port)
+	}
+	return key, ""
+}
+
+// untranslatedField names a field of rule that an http-route entry has no place for,
+// "" when none is set. The status pipeline refuses such rules while
+// consullimits says Consul cannot express them; a rule that reaches the translation
+// anyway is left out, never written without the field.
+func untranslatedField(rule gatewayv1.HTTPRouteRule) string {
+	switch {
+	case rule.Timeouts != nil:
+		return "timeouts"
+	case rule.Retry != nil:
+		return "retry"
+	case rule.SessionPersistence != nil:
+		return "sessionPersistence"
+	}
+	return ""
+}

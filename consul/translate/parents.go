@@ -1,0 +1,68 @@
+package translate
+
+import (
+	"slices"
+	"strings"
+
+	consulapi "github.com/hashicorp/consul/api"
+	"k8s.io/client-go/tools/cache"
+
+	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
+)
+
+// parentListener is one listener a route is written to.
+type parentListener struct {
+	gateway  cache.ObjectName
+	ref      consulapi.ResourceReference
+	hostname string // the listener's hostname, "" for any
+}
+
+// routeParents returns the written listeners of the route's attachments that serve
+// protocol, in attachment order, each once: Consul refuses duplicate parents
+// (config_entry_routes.go:152). Every parent names its listener (SectionName): a
+// parent without one would bind the route to every listener, also those the route does
+// not attach to.
+func (t *pass) routeParents(kind string, key cache.ObjectName, attachments []gwsync.Attachment, protocol string) []parentListener {
+	var parents []parentListener
+	var missing []string
+	for _, a := range attachments {
+		gw, _ := t.read(readGateway, a.Gateway).(*programmedGateway)
+		for _, name := range a.Listeners {
+			var listener consulapi.APIGatewayListener
+			found := false
+			if gw != nil {
+				listener, found = gw.listeners[name]
+			}
+			if !found {
+				missing = append(missing, a.Gateway.String()+"/"+string(name))
+				continue
+			}
+			if listener.Protocol != protocol {
+				t.problem(kind, key, "listener %s/%s is a %s listener in Consul; the route is left out of it", a.Gateway, name, listener.Protocol)
+				continue
+			}
+			p := parentListener{
+				gateway:  a.Gateway,
+				ref:      consulapi.ResourceReference{Kind: consulapi.APIGateway, Name: gw.entryName, SectionName: string(name), Namespace: gw.namespace, Partition: t.naming.Partition},
+				hostname: listener.Hostname,
+			}
+			if !slices.ContainsFunc(parents, func(q parentListener) bool { return q.ref == p.ref }) {
+				parents = append(parents, p)
+			}
+		}
+	}
+	// Listeners that are not written are the Gateway's problem, reported there; the
+	// route has one only when it is served nowhere.
+	if len(parents) == 0 && len(missing) > 0 {
+		t.problem(kind, key, "none of the listeners the route is accepted on is programmed in Consul (%s)", strings.Join(missing, ", "))
+	}
+	return parents
+}
+
+func parentRefs(parents []parentListener) []consulapi.ResourceReference {
+	refs := make([]consulapi.ResourceReference, len(parents))
+	for i, p := range parents {
+		refs[i] = p.ref
+	}
+	return refs
+}

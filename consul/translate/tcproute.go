@@ -1,0 +1,89 @@
+package translate
+
+import (
+	"fmt"
+	"slices"
+
+	consulapi "github.com/hashicorp/consul/api"
+	"k8s.io/client-go/tools/cache"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
+)
+
+// tcpRoute writes the tcp-route entry of a route that is served somewhere. Consul's
+// tcp-route forwards to at most one service (config_entry_routes.go:539), and TCPRoute
+// has one rule; the status pipeline refuses rules that would send traffic to more than
+// one backend.
+func (t *pass) tcpRoute(key cache.ObjectName, c ConfirmedRoute) {
+	r, ok := c.Route.(*gatewayv1.TCPRoute)
+	if !ok || r == nil {
+		return
+	}
+	parents := t.routeParents("TCPRoute", key, c.Decision.Attachments, "tcp")
+	if len(parents) == 0 {
+		return
+	}
+	var services []consulapi.TCPService
+	for i, rule := range r.Spec.Rules {
+		if slices.Contains(c.Decision.DroppedRules, i) {
+			continue
+		}
+		service, problem := t.tcpRule(r.Namespace, i, rule, c.Decision)
+		if problem != "" {
+			t.problem("TCPRoute", key, "%s", problem)
+			continue
+		}
+		services = append(services, service)
+	}
+	// Without a service there is nothing to forward to: Gateway API refuses the
+	// connections, and Consul gets no route that could accept them.
+	if len(services) == 0 {
+		return
+	}
+	if len(services) > 1 {
+		t.problem("TCPRoute", key, "%d rules have a backend, but Consul's tcp-route forwards to a single service; the route is left out of Consul", len(services))
+		return
+	}
+	// The service-defaults written for http-route backends make the service http, and
+	// Consul 1.15 refuses a tcp-route to an http service ("route protocol does not match
+	// targeted service protocol"). The http-routes keep it; this route cannot have it.
+	if svc := services[0]; t.opts.ManageServiceDefaults && t.read(readHTTPService, consulService{svc.Name, svc.Namespace, svc.Partition}).(bool) {
+		t.problem("TCPRoute", key, "Consul service %s is also an HTTPRoute backend, so its service-defaults declare protocol http, and Consul's tcp-route cannot forward to an http service; the route is left out of Consul", svc.Name)
+		return
+	}
+	t.put(&consulapi.TCPRouteConfigEntry{
+		Kind:      consulapi.TCPRoute,
+		Name:      t.naming.EntryName(r.Namespace, r.Name),
+		Namespace: t.naming.Namespace(r.Namespace),
+		Partition: t.naming.Partition,
+		Parents:   parentRefs(parents),
+		Services:  services,
+		Meta:      t.owner.Meta(ownerOf("TCPRoute", r)),
+	})
+}
+
+// tcpRule returns the one service a TCP rule forwards to, or why it has none.
+// backendRefs with weight 0 receive no connections and are not counted.
+func (t *pass) tcpRule(routeNamespace string, index int, rule gatewayv1.TCPRouteRule, decision gwsync.RouteDecision) (consulapi.TCPService, string) {
+	var refs []gatewayv1.BackendRef
+	var resolved []bool
+	for b, ref := range rule.BackendRefs {
+		if backendWeight(ref.Weight) > 0 {
+			refs = append(refs, ref)
+			resolved = append(resolved, !slices.Contains(decision.UnresolvedBackends, gwsync.BackendRefIndex{Rule: index, Ref: b}))
+		}
+	}
+	switch len(refs) {
+	case 0:
+		return consulapi.TCPService{}, fmt.Sprintf("rule %d: no backendRef has a weight above 0; the rule is left out of Consul", index)
+	case 1:
+	default:
+		return consulapi.TCPService{}, fmt.Sprintf("rule %d: %d backends would receive connections, but Consul's tcp-route forwards to a single service; the rule is left out of Consul", index, len(refs))
+	}
+	key, why := backendProblem(routeNamespace, refs[0].BackendObjectReference, t.service, resolved[0])
+	if why != "" {
+		return consulapi.TCPService{}, fmt.Sprintf("rule %d: backendRef %s %s; the rule is left out of Consul", index, key, why)
+	}
+	return consulapi.TCPService{Name: t.naming.ServiceName(key.Name), Namespace: t.naming.Namespace(key.Namespace), Partition: t.naming.Partition}, ""
+}

@@ -1,0 +1,237 @@
+package translate
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	consulapi "github.com/hashicorp/consul/api"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+// Options are translation choices from flags.
+type Options struct {
+	// ManageServiceDefaults writes a service-defaults entry with Protocol "http" for
+	// every backend Service of an http-route (the writer leaves any existing entry that
+	// is not ours alone).
+	ManageServiceDefaults bool
+}
+
+// Problem is something the translation could not express for an object; the syncer
+// reports it in the object's status.
+type Problem struct {
+	Kind    string // "Gateway", "HTTPRoute", "TCPRoute"
+	Object  cache.ObjectName
+	Message string
+}
+
+// Desired is the set of entries Consul must hold.
+type Desired struct {
+	Entries  map[EntryKey]consulapi.ConfigEntry
+	Problems []Problem // sorted by Kind, Object, Message
+}
+
+// Translate computes the entries Consul must hold for the confirmed snapshot. It is
+// pure and deterministic: the same snapshot gives the same entries and problems,
+// whatever the map iteration order.
+//
+// It reads only what the status pipeline decided: a Gateway's Accepted condition, its
+// listeners' Accepted, ResolvedRefs and Conflicted conditions, a route's decision
+// (attachments and dropped rules) and its ResolvedRefs condition. It never reads a
+// Programmed condition: those carry Consul's verdict on what this function produced,
+// and reading them would let the two chase each other.
+//
+// Whatever the confirmed status promises and Consul cannot be made to do exactly is
+// left out, never approximated more broadly, and reported as a Problem on the object.
+// The one approximation is the error Gateway API wants for the requests of a refused
+// rule or an invalid backend: Consul cannot answer a request itself, so they go to a
+// service no instance serves, and Envoy answers 503 (see blackhole.go).
+//
+// s.Services may hold Services no ReferenceGrant lets a route use: a backendRef is
+// used only when the route's decision says it resolved (see backendProblem).
+func Translate(s Snapshot, n Naming, o Ownership, opts Options) Desired {
+	return NewTranslator(n, o, opts).Translate(s)
+}
+
+// routeTranslations are the route kinds Consul has a route entry for, in the order
+// they are translated: a tcp-route reads which services the http-routes made http. A
+// route kind without one (GRPCRoute: Consul 1.15 has no grpc-route) produces no entries,
+// and the syncer does not hold its confirmations.
+var routeTranslations = []struct {
+	kind      gatewayv1.Kind
+	translate func(t *pass, key cache.ObjectName, c ConfirmedRoute)
+}{
+	{"HTTPRoute", (*pass).httpRoute},
+	{"TCPRoute", (*pass).tcpRoute},
+}
+
+// TranslatesRoutes reports whether routes of kind have a translation.
+func TranslatesRoutes(kind gatewayv1.Kind) bool {
+	for _, rt := range routeTranslations {
+		if rt.kind == kind {
+			return true
+		}
+	}
+	return false
+}
+
+func newPass(s Snapshot, n Naming, o Ownership, opts Options) *pass {
+	return &pass{
+		snap:         s,
+		naming:       n,
+		owner:        o,
+		opts:         opts,
+		gateways:     map[cache.ObjectName]*programmedGateway{},
+		listenerSets: listenerSetsByGateway(s.ListenerSets),
+		backends:     map[cache.ObjectName]bool{},
+		httpServices: map[consulService]bool{},
+		blackholes:   map[consulService]bool{},
+		desired:      Desired{Entries: map[EntryKey]consulapi.ConfigEntry{}},
+	}
+}
+
+// finish adds what depends on every route (the service-defaults of their backends
+// and of the blackholes they use) and returns the desired state.
+func (t *pass) finish() Desired {
+	if t.opts.ManageServiceDefaults {
+		for _, key := range sortedKeys(t.backends) {
+			t.put(serviceDefaults(key, t.snap.Services[key], t.naming, t.owner))
+		}
+	}
+	for s := range t.blackholes {
+		t.put(blackholeDefaults(s, t.naming, t.owner))
+	}
+	t.desired.Problems = sortProblems(t.desired.Problems)
+	return t.desired
+}
+
+// pass is one translation of a snapshot: its inputs and what it has produced so far.
+// Translator remembers passes' results across snapshots.
+type pass struct {
+	snap   Snapshot
+	naming Naming
+	owner  Ownership
+	opts   Options
+	// gateways are the Gateways that got an api-gateway entry, and their listeners in it.
+	gateways map[cache.ObjectName]*programmedGateway
+	// listenerSets are the accepted ListenerSets of each Gateway, in precedence order.
+	listenerSets map[cache.ObjectName][]*gatewayv1.ListenerSet
+	// backends are the Services some written http-route sends traffic to, and
+	// httpServices the Consul services they are.
+	backends     map[cache.ObjectName]bool
+	httpServices map[consulService]bool
+	// blackholes are the blackhole services some written http-route uses.
+	blackholes map[consulService]bool
+	desired    Desired
+	// out records the translation of the object being translated (see object).
+	out *objectTranslation
+	// translated counts the objects translated anew.
+	translated int
+}
+
+// consulService identifies a Consul service: with one destination namespace, Services
+// of several Kubernetes namespaces are one Consul service.
+type consulService struct{ name, namespace, partition string }
+
+// programmedGateway is a Gateway's api-gateway entry as routes need to know it.
+type programmedGateway struct {
+	entryName string
+	namespace string
+	listeners map[gatewayv1.SectionName]consulapi.APIGatewayListener
+}
+
+// put adds entry to the translation of the object being translated, or to the desired
+// state outside of one.
+func (t *pass) put(entry consulapi.ConfigEntry) {
+	if t.out != nil {
+		t.out.entries = append(t.out.entries, entry)
+		return
+	}
+	t.putDesired(entry)
+}
+
+// putDesired adds entry under its key. When two objects map to one key (a Secret used
+// by several Gateways, a Service used by several routes) the first wins; callers go in
+// sorted order, so the winner does not depend on map iteration.
+func (t *pass) putDesired(entry consulapi.ConfigEntry) {
+	key := KeyOf(entry)
+	if _, ok := t.desired.Entries[key]; ok {
+		return
+	}
+	t.desired.Entries[key] = entry
+}
+
+func (t *pass) problem(kind string, object cache.ObjectName, format string, args ...any) {
+	p := Problem{Kind: kind, Object: object, Message: fmt.Sprintf(format, args...)}
+	if t.out != nil {
+		t.out.problems = append(t.out.problems, p)
+		return
+	}
+	t.desired.Problems = append(t.desired.Problems, p)
+}
+
+// service is the cached Service under key, nil when there is none.
+func (t *pass) service(key cache.ObjectName) *corev1.Service {
+	svc, _ := t.read(readService, key).(*corev1.Service)
+	return svc
+}
+
+// ownerOf identifies obj as the owner of an entry.
+func ownerOf(kind string, obj metav1.Object) Owner {
+	return Owner{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), UID: string(obj.GetUID())}
+}
+
+// conditionIs reports whether conds hold condType with status.
+func conditionIs(conds []metav1.Condition, condType string, status metav1.ConditionStatus) bool {
+	c := meta.FindStatusCondition(conds, condType)
+	return c != nil && c.Status == status
+}
+
+func sortedKeys[V any](m map[cache.ObjectName]V) []cache.ObjectName {
+	keys := make([]cache.ObjectName, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, compareObjectNames)
+	return keys
+}
+
+func compareObjectNames(a, b cache.ObjectName) int {
+	return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+}
+
+// sortProblems orders problems by kind, object and message, without duplicates.
+func sortProblems(problems []Problem) []Problem {
+	slices.SortFunc(problems, func(a, b Problem) int {
+		return cmp.Or(cmp.Compare(a.Kind, b.Kind), compareObjectNames(a.Object, b.Object), cmp.Compare(a.Message, b.Message))
+	})
+	return slices.Compact(problems)
+}
+
+func sameSet(a, b []string) bool {
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			return false
+		}
+	}
+	for _, x := range b {
+		if !slices.Contains(a, x) {
+			return false
+		}
+	}
+	return true
+}
+
+func countTrue(bs []bool) int {
+	n := 0
+	for _, b := range bs {
+		if b {
+			n++
+		}
+	}
+	return n
+}
