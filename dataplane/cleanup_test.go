@@ -28,7 +28,7 @@ func class(name string, controller gatewayv1.GatewayController) *gatewayv1.Gatew
 }
 
 // gatewayObject is metadata as Desired writes it for gw under class, deployed by
-// controller ("" for an object from before ControllerAnnotation).
+// controller ("" for an object without ControllerAnnotation).
 func gatewayObject(gw *gatewayv1.Gateway, name, class string, controller gatewayv1.GatewayController) metav1.ObjectMeta {
 	meta := metav1.ObjectMeta{
 		Namespace: gw.Namespace, Name: name, UID: types.UID("uid-obj-" + name), ResourceVersion: "7",

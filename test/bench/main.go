@@ -1,11 +1,3 @@
-// Command bench is `make bench`: it starts its own etcd, kube-apiserver and Consul with
-// the test harness, runs the controller binary as a process against them, and measures
-// a cold start (at the default and a high client QPS), a restart, a failover between two
-// replicas, the latency of route edits and the controller's memory, each next to a
-// baseline from the same run. It prints one markdown table and writes docs/bench.md and
-// docs/bench.svg.
-//
-// It is a command rather than a test: its figures are reported, never asserted.
 package main
 
 import (
@@ -14,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"slices"
@@ -315,4 +308,15 @@ func runSecrets(ctx context.Context, cfg *config, res *results, n int) error {
 		res.secrets = cold
 		return nil
 	})
+}
+
+// describe names the checkout the controller was built from.
+func describe(root string) string {
+	cmd := exec.Command("git", "describe", "--always", "--dirty")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		return "an unknown commit"
+	}
+	return strings.TrimSpace(string(out))
 }

@@ -3,7 +3,10 @@ package main
 import (
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -87,3 +90,132 @@ func percentile(values []float64, p float64) float64 {
 func latencySummary(values []float64) string {
 	return fmt.Sprintf("%s / %s / %s", millis(percentile(values, 50)), millis(percentile(values, 99)), millis(percentile(values, 100)))
 }
+
+// writeDocs writes docs/bench.md and docs/bench.svg for this run.
+func writeDocs(cfg *config, res *results, table, targets string, started time.Time) error {
+	svg := renderSVG("consul-gateway-controller: cold start and memory against routes", res.charts())
+	if err := os.WriteFile(filepath.Join(cfg.root, "docs", "bench.svg"), []byte(svg), 0o644); err != nil {
+		return err
+	}
+	doc := renderDoc(cfg, readMachine(), table, targets, started)
+	return os.WriteFile(filepath.Join(cfg.root, "docs", "bench.md"), []byte(doc), 0o644)
+}
+
+func renderDoc(cfg *config, m machine, table, targets string, started time.Time) string {
+	var b strings.Builder
+	b.WriteString("# Benchmark\n\n")
+	b.WriteString("Written by `make bench` (the command in `test/bench/`); do not edit by hand.\n\n")
+	if cfg.smoke {
+		fmt.Fprintf(&b, "**This is a smoke run at %s routes**, not the full-size table: `make bench`\n"+
+			"(sizes %s) produces that and overwrites this file.\n\n", joinInts(cfg.sizes), strings.ReplaceAll(defaultSizes, ",", ", "))
+	}
+	fmt.Fprintf(&b, "- Run: %s; sizes %s routes; scenarios %s; %d edits; %d Secrets.\n",
+		started.UTC().Format("2006-01-02 15:04 MST"), joinInts(cfg.sizes), strings.Join(selected(cfg), ", "), cfg.edits, cfg.secrets)
+	fmt.Fprintf(&b, "- Controller: built from `%s` (`git describe --always --dirty`; dirty means uncommitted changes were built too).\n",
+		cfg.built)
+	fmt.Fprintf(&b, "- Machine: %s, %d cores, %.0f GiB memory, %s; the servers (etcd, kube-apiserver,\n"+
+		"  Consul 1.15 dev agent at trace log level, as the harness runs it) share it with the controller and the bench.\n",
+		m.cpu, m.cores, float64(m.memory)/(1<<30), m.goVer)
+	fmt.Fprintf(&b, "- Controller flags: `%s` (QPS/burst %d/%d, or %d/%d where the scenario says so).\n\n",
+		strings.Join(controllerArgs(cfg, defaultQPS, defaultBurst), " "), defaultQPS, defaultBurst, fastQPS, fastBurst)
+	b.WriteString("## Results\n\n")
+	b.WriteString(table)
+	b.WriteString("\n![Cold start time and peak RSS against the number of routes](bench.svg)\n\n")
+	b.WriteString("## Against the scale issue's targets\n\n")
+	b.WriteString("Reported, not asserted. The floors measure writes alone; the time to converge also\n" +
+		"holds Consul's own judging of every entry, which no floor includes.\n\n")
+	b.WriteString(targets)
+	b.WriteString("\n")
+	b.WriteString(method)
+	return b.String()
+}
+
+func selected(cfg *config) []string {
+	var out []string
+	for _, s := range allScenarios {
+		if cfg.scenarios[s] {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func joinInts(v []int) string {
+	parts := make([]string, len(v))
+	for i, n := range v {
+		parts[i] = strconv.Itoa(n)
+	}
+	return strings.Join(parts, ", ")
+}
+
+const method = `## How it is measured
+
+` + "```sh" + `
+make bench                                  # sizes 1000 and 5000, every scenario
+make bench BENCH_FLAGS='-sizes=100'         # a smoke run
+make bench BENCH_FLAGS='-sizes=1000 -scenarios=cold,edit'
+` + "```" + `
+
+The bench builds the controller (` + "`go build`" + ` of the repository root) and runs it as
+its own process. Every stack is a fresh etcd, kube-apiserver (Gateway API CRDs v1.6.3)
+and Consul dev agent: N routes, N/20 Gateways (one HTTP listener, port 80, its own
+hostname) with one Service each as the routes' backend, one GatewayClass of
+` + "`consul-gateway-controller.github.io/gateway-controller`" + `, the namespace of the Lease,
+and a global ` + "`proxy-defaults`" + ` with protocol http (Consul 1.15 accepts an http-route only
+to http backends, and the controller writes no ` + "`service-defaults`" + ` by default). Objects
+are created by an admin client at 1000 QPS before any controller starts. Controller
+logs are kept under ` + "`_output/bench/<time>/`" + `.
+
+- **Final** means: each route's parent status of our controller has ` + "`Accepted`" + `,
+  ` + "`ResolvedRefs`" + ` and ` + "`consul-gateway-controller.github.io/ConsulAccepted`" + ` True at the
+  route's generation; each Gateway has ` + "`Accepted`" + ` and ` + "`Programmed`" + ` True at its
+  generation. A watch in the bench process records every status change and when
+  each object became or stopped being final (not sampled).
+- **Time to converge** runs from starting the process until every status is final
+  and every expected ` + "`api-gateway`" + ` and ` + "`http-route`" + ` entry exists with Consul's
+  ` + "`Accepted=True`" + ` (listed with ` + "`ConfigEntries().List`" + `). Consul is checked once the
+  statuses are final (they carry Consul's verdicts, so it is judged by then), and
+  polled every 500 ms if not.
+- **Settled** means every status final and, for the quiet period (10 s by default),
+  no status change on the watch, no write in the process's counters and its work
+  queues empty (` + "`workqueue_depth`" + `, ` + "`workqueue_unfinished_work_seconds`" + `). Writes,
+  conflicts, API requests and CPU are read from the process's ` + "`/metrics`" + ` when it has
+  settled, so writes made after convergence are counted too; peak RSS is VmHWM from
+  ` + "`/proc/<pid>/status`" + ` at that moment.
+- **Status floor (a):** after the controllers stopped, a plain client-go client with
+  the same QPS and burst makes as many ` + "`UpdateStatus`" + ` calls as the controller made,
+  from 4 goroutines (the default ` + "`--route-workers`" + `), on a separate set of HTTPRoutes
+  in namespace ` + "`bench-floor`" + ` (min(writes, N) routes, read before the clock starts,
+  status of another controllerName, one parent with three conditions, a different
+  message per write so each is a real write). They are deleted afterwards.
+- **Consul floor (b):** as many ` + "`ConfigEntries().CAS`" + ` writes as the controller made
+  (creates, index 0) from 2 workers (` + "`--consul-workers`" + `), of http-route entries named
+  ` + "`bench-floor-*`" + ` (no ownership meta), deleted afterwards. CPU of the floors is
+  the bench process's own (getrusage) while they ran.
+- **Edits:** on the converged stack at the default QPS, one route at a time (spread
+  over all routes) gets a new path prefix by a merge patch. The latency runs from the
+  patch returning until Consul's ` + "`http-route`" + ` entry holds the new path, seen through
+  blocking queries on that entry (` + "`-edit-wait=poll`" + ` reads every 5 ms instead), and
+  until the route's status is final at the new generation; the next edit starts only
+  then. The stage means are deltas over the edit phase of the controller's histogram
+  sums and counts (` + "`workqueue_queue_duration_seconds`" + `, ` + "`consul_gateway_controller_sync_duration_seconds`" + `,
+  ` + "`rest_client_request_duration_seconds{verb=\"PUT\"}`" + `, and, when the controller exposes them,
+  ` + "`consul_gateway_controller_translate_duration_seconds`" + ` and
+  ` + "`consul_gateway_controller_consul_request_duration_seconds`" + `). The edit floor is one
+  status write followed by one check-and-set update, made directly without a rate
+  limiter, timed together.
+- **Order on one stack:** the cold start at QPS 20/30, then on that converged stack
+  the edits, the restart and the failover, then (all controllers stopped) the floors.
+  The cold start at QPS 1000/1000 and the one with Secrets each get a stack of their
+  own, and so does the 0-route baseline.
+- **Restart:** SIGTERM the converged controller and start a new process at once.
+  **Failover:** start a second process, wait until it is ready as a follower, SIGKILL
+  the leader. Both count the new process's writes and, from the signal until the new
+  process has settled, the status changes the watch saw and how long each object was
+  not final (summed over objects, and the longest). "Observed for" includes the quiet
+  period.
+- **Memory:** peak RSS at each size, with 0 routes as the baseline, and at the largest
+  size with the unrelated Secrets (half Opaque, half ` + "`kubernetes.io/tls`" + ` with 1 KiB
+  dummy ` + "`tls.crt`" + `/` + "`tls.key`" + `) created in the routes' namespace before the controller
+  starts (at QPS 1000/1000, compared with the same cold start without them).
+`

@@ -63,11 +63,11 @@ var regressions = []struct {
 	// after the follower took the Lease (internal/leader's fence); and a Gateway moved
 	// to another class kept its gateway Deployment (dataplane).
 	{505, "leader-partition,leader-partition,leader-partition", "found by the long form, seeds 303 and 505"},
-	// The end of seed 202's schedule: the replicas rewrite every entry after Consul
-	// lost its data and were stopped before Consul judged them, so the referee wrote
-	// Consul's verdict over Pending (the convergence check now waits for the verdict);
-	// failed reads and writes while Consul is away must not outlive the outage in
-	// status (consul's per-entry write failures).
+	// The end of seed 202's schedule: after Consul lost its data the replicas rewrite
+	// every entry, and the convergence check must wait for Consul's verdicts (and for
+	// writes in flight) before the referee looks, or the referee writes the verdict
+	// over Pending; failed reads and writes while Consul is away must not outlive the
+	// outage in status (consul's per-entry write failures).
 	{202, "consul-latency-and-errors,consul-data-loss,consul-data-loss", "found by the long form, seed 202"},
 }
 

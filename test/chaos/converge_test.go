@@ -242,8 +242,8 @@ var unsettledReasons = map[string]bool{string(gatewayv1.GatewayReasonPending): t
 // consulAcceptedProblems: once Consul judged a route's entry, a parent of ours that
 // accepts the route says Consul's verdict, not Pending and not a write failure (a
 // converged system has none outstanding), and a refusal by Consul as Consul's reason.
-// Checking the generation alone let a converged run stop with Pending over a verdict
-// Consul had already given, which a fresh replica then wrote.
+// The generation alone is not enough: a condition can be at the generation and still
+// Pending over a verdict Consul already gave, which a fresh replica would then write.
 func consulAcceptedProblems(what string, conds []metav1.Condition, entry consulapi.ConfigEntry) []string {
 	if c := meta.FindStatusCondition(conds, "Accepted"); c == nil || c.Status != metav1.ConditionTrue || entry == nil {
 		return nil
