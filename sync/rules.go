@@ -15,239 +15,27 @@ type ruleProblem struct {
 }
 
 // httpRuleProblem returns nil when Consul (per caps) can program the rule exactly, else
-// why not. Unsupported features are reported, never silently dropped: the spec requires
-// a rule an implementation cannot honour to be refused, and dropping a filter would
-// change what the route does. The message names the rule index and the field, e.g.
-// "rule 2: filter RequestRedirect is not supported by Consul's API gateway".
-//
-// The rule name is allowed: it only labels the rule for status and policies and
-// changes no traffic. BackendRef weights are allowed: Consul splits by weight, though
-// its Normalize turns a weight of 0 into 1 (config_entry_routes.go:107-109), so whoever
-// writes the entry must leave weight-0 backends out rather than pass 0.
+// why not (consullimits.HTTPRuleProblem). Unsupported features are reported, never
+// silently dropped: the spec requires a rule an implementation cannot honour to be
+// refused, and dropping a filter would change what the route does.
 func httpRuleProblem(index int, rule gatewayv1.HTTPRouteRule, caps consullimits.Capabilities) *ruleProblem {
-	if msg := httpMatchesProblem(rule.Matches); msg != "" {
-		return unsupportedRule(index, msg)
-	}
-	for _, f := range rule.Filters {
-		if msg := ruleFilterProblem(f, rule, caps); msg != "" {
-			return unsupportedRule(index, msg)
-		}
-	}
-	for b, ref := range rule.BackendRefs {
-		for _, f := range ref.Filters {
-			if msg := backendFilterProblem(b, f, rule, caps); msg != "" {
-				return unsupportedRule(index, msg)
-			}
-		}
-	}
-	if msg := httpRuleFeatureProblem(rule, caps); msg != "" {
-		return unsupportedRule(index, msg)
-	}
-	return nil
+	return unsupportedRule(index, consullimits.HTTPRuleProblem(rule, caps))
 }
 
-// tcpRuleProblem returns nil when Consul (per caps) can program the TCP rule exactly.
-// Consul 1.15's tcp-route forwards to at most one service and has no weights, so a rule
-// may send traffic to one backend only. A backendRef with weight 0 receives no
-// connections per the spec, so it is left out of the count: whoever writes the entry
-// omits it, and the route still does what it says.
+// tcpRuleProblem returns nil when Consul (per caps) can program the TCP rule exactly
+// (consullimits.TCPRuleProblem).
 func tcpRuleProblem(index int, rule gatewayv1.TCPRouteRule, caps consullimits.Capabilities) *ruleProblem {
-	if caps.TCPWeightedBackends {
+	return unsupportedRule(index, consullimits.TCPRuleProblem(rule, caps))
+}
+
+// unsupportedRule prefixes the rule index, the one thing every message needs to say;
+// no message is no problem.
+func unsupportedRule(index int, msg string) *ruleProblem {
+	if msg == "" {
 		return nil
 	}
-	if n := trafficBackends(rule.BackendRefs); n > 1 {
-		return unsupportedRule(index, fmt.Sprintf("backendRefs: %d backends would receive traffic, but Consul's tcp-route forwards to a single service", n))
-	}
-	return nil
-}
-
-// unsupportedRule prefixes the rule index, the one thing every message needs to say.
-func unsupportedRule(index int, msg string) *ruleProblem {
 	return &ruleProblem{
 		Reason:  gatewayv1.RouteReasonUnsupportedValue,
 		Message: fmt.Sprintf("rule %d: %s", index, msg),
 	}
-}
-
-// trafficBackends counts backendRefs that receive traffic: weight unset means 1.
-func trafficBackends(refs []gatewayv1.BackendRef) int {
-	n := 0
-	for _, ref := range refs {
-		if ref.Weight == nil || *ref.Weight > 0 {
-			n++
-		}
-	}
-	return n
-}
-
-// httpMatchesProblem checks every match; empty means the rule can be matched.
-func httpMatchesProblem(matches []gatewayv1.HTTPRouteMatch) string {
-	for m, match := range matches {
-		if msg := httpMatchProblem(match); msg != "" {
-			return fmt.Sprintf("match %d %s", m, msg)
-		}
-	}
-	return ""
-}
-
-// httpMatchProblem checks one match against Consul's HTTPMatch: path exact, prefix or
-// regex; header exact or regex (Consul has more, Gateway API has only these); query
-// exact or regex; one method. Unset types take the CRD defaults. Regexes must compile
-// as RE2, or Envoy would refuse the gateway's routes (consullimits.RegexProblem).
-func httpMatchProblem(match gatewayv1.HTTPRouteMatch) string {
-	if match.Path != nil && match.Path.Type != nil {
-		switch *match.Path.Type {
-		case gatewayv1.PathMatchExact, gatewayv1.PathMatchPathPrefix:
-		case gatewayv1.PathMatchRegularExpression:
-			if msg := regexProblem(match.Path.Value); msg != "" {
-				return "path " + msg
-			}
-		default:
-			return fmt.Sprintf("path type %s %s", *match.Path.Type, consullimits.NotSupported)
-		}
-	}
-	for _, h := range match.Headers {
-		if h.Type != nil && *h.Type != gatewayv1.HeaderMatchExact && *h.Type != gatewayv1.HeaderMatchRegularExpression {
-			return fmt.Sprintf("header %s match type %s %s", h.Name, *h.Type, consullimits.NotSupported)
-		}
-		if h.Type != nil && *h.Type == gatewayv1.HeaderMatchRegularExpression {
-			if msg := regexProblem(&h.Value); msg != "" {
-				return fmt.Sprintf("header %s %s", h.Name, msg)
-			}
-		}
-	}
-	for _, q := range match.QueryParams {
-		if q.Type != nil && *q.Type != gatewayv1.QueryParamMatchExact && *q.Type != gatewayv1.QueryParamMatchRegularExpression {
-			return fmt.Sprintf("query param %s match type %s %s", q.Name, *q.Type, consullimits.NotSupported)
-		}
-		if q.Type != nil && *q.Type == gatewayv1.QueryParamMatchRegularExpression {
-			if msg := regexProblem(&q.Value); msg != "" {
-				return fmt.Sprintf("query param %s %s", q.Name, msg)
-			}
-		}
-	}
-	if match.Method != nil {
-		if _, ok := consullimits.HTTPMethod(*match.Method); !ok {
-			return fmt.Sprintf("method %s %s", *match.Method, consullimits.NotSupported)
-		}
-	}
-	return ""
-}
-
-// regexProblem checks a regex match value; unset is the CRD default "/", a valid one.
-func regexProblem(value *string) string {
-	if value == nil {
-		return ""
-	}
-	return consullimits.RegexProblem(*value)
-}
-
-// ruleFilterProblem checks one rule-level filter.
-func ruleFilterProblem(f gatewayv1.HTTPRouteFilter, rule gatewayv1.HTTPRouteRule, caps consullimits.Capabilities) string {
-	switch f.Type {
-	case gatewayv1.HTTPRouteFilterRequestHeaderModifier:
-		return ""
-	case gatewayv1.HTTPRouteFilterResponseHeaderModifier:
-		if caps.ResponseHeaderModifier {
-			return ""
-		}
-	case gatewayv1.HTTPRouteFilterURLRewrite:
-		return urlRewriteProblem("filter URLRewrite", f.URLRewrite, rule.Matches, caps)
-	}
-	return fmt.Sprintf("filter %s %s", f.Type, consullimits.NotSupported)
-}
-
-// backendFilterProblem checks one filter on backendRef b. Consul applies per-service
-// headers in every case, but a per-service URLRewrite only when the rule has a single
-// service, and it then replaces the rule's rewrite instead of following it.
-func backendFilterProblem(b int, f gatewayv1.HTTPRouteFilter, rule gatewayv1.HTTPRouteRule, caps consullimits.Capabilities) string {
-	where := fmt.Sprintf("backendRef %d filter %s", b, f.Type)
-	switch f.Type {
-	case gatewayv1.HTTPRouteFilterRequestHeaderModifier:
-		return ""
-	case gatewayv1.HTTPRouteFilterResponseHeaderModifier:
-		if caps.ResponseHeaderModifier {
-			return ""
-		}
-	case gatewayv1.HTTPRouteFilterURLRewrite:
-		if !caps.SingleBackendURLRewrite {
-			break
-		}
-		if len(rule.BackendRefs) != 1 {
-			return where + " needs the rule to have exactly one backendRef: Consul ignores a per-service rewrite on a traffic split"
-		}
-		if hasFilter(rule.Filters, gatewayv1.HTTPRouteFilterURLRewrite) {
-			return where + " cannot follow a rule-level URLRewrite: Consul would apply only one of them"
-		}
-		return urlRewriteProblem(where, f.URLRewrite, rule.Matches, caps)
-	}
-	return where + " " + consullimits.NotSupported
-}
-
-// urlRewriteProblem checks a URLRewrite filter found at where. ReplacePrefixMatch maps
-// to Consul's prefix rewrite; the spec only allows it with exactly one PathPrefix match
-// (HTTPRouteRule XValidation), which the API server enforces, but objects that skipped
-// validation must not turn into a rewrite Consul applies to the wrong path.
-func urlRewriteProblem(where string, rw *gatewayv1.HTTPURLRewriteFilter, matches []gatewayv1.HTTPRouteMatch, caps consullimits.Capabilities) string {
-	if rw == nil {
-		return ""
-	}
-	if rw.Hostname != nil && !caps.HostnameRewrite {
-		return where + " hostname " + consullimits.NotSupported
-	}
-	if rw.Path == nil {
-		return ""
-	}
-	switch rw.Path.Type {
-	case gatewayv1.PrefixMatchHTTPPathModifier:
-		if !singlePathPrefixMatch(matches) {
-			return where + " ReplacePrefixMatch needs exactly one PathPrefix match"
-		}
-		return ""
-	case gatewayv1.FullPathHTTPPathModifier:
-		if caps.FullPathRewrite {
-			return ""
-		}
-	}
-	return fmt.Sprintf("%s path type %s %s", where, rw.Path.Type, consullimits.NotSupported)
-}
-
-// singlePathPrefixMatch reports whether matches is exactly one PathPrefix match, with
-// the CRD defaults applied: no matches means one PathPrefix "/" match, and a match
-// without path or path type is a PathPrefix match.
-func singlePathPrefixMatch(matches []gatewayv1.HTTPRouteMatch) bool {
-	if len(matches) == 0 {
-		return true
-	}
-	if len(matches) > 1 {
-		return false
-	}
-	path := matches[0].Path
-	return path == nil || path.Type == nil || *path.Type == gatewayv1.PathMatchPathPrefix
-}
-
-// hasFilter reports whether filters holds one of type t.
-func hasFilter(filters []gatewayv1.HTTPRouteFilter, t gatewayv1.HTTPRouteFilterType) bool {
-	for _, f := range filters {
-		if f.Type == t {
-			return true
-		}
-	}
-	return false
-}
-
-// httpRuleFeatureProblem checks the rule-level features that are not filters. Timeouts
-// with neither field set ask for nothing; a retry stanza asks for retries on connection
-// errors even when empty, so any retry counts.
-func httpRuleFeatureProblem(rule gatewayv1.HTTPRouteRule, caps consullimits.Capabilities) string {
-	if t := rule.Timeouts; t != nil && (t.Request != nil || t.BackendRequest != nil) && !caps.RequestTimeouts {
-		return "timeouts " + consullimits.NotSupported
-	}
-	if rule.Retry != nil && !caps.RetryPolicy {
-		return "retry " + consullimits.NotSupported
-	}
-	if rule.SessionPersistence != nil && !caps.SessionPersistence {
-		return "sessionPersistence " + consullimits.NotSupported
-	}
-	return ""
 }

@@ -71,32 +71,35 @@ func (t *pass) httpRoute(key cache.ObjectName, c ConfirmedRoute) {
 // httpRule translates rule index of a route in routeNamespace into the http-route
 // rules that serve it, the Services they send traffic to, and the problems to report.
 //
-// A rule Gateway API answers with an error keeps its matches and goes to the
-// blackhole (see blackhole.go), so its requests never fall through to a broader rule:
-// a rule the status pipeline refused (decision.DroppedRules, reported as
-// PartiallyInvalid), one with a field the translation has no place for, and one
-// without a backend that can receive traffic (all unresolved, all weight 0, or no
-// backendRefs). A rule with some such backendRefs sends their share to the blackhole.
-// Only a rule whose matches cannot be written is left out, with a problem unless the
-// status pipeline refused it already.
+// The status pipeline's decision says which rules Consul can program
+// (consullimits.HTTPRuleProblem); the translation trusts it. A rule it refused
+// (decision.DroppedRules, reported as PartiallyInvalid) keeps its matches and goes to
+// the blackhole (see blackhole.go), so its requests never fall through to a broader
+// rule; one whose matches Consul cannot hold (an invalid regex) is left out, as it
+// selects no request. A rule without a backend that can receive traffic (all
+// unresolved, all weight 0, or no backendRefs) goes to the blackhole too, and a rule
+// with some such backendRefs sends their share there.
+//
+// A rule the decision kept but the translation cannot write is a bug
+// (TestTranslationExpressesCapabilities keeps the two in step); it goes to the
+// blackhole with a problem rather than being written without what it asks for.
 func (t *pass) httpRule(routeNamespace string, index int, rule gatewayv1.HTTPRouteRule, decision gwsync.RouteDecision) ([]consulapi.HTTPRouteRule, []cache.ObjectName, []string) {
-	matches, err := httpMatches(rule.Matches)
-	dropped := slices.Contains(decision.DroppedRules, index)
-	switch {
-	case err != nil && dropped:
-		// The status says why (an invalid regex): a match Envoy cannot compile selects
-		// no request, so leaving the rule out sends none elsewhere.
-		return nil, nil, nil
-	case err != nil:
-		return nil, nil, []string{fmt.Sprintf("rule %d: %v; the rule is left out of Consul, so its requests may reach other rules", index, err)}
-	case dropped:
+	if slices.Contains(decision.DroppedRules, index) {
+		if consullimits.HTTPMatchesProblem(rule.Matches) != "" {
+			return nil, nil, nil
+		}
+		matches, err := httpMatches(rule.Matches)
+		if err != nil {
+			return nil, nil, []string{fmt.Sprintf("rule %d: %v; the rule is left out of Consul", index, err)}
+		}
 		return t.refusedRule(routeNamespace, matches), nil, nil
+	}
+	matches, err := httpMatches(rule.Matches)
+	if err != nil {
+		return nil, nil, []string{fmt.Sprintf("rule %d: %v; the rule is left out of Consul, so its requests may reach other rules", index, err)}
 	}
 	refused := func(err error) ([]consulapi.HTTPRouteRule, []cache.ObjectName, []string) {
 		return t.refusedRule(routeNamespace, matches), nil, []string{fmt.Sprintf("rule %d: %v; its requests are answered with HTTP 503", index, err)}
-	}
-	if field := untranslatedField(rule); field != "" {
-		return refused(fmt.Errorf("%s %s", field, consullimits.NotSupported))
 	}
 	filters, err := httpFilters(rule.Filters)
 	if err != nil {
@@ -199,20 +202,4 @@ func backendProblem(routeNamespace string, ref gatewayv1.BackendObjectReference,
 		return key, fmt.Sprintf("names port %d, which the Service does not have", *ref.Port)
 	}
 	return key, ""
-}
-
-// untranslatedField names a field of rule that an http-route entry has no place for,
-// "" when none is set. The status pipeline refuses such rules while
-// consullimits says Consul cannot express them; a rule that reaches the translation
-// anyway is left out, never written without the field.
-func untranslatedField(rule gatewayv1.HTTPRouteRule) string {
-	switch {
-	case rule.Timeouts != nil:
-		return "timeouts"
-	case rule.Retry != nil:
-		return "retry"
-	case rule.SessionPersistence != nil:
-		return "sessionPersistence"
-	}
-	return ""
 }

@@ -164,9 +164,6 @@ func httpMatch(m gatewayv1.HTTPRouteMatch) (consulapi.HTTPMatch, error) {
 		if !ok {
 			return consulapi.HTTPMatch{}, fmt.Errorf("header match type %s %s", t, consullimits.NotSupported)
 		}
-		if msg := regexValueProblem(mt == consulapi.HTTPHeaderMatchRegularExpression, h.Value); msg != "" {
-			return consulapi.HTTPMatch{}, fmt.Errorf("header %s %s", h.Name, msg)
-		}
 		out.Headers = append(out.Headers, consulapi.HTTPHeaderMatch{Match: mt, Name: string(h.Name), Value: h.Value})
 	}
 	for _, q := range m.QueryParams {
@@ -181,9 +178,6 @@ func httpMatch(m gatewayv1.HTTPRouteMatch) (consulapi.HTTPMatch, error) {
 		if !ok {
 			return consulapi.HTTPMatch{}, fmt.Errorf("query param match type %s %s", t, consullimits.NotSupported)
 		}
-		if msg := regexValueProblem(mt == consulapi.HTTPQueryMatchRegularExpression, q.Value); msg != "" {
-			return consulapi.HTTPMatch{}, fmt.Errorf("query param %s %s", q.Name, msg)
-		}
 		out.Query = append(out.Query, consulapi.HTTPQueryMatch{Match: mt, Name: string(q.Name), Value: q.Value})
 	}
 	if m.Method != nil {
@@ -194,15 +188,6 @@ func httpMatch(m gatewayv1.HTTPRouteMatch) (consulapi.HTTPMatch, error) {
 		out.Method = method
 	}
 	return out, nil
-}
-
-// regexValueProblem checks value when it is a regex: one Envoy cannot compile must
-// never reach Consul (consullimits.RegexProblem).
-func regexValueProblem(isRegex bool, value string) string {
-	if !isRegex {
-		return ""
-	}
-	return consullimits.RegexProblem(value)
 }
 
 // pathMatch translates a path match; unset means PathPrefix "/" (the CRD default). The
@@ -222,9 +207,6 @@ func pathMatch(p *gatewayv1.HTTPPathMatch) (consulapi.HTTPPathMatch, error) {
 	case gatewayv1.PathMatchPathPrefix:
 		return consulapi.HTTPPathMatch{Match: consulapi.HTTPPathMatchPrefix, Value: value}, nil
 	case gatewayv1.PathMatchRegularExpression:
-		if msg := consullimits.RegexProblem(value); msg != "" {
-			return consulapi.HTTPPathMatch{}, fmt.Errorf("path %s", msg)
-		}
 		return consulapi.HTTPPathMatch{Match: consulapi.HTTPPathMatchRegularExpression, Value: value}, nil
 	}
 	return consulapi.HTTPPathMatch{}, fmt.Errorf("path match type %s %s", t, consullimits.NotSupported)

@@ -169,12 +169,11 @@ func TestRefusedRequestsGetAnError(t *testing.T) {
 	rule := func(prefix string, filters []gatewayv1.HTTPRouteFilter, refs ...gatewayv1.HTTPBackendRef) gatewayv1.HTTPRouteRule {
 		return gatewayv1.HTTPRouteRule{Matches: []gatewayv1.HTTPRouteMatch{prefixMatch(prefix)}, Filters: filters, BackendRefs: refs}
 	}
-	entry := translatedRoute(t, gwsync.RouteDecision{DroppedRules: []int{0}, UnresolvedBackends: []gwsync.BackendRefIndex{{Rule: 2, Ref: 0}}},
+	entry := translatedRoute(t, gwsync.RouteDecision{DroppedRules: []int{0, 1}, UnresolvedBackends: []gwsync.BackendRefIndex{{Rule: 2, Ref: 0}}},
 		func(r *gatewayv1.HTTPRoute) { r.Status.Parents = ourRouteStatus(false) },
 		// Refused by the status pipeline: an auth filter Consul cannot apply.
 		rule("/admin", []gatewayv1.HTTPRouteFilter{extensionRef}, httpBackend("", "admin", 8080, nil)),
-		// A field the translation has no place for, which the status pipeline let
-		// through (they disagree): refused here, and reported.
+		// Refused by the status pipeline: a request timeout Consul 1.15 cannot set.
 		func() gatewayv1.HTTPRouteRule {
 			r := rule("/slow", nil, httpBackend("", "api", 8080, nil))
 			r.Timeouts = &gatewayv1.HTTPRouteTimeouts{Request: new(gatewayv1.Duration("1s"))}
@@ -224,9 +223,9 @@ func TestInvalidBackendShare(t *testing.T) {
 }
 
 // TestInvalidRegexNeverReachesConsul: Envoy refuses a gateway's whole route
-// configuration over a regex RE2 cannot compile, so a rule with one is left out. The
-// status pipeline refuses it (PartiallyInvalid), so it needs no problem of its own; one
-// it let through (they disagree) is reported.
+// configuration over a regex RE2 cannot compile, so a rule with one, which the status
+// pipeline refuses (PartiallyInvalid), is left out rather than sent to the blackhole
+// with its matches; its status says why, so it needs no problem of its own.
 func TestInvalidRegexNeverReachesConsul(t *testing.T) {
 	lookahead := gatewayv1.HTTPRouteRule{
 		Matches:     []gatewayv1.HTTPRouteMatch{{Path: &gatewayv1.HTTPPathMatch{Type: new(gatewayv1.PathMatchRegularExpression), Value: new("/(?=admin).*")}}},
@@ -239,7 +238,6 @@ func TestInvalidRegexNeverReachesConsul(t *testing.T) {
 		problems int
 	}{
 		{"refused by the status pipeline", gwsync.RouteDecision{DroppedRules: []int{0}}, 0},
-		{"let through", gwsync.RouteDecision{}, 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			c.decision.Attachments = []gwsync.Attachment{attachment("apps", "gw", "http")}
