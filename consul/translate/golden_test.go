@@ -1,384 +1,232 @@
 package translate
 
 import (
+	"bufio"
+	"bytes"
 	"cmp"
 	"encoding/json"
+	"errors"
 	"flag"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	gocmp "github.com/google/go-cmp/cmp"
 	consulapi "github.com/hashicorp/consul/api"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	"sigs.k8s.io/yaml"
 
 	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
 )
 
-var update = flag.Bool("update", false, "rewrite the translation golden files in testdata")
+var update = flag.Bool("update", false, "rewrite testdata/*.out.yaml from the translation")
 
+// translationCase is the input of one golden case, testdata/<name>.in.yaml (see
+// testdata/README.md): the arguments of Translate, ownership apart (testOwnership).
 type translationCase struct {
 	name    string
 	naming  Naming
 	opts    Options
-	objects []any
+	objects []any // as snapshotOf takes them, in the file's order
 }
 
-func translationCases() []translationCase {
-	return []translationCase{
-		{
-			// http, https (two certificates, one shared from another namespace) and tcp
-			// are written; the UDP listener and the second listener on port 80 are not
-			// valid per status and are left out without a problem.
-			name: "gateway_listeners",
-			objects: []any{
-				confirmedGateway("infra", "gw", true,
-					validListener(httpListener("http", 80, "*.example.com")),
-					validListener(httpsListener("https", 443, "secure.example.com", certRef("", "tls-a"), certRef("certs", "tls-shared"))),
-					validListener(gatewayv1.Listener{Name: "tcp", Port: 5432, Protocol: gatewayv1.TCPProtocolType, Hostname: new(gatewayv1.Hostname("db.example.com"))}),
-					invalidListener(gatewayv1.Listener{Name: "dns", Port: 53, Protocol: gatewayv1.UDPProtocolType}),
-					invalidListener(httpListener("http-other", 80, "other.example.com")),
-				),
-				tlsSecret("infra", "tls-a"),
-				tlsSecret("certs", "tls-shared"),
-			},
-		},
-		{
-			// Not accepted: nothing is written. A route accepted nowhere has no
-			// attachments and no problem either.
-			name: "gateway_not_accepted",
-			objects: []any{
-				confirmedGateway("infra", "gw", false, validListener(httpListener("http", 80, ""))),
-				newConfirmedHTTPRoute("apps", "orphan", nil, gwsync.RouteDecision{},
-					gatewayv1.HTTPRouteRule{BackendRefs: []gatewayv1.HTTPBackendRef{httpBackend("", "web", 8080, nil)}}),
-				backendService("apps", "web", 8080),
-			},
-		},
-		{
-			// Attached to two listeners of one Gateway; rule 1 was dropped by the status
-			// pipeline: its requests go to the blackhole.
-			name: "route_two_listeners_dropped_rule",
-			objects: []any{
-				confirmedGateway("infra", "gw", true,
-					validListener(httpListener("http", 80, "")),
-					validListener(httpsListener("https", 443, "app.example.com", certRef("", "tls")))),
-				tlsSecret("infra", "tls"),
-				backendService("apps", "api", 8080),
-				backendService("apps", "web", 8080),
-				backendService("apps", "mirror", 8080),
-				newConfirmedHTTPRoute("apps", "app", []string{"app.example.com"},
-					gwsync.RouteDecision{Attachments: []gwsync.Attachment{attachment("infra", "gw", "http", "https")}, DroppedRules: []int{1}},
-					gatewayv1.HTTPRouteRule{
-						Matches:     []gatewayv1.HTTPRouteMatch{prefixMatch("/api")},
-						BackendRefs: []gatewayv1.HTTPBackendRef{httpBackend("", "api", 8080, nil)},
-					},
-					gatewayv1.HTTPRouteRule{
-						Matches: []gatewayv1.HTTPRouteMatch{prefixMatch("/mirror")},
-						Filters: []gatewayv1.HTTPRouteFilter{{
-							Type:          gatewayv1.HTTPRouteFilterRequestMirror,
-							RequestMirror: &gatewayv1.HTTPRequestMirrorFilter{BackendRef: backendRef("", "mirror", 8080, nil).BackendObjectReference},
-						}},
-						BackendRefs: []gatewayv1.HTTPBackendRef{httpBackend("", "web", 8080, nil)},
-					},
-					gatewayv1.HTTPRouteRule{
-						BackendRefs: []gatewayv1.HTTPBackendRef{httpBackend("", "web", 8080, nil)},
-					},
-				),
-			},
-		},
-		{
-			name: "http_matches_filters",
-			objects: []any{
-				confirmedGateway("apps", "gw", true, validListener(httpListener("http", 80, ""))),
-				backendService("apps", "web", 8080),
-				backendService("apps", "legacy", 8080),
-				backendService("apps", "v2", 8080),
-				newConfirmedHTTPRoute("apps", "matches", nil, attachedTo(attachment("apps", "gw", "http")),
-					// Every match kind, and request header modification on the rule.
-					gatewayv1.HTTPRouteRule{
-						Matches: []gatewayv1.HTTPRouteMatch{
-							{
-								Path: &gatewayv1.HTTPPathMatch{Type: new(gatewayv1.PathMatchExact), Value: new("/exact")},
-								Headers: []gatewayv1.HTTPHeaderMatch{
-									{Name: "x-exact-default", Value: "a"},
-									{Type: new(gatewayv1.HeaderMatchExact), Name: "x-exact", Value: "b"},
-									{Type: new(gatewayv1.HeaderMatchRegularExpression), Name: "x-regex", Value: "^v[0-9]+$"},
-								},
-								QueryParams: []gatewayv1.HTTPQueryParamMatch{
-									{Name: "exact-default", Value: "1"},
-									{Type: new(gatewayv1.QueryParamMatchExact), Name: "exact", Value: "2"},
-									{Type: new(gatewayv1.QueryParamMatchRegularExpression), Name: "regex", Value: "[a-z]+"},
-								},
-								Method: new(gatewayv1.HTTPMethodGet),
-							},
-							{Path: &gatewayv1.HTTPPathMatch{Type: new(gatewayv1.PathMatchPathPrefix), Value: new("/prefix")}, Method: new(gatewayv1.HTTPMethodPost)},
-							{Path: &gatewayv1.HTTPPathMatch{Type: new(gatewayv1.PathMatchRegularExpression), Value: new("^/re/[0-9]+$")}},
-							// No path: the CRD default, PathPrefix "/".
-							{Headers: []gatewayv1.HTTPHeaderMatch{{Name: "x-only-header", Value: "yes"}}},
-						},
-						Filters: []gatewayv1.HTTPRouteFilter{{
-							Type: gatewayv1.HTTPRouteFilterRequestHeaderModifier,
-							RequestHeaderModifier: &gatewayv1.HTTPHeaderFilter{
-								Set:    []gatewayv1.HTTPHeader{{Name: "x-set", Value: "s"}, {Name: "x-set-2", Value: "s2"}},
-								Add:    []gatewayv1.HTTPHeader{{Name: "x-add", Value: "a"}},
-								Remove: []string{"x-remove", "x-remove-2"},
-							},
-						}},
-						BackendRefs: []gatewayv1.HTTPBackendRef{httpBackend("", "web", 8080, nil)},
-					},
-					// Rule-level prefix rewrite; header modification on the backend.
-					gatewayv1.HTTPRouteRule{
-						Matches: []gatewayv1.HTTPRouteMatch{prefixMatch("/old")},
-						Filters: []gatewayv1.HTTPRouteFilter{{
-							Type:       gatewayv1.HTTPRouteFilterURLRewrite,
-							URLRewrite: &gatewayv1.HTTPURLRewriteFilter{Path: &gatewayv1.HTTPPathModifier{Type: gatewayv1.PrefixMatchHTTPPathModifier, ReplacePrefixMatch: new("/new")}},
-						}},
-						BackendRefs: []gatewayv1.HTTPBackendRef{httpBackend("", "legacy", 8080, nil, gatewayv1.HTTPRouteFilter{
-							Type:                  gatewayv1.HTTPRouteFilterRequestHeaderModifier,
-							RequestHeaderModifier: &gatewayv1.HTTPHeaderFilter{Set: []gatewayv1.HTTPHeader{{Name: "x-backend", Value: "legacy"}}},
-						})},
-					},
-					// No matches (every request); backend-level rewrite and headers.
-					gatewayv1.HTTPRouteRule{
-						BackendRefs: []gatewayv1.HTTPBackendRef{httpBackend("", "v2", 8080, nil,
-							gatewayv1.HTTPRouteFilter{
-								Type:       gatewayv1.HTTPRouteFilterURLRewrite,
-								URLRewrite: &gatewayv1.HTTPURLRewriteFilter{Path: &gatewayv1.HTTPPathModifier{Type: gatewayv1.PrefixMatchHTTPPathModifier, ReplacePrefixMatch: new("/v2")}},
-							},
-							gatewayv1.HTTPRouteFilter{
-								Type:                  gatewayv1.HTTPRouteFilterRequestHeaderModifier,
-								RequestHeaderModifier: &gatewayv1.HTTPHeaderFilter{Add: []gatewayv1.HTTPHeader{{Name: "x-version", Value: "2"}}, Remove: []string{"x-debug"}},
-							},
-						)},
-					},
-				),
-			},
-		},
-		{
-			// Weights pass through; the weight-0 backend is left out (Consul would make
-			// it 1), an unset weight is 1.
-			name: "weighted_backends",
-			objects: []any{
-				confirmedGateway("apps", "gw", true, validListener(httpListener("http", 80, ""))),
-				backendService("apps", "stable", 8080),
-				backendService("apps", "canary", 8080),
-				backendService("apps", "drained", 8080),
-				backendService("apps", "default-weight", 8080),
-				newConfirmedHTTPRoute("apps", "split", nil, attachedTo(attachment("apps", "gw", "http")),
-					gatewayv1.HTTPRouteRule{BackendRefs: []gatewayv1.HTTPBackendRef{
-						httpBackend("", "stable", 8080, new(int32(90))),
-						httpBackend("", "canary", 8080, new(int32(10))),
-						httpBackend("", "drained", 8080, new(int32(0))),
-						httpBackend("", "default-weight", 8080, nil),
-					}},
-				),
-			},
-		},
-		{
-			// Backends that cannot receive traffic, as the decision and the snapshot
-			// say. Rule 0 keeps its valid backend and sends the missing one's share to
-			// the blackhole. Rules 1, 2 and 3 have no backend left: their requests go
-			// to the blackhole. Rule 3 shows each kind of unusable ref.
-			name: "invalid_backends",
-			objects: []any{
-				confirmedGateway("apps", "gw", true, validListener(httpListener("http", 80, ""))),
-				backendService("apps", "web", 8080),
-				&corev1.Service{
-					ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "external", UID: "uid-service-apps-external"},
-					Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "example.org", Ports: []corev1.ServicePort{{Port: 80}}},
-				},
-				func() confirmedHTTPRoute {
-					c := newConfirmedHTTPRoute("apps", "broken", nil, attachedTo(attachment("apps", "gw", "http")),
-						gatewayv1.HTTPRouteRule{
-							Matches: []gatewayv1.HTTPRouteMatch{prefixMatch("/partial")},
-							BackendRefs: []gatewayv1.HTTPBackendRef{
-								httpBackend("", "web", 8080, new(int32(1))),
-								httpBackend("", "missing", 8080, new(int32(1))),
-							},
-						},
-						gatewayv1.HTTPRouteRule{
-							Matches:     []gatewayv1.HTTPRouteMatch{prefixMatch("/none")},
-							BackendRefs: []gatewayv1.HTTPBackendRef{httpBackend("", "missing", 8080, nil)},
-						},
-						gatewayv1.HTTPRouteRule{
-							// No backendRefs at all: Gateway API answers 500.
-							Matches: []gatewayv1.HTTPRouteMatch{prefixMatch("/empty")},
-							Filters: []gatewayv1.HTTPRouteFilter{{
-								Type:                  gatewayv1.HTTPRouteFilterRequestHeaderModifier,
-								RequestHeaderModifier: &gatewayv1.HTTPHeaderFilter{Remove: []string{"x"}},
-							}},
-						},
-						gatewayv1.HTTPRouteRule{
-							Matches: []gatewayv1.HTTPRouteMatch{prefixMatch("/kinds")},
-							BackendRefs: []gatewayv1.HTTPBackendRef{
-								{BackendRef: gatewayv1.BackendRef{BackendObjectReference: gatewayv1.BackendObjectReference{
-									Group: new(gatewayv1.Group("example.com")), Kind: new(gatewayv1.Kind("Bucket")), Name: "bucket",
-								}}},
-								httpBackend("", "external", 80, nil),
-								httpBackend("", "web", 9999, nil),
-								httpBackend("", "web", 8080, new(int32(0))),
-							},
-						},
-					)
-					c.Route.Status.Parents = ourRouteStatus(false)
-					c.Decision.UnresolvedBackends = []gwsync.BackendRefIndex{{Rule: 0, Ref: 1}, {Rule: 1, Ref: 0}, {Rule: 3, Ref: 0}, {Rule: 3, Ref: 1}, {Rule: 3, Ref: 2}}
-					return c
-				}(),
-				// A Service the snapshot holds but the decision did not resolve: the
-				// decision is newer than the snapshot's Services, or the other way round;
-				// either way no traffic.
-				func() confirmedHTTPRoute {
-					c := newConfirmedHTTPRoute("apps", "undecided", []string{"undecided.example.com"}, attachedTo(attachment("apps", "gw", "http")),
-						gatewayv1.HTTPRouteRule{BackendRefs: []gatewayv1.HTTPBackendRef{httpBackend("", "web", 8080, nil)}})
-					c.Route.Status.Parents = ourRouteStatus(false)
-					c.Decision.UnresolvedBackends = []gwsync.BackendRefIndex{{Rule: 0, Ref: 0}}
-					return c
-				}(),
-			},
-		},
-		{
-			// A Service in another namespace is written where the decision says its
-			// backendRef resolved (a ReferenceGrant allows it), even when another
-			// backendRef of the route did not (ResolvedRefs False); one the decision
-			// did not resolve gets the blackhole.
-			name: "cross_namespace_backend",
-			objects: []any{
-				confirmedGateway("infra", "gw", true, validListener(func() gatewayv1.Listener {
-					l := httpListener("http", 80, "")
-					l.AllowedRoutes = &gatewayv1.AllowedRoutes{Namespaces: &gatewayv1.RouteNamespaces{From: new(gatewayv1.NamespacesFromAll)}}
-					return l
-				}())),
-				backendService("backends", "api", 8080),
-				backendService("backends", "secret", 8080),
-				backendService("apps", "web", 8080),
-				newConfirmedHTTPRoute("apps", "granted", nil, attachedTo(attachment("infra", "gw", "http")),
-					gatewayv1.HTTPRouteRule{BackendRefs: []gatewayv1.HTTPBackendRef{httpBackend("backends", "api", 8080, nil)}}),
-				func() confirmedHTTPRoute {
-					c := newConfirmedHTTPRoute("apps", "unresolved", nil, attachedTo(attachment("infra", "gw", "http")),
-						gatewayv1.HTTPRouteRule{
-							Matches:     []gatewayv1.HTTPRouteMatch{prefixMatch("/api")},
-							BackendRefs: []gatewayv1.HTTPBackendRef{httpBackend("backends", "api", 8080, nil)},
-						},
-						gatewayv1.HTTPRouteRule{
-							Matches:     []gatewayv1.HTTPRouteMatch{prefixMatch("/secret")},
-							BackendRefs: []gatewayv1.HTTPBackendRef{httpBackend("backends", "secret", 8080, nil)},
-						},
-						gatewayv1.HTTPRouteRule{BackendRefs: []gatewayv1.HTTPBackendRef{httpBackend("", "web", 8080, nil), httpBackend("", "gone", 8080, nil)}},
-					)
-					c.Route.Status.Parents = ourRouteStatus(false)
-					c.Decision.UnresolvedBackends = []gwsync.BackendRefIndex{{Rule: 1, Ref: 0}, {Rule: 2, Ref: 1}}
-					return c
-				}(),
-			},
-		},
-		{
-			// The weight-0 backendRef of "db" receives no connections and is not
-			// counted; "broken" names a missing Service and is left out.
-			name: "tcp_route",
-			objects: []any{
-				confirmedGateway("infra", "gw", true, validListener(tcpListener("postgres", 5432)), validListener(tcpListener("redis", 6379))),
-				backendService("data", "postgres", 5432),
-				backendService("data", "postgres-old", 5432),
-				newConfirmedTCPRoute("data", "db", attachedTo(attachment("infra", "gw", "postgres")),
-					backendRef("", "postgres-old", 5432, new(int32(0))),
-					backendRef("", "postgres", 5432, nil)),
-				func() confirmedTCPRoute {
-					c := newConfirmedTCPRoute("data", "broken", attachedTo(attachment("infra", "gw", "redis")), backendRef("", "redis", 6379, nil))
-					c.Route.Status.Parents = ourRouteStatus(false)
-					return c
-				}(),
-			},
-		},
-		{
-			// Consul Enterprise: entries in the mirrored namespace (with prefix) of their
-			// object, certificates in their Secret's, everything in the partition.
-			name:   "enterprise_mirroring",
-			naming: Naming{Prefix: "k8s-", Partition: "team-a", MirrorNamespaces: true, MirrorPrefix: "kube-"},
-			opts:   Options{ManageServiceDefaults: true},
-			objects: []any{
-				confirmedGateway("infra", "gw", true,
-					validListener(httpsListener("https", 443, "", certRef("certs", "wildcard"))),
-					validListener(tcpListener("tcp", 9000))),
-				tlsSecret("certs", "wildcard"),
-				backendService("backends", "api", 8080),
-				backendService("apps", "queue", 9000),
-				newConfirmedHTTPRoute("apps", "web", []string{"www.example.com"}, attachedTo(attachment("infra", "gw", "https")),
-					gatewayv1.HTTPRouteRule{BackendRefs: []gatewayv1.HTTPBackendRef{httpBackend("backends", "api", 8080, nil)}}),
-				newConfirmedTCPRoute("apps", "queue", attachedTo(attachment("infra", "gw", "tcp")), backendRef("", "queue", 9000, nil)),
-			},
-		},
-		{
-			// One service-defaults per backend Service that an http-route sends traffic
-			// to: not for the weight-0 one or a tcp-route's.
-			name: "service_defaults",
-			opts: Options{ManageServiceDefaults: true},
-			objects: []any{
-				confirmedGateway("apps", "gw", true, validListener(httpListener("http", 80, "")), validListener(tcpListener("tcp", 9000))),
-				backendService("apps", "web", 8080),
-				backendService("apps", "api", 8080),
-				backendService("apps", "drained", 8080),
-				backendService("apps", "queue", 9000),
-				newConfirmedHTTPRoute("apps", "one", nil, attachedTo(attachment("apps", "gw", "http")),
-					gatewayv1.HTTPRouteRule{BackendRefs: []gatewayv1.HTTPBackendRef{httpBackend("", "web", 8080, nil), httpBackend("", "drained", 8080, new(int32(0)))}}),
-				newConfirmedHTTPRoute("apps", "two", []string{"two.example.com"}, attachedTo(attachment("apps", "gw", "http")),
-					gatewayv1.HTTPRouteRule{BackendRefs: []gatewayv1.HTTPBackendRef{httpBackend("", "web", 8080, nil), httpBackend("", "api", 8080, nil)}}),
-				newConfirmedTCPRoute("apps", "queue", attachedTo(attachment("apps", "gw", "tcp")), backendRef("", "queue", 9000, nil)),
-				// web is http now: Consul 1.15 refuses a tcp-route to it.
-				newConfirmedTCPRoute("apps", "web-tcp", attachedTo(attachment("apps", "gw", "tcp")), backendRef("", "web", 8080, nil)),
-			},
-		},
-		{
-			// The status said the Secrets resolved, but the cache no longer has them:
-			// "partial" keeps its http listener, "tls-only" has none left. The route on
-			// the missing listener has nowhere to go.
-			name: "missing_secret",
-			objects: []any{
-				confirmedGateway("infra", "partial", true,
-					validListener(httpListener("http", 80, "")),
-					validListener(httpsListener("https", 443, "", certRef("", "present"), certRef("", "gone")))),
-				confirmedGateway("infra", "tls-only", true, validListener(httpsListener("https", 443, "", certRef("", "gone")))),
-				tlsSecret("infra", "present"),
-				backendService("infra", "web", 8080),
-				newConfirmedHTTPRoute("infra", "secure", nil, attachedTo(attachment("infra", "tls-only", "https")),
-					gatewayv1.HTTPRouteRule{BackendRefs: []gatewayv1.HTTPBackendRef{httpBackend("", "web", 8080, nil)}}),
-				newConfirmedHTTPRoute("infra", "both", nil, attachedTo(attachment("infra", "partial", "http", "https")),
-					gatewayv1.HTTPRouteRule{BackendRefs: []gatewayv1.HTTPBackendRef{httpBackend("", "web", 8080, nil)}}),
-			},
-		},
-		{
-			// Consul 1.15 takes no wildcard route hostnames. See routeHostnames.
-			name: "wildcard_hostnames",
-			objects: []any{
-				confirmedGateway("infra", "gw", true,
-					validListener(httpListener("wild", 8080, "*.example.com")),
-					validListener(httpListener("foo", 8081, "foo.example.com")),
-					validListener(httpListener("any", 8082, "")),
-					validListener(httpListener("shop", 8083, "shop.other.com"))),
-				backendService("apps", "web", 8080),
-				// Same wildcard as the listener: the entry has no hostnames, Consul serves
-				// the listener's "*.example.com".
-				webRoute("same-wildcard", []string{"*.example.com"}, attachment("infra", "gw", "wild")),
-				// A wildcard on a more specific listener: that listener's hostname.
-				webRoute("narrowed", []string{"*.example.com"}, attachment("infra", "gw", "foo")),
-				// A wildcard on a listener for any hostname: Consul cannot express it.
-				webRoute("unexpressible", []string{"*.example.com"}, attachment("infra", "gw", "any")),
-				// "example.com" does not intersect "*.example.com" and is left out; Consul's
-				// suffix filter would serve it.
-				webRoute("concrete", []string{"a.example.com", "example.com"}, attachment("infra", "gw", "wild")),
-				// Wildcard plus a concrete hostname, each matching one listener exactly.
-				webRoute("mixed", []string{"*.example.com", "shop.other.com"}, attachment("infra", "gw", "wild", "shop")),
-				// Served on "wild" as the listener's own wildcard; not expressible on "any".
-				webRoute("partly", []string{"*.example.com"}, attachment("infra", "gw", "wild", "any")),
-			},
-		},
+// translationCases reads every testdata/*.in.yaml, in name order.
+func translationCases(t testing.TB) []translationCase {
+	t.Helper()
+	paths, err := filepath.Glob(filepath.Join("testdata", "*.in.yaml"))
+	if err != nil {
+		t.Fatal(err)
 	}
+	if len(paths) == 0 {
+		t.Fatal("no testdata/*.in.yaml")
+	}
+	cases := make([]translationCase, 0, len(paths))
+	for _, path := range paths {
+		tc, err := readTranslationCase(path)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		cases = append(cases, tc)
+	}
+	return cases
 }
 
-// goldenForm is the golden form of a translation: entries sorted by kind, partition,
-// namespace and name, then the problems.
+// Documents of an .in.yaml file that are not Kubernetes objects.
+const (
+	kindTranslationOptions = "TranslationOptions"
+	kindRouteDecision      = "RouteDecision"
+)
+
+// translationOptionsDoc is the TranslationOptions document: Translate's Naming and
+// Options. Their fields are written lowerCamelCase (JSON matches them regardless of case).
+type translationOptionsDoc struct {
+	Kind    string  `json:"kind"`
+	Naming  Naming  `json:"naming"`
+	Options Options `json:"options"`
+}
+
+// routeDecisionDoc is a RouteDecision document: the status pipeline's decision for one
+// route, confirmed with it. Its fields besides kind and route are those of
+// gwsync.RouteDecision, written lowerCamelCase.
+type routeDecisionDoc struct {
+	Kind  string   `json:"kind"`
+	Route routeRef `json:"route"`
+	gwsync.RouteDecision
+}
+
+type routeRef struct {
+	Kind      gatewayv1.Kind `json:"kind"`
+	Namespace string         `json:"namespace"`
+	Name      string         `json:"name"`
+}
+
+// testdataDecoder decodes the Kubernetes objects of the .in.yaml files: the kinds the
+// snapshot holds, strictly (an unknown or repeated field is an error).
+var testdataDecoder = func() runtime.Decoder {
+	scheme := runtime.NewScheme()
+	utilruntime.Must(corev1.AddToScheme(scheme))
+	utilruntime.Must(gatewayv1.Install(scheme))
+	return serializer.NewCodecFactory(scheme, serializer.EnableStrict).UniversalDeserializer()
+}()
+
+func readTranslationCase(path string) (translationCase, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return translationCase{}, err
+	}
+	r := caseReader{
+		tc:      translationCase{name: strings.TrimSuffix(filepath.Base(path), ".in.yaml")},
+		routes:  map[routeRef]int{},
+		decided: map[routeRef]bool{},
+	}
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	for n := 1; ; n++ {
+		doc, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return r.tc, err
+		}
+		if err := r.document(doc); err != nil {
+			return r.tc, fmt.Errorf("document %d: %w", n, err)
+		}
+	}
+	for route := range r.routes {
+		if !r.decided[route] {
+			return r.tc, fmt.Errorf("%s %s/%s has no %s", route.Kind, route.Namespace, route.Name, kindRouteDecision)
+		}
+	}
+	return r.tc, nil
+}
+
+// caseReader collects the documents of one .in.yaml file into a case.
+type caseReader struct {
+	tc          translationCase
+	routes      map[routeRef]int // a route's index in tc.objects
+	decided     map[routeRef]bool
+	optionsRead bool
+}
+
+func (r *caseReader) document(doc []byte) error {
+	var head metav1.TypeMeta
+	if err := yaml.Unmarshal(doc, &head); err != nil {
+		return err
+	}
+	switch head.Kind {
+	case "":
+		if len(bytes.TrimSpace(stripComments(doc))) > 0 {
+			return errors.New("no kind")
+		}
+	case kindTranslationOptions:
+		var opts translationOptionsDoc
+		if err := yaml.UnmarshalStrict(doc, &opts); err != nil {
+			return fmt.Errorf("%s: %w", head.Kind, err)
+		}
+		if r.optionsRead {
+			return fmt.Errorf("a second %s", head.Kind)
+		}
+		r.optionsRead = true
+		r.tc.naming, r.tc.opts = opts.Naming, opts.Options
+	case kindRouteDecision:
+		var d routeDecisionDoc
+		if err := yaml.UnmarshalStrict(doc, &d); err != nil {
+			return fmt.Errorf("%s: %w", head.Kind, err)
+		}
+		return r.decision(d)
+	default:
+		obj, _, err := testdataDecoder.Decode(doc, nil, nil)
+		if err != nil {
+			return fmt.Errorf("%s: %w", head.Kind, err)
+		}
+		return r.object(obj)
+	}
+	return nil
+}
+
+// decision files d with its route, which came before it.
+func (r *caseReader) decision(d routeDecisionDoc) error {
+	i, ok := r.routes[d.Route]
+	if !ok || r.decided[d.Route] {
+		return fmt.Errorf("a %s for %+v, which is not a route above or has one already", kindRouteDecision, d.Route)
+	}
+	r.decided[d.Route] = true
+	switch route := r.tc.objects[i].(type) {
+	case confirmedHTTPRoute:
+		route.Decision = d.RouteDecision
+		r.tc.objects[i] = route
+	case confirmedTCPRoute:
+		route.Decision = d.RouteDecision
+		r.tc.objects[i] = route
+	}
+	return nil
+}
+
+// object adds a Kubernetes object; a route keeps its place and waits for its decision.
+func (r *caseReader) object(obj runtime.Object) error {
+	// As an informer's cache holds them: typed objects carry no TypeMeta.
+	kind := obj.GetObjectKind().GroupVersionKind().Kind
+	obj.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
+	switch o := obj.(type) {
+	case *gatewayv1.HTTPRoute:
+		r.routes[routeRef{"HTTPRoute", o.Namespace, o.Name}] = len(r.tc.objects)
+		r.tc.objects = append(r.tc.objects, confirmedHTTPRoute{Route: o})
+	case *gatewayv1.TCPRoute:
+		r.routes[routeRef{"TCPRoute", o.Namespace, o.Name}] = len(r.tc.objects)
+		r.tc.objects = append(r.tc.objects, confirmedTCPRoute{Route: o})
+	case *gatewayv1.Gateway, *gatewayv1.ListenerSet, *corev1.Secret, *corev1.Service:
+		r.tc.objects = append(r.tc.objects, o)
+	default:
+		return fmt.Errorf("the snapshot holds no %s", kind)
+	}
+	return nil
+}
+
+// stripComments drops the comment lines of a YAML document.
+func stripComments(doc []byte) []byte {
+	var out []byte
+	for line := range bytes.Lines(doc) {
+		if !bytes.HasPrefix(bytes.TrimSpace(line), []byte("#")) {
+			out = append(out, line...)
+		}
+	}
+	return out
+}
+
+// goldenForm is the translation as testdata/<case>.out.yaml holds it: entries sorted by
+// kind, partition, namespace and name, then the problems. Each entry is the JSON Consul's
+// API client sends, as YAML.
 func goldenForm(t *testing.T, d Desired) []byte {
 	t.Helper()
 	type entry struct {
@@ -398,24 +246,28 @@ func goldenForm(t *testing.T, d Desired) []byte {
 	slices.SortFunc(out.Entries, func(a, b entry) int {
 		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Partition, b.Partition), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 	})
-	b, err := json.MarshalIndent(out, "", "  ")
+	b, err := json.Marshal(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return append(b, '\n')
+	y, err := yaml.JSONToYAML(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return y
 }
 
+// TestTranslateGolden translates each testdata/<case>.in.yaml and compares the result
+// with testdata/<case>.out.yaml; -update rewrites the .out.yaml files.
 func TestTranslateGolden(t *testing.T) {
-	for _, tc := range translationCases() {
+	cases := translationCases(t)
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			d := Translate(snapshotOf(tc.objects...), tc.naming, testOwnership, tc.opts)
 			checkConsul115Validation(t, d)
 			got := goldenForm(t, d)
-			path := filepath.Join("testdata", tc.name+".golden.json")
+			path := filepath.Join("testdata", tc.name+".out.yaml")
 			if *update {
-				if err := os.MkdirAll("testdata", 0o755); err != nil {
-					t.Fatal(err)
-				}
 				if err := os.WriteFile(path, got, 0o644); err != nil {
 					t.Fatal(err)
 				}
@@ -423,11 +275,23 @@ func TestTranslateGolden(t *testing.T) {
 			}
 			want, err := os.ReadFile(path)
 			if err != nil {
-				t.Fatalf("%v (run go test ./consul -run TestTranslateGolden -update to create it)", err)
+				t.Fatalf("%v (go test ./consul/translate -run TestTranslateGolden -update writes it)", err)
 			}
-			if diff := gocmp.Diff(string(want), string(got)); diff != "" {
-				t.Errorf("translation differs from %s (-want +got):\n%s", path, diff)
+			// Line by line: a reader sees the lines that differ, between the lines around them.
+			if diff := gocmp.Diff(strings.Split(string(want), "\n"), strings.Split(string(got), "\n")); diff != "" {
+				t.Errorf("translation of %s.in.yaml differs from %s (-want +got):\n%s", tc.name, path, diff)
 			}
 		})
+	}
+	// An output without its input is left over from a case that is gone.
+	outs, err := filepath.Glob(filepath.Join("testdata", "*.out.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, out := range outs {
+		name := strings.TrimSuffix(filepath.Base(out), ".out.yaml")
+		if !slices.ContainsFunc(cases, func(tc translationCase) bool { return tc.name == name }) {
+			t.Errorf("%s has no %s.in.yaml", out, name)
+		}
 	}
 }

@@ -8,34 +8,18 @@ import (
 	gocmp "github.com/google/go-cmp/cmp"
 	consulapi "github.com/hashicorp/consul/api"
 	"k8s.io/client-go/tools/cache"
-	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 )
 
 // ---- determinism ----
 
+// TestTranslateDeterministic translates every golden case's objects again, filed in
+// other orders. In shared_entries objects share entries: the first in sorted order owns
+// a shared entry, whatever the order.
 func TestTranslateDeterministic(t *testing.T) {
-	cases := append(translationCases(), translationCase{
-		// Objects that share entries: with one destination namespace the Services
-		// apps/web and other/web are one Consul service, and two Gateways use one
-		// Secret. The first in sorted order owns a shared entry, whatever the order.
-		name:   "shared entries",
-		naming: Naming{DestinationNamespace: "k8s"},
-		opts:   Options{ManageServiceDefaults: true},
-		objects: []any{
-			confirmedGateway("infra", "a", true, validListener(httpsListener("https", 443, "", certRef("certs", "tls")))),
-			confirmedGateway("infra", "b", true, validListener(httpsListener("https", 443, "", certRef("certs", "tls"))), validListener(httpListener("http", 80, ""))),
-			tlsSecret("certs", "tls"),
-			backendService("apps", "web", 8080),
-			backendService("other", "web", 8080),
-			newConfirmedHTTPRoute("apps", "r", nil, attachedTo(attachment("infra", "a", "https"), attachment("infra", "b", "https", "http")),
-				gatewayv1.HTTPRouteRule{BackendRefs: []gatewayv1.HTTPBackendRef{httpBackend("", "web", 8080, nil)}}),
-			newConfirmedHTTPRoute("other", "r", nil, attachedTo(attachment("infra", "b", "http")),
-				gatewayv1.HTTPRouteRule{BackendRefs: []gatewayv1.HTTPBackendRef{httpBackend("", "web", 8080, nil)}}),
-		},
-	})
-	for _, tc := range cases {
+	shared := false
+	for _, tc := range translationCases(t) {
 		first := Translate(snapshotOf(tc.objects...), tc.naming, testOwnership, tc.opts)
 		want := goldenForm(t, first)
 		for i := range 30 {
@@ -52,7 +36,8 @@ func TestTranslateDeterministic(t *testing.T) {
 				t.Fatalf("%s: run %d differs (-first +run):\n%s", tc.name, i, diff)
 			}
 		}
-		if tc.name == "shared entries" {
+		if tc.name == "shared_entries" {
+			shared = true
 			sd := first.Entries[EntryKey{Kind: consulapi.ServiceDefaults, Name: "web", Namespace: "k8s"}]
 			if sd == nil || sd.GetMeta()[metaNamespace] != "apps" {
 				t.Errorf("shared service-defaults: %+v", sd)
@@ -63,11 +48,14 @@ func TestTranslateDeterministic(t *testing.T) {
 			}
 		}
 	}
+	if !shared {
+		t.Error("no case shared_entries in testdata")
+	}
 }
 
 // TestTranslateDoesNotModifySnapshot: the snapshot is shared with the syncer.
 func TestTranslateDoesNotModifySnapshot(t *testing.T) {
-	for _, tc := range translationCases() {
+	for _, tc := range translationCases(t) {
 		s := snapshotOf(tc.objects...)
 		before := snapshotOf(tc.objects...)
 		for k, gw := range before.Gateways {
