@@ -16,7 +16,7 @@ import (
 // with other content, new versions with the same content) and requires, at every
 // step, exactly what a fresh Translate gives.
 func TestTranslatorEqualsTranslateThroughChanges(t *testing.T) {
-	for _, tc := range translationCases() {
+	for _, tc := range translationCases(t) {
 		t.Run(tc.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(1, uint64(len(tc.name))))
 			tr := NewTranslator(tc.naming, testOwnership, tc.opts)
