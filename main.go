@@ -38,6 +38,7 @@ import (
 	"github.com/consul-gateway-controller/consul-gateway-controller/dataplane"
 	"github.com/consul-gateway-controller/consul-gateway-controller/informers"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/consullimits"
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/leader"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/metrics"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/options"
@@ -190,7 +191,7 @@ func run(ctx context.Context, opts *options.Options) error {
 	syncer.OnVerdictChange(controller.Enqueue)
 	if owned != nil {
 		// A gateway pod or Service that changes may change its Gateway's status.
-		if err := owned.AddEventHandlers(ctx, func(gw cache.ObjectName) { controller.Enqueue("Gateway", gw) }); err != nil {
+		if err := owned.AddEventHandlers(ctx, func(gw cache.ObjectName) { controller.Enqueue(gatewayapi.GatewayKind, gw) }); err != nil {
 			return err
 		}
 	}

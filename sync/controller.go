@@ -174,11 +174,11 @@ func (c *Controller) Run(ctx context.Context) error {
 	run := wg.Go
 	run(func() {
 		workqueue.Run(ctx, "gatewayclass", c.gatewayClassQueue, c.workers.GatewayClasses, func(ctx context.Context, name string) error {
-			return c.initial.track("GatewayClass", cache.ObjectName{Name: name}, c.syncGatewayClass(ctx, name))
+			return c.initial.track(gatewayapi.GatewayClassKind, cache.ObjectName{Name: name}, c.syncGatewayClass(ctx, name))
 		})
 	})
 	run(func() {
-		workqueue.Run(ctx, "gateway", c.gatewayQueue, c.workers.Gateways, c.tracked("Gateway", c.syncGateway))
+		workqueue.Run(ctx, "gateway", c.gatewayQueue, c.workers.Gateways, c.tracked(gatewayapi.GatewayKind, c.syncGateway))
 	})
 	// ListenerSets are judged with their Gateway, and share its number of workers.
 	run(func() {
@@ -210,9 +210,9 @@ func (c *Controller) tracked(kind gatewayv1.Kind, sync workqueue.SyncFunc[cache.
 // cachedKeys lists every object in the caches the status workers drain.
 func (c *Controller) cachedKeys() []objectKey {
 	stores := map[gatewayv1.Kind]cache.Store{
-		"GatewayClass": c.informers.GatewayClasses.Informer().GetStore(),
-		"Gateway":      c.informers.Gateways.Informer().GetStore(),
-		"ListenerSet":  c.informers.ListenerSets.Informer().GetStore(),
+		gatewayapi.GatewayClassKind: c.informers.GatewayClasses.Informer().GetStore(),
+		gatewayapi.GatewayKind:      c.informers.Gateways.Informer().GetStore(),
+		gatewayapi.ListenerSetKind:  c.informers.ListenerSets.Informer().GetStore(),
 	}
 	for kind, informer := range c.informers.Routes {
 		stores[kind] = informer.GetStore()
@@ -237,7 +237,7 @@ func (c *Controller) syncGatewayClass(ctx context.Context, name string) error {
 	key := cache.ObjectName{Name: name}
 	class, err := c.classes.Get(name)
 	if apierrors.IsNotFound(err) {
-		c.gone(ctx, "GatewayClass", key)
+		c.gone(ctx, gatewayapi.GatewayClassKind, key)
 		return nil
 	}
 	if err != nil {
@@ -251,7 +251,7 @@ func (c *Controller) syncGatewayClass(ctx context.Context, name string) error {
 		return err
 	}
 	status := gatewayClassStatus(class, params, c.bundleVersion(), c.caps, c.now())
-	return c.confirm(ctx, Confirmation{Kind: "GatewayClass"}, class, apiequality.Semantic.DeepEqual(status, class.Status), func() (runtime.Object, error) {
+	return c.confirm(ctx, Confirmation{Kind: gatewayapi.GatewayClassKind}, class, apiequality.Semantic.DeepEqual(status, class.Status), func() (runtime.Object, error) {
 		update := class.DeepCopy()
 		update.Status = status
 		return c.client.GatewayV1().GatewayClasses().UpdateStatus(ctx, update, metav1.UpdateOptions{})
@@ -261,7 +261,7 @@ func (c *Controller) syncGatewayClass(ctx context.Context, name string) error {
 func (c *Controller) syncGateway(ctx context.Context, key cache.ObjectName) error {
 	gw, err := c.gateways.Gateways(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
-		c.gone(ctx, "Gateway", key)
+		c.gone(ctx, gatewayapi.GatewayKind, key)
 		return nil
 	}
 	if err != nil {
@@ -274,14 +274,14 @@ func (c *Controller) syncGateway(ctx context.Context, key cache.ObjectName) erro
 	if !ours {
 		// Not ours (any more): what was derived from it must go, its status is not ours
 		// to write.
-		c.publisher.Publish(ctx, Confirmation{Kind: "Gateway", Key: key})
+		c.publisher.Publish(ctx, Confirmation{Kind: gatewayapi.GatewayKind, Key: key})
 		return nil
 	}
 	status, err := c.gatewayStatus(gw, class, c.now())
 	if err != nil {
 		return err
 	}
-	return c.confirm(ctx, Confirmation{Kind: "Gateway"}, gw, apiequality.Semantic.DeepEqual(status, gw.Status), func() (runtime.Object, error) {
+	return c.confirm(ctx, Confirmation{Kind: gatewayapi.GatewayKind}, gw, apiequality.Semantic.DeepEqual(status, gw.Status), func() (runtime.Object, error) {
 		update := gw.DeepCopy()
 		update.Status = status
 		return c.client.GatewayV1().Gateways(gw.Namespace).UpdateStatus(ctx, update, metav1.UpdateOptions{})
