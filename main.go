@@ -175,7 +175,7 @@ func run(ctx context.Context, opts *options.Options) error {
 	controller, err := gwsync.NewController(ctx, gwsync.Config{
 		ControllerName: gatewayv1.GatewayController(opts.ControllerName),
 		Capabilities:   consullimits.Consul115,
-		Informers:      inf,
+		Informers:      gwsync.InformersOf(inf),
 		GatewayClient:  gateway,
 		Publisher:      publishers,
 		Verdicts:       syncer,
@@ -212,7 +212,7 @@ func run(ctx context.Context, opts *options.Options) error {
 	// Probes answer from the start: /readyz says why the process is not ready yet
 	// (for example RBAC that keeps a cache from syncing) instead of refusing connections.
 	var leading atomic.Bool
-	synced := append(inf.HasSynced(), bundle.HasSynced)
+	synced := append(inf.HasSynced(), bundle.HasSynced, controller.HasSynced)
 	if owned != nil {
 		synced = append(synced, owned.HasSynced()...)
 	}

@@ -3,6 +3,7 @@ package sync
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	gosync "sync"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/listers"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
@@ -20,6 +22,7 @@ import (
 	"k8s.io/utils/clock"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
+	gatewayinformers "sigs.k8s.io/gateway-api/pkg/client/informers/externalversions/apis/v1"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/api/v1alpha1"
 	"github.com/consul-gateway-controller/consul-gateway-controller/informers"
@@ -38,10 +41,12 @@ type Workers struct {
 type Config struct {
 	ControllerName gatewayv1.GatewayController
 	Capabilities   consullimits.Capabilities
-	Informers      *informers.Informers
-	GatewayClient  gatewayclient.Interface
-	Publisher      Publisher
-	Workers        Workers
+	// Informers are the caches the controller reads; NewController registers its
+	// event handlers on them.
+	Informers     Informers
+	GatewayClient gatewayclient.Interface
+	Publisher     Publisher
+	Workers       Workers
 	// Verdicts reports Consul's verdicts; nil means none is wired in.
 	Verdicts ConsulVerdicts
 	// Deployments reports the gateway pods and Services this controller deploys; nil
@@ -55,6 +60,38 @@ type Config struct {
 	Events events.EventRecorder
 }
 
+// Informers are the shared informers the controller reads: the objects it judges, and
+// those their status depends on. Each change to one of them enqueues the objects whose
+// status it may change (see addEventHandlers).
+type Informers struct {
+	GatewayClasses gatewayinformers.GatewayClassInformer
+	Gateways       gatewayinformers.GatewayInformer
+	ListenerSets   gatewayinformers.ListenerSetInformer
+	// Routes holds the informer of each kind of gatewayapi.Routes.
+	Routes          map[gatewayv1.Kind]cache.SharedIndexInformer
+	ReferenceGrants gatewayinformers.ReferenceGrantInformer
+	Namespaces      coreinformers.TypedNamespaceInformer
+	Services        coreinformers.TypedServiceInformer
+	// Secrets holds the listeners' certificates (kubernetes.io/tls Secrets only).
+	Secrets        coreinformers.TypedSecretInformer
+	GatewayConfigs cache.SharedIndexInformer
+}
+
+// InformersOf returns the informers of inf the controller reads.
+func InformersOf(inf *informers.Informers) Informers {
+	return Informers{
+		GatewayClasses:  inf.GatewayClasses,
+		Gateways:        inf.Gateways,
+		ListenerSets:    inf.ListenerSets,
+		Routes:          inf.Routes,
+		ReferenceGrants: inf.ReferenceGrants,
+		Namespaces:      inf.Namespaces,
+		Services:        inf.Services,
+		Secrets:         inf.Secrets,
+		GatewayConfigs:  inf.GatewayConfigs,
+	}
+}
+
 // Controller writes the status of GatewayClasses, Gateways and routes of our classes
 // and publishes what the API server confirmed.
 type Controller struct {
@@ -63,9 +100,12 @@ type Controller struct {
 	publisher     Publisher
 	bundleVersion func() string
 	clock         clock.PassiveClock
-	informers     *informers.Informers
+	informers     Informers
 	workers       Workers
 	events        *eventEmitter
+	// synced holds the HasSynced of every informer and of every event handler
+	// NewController registered.
+	synced []cache.InformerSynced
 
 	initial *initialSync
 	own     *ownWrites
@@ -110,16 +150,9 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 		listenerSetQueue:  workqueue.New[cache.ObjectName]("listenerset"),
 		routeQueues:       make(map[gatewayv1.Kind]kworkqueue.TypedRateLimitingInterface[cache.ObjectName], len(gatewayapi.Routes)),
 	}
-	queues := informers.Queues{
-		GatewayClasses: c.gatewayClassQueue,
-		Gateways:       c.gatewayQueue,
-		ListenerSets:   c.listenerSetQueue,
-		Routes:         make(map[gatewayv1.Kind]kworkqueue.TypedInterface[cache.ObjectName], len(gatewayapi.Routes)),
-	}
 	for _, kind := range gatewayapi.Routes {
 		c.routeIndexers[kind.Kind] = inf.Routes[kind.Kind].GetIndexer()
 		c.routeQueues[kind.Kind] = workqueue.New[cache.ObjectName](kind.QueueName())
-		queues.Routes[kind.Kind] = c.routeQueues[kind.Kind]
 	}
 	if c.clock == nil {
 		c.clock = clock.RealClock{}
@@ -127,10 +160,76 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 	if c.verdicts == nil {
 		c.verdicts = noVerdicts{}
 	}
-	if err := inf.AddEventHandlers(ctx, queues); err != nil {
+	if err := c.addEventHandlers(ctx); err != nil {
 		return nil, fmt.Errorf("add event handlers: %w", err)
 	}
 	return c, nil
+}
+
+// addEventHandlers registers on every informer the controller reads the handler that
+// maps its events to the keys of the objects whose status they may change
+// (informers.KeyMapper says which). A handler added to a running informer is first
+// handed every cached object as an add.
+func (c *Controller) addEventHandlers(ctx context.Context) error {
+	inf := c.informers
+	keys := informers.NewKeyMapper(ctx, informers.Indexes{
+		GatewayClasses: inf.GatewayClasses.Informer().GetIndexer(),
+		Gateways:       inf.Gateways.Informer().GetIndexer(),
+		ListenerSets:   inf.ListenerSets.Informer().GetIndexer(),
+		Routes:         c.routeIndexers,
+	}, c.queues())
+	type registration struct {
+		kind     gatewayv1.Kind
+		informer cache.SharedIndexInformer
+		handler  cache.ResourceEventHandler
+	}
+	registrations := []registration{
+		{gatewayapi.GatewayClassKind, inf.GatewayClasses.Informer(), keys.GatewayClassHandler()},
+		{gatewayapi.GatewayKind, inf.Gateways.Informer(), keys.GatewayHandler()},
+		{gatewayapi.ListenerSetKind, inf.ListenerSets.Informer(), keys.ListenerSetHandler()},
+		{gatewayapi.ReferenceGrantKind, inf.ReferenceGrants.Informer(), keys.ReferenceGrantHandler()},
+		{"Namespace", inf.Namespaces.Informer(), keys.NamespaceHandler()},
+		{gatewayapi.ServiceKind, inf.Services.Informer(), keys.ServiceHandler()},
+		{gatewayapi.SecretKind, inf.Secrets.Informer(), keys.SecretHandler()},
+		{v1alpha1.GatewayConfigKind, inf.GatewayConfigs, keys.GatewayConfigHandler()},
+	}
+	for _, kind := range gatewayapi.Routes {
+		registrations = append(registrations, registration{kind.Kind, inf.Routes[kind.Kind], keys.RouteHandler(kind)})
+	}
+	for _, r := range registrations {
+		registration, err := r.informer.AddEventHandler(r.handler)
+		if err != nil {
+			return fmt.Errorf("add %s event handler: %w", r.kind, err)
+		}
+		c.synced = append(c.synced, r.informer.HasSynced, registration.HasSynced)
+	}
+	return nil
+}
+
+// queues are the controller's work queues, as the event handlers feed them.
+func (c *Controller) queues() informers.Queues {
+	q := informers.Queues{
+		GatewayClasses: c.gatewayClassQueue,
+		Gateways:       c.gatewayQueue,
+		ListenerSets:   c.listenerSetQueue,
+		Routes:         make(map[gatewayv1.Kind]kworkqueue.TypedInterface[cache.ObjectName], len(c.routeQueues)),
+	}
+	for kind, queue := range c.routeQueues {
+		q.Routes[kind] = queue
+	}
+	return q
+}
+
+// HasSynced reports whether every informer the controller reads has synced, and every
+// event handler NewController registered has been handed its informer's initial list:
+// from then on the key of every object that existed at start-up is in the queues.
+func (c *Controller) HasSynced() bool {
+	for _, synced := range c.synced {
+		if !synced() {
+			return false
+		}
+	}
+	return true
 }
 
 // Enqueue asks for an object to be judged again, for example when the data plane's
@@ -161,7 +260,7 @@ func (c *Controller) EnqueueAllGatewayClasses() {
 // in-flight sync has finished.
 func (c *Controller) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
-	synced := append(c.informers.HasSynced(), c.verdicts.HasSynced)
+	synced := append(slices.Clone(c.synced), c.verdicts.HasSynced)
 	if c.deployments != nil {
 		synced = append(synced, c.deployments.HasSynced)
 	}
