@@ -38,6 +38,7 @@ import (
 	"github.com/consul-gateway-controller/consul-gateway-controller/dataplane"
 	"github.com/consul-gateway-controller/consul-gateway-controller/informers"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/consullimits"
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/leader"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/metrics"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/options"
@@ -72,33 +73,91 @@ func main() {
 	klog.Flush()
 }
 
+// run connects to the API server and Consul, wires the pipeline, serves the probes and
+// starts the informers, and runs the writers while this replica leads (throughout,
+// without leader election).
 func run(ctx context.Context, opts *options.Options) error {
-	logger := klog.FromContext(ctx)
-	cfg, err := clientcmd.BuildConfigFromFlags("", opts.Kubeconfig)
-	if err != nil {
-		return fmt.Errorf("load kubeconfig: %w", err)
-	}
-	cfg.QPS, cfg.Burst = opts.KubeAPIQPS, opts.KubeAPIBurst
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return fmt.Errorf("create kubernetes client: %w", err)
-	}
-	clients, err := newSideClients(cfg)
+	c, err := newClients(ctx, opts)
 	if err != nil {
 		return err
 	}
-	gateway, err := gatewayclient.NewForConfig(cfg)
+	// Events are writes: they reach the API server only while this replica leads.
+	eventBroadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: c.side.events.EventsV1()})
+	defer eventBroadcaster.Shutdown()
+	p, err := newPipeline(ctx, opts, c, eventBroadcaster.NewRecorder(gatewayscheme.Scheme, opts.ControllerName))
 	if err != nil {
-		return fmt.Errorf("create gateway-api client: %w", err)
+		return err
 	}
-	meta, err := metadata.NewForConfig(cfg)
+	// Everything started below stops when run returns, whatever the reason: a lost
+	// election returns while the signal context is still live. The informers only read,
+	// so the process does not wait for them: a reflector backing off from an
+	// unreachable API server held the exit of a deposed leader for seconds.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	p.start(ctx)
+	var leading atomic.Bool
+	synced := p.synced()
+	serveProbes(ctx, opts, func() error { return ready(synced, c.consul, leading.Load()) })
+	if !cache.WaitForNamedCacheSyncWithContext(ctx, p.bundle.HasSynced) {
+		return fmt.Errorf("gateway-api CRD cache did not sync: %w", context.Cause(ctx))
+	}
+
+	// Informers warm up in every replica; only the leader runs the writers.
+	writers := func(ctx context.Context) error { return p.lead(ctx, eventBroadcaster, &leading) }
+	if !opts.LeaderElect {
+		metrics.Leader.Set(1)
+		return writers(ctx)
+	}
+	return leader.Run(ctx, c.side.leaderElection, opts.LeaderConfig(), writers)
+}
+
+// clients are the controller's connections: to the API server, one client per API
+// and the side clients, and to Consul.
+type clients struct {
+	kube    kubernetes.Interface
+	side    sideClients
+	gateway gatewayclient.Interface
+	meta    metadata.Interface
+	configs configclient.Interface
+	consul  *consulapi.Client
+}
+
+// newClients creates the clients, and checks that the API server answers and serves
+// the Gateway API and this controller's own API.
+func newClients(ctx context.Context, opts *options.Options) (clients, error) {
+	var c clients
+	cfg, err := clientcmd.BuildConfigFromFlags("", opts.Kubeconfig)
 	if err != nil {
-		return fmt.Errorf("create metadata client: %w", err)
+		return c, fmt.Errorf("load kubeconfig: %w", err)
 	}
-	configs, err := configclient.NewForConfig(cfg)
-	if err != nil {
-		return fmt.Errorf("create GatewayConfig client: %w", err)
+	cfg.QPS, cfg.Burst = opts.KubeAPIQPS, opts.KubeAPIBurst
+	if c.kube, err = kubernetes.NewForConfig(cfg); err != nil {
+		return c, fmt.Errorf("create kubernetes client: %w", err)
 	}
+	if c.side, err = newSideClients(cfg); err != nil {
+		return c, err
+	}
+	if c.gateway, err = gatewayclient.NewForConfig(cfg); err != nil {
+		return c, fmt.Errorf("create gateway-api client: %w", err)
+	}
+	if c.meta, err = metadata.NewForConfig(cfg); err != nil {
+		return c, fmt.Errorf("create metadata client: %w", err)
+	}
+	if c.configs, err = configclient.NewForConfig(cfg); err != nil {
+		return c, fmt.Errorf("create GatewayConfig client: %w", err)
+	}
+	if err := checkAPIs(ctx, c.kube, cfg.Host); err != nil {
+		return c, err
+	}
+	if c.consul, err = consulapi.NewClient(opts.ConsulConfig()); err != nil {
+		return c, fmt.Errorf("create consul client: %w", err)
+	}
+	return c, nil
+}
+
+// checkAPIs checks that the API server at host answers, and serves the Gateway API and
+// this controller's own API.
+func checkAPIs(ctx context.Context, kube kubernetes.Interface, host string) error {
 	version, err := kube.Discovery().ServerVersion()
 	if err != nil {
 		return fmt.Errorf("reach the Kubernetes API server: %w", err)
@@ -109,113 +168,165 @@ func run(ctx context.Context, opts *options.Options) error {
 	if _, err := kube.Discovery().ServerResourcesForGroupVersion(v1alpha1.SchemeGroupVersion.String()); err != nil {
 		return fmt.Errorf("find this controller's own API (%s); is deploy/crds installed? %w", v1alpha1.SchemeGroupVersion, err)
 	}
-	logger.Info("Connected to Kubernetes", "host", cfg.Host, "version", version.GitVersion)
-	consulClient, err := consulapi.NewClient(opts.ConsulConfig())
-	if err != nil {
-		return fmt.Errorf("create consul client: %w", err)
-	}
+	klog.FromContext(ctx).Info("Connected to Kubernetes", "host", host, "version", version.GitVersion)
+	return nil
+}
 
-	// Events are writes: they reach the API server only while this replica leads.
-	eventBroadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: clients.events.EventsV1()})
-	defer eventBroadcaster.Shutdown()
-	recorder := eventBroadcaster.NewRecorder(gatewayscheme.Scheme, opts.ControllerName)
+// pipeline is the controller's parts, wired together: the informers they share, the
+// status controller, the Consul syncer and, when the controller deploys gateways, the
+// deployer and the catalog registrar. The informers run in every replica, the writers
+// only in the leader (lead).
+type pipeline struct {
+	informers  *informers.Informers
+	bundle     *informers.BundleVersion
+	syncer     *consul.Syncer
+	controller *gwsync.Controller
+	// owned, deployer and registrar are nil unless the controller deploys gateways.
+	owned     *informers.Owned
+	deployer  *dataplane.Controller
+	registrar *catalog.Registrar
+}
 
-	inf := informers.New(kube, gateway, configs, 0)
-	bundle := informers.NewBundleVersion(meta, 0)
-	syncer := consul.NewSyncer(consul.Config{
-		Client:      consulClient,
-		Naming:      opts.Naming,
-		Ownership:   opts.Ownership(),
-		Options:     opts.Translation,
-		Secrets:     inf.Secrets.Lister(),
-		Services:    inf.Services.Lister(),
-		OwnerExists: inf.Exists,
-		Workers:     opts.ConsulWorkers,
-	})
-	publishers := gwsync.Publishers{syncer}
-	var (
-		owned       *informers.Owned
-		deployer    *dataplane.Controller
-		registrar   *catalog.Registrar
-		deployments gwsync.GatewayDeployments
-	)
-	if opts.DeployGateways {
-		owned = informers.NewOwned(kube, dataplane.ManagedSelector, 0)
-		deployer, err = dataplane.NewController(ctx, dataplane.Config{
-			Client:         kube,
-			ControllerName: gatewayv1.GatewayController(opts.ControllerName),
-			Gateways:       inf.Gateways.Lister(),
-			Classes:        inf.GatewayClasses.Lister(),
-			Synced:         []cache.InformerSynced{inf.Gateways.Informer().HasSynced, inf.GatewayClasses.Informer().HasSynced},
-			Configs:        listers.New[*v1alpha1.GatewayConfig](inf.GatewayConfigs.GetIndexer(), v1alpha1.Resource("gatewayconfigs")),
-			Owned:          owned,
-			Defaults:       opts.GatewayDefaults(),
-			FieldManager:   fieldManager,
-			Workers:        opts.DataplaneWorkers,
-		})
-		if err != nil {
-			return err
-		}
-		registrar = catalog.NewRegistrar(catalog.Config{
-			Client:      consulClient,
+// newPipeline builds the parts and connects them: the status controller publishes
+// what the API server confirmed to the others, and judges again what Consul's
+// verdicts, the gateway pods and Services, and the installed CRDs' bundle version
+// change.
+func newPipeline(ctx context.Context, opts *options.Options, c clients, recorder events.EventRecorder) (*pipeline, error) {
+	inf := informers.New(c.kube, c.gateway, c.configs, 0)
+	p := &pipeline{
+		informers: inf,
+		bundle:    informers.NewBundleVersion(c.meta, 0),
+		syncer: consul.NewSyncer(consul.Config{
+			Client:      c.consul,
 			Naming:      opts.Naming,
 			Ownership:   opts.Ownership(),
-			Pods:        owned.Pods.Lister(),
-			PodsSynced:  owned.Pods.Informer().HasSynced,
-			GatewayPods: dataplane.PodSelector,
+			Options:     opts.Translation,
+			Secrets:     inf.Secrets.Lister(),
+			Services:    inf.Services.Lister(),
+			OwnerExists: inf.Exists,
 			Workers:     opts.ConsulWorkers,
-		})
-		if err := owned.AddEventHandlers(ctx, registrar.Enqueue); err != nil {
-			return err
+		}),
+	}
+	publishers := gwsync.Publishers{p.syncer}
+	var deployments gwsync.GatewayDeployments
+	if opts.DeployGateways {
+		if err := p.addDataPlane(ctx, opts, c); err != nil {
+			return nil, err
 		}
-		publishers = append(publishers, deployer, registrar)
-		deployments = deployer
+		publishers = append(publishers, p.deployer, p.registrar)
+		deployments = p.deployer
 	}
 	controller, err := gwsync.NewController(ctx, gwsync.Config{
 		ControllerName: gatewayv1.GatewayController(opts.ControllerName),
 		Capabilities:   consullimits.Consul115,
-		Informers:      inf,
-		GatewayClient:  gateway,
+		Informers:      gwsync.InformersOf(inf),
+		GatewayClient:  c.gateway,
 		Publisher:      publishers,
-		Verdicts:       syncer,
+		Verdicts:       p.syncer,
 		Deployments:    deployments,
 		Workers:        gwsync.Workers{GatewayClasses: 1, Gateways: opts.GatewayWorkers, Routes: opts.RouteWorkers},
-		BundleVersion:  bundle.Get,
+		BundleVersion:  p.bundle.Get,
 		Clock:          clock.RealClock{},
 		Events:         recorder,
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	syncer.OnVerdictChange(controller.Enqueue)
-	if owned != nil {
+	p.controller = controller
+	p.syncer.OnVerdictChange(controller.Enqueue)
+	if p.owned != nil {
 		// A gateway pod or Service that changes may change its Gateway's status.
-		if err := owned.AddEventHandlers(ctx, func(gw cache.ObjectName) { controller.Enqueue("Gateway", gw) }); err != nil {
-			return err
+		if err := p.owned.AddEventHandlers(ctx, func(gw cache.ObjectName) { controller.Enqueue(gatewayapi.GatewayKind, gw) }); err != nil {
+			return nil, err
 		}
 	}
-	if err := bundle.OnChange(controller.EnqueueAllGatewayClasses); err != nil {
+	if err := p.bundle.OnChange(controller.EnqueueAllGatewayClasses); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// addDataPlane builds the deployer of gateway pods and Services, the registrar of the
+// gateway pods in Consul's catalog, and the informers of what they own.
+func (p *pipeline) addDataPlane(ctx context.Context, opts *options.Options, c clients) error {
+	inf := p.informers
+	p.owned = informers.NewOwned(c.kube, dataplane.ManagedSelector, 0)
+	deployer, err := dataplane.NewController(ctx, dataplane.Config{
+		Client:         c.kube,
+		ControllerName: gatewayv1.GatewayController(opts.ControllerName),
+		Gateways:       inf.Gateways.Lister(),
+		Classes:        inf.GatewayClasses.Lister(),
+		Synced:         []cache.InformerSynced{inf.Gateways.Informer().HasSynced, inf.GatewayClasses.Informer().HasSynced},
+		Configs:        listers.New[*v1alpha1.GatewayConfig](inf.GatewayConfigs.GetIndexer(), v1alpha1.Resource("gatewayconfigs")),
+		Owned:          p.owned,
+		Defaults:       opts.GatewayDefaults(),
+		FieldManager:   fieldManager,
+		Workers:        opts.DataplaneWorkers,
+	})
+	if err != nil {
 		return err
 	}
-	// Everything started below stops when run returns, whatever the reason: a lost
-	// election returns while the signal context is still live. The informers only read,
-	// so the process does not wait for them: a reflector backing off from an
-	// unreachable API server held the exit of a deposed leader for seconds.
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	inf.StartWithContext(ctx)
-	go bundle.Run(ctx)
-	if owned != nil {
-		owned.StartWithContext(ctx)
+	p.deployer = deployer
+	p.registrar = catalog.NewRegistrar(catalog.Config{
+		Client:      c.consul,
+		Naming:      opts.Naming,
+		Ownership:   opts.Ownership(),
+		Pods:        p.owned.Pods.Lister(),
+		PodsSynced:  p.owned.Pods.Informer().HasSynced,
+		GatewayPods: dataplane.PodSelector,
+		Workers:     opts.ConsulWorkers,
+	})
+	return p.owned.AddEventHandlers(ctx, p.registrar.Enqueue)
+}
+
+// start starts the informers; they stop when ctx is done.
+func (p *pipeline) start(ctx context.Context) {
+	p.informers.StartWithContext(ctx)
+	go p.bundle.Run(ctx)
+	if p.owned != nil {
+		p.owned.StartWithContext(ctx)
 	}
-	// Probes answer from the start: /readyz says why the process is not ready yet
-	// (for example RBAC that keeps a cache from syncing) instead of refusing connections.
-	var leading atomic.Bool
-	synced := append(inf.HasSynced(), bundle.HasSynced)
-	if owned != nil {
-		synced = append(synced, owned.HasSynced()...)
+}
+
+// synced lists what /readyz waits for: every cache, and the status controller's event
+// handlers.
+func (p *pipeline) synced() []cache.InformerSynced {
+	synced := append(p.informers.HasSynced(), p.bundle.HasSynced, p.controller.HasSynced)
+	if p.owned != nil {
+		synced = append(synced, p.owned.HasSynced()...)
 	}
-	handler := metrics.Handler(func() error { return ready(synced, consulClient, leading.Load()) }, opts.Profiling)
+	return synced
+}
+
+// lead runs the writers until ctx is done, and returns once all of them have stopped:
+// the Events sink, the status controller, the Consul syncer and, when the controller
+// deploys gateways, the deployer and the registrar. leading is true meanwhile.
+func (p *pipeline) lead(ctx context.Context, eventBroadcaster events.EventBroadcaster, leading *atomic.Bool) error {
+	leading.Store(true)
+	defer leading.Store(false)
+	if err := eventBroadcaster.StartRecordingToSinkWithContext(ctx); err != nil {
+		return fmt.Errorf("start recording events: %w", err)
+	}
+	syncerDone := make(chan error, 1)
+	go func() { syncerDone <- p.syncer.Run(ctx, p.controller.InitialSyncDone()) }()
+	deployerDone, registrarDone := make(chan error, 1), make(chan error, 1)
+	if p.deployer != nil {
+		go func() { deployerDone <- p.deployer.Run(ctx) }()
+		go func() { registrarDone <- p.registrar.Run(ctx, p.controller.InitialSyncDone()) }()
+	} else {
+		deployerDone <- nil
+		registrarDone <- nil
+	}
+	err := p.controller.Run(ctx)
+	return errors.Join(err, <-syncerDone, <-deployerDone, <-registrarDone)
+}
+
+// serveProbes serves the metrics and the health checks, /readyz answering ready, on
+// both addresses until ctx is done. They answer from the start: /readyz says why the
+// process is not ready yet (for example RBAC that keeps a cache from syncing) instead
+// of refusing connections.
+func serveProbes(ctx context.Context, opts *options.Options, ready func() error) {
+	handler := metrics.Handler(ready, opts.Profiling)
 	for _, addr := range []string{opts.MetricsBindAddress, opts.HealthProbeBindAddress} {
 		go func() {
 			if err := metrics.Serve(ctx, addr, handler); err != nil {
@@ -223,35 +334,6 @@ func run(ctx context.Context, opts *options.Options) error {
 			}
 		}()
 	}
-	if !cache.WaitForNamedCacheSyncWithContext(ctx, bundle.HasSynced) {
-		return fmt.Errorf("gateway-api CRD cache did not sync: %w", context.Cause(ctx))
-	}
-
-	// Informers warm up in every replica; only the leader runs the writers.
-	writers := func(ctx context.Context) error {
-		leading.Store(true)
-		defer leading.Store(false)
-		if err := eventBroadcaster.StartRecordingToSinkWithContext(ctx); err != nil {
-			return fmt.Errorf("start recording events: %w", err)
-		}
-		syncerDone := make(chan error, 1)
-		go func() { syncerDone <- syncer.Run(ctx, controller.InitialSyncDone()) }()
-		deployerDone, registrarDone := make(chan error, 1), make(chan error, 1)
-		if deployer != nil {
-			go func() { deployerDone <- deployer.Run(ctx) }()
-			go func() { registrarDone <- registrar.Run(ctx, controller.InitialSyncDone()) }()
-		} else {
-			deployerDone <- nil
-			registrarDone <- nil
-		}
-		err := controller.Run(ctx)
-		return errors.Join(err, <-syncerDone, <-deployerDone, <-registrarDone)
-	}
-	if !opts.LeaderElect {
-		metrics.Leader.Set(1)
-		return writers(ctx)
-	}
-	return leader.Run(ctx, clients.leaderElection, opts.LeaderConfig(), writers)
 }
 
 // fieldManager names this controller in the managedFields of what it applies.

@@ -3,9 +3,10 @@
 // cache, the indexers that answer "which objects refer to this one", and the event
 // handlers that map each event to the queue keys it affects. It makes no decisions.
 //
-// New builds every informer and its indexes (factory.go, indexers.go); AddEventHandlers
-// connects them to the work queues (handlers.go); StartWithContext runs them. Workers
-// wait for HasSynced: a decision made on a half-filled cache reports objects missing
-// that merely have not arrived yet.
+// New builds every informer and its indexes (factory.go, indexers.go); KeyMapper makes
+// the event handlers that feed the work queues (handlers.go), mapping each change to
+// the keys it affects (keys.go); the status controller registers them on the informers
+// it reads. StartWithContext runs the informers. Workers wait for HasSynced: a decision
+// made on a half-filled cache reports objects missing that merely have not arrived yet.
 // Only kubernetes.io/tls Secrets are cached, and no cached object keeps managedFields.
 package informers

@@ -3,15 +3,17 @@ package informers
 import (
 	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 )
 
 // Exists reports whether an object of a Gateway API kind is in the cache.
 func (i *Informers) Exists(kind gatewayv1.Kind, key cache.ObjectName) bool {
 	var store cache.Store
 	switch kind {
-	case "GatewayClass":
+	case gatewayapi.GatewayClassKind:
 		store = i.GatewayClasses.Informer().GetStore()
-	case "Gateway":
+	case gatewayapi.GatewayKind:
 		store = i.Gateways.Informer().GetStore()
 	default:
 		informer, ok := i.Routes[kind]

@@ -13,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/consul-gateway-controller/consul-gateway-controller/api/v1alpha1"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 )
 
@@ -26,13 +27,125 @@ type Queues struct {
 	Routes map[gatewayv1.Kind]workqueue.TypedInterface[cache.ObjectName]
 }
 
-// AddEventHandlers registers on every informer a handler that adds to q the key of
-// each object an event may affect. The handlers decide nothing: a key enqueued for an
-// object that turns out unaffected costs one sync, a key missed costs a stale status
-// until the next resync. So they err towards enqueueing, and every update, a periodic
-// resync included, enqueues; the exceptions are a Namespace update that leaves its
-// labels alone, the only part of a Namespace the controller reads, and a route update
-// that leaves its generation alone, which enqueues the route but not its Gateways.
+// Indexes are the caches a KeyMapper looks up the objects that refer to a changed
+// object in, through the indexes of indexers.go.
+type Indexes struct {
+	GatewayClasses cache.Indexer
+	Gateways       cache.Indexer
+	ListenerSets   cache.Indexer
+	// Routes holds the indexer of each kind of gatewayapi.Routes.
+	Routes map[gatewayv1.Kind]cache.Indexer
+}
+
+// indexes returns the indexers of i's informers a KeyMapper looks up.
+func (i *Informers) indexes() Indexes {
+	idx := Indexes{
+		GatewayClasses: i.GatewayClasses.Informer().GetIndexer(),
+		Gateways:       i.Gateways.Informer().GetIndexer(),
+		ListenerSets:   i.ListenerSets.Informer().GetIndexer(),
+		Routes:         make(map[gatewayv1.Kind]cache.Indexer, len(i.Routes)),
+	}
+	for kind, informer := range i.Routes {
+		idx.Routes[kind] = informer.GetIndexer()
+	}
+	return idx
+}
+
+// KeyMapper makes the event handlers of the status pipeline, one per informer it reads:
+// each adds to the queues the key of every object an event may affect, looking up the
+// objects that refer to the changed one in the indexes of indexers.go.
+//
+// The handlers decide nothing: a key enqueued for an object that turns out unaffected
+// costs one sync, a key missed costs a stale status until the next resync. So they err
+// towards enqueueing, and every update, a periodic resync included, enqueues; the
+// exceptions are a Namespace update that leaves its labels alone, the only part of a
+// Namespace the controller reads, and a route update that leaves its generation alone,
+// which enqueues the route but not its Gateways.
+type KeyMapper struct {
+	queues   Queues
+	classes  cache.Indexer
+	gateways cache.Indexer
+	sets     cache.Indexer
+	routes   map[gatewayv1.Kind]cache.Indexer
+	logger   klog.Logger
+}
+
+// NewKeyMapper returns a KeyMapper looking up idx and feeding q. Its handlers log
+// through ctx's logger.
+func NewKeyMapper(ctx context.Context, idx Indexes, q Queues) *KeyMapper {
+	return &KeyMapper{
+		queues:   q,
+		classes:  idx.GatewayClasses,
+		gateways: idx.Gateways,
+		sets:     idx.ListenerSets,
+		routes:   idx.Routes,
+		logger:   klog.FromContext(ctx).WithName("informers"),
+	}
+}
+
+// GatewayClassHandler is the handler of GatewayClass events: it enqueues the class
+// and every Gateway of it, as GatewayHandler does.
+func (m *KeyMapper) GatewayClassHandler() cache.ResourceEventHandler {
+	return m.forEachName(m.gatewayClassChanged)
+}
+
+// GatewayHandler is the handler of Gateway events: it enqueues the Gateway, the routes
+// naming it as a parent, and its ListenerSets with their routes.
+func (m *KeyMapper) GatewayHandler() cache.ResourceEventHandler {
+	return m.forEachName(m.gatewayChanged)
+}
+
+// ListenerSetHandler is the handler of ListenerSet events: it enqueues the ListenerSet
+// and its routes, and the parent Gateway of the old and the new object as
+// GatewayHandler does.
+func (m *KeyMapper) ListenerSetHandler() cache.ResourceEventHandler {
+	return m.forEachObject(m.listenerSetChanged)
+}
+
+// RouteHandler is the handler of the events of routes of kind: it enqueues the route
+// and the Gateways and ListenerSets the old and the new route name as parents; an
+// update that leaves the generation alone enqueues the route only.
+func (m *KeyMapper) RouteHandler(kind gatewayapi.RouteKind) cache.ResourceEventHandler {
+	return m.forEachRoute(kind, m.queues.Routes[kind.Kind])
+}
+
+// ReferenceGrantHandler is the handler of ReferenceGrant events: in each namespace the
+// old or the new grant trusts a Gateway API kind from, it enqueues the objects of that
+// kind: Gateways as GatewayHandler does, ListenerSets with their parent Gateway, routes.
+func (m *KeyMapper) ReferenceGrantHandler() cache.ResourceEventHandler {
+	return m.forEachObject(m.referenceGrantChanged)
+}
+
+// NamespaceHandler is the handler of Namespace events, updates only when they change
+// the labels: it enqueues the Gateways that select namespaces by label, the routes in
+// the namespace, and its ListenerSets with their routes.
+func (m *KeyMapper) NamespaceHandler() cache.ResourceEventHandler {
+	return m.onNamespaceLabels(m.namespaceChanged)
+}
+
+// ServiceHandler is the handler of Service events: it enqueues the routes with the
+// Service as a backend.
+func (m *KeyMapper) ServiceHandler() cache.ResourceEventHandler {
+	return m.forEachName(m.serviceChanged)
+}
+
+// SecretHandler is the handler of Secret events: it enqueues the Gateways with the
+// Secret as a listener certificate, as GatewayHandler does, and the ListenerSets with
+// it, with their parent Gateway.
+func (m *KeyMapper) SecretHandler() cache.ResourceEventHandler {
+	return m.forEachName(m.secretChanged)
+}
+
+// GatewayConfigHandler is the handler of GatewayConfig events: it enqueues the classes
+// and the Gateways whose parametersRef names the config, as their own handlers do.
+func (m *KeyMapper) GatewayConfigHandler() cache.ResourceEventHandler {
+	return m.forEachName(m.gatewayConfigChanged)
+}
+
+// AddEventHandlers registers on every informer of i the handler KeyMapper makes for it,
+// feeding q, and adds the handlers' HasSynced to HasSynced. The status controller
+// registers the same handlers itself, on the informers its Config names
+// (sync.NewController); this registers them all at once.
 //
 // It may be called before or after Start: a handler added to a running informer is
 // first handed every cached object as an add.
@@ -45,14 +158,14 @@ func (i *Informers) AddEventHandlers(ctx context.Context, q Queues) error {
 		handler  cache.ResourceEventHandler
 	}
 	registrations := []registration{
-		{"GatewayClass", i.GatewayClasses.Informer(), h.gatewayClasses},
-		{"Gateway", i.Gateways.Informer(), h.gateways},
-		{"ListenerSet", i.ListenerSets.Informer(), h.listenerSets},
-		{"ReferenceGrant", i.ReferenceGrants.Informer(), h.referenceGrants},
+		{gatewayapi.GatewayClassKind, i.GatewayClasses.Informer(), h.gatewayClasses},
+		{gatewayapi.GatewayKind, i.Gateways.Informer(), h.gateways},
+		{gatewayapi.ListenerSetKind, i.ListenerSets.Informer(), h.listenerSets},
+		{gatewayapi.ReferenceGrantKind, i.ReferenceGrants.Informer(), h.referenceGrants},
 		{"Namespace", i.Namespaces.Informer(), h.namespaces},
-		{"Service", i.Services.Informer(), h.services},
-		{"Secret", i.Secrets.Informer(), h.secrets},
-		{"GatewayConfig", i.GatewayConfigs, h.gatewayConfigs},
+		{gatewayapi.ServiceKind, i.Services.Informer(), h.services},
+		{gatewayapi.SecretKind, i.Secrets.Informer(), h.secrets},
+		{v1alpha1.GatewayConfigKind, i.GatewayConfigs, h.gatewayConfigs},
 	}
 	for _, kind := range gatewayapi.Routes {
 		registrations = append(registrations, registration{kind.Kind, i.Routes[kind.Kind], h.routes[kind.Kind]})
@@ -85,260 +198,29 @@ type eventHandlers struct {
 }
 
 func (i *Informers) eventHandlers(ctx context.Context, q Queues) eventHandlers {
-	m := &keyMapper{
-		queues:   q,
-		classes:  i.GatewayClasses.Informer().GetIndexer(),
-		gateways: i.Gateways.Informer().GetIndexer(),
-		sets:     i.ListenerSets.Informer().GetIndexer(),
-		routes:   make(map[gatewayv1.Kind]cache.Indexer, len(i.Routes)),
-		logger:   klog.FromContext(ctx).WithName("informers"),
-	}
+	m := NewKeyMapper(ctx, i.indexes(), q)
 	h := eventHandlers{
-		gatewayClasses:  m.forEachName(m.gatewayClassChanged),
-		gateways:        m.forEachName(m.gatewayChanged),
-		listenerSets:    m.forEachObject(m.listenerSetChanged),
+		gatewayClasses:  m.GatewayClassHandler(),
+		gateways:        m.GatewayHandler(),
+		listenerSets:    m.ListenerSetHandler(),
 		routes:          make(map[gatewayv1.Kind]cache.ResourceEventHandler, len(i.Routes)),
-		referenceGrants: m.forEachObject(m.referenceGrantChanged),
-		namespaces:      m.onNamespaceLabels(m.namespaceChanged),
-		services:        m.forEachName(m.serviceChanged),
-		secrets:         m.forEachName(m.secretChanged),
-		gatewayConfigs:  m.forEachName(m.gatewayConfigChanged),
+		referenceGrants: m.ReferenceGrantHandler(),
+		namespaces:      m.NamespaceHandler(),
+		services:        m.ServiceHandler(),
+		secrets:         m.SecretHandler(),
+		gatewayConfigs:  m.GatewayConfigHandler(),
 	}
 	for _, kind := range gatewayapi.Routes {
-		m.routes[kind.Kind] = i.Routes[kind.Kind].GetIndexer()
-		h.routes[kind.Kind] = m.forEachRoute(kind, q.Routes[kind.Kind])
+		h.routes[kind.Kind] = m.RouteHandler(kind)
 	}
 	return h
-}
-
-// keyMapper maps a changed object to the keys it affects, looking up the objects that
-// refer to it in the indexes of indexers.go.
-type keyMapper struct {
-	queues   Queues
-	classes  cache.Indexer
-	gateways cache.Indexer
-	sets     cache.Indexer
-	routes   map[gatewayv1.Kind]cache.Indexer
-	logger   klog.Logger
-}
-
-// gatewayClassChanged enqueues the class and every Gateway of it, with their routes.
-//
-// A Gateway's change enqueues no class in return: a class's status (Accepted,
-// SupportedVersion, supportedFeatures) does not depend on its Gateways. If the class
-// sync ever manages the gateway-exists finalizer, gatewayChanged must enqueue the old
-// and new class names, which needs the Gateway objects and not only their name.
-func (m *keyMapper) gatewayClassChanged(class cache.ObjectName) {
-	m.queues.GatewayClasses.Add(class.Name)
-	for _, gateway := range m.indexed(m.gateways, GatewayClassNameIndex, class.Name) {
-		m.enqueueGatewayAndRoutes(gateway)
-	}
-}
-
-func (m *keyMapper) gatewayChanged(gateway cache.ObjectName) {
-	m.enqueueGatewayAndRoutes(gateway)
-}
-
-// enqueueGatewayAndRoutes enqueues the gateway and every route naming it as a parent,
-// and its ListenerSets with theirs. A route is judged from its parents' specs, their
-// class and the references their listeners resolve, never from their status; so
-// whatever may change a gateway's verdict may change its routes' verdicts too, and
-// must reach them directly. A ListenerSet's listeners are judged merged with the
-// gateway's, so the same holds for them.
-func (m *keyMapper) enqueueGatewayAndRoutes(gateway cache.ObjectName) {
-	m.queues.Gateways.Add(gateway)
-	m.enqueueRoutesIndexed(RouteParentGatewayIndex, gateway.String())
-	for _, set := range m.indexed(m.sets, ListenerSetParentGatewayIndex, gateway.String()) {
-		m.enqueueListenerSetAndRoutes(set)
-	}
-}
-
-// enqueueListenerSetAndRoutes enqueues the ListenerSet and every route naming it as a
-// parent.
-func (m *keyMapper) enqueueListenerSetAndRoutes(set cache.ObjectName) {
-	m.queues.ListenerSets.Add(set)
-	m.enqueueRoutesIndexed(RouteParentListenerSetIndex, set.String())
-}
-
-// listenerSetChanged enqueues the parent Gateway of the old and the new ListenerSet
-// with everything enqueueGatewayAndRoutes enqueues: the Gateway counts its accepted
-// ListenerSets, and listeners of one ListenerSet may conflict with another's. The
-// ListenerSet itself and its routes are enqueued even without a parent.
-func (m *keyMapper) listenerSetChanged(obj any) {
-	name, err := cache.DeletionHandlingObjectToName(obj)
-	if err != nil {
-		m.reportUnmapped(err, obj)
-		return
-	}
-	m.enqueueListenerSetAndRoutes(name)
-	set, err := objectAs[*gatewayv1.ListenerSet](obj)
-	if err != nil {
-		return // a tombstone without the object: its Gateway catches up at its next resync
-	}
-	if parent, ok := gatewayapi.ListenerSetParent(set); ok {
-		m.enqueueGatewayAndRoutes(parent)
-	}
-}
-
-// routeChanged enqueues the route, of kind, in queue and every gateway it names as a
-// parent: a gateway's listener status counts the routes attached to it.
-//
-// The route's own key comes from the tombstone when the deleted object is unknown, but
-// its parents cannot: those gateways catch up at their next resync.
-func (m *keyMapper) routeChanged(kind gatewayapi.RouteKind, queue workqueue.TypedInterface[cache.ObjectName], obj any) {
-	name, err := cache.DeletionHandlingObjectToName(obj)
-	if err != nil {
-		m.reportUnmapped(err, obj)
-		return
-	}
-	queue.Add(name)
-	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tombstone.Obj
-	}
-	parents, err := kind.ParentGateways(obj)
-	if err != nil {
-		m.reportUnmapped(err, obj)
-		return
-	}
-	m.enqueue(m.queues.Gateways, parents)
-	// A ListenerSet's listener status counts the routes attached to it.
-	sets, err := kind.ParentListenerSets(obj)
-	if err != nil {
-		m.reportUnmapped(err, obj)
-		return
-	}
-	m.enqueue(m.queues.ListenerSets, sets)
-}
-
-// namespaceChanged enqueues the gateways that select namespaces by label and every
-// route in the namespace: whether such a gateway admits a route of the namespace
-// depends on the namespace's labels. The gateways' other routes live in other
-// namespaces and are unaffected.
-func (m *keyMapper) namespaceChanged(namespace cache.ObjectName) {
-	m.enqueue(m.queues.Gateways, m.indexed(m.gateways, GatewaySelectsNamespacesIndex, SelectsNamespaces))
-	m.enqueueRoutesIndexed(cache.NamespaceIndex, namespace.Name)
-	// Whether a Gateway admits a ListenerSet by selector depends on the labels of the
-	// ListenerSet's namespace.
-	for _, set := range m.indexed(m.sets, cache.NamespaceIndex, namespace.Name) {
-		m.enqueueListenerSetAndRoutes(set)
-	}
-}
-
-// serviceChanged enqueues every route with the service as a backend: its
-// ResolvedRefs condition depends on the service existing.
-func (m *keyMapper) serviceChanged(service cache.ObjectName) {
-	m.enqueueRoutesIndexed(RouteBackendServiceIndex, service.String())
-}
-
-// secretChanged enqueues every gateway with the secret as a listener certificate, with
-// their routes: a listener whose certificate does not resolve is not valid.
-func (m *keyMapper) secretChanged(secret cache.ObjectName) {
-	for _, gateway := range m.indexed(m.gateways, GatewayCertificateSecretIndex, secret.String()) {
-		m.enqueueGatewayAndRoutes(gateway)
-	}
-	for _, set := range m.indexed(m.sets, ListenerSetCertificateSecretIndex, secret.String()) {
-		m.enqueueListenerSetParent(set)
-	}
-}
-
-// enqueueListenerSetParent enqueues the cached ListenerSet's parent Gateway with
-// everything enqueueGatewayAndRoutes enqueues (the ListenerSet among them): its
-// listeners' validity is part of the merged judgement.
-func (m *keyMapper) enqueueListenerSetParent(set cache.ObjectName) {
-	m.enqueueListenerSetAndRoutes(set)
-	obj, exists, err := m.sets.GetByKey(set.String())
-	if err != nil || !exists {
-		return
-	}
-	if parent, ok := gatewayapi.ListenerSetParent(obj.(*gatewayv1.ListenerSet)); ok {
-		m.enqueueGatewayAndRoutes(parent)
-	}
-}
-
-// gatewayConfigChanged enqueues the classes whose parametersRef names the config, with
-// everything gatewayClassChanged enqueues, and the Gateways whose own parametersRef
-// names it, with their routes: whether their parameters are valid is part of their
-// Accepted condition.
-func (m *keyMapper) gatewayConfigChanged(config cache.ObjectName) {
-	for _, class := range m.indexed(m.classes, GatewayClassParametersIndex, config.String()) {
-		m.gatewayClassChanged(class)
-	}
-	for _, gateway := range m.indexed(m.gateways, GatewayParametersIndex, config.String()) {
-		m.enqueueGatewayAndRoutes(gateway)
-	}
-}
-
-// referenceGrantChanged enqueues every object of a kind the grant trusts in the
-// namespace it trusts it from (gateways with their routes): a grant is what lets such
-// an object refer across namespaces. The old and new grant both come through, so an
-// entry removed from spec.from is mapped too. Only Gateway API kinds are mapped; a grant
-// from any other group cannot concern them.
-func (m *keyMapper) referenceGrantChanged(obj any) {
-	grant, err := objectAs[*gatewayv1.ReferenceGrant](obj)
-	if err != nil {
-		m.reportUnmapped(err, obj)
-		return
-	}
-	for _, from := range grant.Spec.From {
-		if from.Group != gatewayv1.GroupName {
-			continue
-		}
-		namespace := string(from.Namespace)
-		if from.Kind == gatewayapi.GatewayKind {
-			for _, gateway := range m.indexed(m.gateways, cache.NamespaceIndex, namespace) {
-				m.enqueueGatewayAndRoutes(gateway)
-			}
-			continue
-		}
-		if from.Kind == gatewayapi.ListenerSetKind {
-			for _, set := range m.indexed(m.sets, cache.NamespaceIndex, namespace) {
-				m.enqueueListenerSetParent(set)
-			}
-			continue
-		}
-		if routes, ok := m.routes[from.Kind]; ok {
-			m.enqueue(m.queues.Routes[from.Kind], m.indexed(routes, cache.NamespaceIndex, namespace))
-		}
-	}
-}
-
-// enqueueRoutesIndexed enqueues the routes of every kind whose index holds value.
-func (m *keyMapper) enqueueRoutesIndexed(index, value string) {
-	for kind, routes := range m.routes {
-		m.enqueue(m.queues.Routes[kind], m.indexed(routes, index, value))
-	}
-}
-
-func (m *keyMapper) enqueue(queue workqueue.TypedInterface[cache.ObjectName], names []cache.ObjectName) {
-	for _, name := range names {
-		queue.Add(name)
-	}
-}
-
-// indexed returns the names of the objects in indexer whose index holds value.
-func (m *keyMapper) indexed(indexer cache.Indexer, index, value string) []cache.ObjectName {
-	keys, err := indexer.IndexKeys(index, value)
-	if err != nil {
-		utilruntime.HandleErrorWithLogger(m.logger, err, "Index lookup failed", "index", index, "value", value)
-		return nil
-	}
-	names := make([]cache.ObjectName, 0, len(keys))
-	for _, key := range keys {
-		name, err := cache.ParseObjectName(key)
-		if err != nil {
-			utilruntime.HandleErrorWithLogger(m.logger, err, "Malformed cache key", "index", index, "key", key)
-			continue
-		}
-		names = append(names, name)
-	}
-	return names
 }
 
 // forEachName returns a handler calling changed with the name of the object of every
 // add, update and delete. A deletion tombstone's key serves when the deleted object
 // is unknown. The old and new objects of an update share their name, so one call
 // covers both.
-func (m *keyMapper) forEachName(changed func(cache.ObjectName)) cache.ResourceEventHandlerFuncs {
+func (m *KeyMapper) forEachName(changed func(cache.ObjectName)) cache.ResourceEventHandlerFuncs {
 	call := func(obj any) {
 		name, err := cache.DeletionHandlingObjectToName(obj)
 		if err != nil {
@@ -358,7 +240,7 @@ func (m *keyMapper) forEachName(changed func(cache.ObjectName)) cache.ResourceEv
 // delete, tombstones included, and with both the old and the new object of every
 // update: what an update affects can depend on either, as a route that drops a
 // parentRef still affects the gateway it leaves.
-func (m *keyMapper) forEachObject(changed func(obj any)) cache.ResourceEventHandlerFuncs {
+func (m *KeyMapper) forEachObject(changed func(obj any)) cache.ResourceEventHandlerFuncs {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: changed,
 		UpdateFunc: func(oldObj, newObj any) {
@@ -374,7 +256,7 @@ func (m *keyMapper) forEachObject(changed func(obj any)) cache.ResourceEventHand
 // the route alone: a Gateway is judged from its routes' specs only, and every route
 // status write would otherwise send its Gateways through a sync, at scale thousands
 // of them, each racing the Gateway's own status write into a 409.
-func (m *keyMapper) forEachRoute(kind gatewayapi.RouteKind, queue workqueue.TypedInterface[cache.ObjectName]) cache.ResourceEventHandlerFuncs {
+func (m *KeyMapper) forEachRoute(kind gatewayapi.RouteKind, queue workqueue.TypedInterface[cache.ObjectName]) cache.ResourceEventHandlerFuncs {
 	handler := m.forEachObject(func(obj any) { m.routeChanged(kind, queue, obj) })
 	onUpdate := handler.UpdateFunc
 	handler.UpdateFunc = func(oldObj, newObj any) {
@@ -402,7 +284,7 @@ func generationChanged(oldObj, newObj any) bool {
 // labels changed: labels are all of a Namespace the controller reads, and most
 // Namespace updates (annotations, status, resyncs) would otherwise enqueue every route
 // of the namespace.
-func (m *keyMapper) onNamespaceLabels(changed func(cache.ObjectName)) cache.ResourceEventHandlerFuncs {
+func (m *KeyMapper) onNamespaceLabels(changed func(cache.ObjectName)) cache.ResourceEventHandlerFuncs {
 	handler := m.forEachName(changed)
 	onUpdate := handler.UpdateFunc
 	handler.UpdateFunc = func(oldObj, newObj any) {
@@ -434,7 +316,7 @@ func metadataDiffers(oldObj, newObj any, differ func(oldMeta, newMeta metav1.Obj
 	return differ(oldMeta, newMeta)
 }
 
-func (m *keyMapper) reportUnmapped(err error, obj any) {
+func (m *KeyMapper) reportUnmapped(err error, obj any) {
 	utilruntime.HandleErrorWithLogger(m.logger, err, "Event not mapped to queue keys", "type", fmt.Sprintf("%T", obj))
 }
 

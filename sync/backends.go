@@ -31,7 +31,7 @@ type backendProblem struct {
 // no Consul 1.15 route at all; it is refused where routes bind, not here.
 // Values are compared lower-cased: IANA service names are case-insensitive.
 var unsupportedAppProtocols = map[gatewayv1.Kind][]string{
-	"HTTPRoute": {
+	gatewayapi.HTTPRouteKind: {
 		"kubernetes.io/h2c", "kubernetes.io/ws", "kubernetes.io/wss", // KEP-3726 standard names
 		"https", "http2", "h2c", "grpc", // common unprefixed names for the same needs
 	},

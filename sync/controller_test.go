@@ -48,7 +48,7 @@ func newTestController(t *testing.T, objs ...runtime.Object) (*Controller, *gate
 	c, err := NewController(t.Context(), Config{
 		ControllerName: testController,
 		Capabilities:   consullimits.Consul115,
-		Informers:      inf,
+		Informers:      InformersOf(inf),
 		GatewayClient:  gwClient,
 		Publisher:      pub,
 		BundleVersion:  func() string { return "v1.6.3" },

@@ -114,7 +114,7 @@ type routeRules struct {
 // cannot serve, per route kind: the Consul translation routes an HTTPRoute's to a
 // service no instance serves, where Envoy answers 503 (see package consul).
 var refusedOutcome = map[gatewayv1.Kind]struct{ rules, backends string }{
-	"HTTPRoute": {
+	gatewayapi.HTTPRouteKind: {
 		rules:    "Dropped Rule(s) Consul cannot program, whose requests are answered with HTTP 503: ",
 		backends: "; requests for unresolved backends are answered with HTTP 503",
 	},
@@ -415,8 +415,8 @@ func (d *decider) viewRoute(obj any) (routeView, routeRules, error) {
 // far as its rules go; GRPCRoute has none because no listener accepts it at all (see
 // routeKindsByProtocol), but its backends are still checked and reported.
 var ruleDecisions = map[gatewayv1.Kind]func(route any, caps consullimits.Capabilities) []*ruleProblem{
-	"HTTPRoute": ruleProblems(func(r *gatewayv1.HTTPRoute) []gatewayv1.HTTPRouteRule { return r.Spec.Rules }, httpRuleProblem),
-	"TCPRoute":  ruleProblems(func(r *gatewayv1.TCPRoute) []gatewayv1.TCPRouteRule { return r.Spec.Rules }, tcpRuleProblem),
+	gatewayapi.HTTPRouteKind: ruleProblems(func(r *gatewayv1.HTTPRoute) []gatewayv1.HTTPRouteRule { return r.Spec.Rules }, httpRuleProblem),
+	gatewayapi.TCPRouteKind:  ruleProblems(func(r *gatewayv1.TCPRoute) []gatewayv1.TCPRouteRule { return r.Spec.Rules }, tcpRuleProblem),
 }
 
 // ruleProblems makes a rule decision of a kind from its decision on one rule.

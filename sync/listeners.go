@@ -20,17 +20,17 @@ import (
 // Consul's API gateway has http and tcp listeners (HTTPS is http with certificates);
 // it has no gRPC, TLS-passthrough or UDP routes.
 var routeKindsByProtocol = map[gatewayv1.ProtocolType][]gatewayv1.Kind{
-	gatewayv1.HTTPProtocolType:  {"HTTPRoute"},
-	gatewayv1.HTTPSProtocolType: {"HTTPRoute"},
-	gatewayv1.TCPProtocolType:   {"TCPRoute"},
+	gatewayv1.HTTPProtocolType:  {gatewayapi.HTTPRouteKind},
+	gatewayv1.HTTPSProtocolType: {gatewayapi.HTTPRouteKind},
+	gatewayv1.TCPProtocolType:   {gatewayapi.TCPRouteKind},
 }
 
 // unservedRouteKinds are the route kinds no listener of Consul's API gateway serves,
 // with what a route of the kind is told.
 var unservedRouteKinds = map[gatewayv1.Kind]string{
-	"GRPCRoute": "Consul's API gateway has no gRPC routes: GRPCRoute is not supported",
-	"TLSRoute":  "Consul's API gateway has no TLS passthrough routes: TLSRoute is not supported",
-	"UDPRoute":  "Consul's API gateway has no UDP routes: UDPRoute is not supported",
+	gatewayapi.GRPCRouteKind: "Consul's API gateway has no gRPC routes: GRPCRoute is not supported",
+	gatewayapi.TLSRouteKind:  "Consul's API gateway has no TLS passthrough routes: TLSRoute is not supported",
+	gatewayapi.UDPRouteKind:  "Consul's API gateway has no UDP routes: UDPRoute is not supported",
 }
 
 // listenerState is the verdict on one listener of a Gateway or of a ListenerSet

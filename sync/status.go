@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/gateway-api/pkg/consts"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/consullimits"
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 )
 
 // gatewayClassStatus computes the status of a class of ours. bundleVersion is the
@@ -74,7 +75,7 @@ func (d *decider) gatewayStatus(gw *gatewayv1.Gateway, class *gatewayv1.GatewayC
 	}
 	gen := gw.Generation
 	deployed := d.deployed(gw)
-	programmed := gatewayProgrammed(v, d.verdicts.Verdict("Gateway", cache.MetaObjectToName(gw)), deployed, gw.Spec.Addresses, gen)
+	programmed := gatewayProgrammed(v, d.verdicts.Verdict(gatewayapi.GatewayKind, cache.MetaObjectToName(gw)), deployed, gw.Spec.Addresses, gen)
 	status := gatewayv1.GatewayStatus{
 		Conditions: mergeConditions(gw.Status.Conditions, []metav1.Condition{
 			condition(gatewayv1.GatewayConditionAccepted, v.accepted, v.reason, v.message, gen),
@@ -113,7 +114,7 @@ func (d *decider) deployed(gw *gatewayv1.Gateway) *DeploymentState {
 
 // programmedCondition is the Gateway's Programmed condition for its verdict v.
 func (d *decider) programmedCondition(gw *gatewayv1.Gateway, v gatewayVerdict, gen int64) metav1.Condition {
-	return gatewayProgrammed(v, d.verdicts.Verdict("Gateway", cache.MetaObjectToName(gw)), d.deployed(gw), gw.Spec.Addresses, gen)
+	return gatewayProgrammed(v, d.verdicts.Verdict(gatewayapi.GatewayKind, cache.MetaObjectToName(gw)), d.deployed(gw), gw.Spec.Addresses, gen)
 }
 
 func existingListenerConditions(gw *gatewayv1.Gateway, name gatewayv1.SectionName) []metav1.Condition {

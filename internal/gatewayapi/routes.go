@@ -98,13 +98,22 @@ func (k RouteKind) BackendServices(obj any) ([]cache.ObjectName, error) {
 	return names.list, nil
 }
 
+// The kinds of Routes.
+const (
+	HTTPRouteKind = "HTTPRoute"
+	TCPRouteKind  = "TCPRoute"
+	GRPCRouteKind = "GRPCRoute"
+	TLSRouteKind  = "TLSRoute"
+	UDPRouteKind  = "UDPRoute"
+)
+
 // Routes are the route kinds the controller judges, in a fixed order. Adding a kind
 // here gives it an informer, indexes, event handlers, a status queue and workers, and
 // a place in the Consul syncer; its decisions (package sync) and its translation
 // (package consul) are what is left to write.
 var Routes = []RouteKind{
 	routeAccess[*gatewayv1.HTTPRoute]{
-		kind:     "HTTPRoute",
+		kind:     HTTPRouteKind,
 		informer: func(v1 gatewayinformers.Interface) cache.SharedIndexInformer { return v1.HTTPRoutes().Informer() },
 		spec: func(r *gatewayv1.HTTPRoute) RouteSpec {
 			return RouteSpec{ParentRefs: r.Spec.ParentRefs, Hostnames: r.Spec.Hostnames, BackendRefs: backendRefs(r.Spec.Rules,
@@ -117,7 +126,7 @@ var Routes = []RouteKind{
 		},
 	}.describe(),
 	routeAccess[*gatewayv1.TCPRoute]{
-		kind:     "TCPRoute",
+		kind:     TCPRouteKind,
 		informer: func(v1 gatewayinformers.Interface) cache.SharedIndexInformer { return v1.TCPRoutes().Informer() },
 		spec: func(r *gatewayv1.TCPRoute) RouteSpec {
 			return RouteSpec{ParentRefs: r.Spec.ParentRefs, BackendRefs: backendRefs(r.Spec.Rules,
@@ -130,7 +139,7 @@ var Routes = []RouteKind{
 		},
 	}.describe(),
 	routeAccess[*gatewayv1.GRPCRoute]{
-		kind:     "GRPCRoute",
+		kind:     GRPCRouteKind,
 		informer: func(v1 gatewayinformers.Interface) cache.SharedIndexInformer { return v1.GRPCRoutes().Informer() },
 		spec: func(r *gatewayv1.GRPCRoute) RouteSpec {
 			return RouteSpec{ParentRefs: r.Spec.ParentRefs, Hostnames: r.Spec.Hostnames, BackendRefs: backendRefs(r.Spec.Rules,
@@ -143,7 +152,7 @@ var Routes = []RouteKind{
 		},
 	}.describe(),
 	routeAccess[*gatewayv1.TLSRoute]{
-		kind:     "TLSRoute",
+		kind:     TLSRouteKind,
 		informer: func(v1 gatewayinformers.Interface) cache.SharedIndexInformer { return v1.TLSRoutes().Informer() },
 		spec: func(r *gatewayv1.TLSRoute) RouteSpec {
 			return RouteSpec{ParentRefs: r.Spec.ParentRefs, Hostnames: r.Spec.Hostnames, BackendRefs: backendRefs(r.Spec.Rules,
@@ -156,7 +165,7 @@ var Routes = []RouteKind{
 		},
 	}.describe(),
 	routeAccess[*gatewayv1.UDPRoute]{
-		kind:     "UDPRoute",
+		kind:     UDPRouteKind,
 		informer: func(v1 gatewayinformers.Interface) cache.SharedIndexInformer { return v1.UDPRoutes().Informer() },
 		spec: func(r *gatewayv1.UDPRoute) RouteSpec {
 			return RouteSpec{ParentRefs: r.Spec.ParentRefs, BackendRefs: backendRefs(r.Spec.Rules,

@@ -104,7 +104,7 @@ func startController(t *testing.T, name gatewayv1.GatewayController, opts contro
 	controller, err := gwsync.NewController(t.Context(), gwsync.Config{
 		ControllerName: name,
 		Capabilities:   consullimits.Consul115,
-		Informers:      inf,
+		Informers:      gwsync.InformersOf(inf),
 		GatewayClient:  gateway,
 		Verdicts:       verdicts,
 		Publisher:      publisher,

@@ -81,7 +81,7 @@ func startReplica(ctx context.Context, t *testing.T, identity string, controller
 			controller, err := gwsync.NewController(ctx, gwsync.Config{
 				ControllerName: controllerName,
 				Capabilities:   consullimits.Consul115,
-				Informers:      inf,
+				Informers:      gwsync.InformersOf(inf),
 				GatewayClient:  gateway,
 				Publisher:      &confirmations{},
 				Workers:        gwsync.Workers{GatewayClasses: 1, Gateways: 1, Routes: 1},

@@ -1,0 +1,224 @@
+package informers
+
+import (
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
+)
+
+// This file is what each change affects: the keys KeyMapper's handlers enqueue for it.
+
+// gatewayClassChanged enqueues the class and every Gateway of it, with their routes.
+//
+// A Gateway's change enqueues no class in return: a class's status (Accepted,
+// SupportedVersion, supportedFeatures) does not depend on its Gateways. If the class
+// sync ever manages the gateway-exists finalizer, gatewayChanged must enqueue the old
+// and new class names, which needs the Gateway objects and not only their name.
+func (m *KeyMapper) gatewayClassChanged(class cache.ObjectName) {
+	m.queues.GatewayClasses.Add(class.Name)
+	for _, gateway := range m.indexed(m.gateways, GatewayClassNameIndex, class.Name) {
+		m.enqueueGatewayAndRoutes(gateway)
+	}
+}
+
+func (m *KeyMapper) gatewayChanged(gateway cache.ObjectName) {
+	m.enqueueGatewayAndRoutes(gateway)
+}
+
+// enqueueGatewayAndRoutes enqueues the gateway and every route naming it as a parent,
+// and its ListenerSets with theirs. A route is judged from its parents' specs, their
+// class and the references their listeners resolve, never from their status; so
+// whatever may change a gateway's verdict may change its routes' verdicts too, and
+// must reach them directly. A ListenerSet's listeners are judged merged with the
+// gateway's, so the same holds for them.
+func (m *KeyMapper) enqueueGatewayAndRoutes(gateway cache.ObjectName) {
+	m.queues.Gateways.Add(gateway)
+	m.enqueueRoutesIndexed(RouteParentGatewayIndex, gateway.String())
+	for _, set := range m.indexed(m.sets, ListenerSetParentGatewayIndex, gateway.String()) {
+		m.enqueueListenerSetAndRoutes(set)
+	}
+}
+
+// enqueueListenerSetAndRoutes enqueues the ListenerSet and every route naming it as a
+// parent.
+func (m *KeyMapper) enqueueListenerSetAndRoutes(set cache.ObjectName) {
+	m.queues.ListenerSets.Add(set)
+	m.enqueueRoutesIndexed(RouteParentListenerSetIndex, set.String())
+}
+
+// listenerSetChanged enqueues the parent Gateway of the old and the new ListenerSet
+// with everything enqueueGatewayAndRoutes enqueues: the Gateway counts its accepted
+// ListenerSets, and listeners of one ListenerSet may conflict with another's. The
+// ListenerSet itself and its routes are enqueued even without a parent.
+func (m *KeyMapper) listenerSetChanged(obj any) {
+	name, err := cache.DeletionHandlingObjectToName(obj)
+	if err != nil {
+		m.reportUnmapped(err, obj)
+		return
+	}
+	m.enqueueListenerSetAndRoutes(name)
+	set, err := objectAs[*gatewayv1.ListenerSet](obj)
+	if err != nil {
+		return // a tombstone without the object: its Gateway catches up at its next resync
+	}
+	if parent, ok := gatewayapi.ListenerSetParent(set); ok {
+		m.enqueueGatewayAndRoutes(parent)
+	}
+}
+
+// routeChanged enqueues the route, of kind, in queue and every gateway it names as a
+// parent: a gateway's listener status counts the routes attached to it.
+//
+// The route's own key comes from the tombstone when the deleted object is unknown, but
+// its parents cannot: those gateways catch up at their next resync.
+func (m *KeyMapper) routeChanged(kind gatewayapi.RouteKind, queue workqueue.TypedInterface[cache.ObjectName], obj any) {
+	name, err := cache.DeletionHandlingObjectToName(obj)
+	if err != nil {
+		m.reportUnmapped(err, obj)
+		return
+	}
+	queue.Add(name)
+	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tombstone.Obj
+	}
+	parents, err := kind.ParentGateways(obj)
+	if err != nil {
+		m.reportUnmapped(err, obj)
+		return
+	}
+	m.enqueue(m.queues.Gateways, parents)
+	// A ListenerSet's listener status counts the routes attached to it.
+	sets, err := kind.ParentListenerSets(obj)
+	if err != nil {
+		m.reportUnmapped(err, obj)
+		return
+	}
+	m.enqueue(m.queues.ListenerSets, sets)
+}
+
+// namespaceChanged enqueues the gateways that select namespaces by label and every
+// route in the namespace: whether such a gateway admits a route of the namespace
+// depends on the namespace's labels. The gateways' other routes live in other
+// namespaces and are unaffected.
+func (m *KeyMapper) namespaceChanged(namespace cache.ObjectName) {
+	m.enqueue(m.queues.Gateways, m.indexed(m.gateways, GatewaySelectsNamespacesIndex, SelectsNamespaces))
+	m.enqueueRoutesIndexed(cache.NamespaceIndex, namespace.Name)
+	// Whether a Gateway admits a ListenerSet by selector depends on the labels of the
+	// ListenerSet's namespace.
+	for _, set := range m.indexed(m.sets, cache.NamespaceIndex, namespace.Name) {
+		m.enqueueListenerSetAndRoutes(set)
+	}
+}
+
+// serviceChanged enqueues every route with the service as a backend: its
+// ResolvedRefs condition depends on the service existing.
+func (m *KeyMapper) serviceChanged(service cache.ObjectName) {
+	m.enqueueRoutesIndexed(RouteBackendServiceIndex, service.String())
+}
+
+// secretChanged enqueues every gateway with the secret as a listener certificate, with
+// their routes: a listener whose certificate does not resolve is not valid.
+func (m *KeyMapper) secretChanged(secret cache.ObjectName) {
+	for _, gateway := range m.indexed(m.gateways, GatewayCertificateSecretIndex, secret.String()) {
+		m.enqueueGatewayAndRoutes(gateway)
+	}
+	for _, set := range m.indexed(m.sets, ListenerSetCertificateSecretIndex, secret.String()) {
+		m.enqueueListenerSetParent(set)
+	}
+}
+
+// enqueueListenerSetParent enqueues the cached ListenerSet's parent Gateway with
+// everything enqueueGatewayAndRoutes enqueues (the ListenerSet among them): its
+// listeners' validity is part of the merged judgement.
+func (m *KeyMapper) enqueueListenerSetParent(set cache.ObjectName) {
+	m.enqueueListenerSetAndRoutes(set)
+	obj, exists, err := m.sets.GetByKey(set.String())
+	if err != nil || !exists {
+		return
+	}
+	if parent, ok := gatewayapi.ListenerSetParent(obj.(*gatewayv1.ListenerSet)); ok {
+		m.enqueueGatewayAndRoutes(parent)
+	}
+}
+
+// gatewayConfigChanged enqueues the classes whose parametersRef names the config, with
+// everything gatewayClassChanged enqueues, and the Gateways whose own parametersRef
+// names it, with their routes: whether their parameters are valid is part of their
+// Accepted condition.
+func (m *KeyMapper) gatewayConfigChanged(config cache.ObjectName) {
+	for _, class := range m.indexed(m.classes, GatewayClassParametersIndex, config.String()) {
+		m.gatewayClassChanged(class)
+	}
+	for _, gateway := range m.indexed(m.gateways, GatewayParametersIndex, config.String()) {
+		m.enqueueGatewayAndRoutes(gateway)
+	}
+}
+
+// referenceGrantChanged enqueues every object of a kind the grant trusts in the
+// namespace it trusts it from (gateways with their routes): a grant is what lets such
+// an object refer across namespaces. The old and new grant both come through, so an
+// entry removed from spec.from is mapped too. Only Gateway API kinds are mapped; a grant
+// from any other group cannot concern them.
+func (m *KeyMapper) referenceGrantChanged(obj any) {
+	grant, err := objectAs[*gatewayv1.ReferenceGrant](obj)
+	if err != nil {
+		m.reportUnmapped(err, obj)
+		return
+	}
+	for _, from := range grant.Spec.From {
+		if from.Group != gatewayv1.GroupName {
+			continue
+		}
+		namespace := string(from.Namespace)
+		if from.Kind == gatewayapi.GatewayKind {
+			for _, gateway := range m.indexed(m.gateways, cache.NamespaceIndex, namespace) {
+				m.enqueueGatewayAndRoutes(gateway)
+			}
+			continue
+		}
+		if from.Kind == gatewayapi.ListenerSetKind {
+			for _, set := range m.indexed(m.sets, cache.NamespaceIndex, namespace) {
+				m.enqueueListenerSetParent(set)
+			}
+			continue
+		}
+		if routes, ok := m.routes[from.Kind]; ok {
+			m.enqueue(m.queues.Routes[from.Kind], m.indexed(routes, cache.NamespaceIndex, namespace))
+		}
+	}
+}
+
+// enqueueRoutesIndexed enqueues the routes of every kind whose index holds value.
+func (m *KeyMapper) enqueueRoutesIndexed(index, value string) {
+	for kind, routes := range m.routes {
+		m.enqueue(m.queues.Routes[kind], m.indexed(routes, index, value))
+	}
+}
+
+func (m *KeyMapper) enqueue(queue workqueue.TypedInterface[cache.ObjectName], names []cache.ObjectName) {
+	for _, name := range names {
+		queue.Add(name)
+	}
+}
+
+// indexed returns the names of the objects in indexer whose index holds value.
+func (m *KeyMapper) indexed(indexer cache.Indexer, index, value string) []cache.ObjectName {
+	keys, err := indexer.IndexKeys(index, value)
+	if err != nil {
+		utilruntime.HandleErrorWithLogger(m.logger, err, "Index lookup failed", "index", index, "value", value)
+		return nil
+	}
+	names := make([]cache.ObjectName, 0, len(keys))
+	for _, key := range keys {
+		name, err := cache.ParseObjectName(key)
+		if err != nil {
+			utilruntime.HandleErrorWithLogger(m.logger, err, "Malformed cache key", "index", index, "key", key)
+			continue
+		}
+		names = append(names, name)
+	}
+	return names
+}
