@@ -89,7 +89,7 @@ func ListenerSet(namespace, name string, parent gatewayv1.ParentGatewayReference
 func Backend(name string, port int32) gatewayv1.BackendObjectReference {
 	ref := gatewayv1.BackendObjectReference{Name: gatewayv1.ObjectName(name)}
 	if port != 0 {
-		ref.Port = new(gatewayv1.PortNumber(port))
+		ref.Port = new(port)
 	}
 	return ref
 }
