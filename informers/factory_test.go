@@ -24,6 +24,7 @@ import (
 
 	configfake "github.com/consul-gateway-controller/consul-gateway-controller/api/client/fake"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
+	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
 )
 
 // fieldSelectors records the field selector of every list and watch, per resource.
@@ -100,9 +101,9 @@ func TestInformersDropManagedFields(t *testing.T) {
 	}
 	var kubeObjects, gatewayObjects []runtime.Object
 	objects := append(world(),
-		referenceGrant("data", "routes", grantFrom("HTTPRoute", "apps")),
-		service("apps", "web-svc"),
-		secret("infra", "cert"))
+		testenv.ReferenceGrant("data", "routes", "Service", testenv.GrantFrom("HTTPRoute", "apps")),
+		testenv.Service("apps", "web-svc"),
+		testenv.TLSSecret("infra", "cert", nil, nil))
 	for _, obj := range objects {
 		withManagedFields(obj)
 		if isCore(obj) {
@@ -172,7 +173,7 @@ func TestDropManagedFields(t *testing.T) {
 	managed := []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}
 
 	t.Run("object", func(t *testing.T) {
-		svc := service("apps", "web")
+		svc := testenv.Service("apps", "web")
 		svc.ManagedFields = managed
 		got, err := dropManagedFields(svc)
 		if err != nil {
@@ -184,7 +185,7 @@ func TestDropManagedFields(t *testing.T) {
 	})
 
 	t.Run("tombstone passes through untouched", func(t *testing.T) {
-		svc := service("apps", "web")
+		svc := testenv.Service("apps", "web")
 		svc.ManagedFields = managed
 		in := cache.DeletedFinalStateUnknown{Key: "apps/web", Obj: svc}
 		got, err := dropManagedFields(in)
@@ -275,9 +276,9 @@ func TestAddEventHandlersOnRunningInformers(t *testing.T) {
 		return true, w, err
 	})
 	gateway := newGatewayClientset(t,
-		gatewayClass("consul"),
+		testenv.GatewayClass("consul", worldController),
 		gateway("infra", "public", "consul", "", gatewayv1.SecretObjectReference{Name: "cert"}),
-		httpRoute("apps", "web", []gatewayv1.ParentReference{{Namespace: new(gatewayv1.Namespace("infra")), Name: "public"}}),
+		testenv.HTTPRoute("apps", "web", []gatewayv1.ParentReference{{Namespace: new(gatewayv1.Namespace("infra")), Name: "public"}}),
 	)
 	i := New(kube, gateway, configfake.NewClientset(), 0)
 	queues := newQueues(t)
@@ -303,7 +304,7 @@ func TestAddEventHandlersOnRunningInformers(t *testing.T) {
 	want := enqueued{Gateways: []string{"infra/public"}, HTTPRoutes: []string{"apps/web"}}
 	ctx := context.Background()
 
-	if _, err := kube.CoreV1().Secrets("infra").Create(ctx, secret("infra", "cert"), metav1.CreateOptions{}); err != nil {
+	if _, err := kube.CoreV1().Secrets("infra").Create(ctx, testenv.TLSSecret("infra", "cert", nil, nil), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	waitForKeys(t, queues, want)

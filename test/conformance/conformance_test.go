@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io/fs"
@@ -17,7 +18,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -34,7 +34,6 @@ import (
 	"sigs.k8s.io/gateway-api/conformance/utils/suite"
 	"sigs.k8s.io/yaml"
 
-	apiclient "github.com/consul-gateway-controller/consul-gateway-controller/api/client"
 	"github.com/consul-gateway-controller/consul-gateway-controller/api/v1alpha1"
 	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
 )
@@ -143,14 +142,10 @@ func startController(t *testing.T) {
 	t.Helper()
 	// The echo backends of the suite are plain Services: without service-defaults
 	// saying http, Consul refuses http-routes to them.
-	c, err := env.StartController(testenv.ControllerOptions{
-		Binary: testenv.ControllerBinary(t),
-		Name:   "conformance",
-		Args:   []string{"--leader-elect=false", "--manage-service-defaults", "-v=2"},
+	c := env.RunController(t, testenv.ControllerOptions{
+		Name: "conformance",
+		Args: []string{"--leader-elect=false", "--manage-service-defaults", "-v=2"},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	t.Cleanup(func() {
 		if _, err := c.Terminate(10 * time.Second); err != nil {
 			t.Errorf("stop controller: %v", err)
@@ -165,12 +160,8 @@ func createClass(t *testing.T, ctx context.Context) {
 	if _, err := env.KubeClient.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: configNamespace}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	configs, err := apiclient.NewForConfig(env.Kube.Config(testenv.AdminUser))
-	if err != nil {
-		t.Fatal(err)
-	}
 	clusterIP := corev1.ServiceTypeClusterIP
-	if _, err := configs.GatewayConfigs(configNamespace).Create(ctx, &v1alpha1.GatewayConfig{
+	if _, err := env.ConfigClient.GatewayConfigs(configNamespace).Create(ctx, &v1alpha1.GatewayConfig{
 		ObjectMeta: metav1.ObjectMeta{Name: className},
 		Spec:       v1alpha1.GatewayConfigSpec{Service: &v1alpha1.ServiceConfig{Type: &clusterIP}},
 	}, metav1.CreateOptions{}); err != nil {
@@ -188,19 +179,19 @@ func createClass(t *testing.T, ctx context.Context) {
 	if _, err := classes.Create(ctx, class, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+	testenv.Eventually(t, time.Minute, "GatewayClass "+className+" accepted with its supported features", func(ctx context.Context) error {
 		got, err := classes.Get(ctx, className, metav1.GetOptions{})
 		if err != nil {
-			return false, err
+			return err
 		}
-		accepted := slices.ContainsFunc(got.Status.Conditions, func(c metav1.Condition) bool {
-			return c.Type == string(gatewayv1.GatewayClassConditionStatusAccepted) && c.Status == metav1.ConditionTrue
-		})
-		return accepted && len(got.Status.SupportedFeatures) > 0, nil
+		if err := testenv.ConditionTrue(got.Status.Conditions, string(gatewayv1.GatewayClassConditionStatusAccepted)); err != nil {
+			return err
+		}
+		if len(got.Status.SupportedFeatures) == 0 {
+			return errors.New("no supported features")
+		}
+		return nil
 	})
-	if err != nil {
-		t.Fatalf("GatewayClass %s not accepted with its supported features: %v", className, err)
-	}
 }
 
 // writeReport writes the suite's report and a README listing each test's outcome.

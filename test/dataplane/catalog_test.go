@@ -15,6 +15,7 @@ import (
 	"github.com/consul-gateway-controller/consul-gateway-controller/api/v1alpha1"
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
 	"github.com/consul-gateway-controller/consul-gateway-controller/dataplane"
+	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
 )
 
 // Each gateway pod is an api-gateway instance in Consul's catalog, named like the
@@ -29,7 +30,7 @@ func TestGatewayPodsRegistered(t *testing.T) {
 
 	instancesMatchPods := func(want int) {
 		t.Helper()
-		eventually(t, 60*time.Second, fmt.Sprintf("%d registered instances match the Ready pods", want), func(ctx context.Context) error {
+		testenv.Eventually(t, 60*time.Second, fmt.Sprintf("%d registered instances match the Ready pods", want), func(ctx context.Context) error {
 			pods, err := env.KubeClient.CoreV1().Pods(g.ns).List(ctx, metav1.ListOptions{LabelSelector: dataplane.PodSelector(keyOf(g)).String()})
 			if err != nil {
 				return err

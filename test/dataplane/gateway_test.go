@@ -3,14 +3,11 @@ package dataplane
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,115 +17,8 @@ import (
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/api/v1alpha1"
 	"github.com/consul-gateway-controller/consul-gateway-controller/dataplane"
-	"github.com/consul-gateway-controller/consul-gateway-controller/internal/testcerts"
 	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
 )
-
-// gatewayCase is one Gateway of its own class and namespace, its GatewayConfig, and
-// the controller serving the class.
-type gatewayCase struct {
-	t          *testing.T
-	ns         string
-	class      string
-	controller *testenv.Controller
-	name       string // of the Gateway's Deployment, Service and ServiceAccount
-}
-
-func newGatewayCase(t *testing.T, prefix string, serviceType corev1.ServiceType) *gatewayCase {
-	t.Helper()
-	ns := createNamespace(t, prefix)
-	controllerName := gatewayv1.GatewayController("consul-gateway-controller.github.io/" + ns)
-	g := &gatewayCase{t: t, ns: ns, class: ns}
-	createClass(t, ns, controllerName, nil)
-	g.controller = startController(t, ns, controllerName)
-	cert, key, err := testcerts.SelfSigned("secure.example.com")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := env.KubeClient.CoreV1().Secrets(ns).Create(t.Context(), &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: "tls"}, Type: corev1.SecretTypeTLS,
-		Data: map[string][]byte{corev1.TLSCertKey: cert, corev1.TLSPrivateKeyKey: key},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := configClient(t).GatewayConfigs(ns).Create(t.Context(), &v1alpha1.GatewayConfig{
-		ObjectMeta: metav1.ObjectMeta{Name: "edge"},
-		Spec: v1alpha1.GatewayConfigSpec{
-			Replicas: &v1alpha1.Replicas{Default: new(int32(2))},
-			Service:  &v1alpha1.ServiceConfig{Type: &serviceType, CopyAnnotations: []string{"lb.example.com/scheme"}},
-		},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	gw := &gatewayv1.Gateway{
-		ObjectMeta: metav1.ObjectMeta{Name: "edge", Annotations: map[string]string{"lb.example.com/scheme": "internal"}},
-		Spec: gatewayv1.GatewaySpec{
-			GatewayClassName: gatewayv1.ObjectName(ns),
-			Infrastructure: &gatewayv1.GatewayInfrastructure{
-				Labels:        map[gatewayv1.LabelKey]gatewayv1.LabelValue{"team": "edge"},
-				ParametersRef: &gatewayv1.LocalParametersReference{Group: v1alpha1.GroupName, Kind: v1alpha1.GatewayConfigKind, Name: "edge"},
-			},
-			Listeners: []gatewayv1.Listener{
-				{Name: "http", Port: 80, Protocol: gatewayv1.HTTPProtocolType},
-				{Name: "https", Port: 443, Protocol: gatewayv1.HTTPSProtocolType, TLS: &gatewayv1.ListenerTLSConfig{
-					CertificateRefs: []gatewayv1.SecretObjectReference{{Name: "tls"}},
-				}},
-			},
-		},
-	}
-	created, err := env.GatewayClient.GatewayV1().Gateways(ns).Create(t.Context(), gw, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g.name = dataplane.Name(created)
-	return g
-}
-
-func (g *gatewayCase) gateway(ctx context.Context) (*gatewayv1.Gateway, error) {
-	return env.GatewayClient.GatewayV1().Gateways(g.ns).Get(ctx, "edge", metav1.GetOptions{})
-}
-
-func (g *gatewayCase) deployment(ctx context.Context) (*appsv1.Deployment, error) {
-	return env.KubeClient.AppsV1().Deployments(g.ns).Get(ctx, g.name, metav1.GetOptions{})
-}
-
-func (g *gatewayCase) service(ctx context.Context) (*corev1.Service, error) {
-	return env.KubeClient.CoreV1().Services(g.ns).Get(ctx, g.name, metav1.GetOptions{})
-}
-
-// programmed waits until the Gateway's Programmed condition starts with want.
-func (g *gatewayCase) programmed(want string, timeout time.Duration) *gatewayv1.Gateway {
-	g.t.Helper()
-	return g.condition("Programmed", want, timeout)
-}
-
-// condition waits until the Gateway's condition of condType, as "Status/Reason:
-// message", starts with want, and returns the Gateway then.
-func (g *gatewayCase) condition(condType, want string, timeout time.Duration) *gatewayv1.Gateway {
-	g.t.Helper()
-	var last *gatewayv1.Gateway
-	eventually(g.t, timeout, "Gateway "+condType+" "+want, func(ctx context.Context) error {
-		gw, err := g.gateway(ctx)
-		if err != nil {
-			return err
-		}
-		last = gw
-		if got := conditionOf(gw.Status.Conditions, condType); !strings.HasPrefix(got, want) {
-			return fmt.Errorf("%s %q, addresses %v", condType, got, gw.Status.Addresses)
-		}
-		return nil
-	})
-	return last
-}
-
-func conditionOf(conds []metav1.Condition, condType string) string {
-	for _, c := range conds {
-		if c.Type == condType {
-			return fmt.Sprintf("%s/%s: %s", c.Status, c.Reason, c.Message)
-		}
-	}
-	return "none"
-}
 
 // A Gateway gets its ServiceAccount, Deployment and Service, owned by it; its pods
 // become Ready on a fake Node; its address is its Service's; then it is Programmed.
@@ -174,7 +64,7 @@ func TestGatewayDataPlane(t *testing.T) {
 		t.Errorf("Deployment serviceAccount %q, want %q", d.Spec.Template.Spec.ServiceAccountName, g.name)
 	}
 	// Programmed needs one Ready pod; the second follows.
-	eventually(t, 30*time.Second, "2 ready replicas", func(ctx context.Context) error {
+	testenv.Eventually(t, 30*time.Second, "2 ready replicas", func(ctx context.Context) error {
 		d, err := g.deployment(ctx)
 		if err != nil {
 			return err
@@ -189,7 +79,7 @@ func TestGatewayDataPlane(t *testing.T) {
 	updateGateway(t, g, func(gw *gatewayv1.Gateway) {
 		gw.Spec.Listeners = append(gw.Spec.Listeners, gatewayv1.Listener{Name: "tcp", Port: 5432, Protocol: gatewayv1.TCPProtocolType})
 	})
-	eventually(t, 30*time.Second, "the Service gains port 5432", func(ctx context.Context) error {
+	testenv.Eventually(t, 30*time.Second, "the Service gains port 5432", func(ctx context.Context) error {
 		svc, err := g.service(ctx)
 		if err != nil {
 			return err
@@ -202,7 +92,7 @@ func TestGatewayDataPlane(t *testing.T) {
 
 	// The GatewayConfig changes: the Deployment rolls.
 	updateConfig(t, g.ns, func(c *v1alpha1.GatewayConfig) { c.Spec.Replicas.Default = new(int32(3)) })
-	eventually(t, 60*time.Second, "3 ready replicas", func(ctx context.Context) error {
+	testenv.Eventually(t, 60*time.Second, "3 ready replicas", func(ctx context.Context) error {
 		d, err := g.deployment(ctx)
 		if err != nil {
 			return err
@@ -230,7 +120,7 @@ func TestGatewayDataPlane(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "the image is put back, the annotation stays", func(ctx context.Context) error {
+	testenv.Eventually(t, 30*time.Second, "the image is put back, the annotation stays", func(ctx context.Context) error {
 		d, err := g.deployment(ctx)
 		if err != nil {
 			return err
@@ -247,7 +137,7 @@ func TestGatewayDataPlane(t *testing.T) {
 	// The Service type changes to NodePort: the addresses become the IPs of the nodes
 	// the Ready gateway pods run on.
 	updateConfig(t, g.ns, func(c *v1alpha1.GatewayConfig) { c.Spec.Service.Type = new(corev1.ServiceTypeNodePort) })
-	eventually(t, 30*time.Second, "the Gateway's address is its node's", func(ctx context.Context) error {
+	testenv.Eventually(t, 30*time.Second, "the Gateway's address is its node's", func(ctx context.Context) error {
 		gw, err := g.gateway(ctx)
 		if err != nil {
 			return err
@@ -293,7 +183,7 @@ func TestGatewayDataPlane(t *testing.T) {
 	if err := env.GatewayClient.GatewayV1().Gateways(g.ns).Delete(ctx, "edge", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 60*time.Second, "the Gateway's objects are garbage-collected", func(ctx context.Context) error {
+	testenv.Eventually(t, 60*time.Second, "the Gateway's objects are garbage-collected", func(ctx context.Context) error {
 		var left []string
 		if _, err := g.deployment(ctx); err == nil {
 			left = append(left, "Deployment")
@@ -314,23 +204,15 @@ func TestGatewayDataPlane(t *testing.T) {
 // A LoadBalancer Service without ingress leaves the Gateway AddressNotAssigned; the
 // ingress a cloud load balancer would write makes it the Gateway's address.
 func TestGatewayLoadBalancerAddress(t *testing.T) {
-	ctx := t.Context()
 	g := newGatewayCase(t, "lb", corev1.ServiceTypeLoadBalancer)
 	g.programmed("False/AddressNotAssigned", 60*time.Second)
 
 	// As a cloud load balancer controller would, retrying on a conflict.
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		svc, err := g.service(ctx)
-		if err != nil {
-			return err
-		}
+	services := env.KubeClient.CoreV1().Services(g.ns)
+	testenv.Update(t, services.Get, services.UpdateStatus, g.name, func(svc *corev1.Service) {
 		svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "203.0.113.7"}, {Hostname: "edge.lb.example.com"}}
-		_, err = env.KubeClient.CoreV1().Services(g.ns).UpdateStatus(ctx, svc, metav1.UpdateOptions{})
-		return err
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
+
 	gw := g.programmed("True/Programmed", 30*time.Second)
 	want := []gatewayv1.GatewayStatusAddress{
 		{Type: new(gatewayv1.IPAddressType), Value: "203.0.113.7"},
@@ -349,7 +231,7 @@ func TestAutoscaledReplicasLeftAlone(t *testing.T) {
 	g.programmed("True/Programmed", 60*time.Second)
 	updateGateway(t, g, func(gw *gatewayv1.Gateway) { gw.Annotations[dataplane.AutoscaledAnnotation] = "true" })
 	// The autoscaler's write, through the scale subresource as an HPA does.
-	eventually(t, 30*time.Second, "the controller gives up replicas", func(ctx context.Context) error {
+	testenv.Eventually(t, 30*time.Second, "the controller gives up replicas", func(ctx context.Context) error {
 		d, err := g.deployment(ctx)
 		if err != nil {
 			return err
@@ -369,7 +251,7 @@ func TestAutoscaledReplicasLeftAlone(t *testing.T) {
 	updateGateway(t, g, func(gw *gatewayv1.Gateway) {
 		gw.Spec.Listeners = append(gw.Spec.Listeners, gatewayv1.Listener{Name: "alt", Port: 8080, Protocol: gatewayv1.HTTPProtocolType})
 	})
-	eventually(t, 30*time.Second, "the Service gains port 8080", func(ctx context.Context) error {
+	testenv.Eventually(t, 30*time.Second, "the Service gains port 8080", func(ctx context.Context) error {
 		svc, err := g.service(ctx)
 		if err != nil {
 			return err
@@ -386,93 +268,6 @@ func TestAutoscaledReplicasLeftAlone(t *testing.T) {
 	if *d.Spec.Replicas != 4 {
 		t.Errorf("replicas %d after the controller applied again, want the autoscaler's 4", *d.Spec.Replicas)
 	}
-}
-
-// updateGateway edits the Gateway as a user would, again on a conflict: the
-// controller writes its status meanwhile.
-// restart stops the case's controller, starts another for its class, waits until it is
-// ready and has had time to act, and returns the sum of counter's series in its
-// metrics.
-func (g *gatewayCase) restart(t *testing.T, counter string) float64 {
-	t.Helper()
-	if _, err := g.controller.Terminate(10 * time.Second); err != nil {
-		t.Fatal(err)
-	}
-	g.controller = startController(t, g.ns+"-restarted", gatewayv1.GatewayController("consul-gateway-controller.github.io/"+g.ns))
-	eventually(t, 30*time.Second, "the restarted controller is ready", func(ctx context.Context) error {
-		if !g.controller.Ready(ctx) {
-			return fmt.Errorf("not ready")
-		}
-		return nil
-	})
-	time.Sleep(3 * time.Second)
-	text, err := g.controller.Metrics(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return counterSum(text, counter)
-}
-
-func updateGateway(t *testing.T, g *gatewayCase, edit func(*gatewayv1.Gateway)) {
-	t.Helper()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		gw, err := g.gateway(t.Context())
-		if err != nil {
-			return err
-		}
-		if gw.Annotations == nil {
-			gw.Annotations = map[string]string{}
-		}
-		edit(gw)
-		_, err = env.GatewayClient.GatewayV1().Gateways(g.ns).Update(t.Context(), gw, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-func updateConfig(t *testing.T, ns string, edit func(*v1alpha1.GatewayConfig)) {
-	t.Helper()
-	configs := configClient(t).GatewayConfigs(ns)
-	c, err := configs.Get(t.Context(), "edge", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	edit(c)
-	if _, err := configs.Update(t.Context(), c, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func servicePorts(svc *corev1.Service) []int32 {
-	var ports []int32
-	for _, p := range svc.Spec.Ports {
-		ports = append(ports, p.Port)
-	}
-	slices.Sort(ports)
-	return ports
-}
-
-func addressStrings(addresses []gatewayv1.GatewayStatusAddress) []string {
-	var out []string
-	for _, a := range addresses {
-		out = append(out, string(*a.Type)+"="+a.Value)
-	}
-	return out
-}
-
-// counterSum adds up every series of a counter in a Prometheus text exposition.
-func counterSum(text, name string) float64 {
-	re := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + `(?:\{[^}]*\})? (\S+)$`)
-	var sum float64
-	for _, m := range re.FindAllStringSubmatch(text, -1) {
-		v, err := strconv.ParseFloat(m[1], 64)
-		if err == nil {
-			sum += v
-		}
-	}
-	return sum
 }
 
 // A requested address becomes the gateway Service's cluster IP, and the Gateway's
@@ -499,12 +294,12 @@ func TestRequestedAddress(t *testing.T) {
 	if _, err := gateways.Create(ctx, gw, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 60*time.Second, "the requested address is the Gateway's", func(ctx context.Context) error {
+	testenv.Eventually(t, 60*time.Second, "the requested address is the Gateway's", func(ctx context.Context) error {
 		got, err := gateways.Get(ctx, "fixed", metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
-		if p := conditionOf(got.Status.Conditions, "Programmed"); !strings.HasPrefix(p, "True/Programmed") {
+		if p := testenv.ConditionText(got.Status.Conditions, "Programmed"); !strings.HasPrefix(p, "True/Programmed") {
 			return fmt.Errorf("Programmed %q", p)
 		}
 		if a := addressStrings(got.Status.Addresses); fmt.Sprint(a) != "[IPAddress=10.96.200.200]" {
@@ -525,9 +320,9 @@ func TestRequestedAddress(t *testing.T) {
 // type.
 func TestClassParametersRollOut(t *testing.T) {
 	ctx := t.Context()
-	ns := createNamespace(t, "classparams")
+	ns := env.NewNamespace(t, "classparams")
 	controllerName := gatewayv1.GatewayController("consul-gateway-controller.github.io/" + ns)
-	configs := configClient(t).GatewayConfigs(ns)
+	configs := env.ConfigClient.GatewayConfigs(ns)
 	if _, err := configs.Create(ctx, &v1alpha1.GatewayConfig{
 		ObjectMeta: metav1.ObjectMeta{Name: "shared"},
 		Spec:       v1alpha1.GatewayConfigSpec{Service: &v1alpha1.ServiceConfig{Type: new(corev1.ServiceTypeClusterIP)}},
@@ -549,12 +344,8 @@ func TestClassParametersRollOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := &gatewayCase{t: t, ns: ns, class: ns, name: dataplane.Name(gw)}
-	eventually(t, 60*time.Second, "a ClusterIP Service and one replica", func(ctx context.Context) error {
-		svc, err := g.service(ctx)
-		if err != nil {
-			return err
-		}
-		d, err := g.deployment(ctx)
+	testenv.Eventually(t, 60*time.Second, "a ClusterIP Service and one replica", func(ctx context.Context) error {
+		svc, d, err := g.serviceAndDeployment(ctx)
 		if err != nil {
 			return err
 		}
@@ -573,12 +364,8 @@ func TestClassParametersRollOut(t *testing.T) {
 	if _, err := configs.Update(ctx, shared, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 60*time.Second, "the class's new parameters roll out", func(ctx context.Context) error {
-		svc, err := g.service(ctx)
-		if err != nil {
-			return err
-		}
-		d, err := g.deployment(ctx)
+	testenv.Eventually(t, 60*time.Second, "the class's new parameters roll out", func(ctx context.Context) error {
+		svc, d, err := g.serviceAndDeployment(ctx)
 		if err != nil {
 			return err
 		}

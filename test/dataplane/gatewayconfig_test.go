@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 
-	"github.com/consul-gateway-controller/consul-gateway-controller/api/client"
 	"github.com/consul-gateway-controller/consul-gateway-controller/api/v1alpha1"
 )
 
@@ -19,11 +18,8 @@ import (
 // field.
 func TestGatewayConfigCRD(t *testing.T) {
 	ctx := t.Context()
-	ns := createNamespace(t, "config")
-	configs, err := client.NewForConfig(env.Kube.Config("admin"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ns := env.NewNamespace(t, "config")
+	configs := env.ConfigClient
 	api := configs.GatewayConfigs(ns)
 	watcher, err := api.Watch(ctx, metav1.ListOptions{})
 	if err != nil {

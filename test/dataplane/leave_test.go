@@ -13,6 +13,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/dataplane"
+	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
 )
 
 // A Gateway moved to another controller's class loses the ServiceAccount, Deployment
@@ -49,7 +50,7 @@ func TestGatewayLeavingOurClass(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := counterSum(text, "consul_gateway_controller_gateway_object_deletions_total"); got != 3 {
+	if got := testenv.MetricSum(text, "consul_gateway_controller_gateway_object_deletions_total"); got != 3 {
 		t.Errorf("the restarted controller counted %v deletions, want 3", got)
 	}
 }
@@ -62,7 +63,7 @@ func (g *gatewayCase) waitObjects(exist bool) {
 	if exist {
 		what = "the Gateway's objects exist"
 	}
-	eventually(g.t, 60*time.Second, what, func(context.Context) error {
+	testenv.Eventually(g.t, 60*time.Second, what, func(context.Context) error {
 		// Not the poll's context: at its deadline the Gets would fail with it, and the
 		// failure would say nothing of the objects.
 		ctx, core := g.t.Context(), env.KubeClient.CoreV1()

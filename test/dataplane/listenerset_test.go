@@ -10,6 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
 )
 
 // A ListenerSet's listener is served by its Gateway's pods, so the Gateway's Service
@@ -21,24 +23,13 @@ func TestListenerSetPortsOnTheGatewayService(t *testing.T) {
 		gw.Spec.AllowedListeners = &gatewayv1.AllowedListeners{Namespaces: &gatewayv1.ListenerNamespaces{From: new(gatewayv1.NamespacesFromSame)}}
 	})
 	sets := env.GatewayClient.GatewayV1().ListenerSets(g.ns)
-	set := &gatewayv1.ListenerSet{
-		ObjectMeta: metav1.ObjectMeta{Name: "extra"},
-		Spec: gatewayv1.ListenerSetSpec{
-			ParentRef: gatewayv1.ParentGatewayReference{Name: "edge"},
-			Listeners: []gatewayv1.ListenerEntry{{Name: "alt", Port: 8081, Protocol: gatewayv1.HTTPProtocolType}},
-		},
-	}
-	if _, err := sets.Create(t.Context(), set, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	env.Create(t, testenv.ListenerSet(g.ns, "extra", gatewayv1.ParentGatewayReference{Name: "edge"},
+		gatewayv1.ListenerEntry{Name: "alt", Port: 8081, Protocol: gatewayv1.HTTPProtocolType}))
+
 	portsAre := func(want ...int32) {
 		t.Helper()
-		eventually(t, 60*time.Second, fmt.Sprintf("the gateway Service and pod template declare ports %v", want), func(ctx context.Context) error {
-			svc, err := g.service(ctx)
-			if err != nil {
-				return err
-			}
-			dep, err := g.deployment(ctx)
+		testenv.Eventually(t, 60*time.Second, fmt.Sprintf("the gateway Service and pod template declare ports %v", want), func(ctx context.Context) error {
+			svc, dep, err := g.serviceAndDeployment(ctx)
 			if err != nil {
 				return err
 			}

@@ -13,13 +13,14 @@ import (
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/dataplane"
 	"github.com/consul-gateway-controller/consul-gateway-controller/informers"
+	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
 )
 
 // The owned caches hold the controller's objects and nothing else: unrelated
 // Deployments, Services, ServiceAccounts and pods in the cluster cost them no memory.
 func TestOwnedCachesHoldOnlyManagedObjects(t *testing.T) {
 	ctx := t.Context()
-	ns := createNamespace(t, "unrelated")
+	ns := env.NewNamespace(t, "unrelated")
 	labels := map[string]string{"app": "unrelated"}
 	for i := range 3 {
 		name := fmt.Sprintf("unrelated-%d", i)
@@ -43,7 +44,7 @@ func TestOwnedCachesHoldOnlyManagedObjects(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, 60*time.Second, "the unrelated pods exist", func(ctx context.Context) error {
+	testenv.Eventually(t, 60*time.Second, "the unrelated pods exist", func(ctx context.Context) error {
 		pods, err := env.KubeClient.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return err

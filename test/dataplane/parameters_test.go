@@ -10,10 +10,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/api/v1alpha1"
+	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
 )
 
 // A parametersRef that names no usable GatewayConfig (missing, of another kind, or with
@@ -22,10 +22,10 @@ import (
 // the GatewayConfig alone brings Accepted back.
 func TestInvalidParameters(t *testing.T) {
 	ctx := t.Context()
-	ns := createNamespace(t, "params")
+	ns := env.NewNamespace(t, "params")
 	controllerName := gatewayv1.GatewayController("consul-gateway-controller.github.io/params-test")
 	startController(t, "params", controllerName)
-	configs := configClient(t).GatewayConfigs(ns)
+	configs := env.ConfigClient.GatewayConfigs(ns)
 	classes := env.GatewayClient.GatewayV1().GatewayClasses()
 	gateways := env.GatewayClient.GatewayV1().Gateways(ns)
 
@@ -34,12 +34,12 @@ func TestInvalidParameters(t *testing.T) {
 	})
 	classAccepted := func(want string) {
 		t.Helper()
-		eventually(t, 30*time.Second, "class Accepted "+want, func(ctx context.Context) error {
+		testenv.Eventually(t, 30*time.Second, "class Accepted "+want, func(ctx context.Context) error {
 			class, err := classes.Get(ctx, ns, metav1.GetOptions{})
 			if err != nil {
 				return err
 			}
-			if got := acceptedOf(class.Status.Conditions); !strings.HasPrefix(got, want) {
+			if got := testenv.ConditionText(class.Status.Conditions, "Accepted"); !strings.HasPrefix(got, want) {
 				return fmt.Errorf("Accepted %q", got)
 			}
 			return nil
@@ -82,12 +82,12 @@ func TestInvalidParameters(t *testing.T) {
 	}
 	gatewayAccepted := func(want string) {
 		t.Helper()
-		eventually(t, 30*time.Second, "Gateway Accepted "+want, func(ctx context.Context) error {
+		testenv.Eventually(t, 30*time.Second, "Gateway Accepted "+want, func(ctx context.Context) error {
 			gw, err := gateways.Get(ctx, "own", metav1.GetOptions{})
 			if err != nil {
 				return err
 			}
-			if got := acceptedOf(gw.Status.Conditions); !strings.HasPrefix(got, want) {
+			if got := testenv.ConditionText(gw.Status.Conditions, "Accepted"); !strings.HasPrefix(got, want) {
 				return fmt.Errorf("Accepted %q", got)
 			}
 			return nil
@@ -97,18 +97,9 @@ func TestInvalidParameters(t *testing.T) {
 
 	// The Gateway's own reference to a GatewayConfig that does not exist yet, then does.
 	// The controller writes the Gateway's status meanwhile: retry on a conflict.
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		gw, err := gateways.Get(ctx, "own", metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
+	testenv.Update(t, gateways.Get, gateways.Update, "own", func(gw *gatewayv1.Gateway) {
 		gw.Spec.Infrastructure.ParametersRef = &gatewayv1.LocalParametersReference{Group: v1alpha1.GroupName, Kind: v1alpha1.GatewayConfigKind, Name: "own"}
-		_, err = gateways.Update(ctx, gw, metav1.UpdateOptions{})
-		return err
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	gatewayAccepted("False/InvalidParameters: spec.infrastructure.parametersRef: GatewayConfig " + ns + "/own does not exist")
 	if _, err := configs.Create(ctx, &v1alpha1.GatewayConfig{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "own"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

@@ -9,10 +9,10 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
 )
 
 // The cluster the data-plane tests run on does what a real one does with a
@@ -21,7 +21,7 @@ import (
 // garbage collector removing what the Deployment owned once it is deleted.
 func TestWorkloadsRollOutADeployment(t *testing.T) {
 	ctx := t.Context()
-	ns := createNamespace(t, "rollout")
+	ns := env.NewNamespace(t, "rollout")
 	labels := map[string]string{"app": "echo"}
 	deployment := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "echo"},
@@ -51,7 +51,7 @@ func TestWorkloadsRollOutADeployment(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	eventually(t, 60*time.Second, "the Deployment is available with 2 ready replicas", func(ctx context.Context) error {
+	testenv.Eventually(t, 60*time.Second, "the Deployment is available with 2 ready replicas", func(ctx context.Context) error {
 		d, err := apps.Get(ctx, "echo", metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -79,7 +79,7 @@ func TestWorkloadsRollOutADeployment(t *testing.T) {
 		t.Errorf("pod IPs %v, want 2 distinct", podIPs)
 	}
 
-	eventually(t, 30*time.Second, "the Service's EndpointSlice lists both pods, ready", func(ctx context.Context) error {
+	testenv.Eventually(t, 30*time.Second, "the Service's EndpointSlice lists both pods, ready", func(ctx context.Context) error {
 		slices, err := env.KubeClient.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=echo"})
 		if err != nil {
 			return err
@@ -105,7 +105,7 @@ func TestWorkloadsRollOutADeployment(t *testing.T) {
 	if err := apps.Delete(ctx, "echo", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 60*time.Second, "the garbage collector removes the ReplicaSet and its pods", func(ctx context.Context) error {
+	testenv.Eventually(t, 60*time.Second, "the garbage collector removes the ReplicaSet and its pods", func(ctx context.Context) error {
 		sets, err := env.KubeClient.AppsV1().ReplicaSets(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return err
@@ -119,37 +119,4 @@ func TestWorkloadsRollOutADeployment(t *testing.T) {
 		}
 		return nil
 	})
-}
-
-// createNamespace creates a namespace named after prefix and deletes it when the test
-// ends (the namespace controller removes what it holds).
-func createNamespace(t *testing.T, prefix string) string {
-	t.Helper()
-	ns, err := env.KubeClient.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		err := env.KubeClient.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("delete namespace %s: %v", ns.Name, err)
-		}
-	})
-	return ns.Name
-}
-
-// eventually polls check until it returns nil or timeout passes, and fails the test
-// with check's last error then.
-func eventually(t *testing.T, timeout time.Duration, what string, check func(context.Context) error) {
-	t.Helper()
-	var last error
-	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		last = check(ctx)
-		return last == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("%s: not within %s: %v", what, timeout, last)
-	}
 }

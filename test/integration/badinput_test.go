@@ -4,32 +4,24 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
-	"slices"
-	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	consulapi "github.com/hashicorp/consul/api"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/restmapper"
-	"k8s.io/client-go/util/retry"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
-	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
 	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
 )
 
@@ -116,8 +108,7 @@ func TestBadInputCorpus(t *testing.T) {
 		t.Fatalf("the corpus has %d cases, want at least 60", len(cases))
 	}
 	b := newBadInputEnv(t)
-	createObject(t, &gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: badInputClass},
-		Spec: gatewayv1.GatewayClassSpec{ControllerName: b.controller}})
+	env.Create(t, testenv.GatewayClass(badInputClass, b.controller))
 	// Registered before the controller, so it runs after the controller stopped: what
 	// it wrote leaves Consul, which every later test in the package shares (Consul's
 	// own gateway controller otherwise goes on reconciling hundreds of routes).
@@ -128,8 +119,9 @@ func TestBadInputCorpus(t *testing.T) {
 	// Namespaces and cluster-scoped objects outlive their case, for the last checks.
 	b.cleanup = t.Cleanup
 	for _, c := range cases {
-		createObject(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: c.ns}})
+		env.Create(t, testenv.Namespace(c.ns, nil))
 	}
+
 	start := time.Now()
 	sem := make(chan struct{}, badInputParallel)
 	t.Run("cases", func(t *testing.T) {
@@ -196,17 +188,11 @@ func parseBadCase(path, ns string) (badCase, error) {
 	}
 	text := strings.NewReplacer("${NS}", ns, "${CLASS}", badInputClass).Replace(string(raw))
 	c := badCase{file: filepath.Base(path), ns: ns}
-	decoder := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(text), 4096)
-	for {
-		obj := &unstructured.Unstructured{}
-		if err := decoder.Decode(&obj.Object); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			return c, err
-		}
-		if len(obj.Object) == 0 {
-			continue
-		}
+	objects, err := decodeObjects(text)
+	if err != nil {
+		return c, err
+	}
+	for _, obj := range objects {
 		if obj.GetKind() != "Expectations" {
 			c.objects = append(c.objects, obj)
 			continue
@@ -231,25 +217,16 @@ func parseBadCase(path, ns string) (badCase, error) {
 // run creates the case's valid neighbour and its objects in its namespace, and waits
 // for every expectation.
 func (b *badInputEnv) run(t *testing.T, c badCase) {
-	createObject(t, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: c.ns, Name: c.ns + "-echo"},
-		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 8080}}}})
-	s := consulStack{ns: c.ns, controller: b.controller}
-	gw := &gatewayv1.Gateway{
-		ObjectMeta: metav1.ObjectMeta{Namespace: c.ns, Name: "neighbour"},
-		Spec: gatewayv1.GatewaySpec{GatewayClassName: badInputClass, Listeners: []gatewayv1.Listener{
-			{Name: "http", Port: 8080, Protocol: gatewayv1.HTTPProtocolType},
-		}},
-	}
-	createObject(t, gw)
-	neighbour := s.route("neighbour", neighbourHost)
-	neighbour.Spec.ParentRefs[0].Name = "neighbour"
-	createObject(t, neighbour)
+	s := testenv.Stack{Namespace: c.ns, Class: badInputClass, Controller: b.controller, GatewayName: "neighbour", Backend: c.ns + "-echo"}
+	env.Create(t, testenv.Service(s.Namespace, s.Backend, testenv.BackendPort))
+	env.Create(t, s.Gateway(s.GatewayName, testenv.HTTPListener("http", 8080)))
+	env.Create(t, s.Route("neighbour", neighbourHost))
 
 	for _, obj := range c.objects {
 		b.create(t, c, obj)
 	}
-	eventually(t, badInputCaseTimeout, c.file+": "+c.expect.Description, func() (bool, error) {
-		return true, b.check(t.Context(), c)
+	testenv.Eventually(t, badInputCaseTimeout, c.file+": "+c.expect.Description, func(context.Context) error {
+		return b.check(t.Context(), c)
 	})
 }
 
@@ -301,283 +278,26 @@ func (e badExpectations) object(kind, name string) *objectExpect {
 	return nil
 }
 
-// check compares the servers' state with the case's expectations and the neighbour's.
-func (b *badInputEnv) check(ctx context.Context, c badCase) error {
-	if err := b.checkNeighbour(ctx, c.ns); err != nil {
-		return fmt.Errorf("the valid neighbour: %w", err)
-	}
-	for _, want := range c.expect.Objects {
-		if want.Refused != "" {
-			continue
-		}
-		if err := b.checkObject(ctx, c, want); err != nil {
-			return fmt.Errorf("%s %s: %w", want.Kind, want.Name, err)
-		}
-	}
-	for _, want := range c.expect.Consul {
-		if err := b.checkEntry(c.ns, want); err != nil {
-			return fmt.Errorf("consul %s %s: %w", want.Kind, want.Name, err)
-		}
-	}
-	return nil
-}
-
-func (b *badInputEnv) checkNeighbour(ctx context.Context, ns string) error {
-	c := badCase{ns: ns}
-	gw := objectExpect{Kind: "Gateway", Name: "neighbour", Conditions: []string{"Accepted=True/Accepted", "Programmed=True/Programmed"}}
-	route := objectExpect{Kind: "HTTPRoute", Name: "neighbour", Parents: []parentExpect{{Ref: parentRefExpect{Name: "neighbour"},
-		Conditions: []string{"Accepted=True/Accepted", "ResolvedRefs=True/ResolvedRefs", "ConsulAccepted=True/Accepted"}}}}
-	for _, want := range []objectExpect{gw, route} {
-		if err := b.checkObject(ctx, c, want); err != nil {
-			return fmt.Errorf("%s: %w", want.Kind, err)
-		}
-	}
-	return b.checkEntry(ns, entryExpect{Kind: consulapi.HTTPRoute, Name: "neighbour", Hostnames: &[]string{neighbourHost}})
-}
-
-// badStatus is the part of any Gateway API object's status the corpus checks.
-type badStatus struct {
-	Metadata metav1.ObjectMeta `json:"metadata"`
-	Status   struct {
-		Conditions []metav1.Condition            `json:"conditions"`
-		Listeners  []gatewayv1.ListenerStatus    `json:"listeners"`
-		Parents    []gatewayv1.RouteParentStatus `json:"parents"`
-	} `json:"status"`
-}
-
-func (b *badInputEnv) checkObject(ctx context.Context, c badCase, want objectExpect) error {
-	var st badStatus
-	ns := want.Namespace
-	if ns == "" {
-		ns = c.ns
-	}
-	if err := b.get(ctx, ns, want.Kind, want.Name, &st); err != nil {
-		return err
-	}
-	gen := st.Metadata.Generation
-	if err := wantConditions(st.Status.Conditions, want.Conditions, gen); err != nil {
-		return err
-	}
-	if err := wantListeners(st.Status.Listeners, want, gen); err != nil {
-		return err
-	}
-	return b.wantParents(st.Status.Parents, ns, want, gen)
-}
-
-// get reads an object of namespace ns (or a cluster-scoped one) into out.
-func (b *badInputEnv) get(ctx context.Context, ns, kind, name string, out any) error {
-	obj := &unstructured.Unstructured{}
-	obj.SetGroupVersionKind(schema.GroupVersionKind{Group: gatewayv1.GroupName, Version: "v1", Kind: kind})
-	res, namespaced, err := b.resource(obj)
-	if err != nil {
-		return err
-	}
-	client := dynamic.ResourceInterface(b.dyn.Resource(res))
-	if namespaced {
-		client = b.dyn.Resource(res).Namespace(ns)
-	}
-	got, err := client.Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return err
-	}
-	return runtime.DefaultUnstructuredConverter.FromUnstructured(got.Object, out)
-}
-
-func wantListeners(got []gatewayv1.ListenerStatus, want objectExpect, gen int64) error {
-	byName := map[string]gatewayv1.ListenerStatus{}
-	for _, l := range got {
-		byName[string(l.Name)] = l
-	}
-	for name, conds := range want.Listeners {
-		l, ok := byName[name]
-		if !ok {
-			return fmt.Errorf("no status for listener %s", name)
-		}
-		if err := wantConditions(l.Conditions, conds, gen); err != nil {
-			return fmt.Errorf("listener %s: %w", name, err)
-		}
-	}
-	for name, n := range want.AttachedRoutes {
-		if l, ok := byName[name]; !ok || l.AttachedRoutes != n {
-			return fmt.Errorf("listener %s: attachedRoutes %d, want %d", name, l.AttachedRoutes, n)
-		}
-	}
-	return nil
-}
-
-func (b *badInputEnv) wantParents(got []gatewayv1.RouteParentStatus, ns string, want objectExpect, gen int64) error {
-	var ours []gatewayv1.RouteParentStatus
-	for _, p := range got {
-		if p.ControllerName == b.controller {
-			ours = append(ours, p)
-		}
-	}
-	if want.NoParents && len(ours) > 0 {
-		return fmt.Errorf("%d parent statuses of ours, want none", len(ours))
-	}
-	for _, wp := range want.Parents {
-		p := findParent(ours, wp.Ref, ns)
-		if p == nil {
-			return fmt.Errorf("no status for parent %+v", wp.Ref)
-		}
-		if err := wantConditions(p.Conditions, wp.Conditions, gen); err != nil {
-			return fmt.Errorf("parent %+v: %w", wp.Ref, err)
-		}
-	}
-	return nil
-}
-
-func findParent(parents []gatewayv1.RouteParentStatus, want parentRefExpect, ns string) *gatewayv1.RouteParentStatus {
-	for i, p := range parents {
-		r := p.ParentRef
-		if string(r.Name) == want.Name && deref(r.SectionName) == gatewayv1.SectionName(want.SectionName) &&
-			deref(r.Port) == want.Port && sameOr(string(deref(r.Kind)), want.Kind, "Gateway") &&
-			sameOr(string(deref(r.Namespace)), want.Namespace, ns) {
-			return &parents[i]
-		}
-	}
-	return nil
-}
-
-func deref[T any](p *T) T {
-	var zero T
-	if p == nil {
-		return zero
-	}
-	return *p
-}
-
-// sameOr compares a parentRef field with the expected one, an unset side meaning def.
-func sameOr(got, want, def string) bool {
-	if got == "" {
-		got = def
-	}
-	if want == "" {
-		want = def
-	}
-	return got == want
-}
-
-// wantConditions checks each "Type=Status/Reason" (ConsulAccepted short for ours) is
-// present, and written for generation gen.
-func wantConditions(got []metav1.Condition, want []string, gen int64) error {
-	for _, w := range want {
-		condType, statusReason, _ := strings.Cut(w, "=")
-		if condType == "ConsulAccepted" {
-			condType = gwsync.ConsulAcceptedCondition
-		}
-		c := findCondition(got, condType)
-		if c == nil {
-			return fmt.Errorf("no %s condition, want %s", condType, statusReason)
-		}
-		if have := string(c.Status) + "/" + c.Reason; have != statusReason {
-			return fmt.Errorf("%s is %s (%q), want %s", condType, have, c.Message, statusReason)
-		}
-		if c.ObservedGeneration != gen {
-			return fmt.Errorf("%s observedGeneration %d, want %d", condType, c.ObservedGeneration, gen)
-		}
-	}
-	return nil
-}
-
-// checkEntry reads the Consul entry of the case object kind/name.
-func (b *badInputEnv) checkEntry(ns string, want entryExpect) error {
-	name := b.entryName(ns, want)
-	entry, _, err := env.ConsulClient.ConfigEntries().Get(want.Kind, name, nil)
-	if err != nil && !strings.Contains(err.Error(), "404") {
-		return err
-	}
-	if want.Absent {
-		if entry != nil {
-			return fmt.Errorf("entry %s present, want none", name)
-		}
-		return nil
-	}
-	if entry == nil {
-		return fmt.Errorf("no entry %s", name)
-	}
-	return wantEntryContent(entry, want)
-}
-
-func (b *badInputEnv) entryName(ns string, want entryExpect) string {
-	if want.Namespace != "" {
-		ns = want.Namespace
-	}
-	switch want.Kind {
-	case consulapi.InlineCertificate:
-		return b.naming.CertificateName(ns, want.Name)
-	case consulapi.ServiceDefaults:
-		return want.Name
-	}
-	return b.naming.EntryName(ns, want.Name)
-}
-
-func wantEntryContent(entry consulapi.ConfigEntry, want entryExpect) error {
-	var hostnames, listeners []string
-	rules, parents := 0, 0
-	switch e := entry.(type) {
-	case *consulapi.HTTPRouteConfigEntry:
-		hostnames, rules, parents = e.Hostnames, len(e.Rules), len(e.Parents)
-	case *consulapi.TCPRouteConfigEntry:
-		parents = len(e.Parents)
-	case *consulapi.APIGatewayConfigEntry:
-		for _, l := range e.Listeners {
-			listeners = append(listeners, l.Name)
-		}
-	}
-	if want.Hostnames != nil && !sameSet(hostnames, *want.Hostnames) {
-		return fmt.Errorf("hostnames %q, want %q", hostnames, *want.Hostnames)
-	}
-	if want.Rules != nil && rules != *want.Rules {
-		return fmt.Errorf("%d rules, want %d", rules, *want.Rules)
-	}
-	if want.Parents != nil && parents != *want.Parents {
-		return fmt.Errorf("%d parents, want %d", parents, *want.Parents)
-	}
-	if want.Listeners != nil && !sameSet(listeners, *want.Listeners) {
-		return fmt.Errorf("listeners %q, want %q", listeners, *want.Listeners)
-	}
-	return nil
-}
-
-func sameSet(a, b []string) bool {
-	a, b = slices.Clone(a), slices.Clone(b)
-	sort.Strings(a)
-	sort.Strings(b)
-	return slices.Equal(a, b)
-}
-
 // stillProcesses edits a valid route after the corpus: the controller must still judge
 // it (observedGeneration catches up) and write it to Consul.
 func (b *badInputEnv) stillProcesses(t *testing.T, ns string) {
 	t.Helper()
 	const host = "edited.example.com"
-	var gen int64
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	gen := setHostnames(t, ns, "neighbour", host).Generation
+
+	testenv.Eventually(t, badInputCaseTimeout, "the edited route's status catches up", func(context.Context) error {
 		r, err := env.GatewayClient.GatewayV1().HTTPRoutes(ns).Get(t.Context(), "neighbour", metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
-		r.Spec.Hostnames = []gatewayv1.Hostname{host}
-		r, err = env.GatewayClient.GatewayV1().HTTPRoutes(ns).Update(t.Context(), r, metav1.UpdateOptions{})
-		if err == nil {
-			gen = r.Generation
+		p := testenv.ParentOf(r.Status.Parents, b.controller)
+		if p == nil {
+			return errors.New("no parent status of ours")
 		}
-		return err
+		return wantConditions(p.Conditions, []string{"Accepted=True/Accepted"}, gen)
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, badInputCaseTimeout, "the edited route's status catches up", func() (bool, error) {
-		r, err := env.GatewayClient.GatewayV1().HTTPRoutes(ns).Get(t.Context(), "neighbour", metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		p := ourParent(r.Status.Parents, b.controller)
-		return p != nil && wantConditions(p.Conditions, []string{"Accepted=True/Accepted"}, gen) == nil, nil
-	})
-	eventually(t, badInputCaseTimeout, "the edited route reaches Consul", func() (bool, error) {
-		return b.checkEntry(ns, entryExpect{Kind: consulapi.HTTPRoute, Name: "neighbour", Hostnames: &[]string{host}}) == nil, nil
+	testenv.Eventually(t, badInputCaseTimeout, "the edited route reaches Consul", func(context.Context) error {
+		return b.checkEntry(ns, entryExpect{Kind: consulapi.HTTPRoute, Name: "neighbour", Hostnames: &[]string{host}})
 	})
 }
 

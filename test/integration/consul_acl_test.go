@@ -2,9 +2,11 @@ package integration
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +16,7 @@ import (
 
 	consulapi "github.com/hashicorp/consul/api"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -115,45 +118,44 @@ agent_prefix "" { policy = "read" }`)
 
 	s := newConsulStack(t, "cs-acl")
 	_, key := s.secureGateway(t)
-	createObject(t, s.route("web"))
+	env.Create(t, s.Route("web"))
 
 	// Every log line at -v=10 is captured from before either token is used, so the
 	// refused writes' logging is covered too.
 	logs := verboseLogs(t)
 
 	// A token without mesh:write: every write is refused and the Gateway says why.
-	denied := startController(t, s.controller, controllerOptions{consul: &consulOptions{agent: agent, token: readOnlyToken, clusterID: "acl"}})
-	eventually(t, 30*time.Second, "the refused write is reported on the Gateway", func() (bool, error) {
-		g, err := env.GatewayClient.GatewayV1().Gateways(s.ns).Get(t.Context(), "edge", metav1.GetOptions{})
+	denied := startController(t, s.Controller, controllerOptions{consul: &consulOptions{agent: agent, token: readOnlyToken, clusterID: "acl"}})
+	testenv.Eventually(t, 30*time.Second, "the refused write is reported on the Gateway", func(context.Context) error {
+		g, err := env.GatewayClient.GatewayV1().Gateways(s.Namespace).Get(t.Context(), "edge", metav1.GetOptions{})
 		if err != nil {
-			return false, err
+			return err
 		}
-		c := findCondition(g.Status.Conditions, "Programmed")
+		c := meta.FindStatusCondition(g.Status.Conditions, "Programmed")
 		if c == nil || c.Reason != consul.ReasonWriteFailed || !strings.Contains(c.Message, "Permission denied") {
-			return false, fmt.Errorf("Programmed = %+v", c)
+			return fmt.Errorf("Programmed = %+v", c)
 		}
-		return true, nil
+		return nil
 	})
 	denied.stop()
 
 	// The documented policy is enough.
-	rc := startController(t, s.controller, controllerOptions{consul: &consulOptions{agent: agent, token: goodToken, clusterID: "acl"}})
-	gwName := s.naming.EntryName(s.ns, "secure")
-	eventually(t, 30*time.Second, "entries written with the documented policy", func() (bool, error) {
+	rc := startController(t, s.Controller, controllerOptions{consul: &consulOptions{agent: agent, token: goodToken, clusterID: "acl"}})
+	gwName := s.naming.EntryName(s.Namespace, "secure")
+	testenv.Eventually(t, 30*time.Second, "entries written with the documented policy", func(context.Context) error {
 		for _, k := range []struct{ kind, name string }{
 			{consulapi.APIGateway, gwName},
-			{consulapi.InlineCertificate, s.naming.CertificateName(s.ns, "tls")},
-			{consulapi.HTTPRoute, s.naming.EntryName(s.ns, "web")},
+			{consulapi.InlineCertificate, s.naming.CertificateName(s.Namespace, "tls")},
+			{consulapi.HTTPRoute, s.naming.EntryName(s.Namespace, "web")},
 		} {
 			if _, _, err := admin.ConfigEntries().Get(k.kind, k.name, nil); err != nil {
-				return false, nil
+				return fmt.Errorf("%s %s: %w", k.kind, k.name, err)
 			}
 		}
-		g, err := env.GatewayClient.GatewayV1().Gateways(s.ns).Get(t.Context(), "secure", metav1.GetOptions{})
-		if err != nil {
-			return false, err
+		if got := s.gatewayCondition(t, "secure", "Programmed"); got != "True/Programmed" {
+			return fmt.Errorf("Gateway secure Programmed = %q", got)
 		}
-		return conditionReason(g.Status.Conditions, "Programmed") == "True/Programmed", nil
+		return nil
 	})
 	if n := rc.consulWrites.count(403); n != 0 {
 		t.Errorf("%d writes were refused with the documented policy", n)
@@ -164,29 +166,30 @@ agent_prefix "" { policy = "read" }`)
 	if len(out) < 10000 {
 		t.Fatalf("only %d bytes of logs at -v=10: the capture did not work", len(out))
 	}
+	assertNoSecrets(t, out, key, map[string]string{
+		"the Consul token":           goodToken,
+		"the Kubernetes token":       env.Kube.Token(testenv.AdminUser),
+		"the read-only Consul token": readOnlyToken,
+	})
+}
+
+// assertNoSecrets fails t for each of tokens, and each form of the PEM private key
+// key, that appears in a -v=10 log.
+func assertNoSecrets(t *testing.T, log string, key []byte, tokens map[string]string) {
+	t.Helper()
 	keyBody := strings.TrimSpace(strings.Join(strings.Split(string(key), "\n")[1:3], ""))
-	for what, secret := range map[string]string{
-		"the Consul token":             goodToken,
-		"the Kubernetes token":         env.Kube.Token(testenv.AdminUser),
+	secrets := map[string]string{
 		"the private key (PEM)":        keyBody[:40],
 		"the private key (base64)":     base64.StdEncoding.EncodeToString(key)[:40],
 		"a PEM private key header":     "PRIVATE KEY",
-		"the read-only Consul token":   readOnlyToken,
 		"the private key, JSON-quoted": strings.ReplaceAll(string(key[:60]), "\n", `\n`),
-	} {
-		if strings.Contains(out, secret) {
+	}
+	maps.Copy(secrets, tokens)
+	for what, secret := range secrets {
+		if strings.Contains(log, secret) {
 			t.Errorf("%s appears in the -v=10 log", what)
 		}
 	}
-}
-
-func findCondition(conds []metav1.Condition, condType string) *metav1.Condition {
-	for i := range conds {
-		if conds[i].Type == condType {
-			return &conds[i]
-		}
-	}
-	return nil
 }
 
 // TestRegistrationACLs registers a gateway pod against a Consul with ACLs on: the

@@ -1,6 +1,8 @@
 package integration
 
 import (
+	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +16,7 @@ import (
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul"
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
 	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
+	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
 )
 
 // Consul can accept a route and still refuse to bind it to one of its parents. Here the
@@ -23,41 +26,39 @@ import (
 // that parent.
 func TestConsulBindingPerParent(t *testing.T) {
 	s := newConsulStack(t, "cs-bind")
-	otherEntry, routeEntry := s.naming.EntryName(s.ns, "other"), s.naming.EntryName(s.ns, "web")
+	otherEntry, routeEntry := s.naming.EntryName(s.Namespace, "other"), s.naming.EntryName(s.Namespace, "web")
 	foreign := &consulapi.APIGatewayConfigEntry{Kind: consulapi.APIGateway, Name: otherEntry,
 		Listeners: []consulapi.APIGatewayListener{{Name: "http", Port: 18091, Protocol: "tcp"}}}
 	if _, _, err := env.ConsulClient.ConfigEntries().Set(consul.Compact(foreign), nil); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _, _ = env.ConsulClient.ConfigEntries().Delete(consulapi.APIGateway, otherEntry, nil) })
-	createObject(t, &gatewayv1.Gateway{
-		ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: "other"},
-		Spec: gatewayv1.GatewaySpec{GatewayClassName: gatewayv1.ObjectName(s.ns), Listeners: []gatewayv1.Listener{
-			{Name: "http", Port: 18081, Protocol: gatewayv1.HTTPProtocolType},
-		}},
-	})
+	env.Create(t, s.Gateway("other", testenv.HTTPListener("http", 18081)))
 
-	startController(t, s.controller, controllerOptions{consul: &consulOptions{clusterID: "it", translation: translate.Options{ManageServiceDefaults: true}}})
+	startController(t, s.Controller, controllerOptions{consul: &consulOptions{clusterID: "it", translation: translate.Options{ManageServiceDefaults: true}}})
 	// Every status the route is given, to check that the parent Consul binds never
 	// showed a refusal on the way (Consul 1.15 refuses each new route once before it
 	// binds it).
-	routeEvents, err := env.GatewayClient.GatewayV1().HTTPRoutes(s.ns).Watch(t.Context(), metav1.ListOptions{})
+	routeEvents, err := env.GatewayClient.GatewayV1().HTTPRoutes(s.Namespace).Watch(t.Context(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer routeEvents.Stop()
-	route := s.route("web")
+	route := s.Route("web")
 	route.Spec.ParentRefs = append(route.Spec.ParentRefs, gatewayv1.ParentReference{Name: "other"})
-	createObject(t, route)
+	env.Create(t, route)
 
 	var parents map[string]metav1.Condition
-	eventually(t, 30*time.Second, "Consul's binding verdicts reach each parent", func() (bool, error) {
+	testenv.Eventually(t, 30*time.Second, "Consul's binding verdicts reach each parent", func(context.Context) error {
 		var err error
 		parents, err = s.consulAcceptedByParent(t, "web")
 		if err != nil {
-			return false, err
+			return err
 		}
-		return parents["edge"].Status == metav1.ConditionTrue && parents["other"].Reason == string(consulapi.RouteReasonFailedToBind), nil
+		if parents["edge"].Status != metav1.ConditionTrue || parents["other"].Reason != string(consulapi.RouteReasonFailedToBind) {
+			return fmt.Errorf("ConsulAccepted by parent: %+v", parents)
+		}
+		return nil
 	})
 	if got := parents["edge"]; got.Reason != "Accepted" {
 		t.Errorf("parent edge: %s = %s/%s (%s), want True/Accepted", gwsync.ConsulAcceptedCondition, got.Status, got.Reason, got.Message)
@@ -89,13 +90,13 @@ func TestConsulBindingPerParent(t *testing.T) {
 // a route, by the parent's name.
 func (s consulStack) consulAcceptedByParent(t *testing.T, route string) (map[string]metav1.Condition, error) {
 	t.Helper()
-	r, err := env.GatewayClient.GatewayV1().HTTPRoutes(s.ns).Get(t.Context(), route, metav1.GetOptions{})
+	r, err := env.GatewayClient.GatewayV1().HTTPRoutes(s.Namespace).Get(t.Context(), route, metav1.GetOptions{})
 	if err != nil {
 		return nil, err
 	}
 	out := map[string]metav1.Condition{}
 	for _, p := range r.Status.Parents {
-		if p.ControllerName != s.controller {
+		if p.ControllerName != s.Controller {
 			continue
 		}
 		if c := meta.FindStatusCondition(p.Conditions, gwsync.ConsulAcceptedCondition); c != nil {
@@ -120,7 +121,7 @@ func (s consulStack) edgeConditionsSeen(events <-chan watch.Event) []metav1.Cond
 				continue
 			}
 			for _, p := range r.Status.Parents {
-				if p.ControllerName != s.controller || p.ParentRef.Name != "edge" {
+				if p.ControllerName != s.Controller || p.ParentRef.Name != "edge" {
 					continue
 				}
 				if c := meta.FindStatusCondition(p.Conditions, gwsync.ConsulAcceptedCondition); c != nil {

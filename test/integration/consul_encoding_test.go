@@ -13,10 +13,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	consulapi "github.com/hashicorp/consul/api"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/testcerts"
+	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
 )
 
 // TestCompactEncodingAcceptedByConsul115 writes one entry of every kind the controller
@@ -247,11 +247,7 @@ func TestCompactEncodingAcceptedByConsul115(t *testing.T) {
 // encGet reads an entry, or returns nil when it does not exist.
 func encGet(t *testing.T, kind, name string) consulapi.ConfigEntry {
 	t.Helper()
-	entry, _, err := env.ConsulClient.ConfigEntries().Get(kind, name, nil)
-	var status consulapi.StatusError
-	if errors.As(err, &status) && status.Code == 404 {
-		return nil
-	}
+	entry, err := env.ConsulEntry(kind, name)
 	if err != nil {
 		t.Fatalf("get %s %s: %v", kind, name, err)
 	}
@@ -279,17 +275,13 @@ func encWaitStatus(t *testing.T, kind, name string, check func(consulapi.ConfigE
 // status, or the last reason it did not.
 func encPollStatus(t *testing.T, kind, name string, check func(consulapi.ConfigEntryStatus) error) error {
 	t.Helper()
-	last := errNoStatus
-	_ = wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
+	return testenv.Poll(t.Context(), testenv.PollInterval, 20*time.Second, func(context.Context) error {
 		status := consul.EntryStatus(encGet(t, kind, name))
 		if len(status.Conditions) == 0 {
-			last = errNoStatus
-			return false, nil
+			return errNoStatus
 		}
-		last = check(status)
-		return last == nil, nil
+		return check(status)
 	})
-	return last
 }
 
 // encNudge writes the entry again with a meta key changed, so that Consul's gateway

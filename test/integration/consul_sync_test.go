@@ -1,8 +1,10 @@
 package integration
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"net/http"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,74 +14,43 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/retry"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul"
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/testcerts"
 	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
+	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
 )
 
-// consulStack is a namespace with a class, a Gateway and a Service, for the syncer's
-// end-to-end tests.
+// consulStack is a testenv.Stack for the syncer's end-to-end tests: its Gateway "edge"
+// listens on a port of its own (18080) and its backend Service is named after the
+// namespace, since Consul names service-defaults after the Service alone.
 type consulStack struct {
-	ns         string
-	controller gatewayv1.GatewayController
-	naming     translate.Naming
+	testenv.Stack
+	naming translate.Naming
 }
 
 func newConsulStack(t *testing.T, ns string) consulStack {
 	t.Helper()
-	s := consulStack{ns: ns, controller: gatewayv1.GatewayController("test.example.com/" + ns)}
-	createObject(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
-	createObject(t, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: ns + "-echo"},
-		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 8080}}}})
-	createObject(t, &gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: ns}, Spec: gatewayv1.GatewayClassSpec{ControllerName: s.controller}})
-	createObject(t, &gatewayv1.Gateway{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "edge"},
-		Spec: gatewayv1.GatewaySpec{GatewayClassName: gatewayv1.ObjectName(ns), Listeners: []gatewayv1.Listener{
-			{Name: "http", Port: 18080, Protocol: gatewayv1.HTTPProtocolType},
-		}},
-	})
-	return s
+	return consulStack{Stack: env.NewGatewayStack(t, ns, "edge", 18080, ns+"-echo")}
 }
 
 // secureGateway creates the Gateway "secure" with an HTTPS listener whose certificate
 // is the kubernetes.io/tls Secret "tls", and returns that Secret's key pair.
 func (s consulStack) secureGateway(t *testing.T) (cert, key []byte) {
 	t.Helper()
-	cert, key, err := testcerts.SelfSigned("secure.example.com")
-	if err != nil {
-		t.Fatal(err)
-	}
-	createObject(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: "tls"}, Type: corev1.SecretTypeTLS,
-		Data: map[string][]byte{corev1.TLSCertKey: cert, corev1.TLSPrivateKeyKey: key}})
-	createObject(t, &gatewayv1.Gateway{
-		ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: "secure"},
-		Spec: gatewayv1.GatewaySpec{GatewayClassName: gatewayv1.ObjectName(s.ns), Listeners: []gatewayv1.Listener{{
-			Name: "https", Port: 18443, Protocol: gatewayv1.HTTPSProtocolType,
-			TLS: &gatewayv1.ListenerTLSConfig{CertificateRefs: []gatewayv1.SecretObjectReference{{Name: "tls"}}},
-		}}},
-	})
+	cert, key = testenv.SelfSigned(t, "secure.example.com")
+	env.Create(t, testenv.TLSSecret(s.Namespace, "tls", cert, key))
+	env.Create(t, s.Gateway("secure", testenv.HTTPSListener("https", 18443, gatewayv1.SecretObjectReference{Name: "tls"})))
 	return cert, key
 }
 
-func (s consulStack) route(name string, hostnames ...gatewayv1.Hostname) *gatewayv1.HTTPRoute {
-	e := exampleSet{}
-	r := e.httpRoute(s.ns, name, gatewayv1.ParentReference{Name: "edge"}, "", nil)
-	r.Spec.Rules[0].BackendRefs[0].Name = gatewayv1.ObjectName(s.ns + "-echo")
-	r.Spec.Hostnames = hostnames
-	return r
-}
-
+// entry is the config entry kind/name, nil when there is none.
 func (s consulStack) entry(t *testing.T, kind, name string) consulapi.ConfigEntry {
 	t.Helper()
-	entry, _, err := env.ConsulClient.ConfigEntries().Get(kind, name, nil)
+	entry, err := env.ConsulEntry(kind, name)
 	if err != nil {
-		if strings.Contains(err.Error(), "404") {
-			return nil
-		}
 		t.Fatalf("read %s %s: %v", kind, name, err)
 	}
 	return entry
@@ -88,9 +59,12 @@ func (s consulStack) entry(t *testing.T, kind, name string) consulapi.ConfigEntr
 func (s consulStack) waitEntry(t *testing.T, kind, name, what string, ok func(consulapi.ConfigEntry) bool) consulapi.ConfigEntry {
 	t.Helper()
 	var got consulapi.ConfigEntry
-	eventually(t, 30*time.Second, what, func() (bool, error) {
+	testenv.Eventually(t, 30*time.Second, what, func(context.Context) error {
 		got = s.entry(t, kind, name)
-		return ok(got), nil
+		if !ok(got) {
+			return fmt.Errorf("%s %s is %+v", kind, name, got)
+		}
+		return nil
 	})
 	return got
 }
@@ -105,26 +79,34 @@ func routeHostnames(e consulapi.ConfigEntry) []string {
 	return nil
 }
 
-// routeCondition reads one of our conditions on a route's first parent of ours.
-func (s consulStack) routeCondition(t *testing.T, name, condType string) string {
+// gatewayCondition reads one of the conditions of the Gateway name.
+func (s consulStack) gatewayCondition(t *testing.T, name, condType string) string {
 	t.Helper()
-	r, err := env.GatewayClient.GatewayV1().HTTPRoutes(s.ns).Get(t.Context(), name, metav1.GetOptions{})
+	g, err := env.GatewayClient.GatewayV1().Gateways(s.Namespace).Get(t.Context(), name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range r.Status.Parents {
-		if p.ControllerName == s.controller {
-			return conditionReason(p.Conditions, condType)
-		}
+	return testenv.ConditionReason(g.Status.Conditions, condType)
+}
+
+// routeCondition reads one of our conditions on a route's first parent of ours.
+func (s consulStack) routeCondition(t *testing.T, name, condType string) string {
+	t.Helper()
+	r, err := env.GatewayClient.GatewayV1().HTTPRoutes(s.Namespace).Get(t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := testenv.ParentOf(r.Status.Parents, s.Controller); p != nil {
+		return testenv.ConditionReason(p.Conditions, condType)
 	}
 	return ""
 }
 
 func TestConsulSyncLifecycle(t *testing.T) {
 	s := newConsulStack(t, "cs-life")
-	rc := startController(t, s.controller, controllerOptions{consul: &consulOptions{clusterID: "it", translation: translate.Options{ManageServiceDefaults: true}}})
-	createObject(t, s.route("web"))
-	gwName, routeName, svcName := s.naming.EntryName(s.ns, "edge"), s.naming.EntryName(s.ns, "web"), s.ns+"-echo"
+	rc := startController(t, s.Controller, controllerOptions{consul: &consulOptions{clusterID: "it", translation: translate.Options{ManageServiceDefaults: true}}})
+	env.Create(t, s.Route("web"))
+	gwName, routeName, svcName := s.naming.EntryName(s.Namespace, "edge"), s.naming.EntryName(s.Namespace, "web"), s.Namespace+"-echo"
 
 	// 1. The entries appear with ownership meta, and Consul's verdict reaches status.
 	gwEntry := s.waitEntry(t, consulapi.APIGateway, gwName, "api-gateway entry written", present)
@@ -132,33 +114,23 @@ func TestConsulSyncLifecycle(t *testing.T) {
 	s.waitEntry(t, consulapi.ServiceDefaults, svcName, "service-defaults written", present)
 	for _, e := range []consulapi.ConfigEntry{gwEntry, route} {
 		meta := e.GetMeta()
-		if meta["gateway-controller"] != string(s.controller) || meta["gateway-controller-cluster"] != "it" || meta["k8s-namespace"] != s.ns || meta["k8s-uid"] == "" {
+		if meta["gateway-controller"] != string(s.Controller) || meta["gateway-controller-cluster"] != "it" || meta["k8s-namespace"] != s.Namespace || meta["k8s-uid"] == "" {
 			t.Errorf("%s %s meta = %v, want our controller, cluster, namespace and a uid", e.GetKind(), e.GetName(), meta)
 		}
 	}
-	eventually(t, 30*time.Second, "Consul's verdict reaches the Gateway and the route", func() (bool, error) {
-		g, err := env.GatewayClient.GatewayV1().Gateways(s.ns).Get(t.Context(), "edge", metav1.GetOptions{})
-		if err != nil {
-			return false, err
+	testenv.Eventually(t, 30*time.Second, "Consul's verdict reaches the Gateway and the route", func(context.Context) error {
+		if got := s.gatewayCondition(t, "edge", "Programmed"); got != "True/Programmed" {
+			return fmt.Errorf("Gateway edge Programmed = %q", got)
 		}
-		return conditionReason(g.Status.Conditions, "Programmed") == "True/Programmed" &&
-			s.routeCondition(t, "web", gwsync.ConsulAcceptedCondition) == "True/Accepted", nil
+		if got := s.routeCondition(t, "web", gwsync.ConsulAcceptedCondition); got != "True/Accepted" {
+			return fmt.Errorf("route web ConsulAccepted = %q", got)
+		}
+		return nil
 	})
 
 	// 2. A route edit updates exactly its entry.
 	before := rc.consulWrites.total()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		r, err := env.GatewayClient.GatewayV1().HTTPRoutes(s.ns).Get(t.Context(), "web", metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		r.Spec.Hostnames = []gatewayv1.Hostname{"web.example.com"}
-		_, err = env.GatewayClient.GatewayV1().HTTPRoutes(s.ns).Update(t.Context(), r, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	setHostnames(t, s.Namespace, "web", "web.example.com")
 	s.waitEntry(t, consulapi.HTTPRoute, routeName, "http-route entry updated", func(e consulapi.ConfigEntry) bool {
 		h := routeHostnames(e)
 		return len(h) == 1 && h[0] == "web.example.com"
@@ -192,9 +164,12 @@ func TestConsulSyncLifecycle(t *testing.T) {
 	// 5. A restart against a converged system writes nothing: to Consul, and no status.
 	time.Sleep(2 * time.Second)
 	rc.stop()
-	rc2 := startController(t, s.controller, controllerOptions{consul: &consulOptions{clusterID: "it", translation: translate.Options{ManageServiceDefaults: true}}})
-	eventually(t, 30*time.Second, "the restarted controller confirms the route", func() (bool, error) {
-		return len(rc2.published.of("HTTPRoute", cacheName(s.ns, "web"))) > 0, nil
+	rc2 := startController(t, s.Controller, controllerOptions{consul: &consulOptions{clusterID: "it", translation: translate.Options{ManageServiceDefaults: true}}})
+	testenv.Eventually(t, 30*time.Second, "the restarted controller confirms the route", func(context.Context) error {
+		if len(rc2.published.of("HTTPRoute", cacheName(s.Namespace, "web"))) == 0 {
+			return errors.New("no confirmation of the route yet")
+		}
+		return nil
 	})
 	time.Sleep(3 * time.Second)
 	if n := rc2.consulWrites.total(); n != 0 {
@@ -209,7 +184,7 @@ func TestConsulSyncLifecycle(t *testing.T) {
 
 	// 2, continued. A delete removes exactly its entries: the route and the
 	// service-defaults only it needed; the Gateway's stays.
-	if err := env.GatewayClient.GatewayV1().HTTPRoutes(s.ns).Delete(t.Context(), "web", metav1.DeleteOptions{}); err != nil {
+	if err := env.GatewayClient.GatewayV1().HTTPRoutes(s.Namespace).Delete(t.Context(), "web", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	s.waitEntry(t, consulapi.HTTPRoute, routeName, "http-route entry deleted", absent)
@@ -224,7 +199,7 @@ func TestConsulSyncLifecycle(t *testing.T) {
 
 func TestConsulSyncForeignNameClash(t *testing.T) {
 	s := newConsulStack(t, "cs-clash")
-	routeName := s.naming.EntryName(s.ns, "web")
+	routeName := s.naming.EntryName(s.Namespace, "web")
 	foreign := &consulapi.HTTPRouteConfigEntry{Kind: consulapi.HTTPRoute, Name: routeName,
 		Parents: []consulapi.ResourceReference{{Kind: consulapi.APIGateway, Name: "somebody-elses"}},
 		Rules:   []consulapi.HTTPRouteRule{{Services: []consulapi.HTTPService{{Name: "theirs"}}}}}
@@ -235,10 +210,13 @@ func TestConsulSyncForeignNameClash(t *testing.T) {
 	// Consul rewrites the entry's status itself; what must not change is its content.
 	theirs := s.entry(t, consulapi.HTTPRoute, routeName).(*consulapi.HTTPRouteConfigEntry)
 
-	startController(t, s.controller, controllerOptions{consul: &consulOptions{clusterID: "it"}})
-	createObject(t, s.route("web"))
-	eventually(t, 30*time.Second, "the clash is reported on the route", func() (bool, error) {
-		return s.routeCondition(t, "web", gwsync.ConsulAcceptedCondition) == "False/"+consul.ReasonForeignEntry, nil
+	startController(t, s.Controller, controllerOptions{consul: &consulOptions{clusterID: "it"}})
+	env.Create(t, s.Route("web"))
+	testenv.Eventually(t, 30*time.Second, "the clash is reported on the route", func(context.Context) error {
+		if got := s.routeCondition(t, "web", gwsync.ConsulAcceptedCondition); got != "False/"+consul.ReasonForeignEntry {
+			return fmt.Errorf("route web ConsulAccepted = %q", got)
+		}
+		return nil
 	})
 	got, ok := s.entry(t, consulapi.HTTPRoute, routeName).(*consulapi.HTTPRouteConfigEntry)
 	if !ok || len(got.Meta) != 0 || !cmp.Equal(got.Rules, theirs.Rules) || !cmp.Equal(got.Parents, theirs.Parents) {
@@ -248,7 +226,7 @@ func TestConsulSyncForeignNameClash(t *testing.T) {
 
 func TestConsulSyncCASRace(t *testing.T) {
 	s := newConsulStack(t, "cs-race")
-	routeName := s.naming.EntryName(s.ns, "web")
+	routeName := s.naming.EntryName(s.Namespace, "web")
 	var raced atomic.Int32
 	// Before the syncer's first check-and-set update of the route's entry (a cas index
 	// other than 0, which creates), another writer changes it. A write without cas is
@@ -269,21 +247,10 @@ func TestConsulSyncCASRace(t *testing.T) {
 			t.Errorf("interloper write: %v", err)
 		}
 	}
-	startController(t, s.controller, controllerOptions{consul: &consulOptions{clusterID: "it", beforeWrite: beforeWrite}})
-	createObject(t, s.route("web", "one.example.com"))
+	startController(t, s.Controller, controllerOptions{consul: &consulOptions{clusterID: "it", beforeWrite: beforeWrite}})
+	env.Create(t, s.Route("web", "one.example.com"))
 	s.waitEntry(t, consulapi.HTTPRoute, routeName, "route written", present)
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		r, err := env.GatewayClient.GatewayV1().HTTPRoutes(s.ns).Get(t.Context(), "web", metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		r.Spec.Hostnames = []gatewayv1.Hostname{"two.example.com"}
-		_, err = env.GatewayClient.GatewayV1().HTTPRoutes(s.ns).Update(t.Context(), r, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	setHostnames(t, s.Namespace, "web", "two.example.com")
 	s.waitEntry(t, consulapi.HTTPRoute, routeName, "the race ends with the desired entry", func(e consulapi.ConfigEntry) bool {
 		h := routeHostnames(e)
 		return len(h) == 1 && h[0] == "two.example.com"
@@ -295,29 +262,32 @@ func TestConsulSyncCASRace(t *testing.T) {
 
 func TestConsulSyncUnconfirmedRouteNeverReachesConsul(t *testing.T) {
 	s := newConsulStack(t, "cs-unconfirmed")
-	rc := startController(t, s.controller, controllerOptions{
+	rc := startController(t, s.Controller, controllerOptions{
 		consul:       &consulOptions{clusterID: "it"},
-		failStatusOf: []string{s.ns + "/unconfirmed"},
+		failStatusOf: []string{s.Namespace + "/unconfirmed"},
 	})
-	createObject(t, s.route("confirmed"))
-	createObject(t, s.route("unconfirmed"))
-	s.waitEntry(t, consulapi.HTTPRoute, s.naming.EntryName(s.ns, "confirmed"), "the confirmed route is written", present)
+	env.Create(t, s.Route("confirmed"))
+	env.Create(t, s.Route("unconfirmed"))
+	s.waitEntry(t, consulapi.HTTPRoute, s.naming.EntryName(s.Namespace, "confirmed"), "the confirmed route is written", present)
 	// Only the unconfirmed route's status writes fail (503): one was attempted, so the
 	// route was judged and reached the point of confirmation.
-	eventually(t, 30*time.Second, "a status write of the unconfirmed route is attempted and fails", func() (bool, error) {
-		return rc.statusWrites.count(http.StatusServiceUnavailable) > 0, nil
+	testenv.Eventually(t, 30*time.Second, "a status write of the unconfirmed route is attempted and fails", func(context.Context) error {
+		if rc.statusWrites.count(http.StatusServiceUnavailable) == 0 {
+			return errors.New("no failed status write yet")
+		}
+		return nil
 	})
 	time.Sleep(3 * time.Second)
-	if e := s.entry(t, consulapi.HTTPRoute, s.naming.EntryName(s.ns, "unconfirmed")); e != nil {
+	if e := s.entry(t, consulapi.HTTPRoute, s.naming.EntryName(s.Namespace, "unconfirmed")); e != nil {
 		t.Errorf("a route whose status the API server never confirmed reached Consul: %+v", e)
 	}
 }
 
 func TestConsulSyncSurvivesConsulRestartAndOutage(t *testing.T) {
 	s := newConsulStack(t, "cs-outage")
-	startController(t, s.controller, controllerOptions{consul: &consulOptions{clusterID: "it"}})
-	createObject(t, s.route("web", "one.example.com"))
-	gwName, routeName := s.naming.EntryName(s.ns, "edge"), s.naming.EntryName(s.ns, "web")
+	startController(t, s.Controller, controllerOptions{consul: &consulOptions{clusterID: "it"}})
+	env.Create(t, s.Route("web", "one.example.com"))
+	gwName, routeName := s.naming.EntryName(s.Namespace, "edge"), s.naming.EntryName(s.Namespace, "web")
 	s.waitEntry(t, consulapi.HTTPRoute, routeName, "route written", present)
 
 	// Consul comes back empty: everything is written again.
@@ -335,18 +305,7 @@ func TestConsulSyncSurvivesConsulRestartAndOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, host := range []gatewayv1.Hostname{"two.example.com", "three.example.com"} {
-		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			r, err := env.GatewayClient.GatewayV1().HTTPRoutes(s.ns).Get(t.Context(), "web", metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			r.Spec.Hostnames = []gatewayv1.Hostname{host}
-			_, err = env.GatewayClient.GatewayV1().HTTPRoutes(s.ns).Update(t.Context(), r, metav1.UpdateOptions{})
-			return err
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		setHostnames(t, s.Namespace, "web", host)
 		time.Sleep(time.Second)
 	}
 	if err := env.Consul.Start(); err != nil {
@@ -366,9 +325,9 @@ func cacheName(ns, name string) cache.ObjectName { return cache.ObjectName{Names
 // pair to Consul's inline-certificate.
 func TestCertificateRotationReachesConsul(t *testing.T) {
 	s := newConsulStack(t, "cs-rotate")
-	startController(t, s.controller, controllerOptions{consul: &consulOptions{clusterID: "it"}})
+	startController(t, s.Controller, controllerOptions{consul: &consulOptions{clusterID: "it"}})
 	cert, _ := s.secureGateway(t)
-	entry := s.naming.CertificateName(s.ns, "tls")
+	entry := s.naming.CertificateName(s.Namespace, "tls")
 	s.waitEntry(t, consulapi.InlineCertificate, entry, "the first certificate in Consul", func(e consulapi.ConfigEntry) bool {
 		c, ok := e.(*consulapi.InlineCertificateConfigEntry)
 		return ok && c.Certificate == string(cert)
@@ -378,12 +337,12 @@ func TestCertificateRotationReachesConsul(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	secret, err := env.KubeClient.CoreV1().Secrets(s.ns).Get(t.Context(), "tls", metav1.GetOptions{})
+	secret, err := env.KubeClient.CoreV1().Secrets(s.Namespace).Get(t.Context(), "tls", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	secret.Data = map[string][]byte{corev1.TLSCertKey: rotated, corev1.TLSPrivateKeyKey: key}
-	if _, err := env.KubeClient.CoreV1().Secrets(s.ns).Update(t.Context(), secret, metav1.UpdateOptions{}); err != nil {
+	if _, err := env.KubeClient.CoreV1().Secrets(s.Namespace).Update(t.Context(), secret, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	s.waitEntry(t, consulapi.InlineCertificate, entry, "the rotated certificate in Consul", func(e consulapi.ConfigEntry) bool {

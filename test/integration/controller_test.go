@@ -14,8 +14,6 @@ import (
 
 	consulapi "github.com/hashicorp/consul/api"
 	"github.com/hashicorp/go-cleanhttp"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -322,29 +320,6 @@ func (d *delayedBody) Read(p []byte) (int, error) {
 }
 
 func (d *delayedBody) Close() error { return d.closer.Close() }
-
-// eventually polls cond until it returns true or the timeout passes.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, error)) {
-	t.Helper()
-	var last error
-	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
-		ok, err := cond()
-		last = err
-		return ok && err == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("%s: not within %s (last error: %v)", what, timeout, last)
-	}
-}
-
-func conditionReason(conds []metav1.Condition, condType string) string {
-	for _, c := range conds {
-		if c.Type == condType {
-			return string(c.Status) + "/" + c.Reason
-		}
-	}
-	return ""
-}
 
 // writeTimes records when writes were sent, to count those after a moment (a Lease
 // changing hands).

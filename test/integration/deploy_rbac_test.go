@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/options"
+	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
 )
 
 // grant is one verb on one resource of one rule of the ClusterRole or the Role.
@@ -147,7 +149,7 @@ func runRBACCase(t *testing.T, r renderedDeploy, c rbacCase, id string) {
 	ctx := t.Context()
 	controller := gatewayv1.GatewayController("example.com/" + id)
 	x := newDeployExample(id, id)
-	createObject(t, &gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: id}, Spec: gatewayv1.GatewayClassSpec{ControllerName: controller}})
+	env.Create(t, testenv.GatewayClass(id, controller))
 	x.create(t)
 
 	core, rbac := env.KubeClient.CoreV1(), env.KubeClient.RbacV1()
@@ -202,7 +204,8 @@ func runRBACCase(t *testing.T, r renderedDeploy, c rbacCase, id string) {
 		"--leader-elect-resource-namespace="+leaseNS,
 		"--leader-elect-resource-name="+id,
 	)
-	p := startControllerProcess(t, id, processOptions{kubeconfig: serviceAccountKubeconfig(t, x.ns, id, proxy), args: args})
+	kubeconfig, _ := serviceAccountKubeconfig(t, x.ns, id, proxy)
+	p := env.RunController(t, testenv.ControllerOptions{Name: id, Kubeconfig: kubeconfig, Args: args})
 	started := time.Now()
 	if c.removed == nil {
 		waitConverged(t, p, x, controller, 90*time.Second)
@@ -214,7 +217,7 @@ func runRBACCase(t *testing.T, r renderedDeploy, c rbacCase, id string) {
 	}
 	outcome := awaitDegradation(t, p, *c.removed, 45*time.Second)
 	t.Logf("%s: %s after %s", c.removed, outcome, time.Since(started).Round(time.Millisecond))
-	p.kill() // decided: free the CPU for the other cases
+	_ = p.Kill() // decided: free the CPU for the other cases
 }
 
 func serviceaccountUser(namespace, name string) string {
@@ -230,14 +233,17 @@ func waitAuthorized(t *testing.T, user string, rule rbacv1.PolicyRule, namespace
 	if len(rule.ResourceNames) > 0 {
 		attrs.Name = rule.ResourceNames[0]
 	}
-	eventually(t, 10*time.Second, "RBAC allows "+user+" to "+attrs.Verb+" "+rule.Resources[0], func() (bool, error) {
+	testenv.Eventually(t, 10*time.Second, "RBAC allows "+user+" to "+attrs.Verb+" "+rule.Resources[0], func(context.Context) error {
 		sar, err := env.KubeClient.AuthorizationV1().SubjectAccessReviews().Create(t.Context(), &authorizationv1.SubjectAccessReview{
 			Spec: authorizationv1.SubjectAccessReviewSpec{User: user, ResourceAttributes: attrs},
 		}, metav1.CreateOptions{})
 		if err != nil {
-			return false, err
+			return err
 		}
-		return sar.Status.Allowed, nil
+		if !sar.Status.Allowed {
+			return fmt.Errorf("not allowed: %s", sar.Status.Reason)
+		}
+		return nil
 	})
 }
 
@@ -245,28 +251,28 @@ func waitAuthorized(t *testing.T, user string, rule rbacv1.PolicyRule, namespace
 // log shows the API server refusing it exactly g. It fails the test on anything else:
 // a refusal of another grant, an exit (with any code) without that refusal, or nothing
 // within timeout. An exit is only the removal's effect when the refusal is logged.
-func awaitDegradation(t *testing.T, p *controllerProcess, g grant, timeout time.Duration) string {
+func awaitDegradation(t *testing.T, p *testenv.Controller, g grant, timeout time.Duration) string {
 	t.Helper()
 	want := refusal{g.verb, g.resource, g.group}
 	deadline := time.Now().Add(timeout)
 	for {
 		// Once exited, the log read after is complete.
-		exited := !p.running()
-		log := p.output()
+		exited := !p.Running()
+		log := p.Output()
 		found, _ := refusals(log)
 		if slices.Contains(found, want) {
 			return "refused " + want.String() + " in: " + refusalLine(log, want)
 		}
 		if len(found) > 0 {
-			t.Fatalf("%s: refused %v, not the removed grant\n--- log tail ---\n%s", g, found, logTail(log, 30))
+			t.Fatalf("%s: refused %v, not the removed grant\n--- log tail ---\n%s", g, found, testenv.Tail(log, 30))
 		}
 		if exited {
-			code, _ := p.wait(time.Second)
-			t.Fatalf("%s: the controller exited with code %d and no refusal of the removed grant\n--- log tail ---\n%s", g, code, logTail(log, 30))
+			code, _ := p.Wait(time.Second)
+			t.Fatalf("%s: the controller exited with code %d and no refusal of the removed grant\n--- log tail ---\n%s", g, code, testenv.Tail(log, 30))
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("%s: no visible degradation within %s (no refusal, still running): the grant looks unneeded, or the example does not provoke it\n--- log tail ---\n%s",
-				g, timeout, logTail(log, 30))
+				g, timeout, testenv.Tail(log, 30))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

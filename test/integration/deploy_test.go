@@ -60,32 +60,34 @@ func TestDeployAppliesAndRunsWithItsOwnRBAC(t *testing.T) {
 	user := serviceaccountUser(deployNamespace, deployName)
 	waitAuthorized(t, user, r.clusterRole.Rules[0], "")
 	waitAuthorized(t, user, r.role.Rules[0], deployNamespace)
-	kubeconfig := serviceAccountKubeconfig(t, deployNamespace, deployName, nil)
+	kubeconfig, _ := serviceAccountKubeconfig(t, deployNamespace, deployName, nil)
 	suffix := utilrand.String(5)
 	x := newDeployExample("deploy-"+suffix, "consul")
 	x.create(t)
 	const pod = "consul-gateway-controller-0"
 	args := r.processArgs(t, pod, "--cluster-id=deploy-"+suffix, "--manage-service-defaults")
-	p := startControllerProcess(t, pod, processOptions{kubeconfig: kubeconfig, args: args})
+	p := env.RunController(t, testenv.ControllerOptions{Name: pod, Kubeconfig: kubeconfig, Args: args})
 	t.Logf("running %s %s", pod, strings.Join(args, " "))
 
 	start := time.Now()
 	waitConverged(t, p, x, gwsync.DefaultControllerName, 90*time.Second)
 	t.Logf("example converged in %s", time.Since(start).Round(time.Millisecond))
-	p.waitReady(10 * time.Second)
+	if err := p.WaitReady(t.Context(), 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
 
 	// SIGTERM as the kubelet sends it: the leader drains and releases the Lease well
 	// within the Deployment's grace period.
 	grace := time.Duration(*r.deployment.Spec.Template.Spec.TerminationGracePeriodSeconds) * time.Second
 	stopping := time.Now()
-	code, err := p.terminate(grace)
+	code, err := p.Terminate(grace)
 	drain := time.Since(stopping)
 	if err != nil {
 		t.Fatalf("SIGTERM: %v", err)
 	}
 	t.Logf("drained and exited with code %d in %s (grace period %s)", code, drain.Round(time.Millisecond), grace)
 	if code != 0 {
-		t.Errorf("exit code %d after SIGTERM, want 0\n--- log tail ---\n%s", code, logTail(p.output(), 20))
+		t.Errorf("exit code %d after SIGTERM, want 0\n--- log tail ---\n%s", code, testenv.Tail(p.Output(), 20))
 	}
 	if drain > grace/3 {
 		t.Errorf("drain took %s: not comfortably within the grace period %s", drain, grace)

@@ -1,8 +1,7 @@
 package integration
 
 import (
-	"encoding/json"
-	"encoding/pem"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -20,11 +19,10 @@ import (
 
 	consulapi "github.com/hashicorp/consul/api"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/clientcmd"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul"
+	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
 	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
 )
 
@@ -46,16 +44,21 @@ const (
 //     replicaProcess, which converges an edit.
 func TestLeaderFailoverAcrossProcesses(t *testing.T) {
 	s := newConsulStack(t, "failover")
-	createObject(t, s.route("web"))
-	routeEntry := s.naming.EntryName(s.ns, "web")
+	env.Create(t, s.Route("web"))
+	routeEntry := s.naming.EntryName(s.Namespace, "web")
 
 	a := startReplicaProcess(t, "a", failoverArgs(s))
-	waitHolder(t, s.ns, "failover", "a")
-	eventually(t, 60*time.Second, "replica a converges the example", func() (bool, error) {
-		return s.routeCondition(t, "web", "consul-gateway-controller.github.io/ConsulAccepted") == "True/Accepted", nil
+	waitHolder(t, s.Namespace, "failover", "a")
+	testenv.Eventually(t, 60*time.Second, "replica a converges the example", func(context.Context) error {
+		if got := s.routeCondition(t, "web", gwsync.ConsulAcceptedCondition); got != "True/Accepted" {
+			return fmt.Errorf("route web ConsulAccepted = %q", got)
+		}
+		return nil
 	})
 	b := startReplicaProcess(t, "b", failoverArgs(s))
-	b.process.waitReady(60 * time.Second)
+	if err := b.process.WaitReady(t.Context(), 60*time.Second); err != nil {
+		t.Fatal(err)
+	}
 
 	// 1. Only the leader writes, also when there is something to write and the leader
 	// is slow to.
@@ -74,22 +77,22 @@ func TestLeaderFailoverAcrossProcesses(t *testing.T) {
 	// deadline it stops its writers and exits non-zero, and only after that can b
 	// take the Lease.
 	a.kube.cut()
-	code, err := a.process.wait(failoverRenew + 10*time.Second)
+	code, err := a.process.Wait(failoverRenew + 10*time.Second)
 	if err != nil {
-		a.process.dumpGoroutines()
+		a.process.DumpGoroutines()
 	}
 	if err != nil || code == 0 {
 		t.Fatalf("the cut-off leader: exit %d, %v; want a non-zero exit", code, err)
 	}
-	acquired := waitHolder(t, s.ns, "failover", "b")
-	if stopped := logTime(t, a.process.output(), "Writers stopped"); !stopped.Before(acquired) {
+	acquired := waitHolder(t, s.Namespace, "failover", "b")
+	if stopped := logTime(t, a.process.Output(), "Writers stopped"); !stopped.Before(acquired) {
 		t.Errorf("a's writers stopped at %v, after b acquired the Lease at %v", stopped, acquired)
 	}
 	if n := a.consul.since(acquired); n != 0 {
 		t.Errorf("the old leader made %d Consul writes after b acquired the Lease", n)
 	}
-	if !strings.Contains(a.process.output(), "leader election lost") {
-		t.Errorf("the old leader's log does not say it lost the election:\n%s", tail(a.process.output(), 20))
+	if !strings.Contains(a.process.Output(), "leader election lost") {
+		t.Errorf("the old leader's log does not say it lost the election:\n%s", testenv.Tail(a.process.Output(), 20))
 	}
 	// b corrects drift that happens while a is gone.
 	edited := s.entry(t, consulapi.HTTPRoute, routeEntry).(*consulapi.HTTPRouteConfigEntry)
@@ -107,16 +110,18 @@ func TestLeaderFailoverAcrossProcesses(t *testing.T) {
 	// 3. SIGKILL the new leader: a third replicaProcess takes over within the lease duration
 	// (plus one retry period and scheduling slack) and converges an edit.
 	c := startReplicaProcess(t, "c", failoverArgs(s))
-	c.process.waitReady(60 * time.Second)
+	if err := c.process.WaitReady(t.Context(), 60*time.Second); err != nil {
+		t.Fatal(err)
+	}
 	// Something to write while c follows: only b may write it.
 	editWhileLeaderPaused(t, s, b, "between.example.com")
 	killed := time.Now()
-	b.process.kill()
-	tookOver := waitHolder(t, s.ns, "failover", "c")
+	_ = b.process.Kill()
+	tookOver := waitHolder(t, s.Namespace, "failover", "c")
 	if limit := failoverLease + failoverRetry + 3*time.Second; tookOver.Sub(killed) > limit {
 		t.Errorf("c took the Lease %v after b was killed; want within %v", tookOver.Sub(killed), limit)
 	}
-	setHostnames(t, s.ns, "web", "two.example.com")
+	setHostnames(t, s.Namespace, "web", "two.example.com")
 	s.waitEntry(t, consulapi.HTTPRoute, routeEntry, "c writes the edit", func(e consulapi.ConfigEntry) bool {
 		return e != nil && strings.Join(routeHostnames(e), ",") == "two.example.com"
 	})
@@ -139,19 +144,19 @@ func TestLeaderFailoverAcrossProcesses(t *testing.T) {
 // Consul. The pause is well within the renew deadline, so the leader keeps the Lease.
 func editWhileLeaderPaused(t *testing.T, s consulStack, leader *replicaProcess, hostname string) {
 	t.Helper()
-	leader.process.pause()
-	defer leader.process.resume()
-	setHostnames(t, s.ns, "web", gatewayv1.Hostname(hostname))
+	_ = leader.process.Pause()
+	defer func() { _ = leader.process.Resume() }()
+	setHostnames(t, s.Namespace, "web", gatewayv1.Hostname(hostname))
 	time.Sleep(2 * time.Second)
-	leader.process.resume()
-	s.waitEntry(t, consulapi.HTTPRoute, s.naming.EntryName(s.ns, "web"), "the leader writes the edit "+hostname, func(e consulapi.ConfigEntry) bool {
+	_ = leader.process.Resume()
+	s.waitEntry(t, consulapi.HTTPRoute, s.naming.EntryName(s.Namespace, "web"), "the leader writes the edit "+hostname, func(e consulapi.ConfigEntry) bool {
 		return e != nil && strings.Join(routeHostnames(e), ",") == hostname
 	})
 }
 
 // replicaProcess is one controller process with the proxies that attribute its traffic.
 type replicaProcess struct {
-	process *controllerProcess
+	process *testenv.Controller
 	kube    *kubeWriteLog
 	consul  *consulWriteLog
 }
@@ -173,8 +178,8 @@ func withListDelay(d time.Duration) replicaOption {
 // failoverArgs are the flags of the failover test's replicas.
 func failoverArgs(s consulStack) []string {
 	return []string{
-		"--controller-name=" + string(s.controller), "--cluster-id=failover", "--manage-service-defaults", "-v=2",
-		"--leader-elect-resource-namespace=" + s.ns, "--leader-elect-resource-name=failover",
+		"--controller-name=" + string(s.Controller), "--cluster-id=failover", "--manage-service-defaults", "-v=2",
+		"--leader-elect-resource-namespace=" + s.Namespace, "--leader-elect-resource-name=failover",
 		"--leader-elect-lease-duration=" + failoverLease.String(),
 		"--leader-elect-renew-deadline=" + failoverRenew.String(),
 		"--leader-elect-retry-period=" + failoverRetry.String(),
@@ -193,29 +198,20 @@ func startReplicaProcess(t *testing.T, identity string, args []string, opts ...r
 	if err := env.Kube.WriteKubeconfig(kubeconfig, testenv.AdminUser); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := clientcmd.LoadFromFile(kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxyCA := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: r.kube.Certificate().Raw})
-	for _, cluster := range cfg.Clusters {
-		cluster.Server, cluster.CertificateAuthority, cluster.CertificateAuthorityData = r.kube.URL, "", proxyCA
-	}
-	if err := clientcmd.WriteToFile(*cfg, kubeconfig); err != nil {
-		t.Fatal(err)
-	}
-	r.process = startControllerProcess(t, identity, processOptions{kubeconfig: kubeconfig, consulAddr: r.consul.addr, args: append([]string{"--deploy-gateways=false"}, args...)})
+	throughProxy(t, kubeconfig, r.kube.Server)
+	r.process = env.RunController(t, testenv.ControllerOptions{Name: identity, Kubeconfig: kubeconfig, ConsulAddr: r.consul.addr,
+		Args: append([]string{"--deploy-gateways=false"}, args...)})
 	return r
 }
 
 // statusWrites is the replicaProcess's own count of status writes, from its /metrics.
 func (r *replicaProcess) statusWrites(t *testing.T) int {
 	t.Helper()
-	body, err := r.process.metrics()
+	body, err := r.process.Metrics(t.Context())
 	if err != nil {
-		t.Fatalf("%s: %v", r.process.name, err)
+		t.Fatalf("%s: %v", r.process.Name(), err)
 	}
-	return int(metricSum(body, "consul_gateway_controller_status_writes_total"))
+	return int(testenv.MetricSum(body, "consul_gateway_controller_status_writes_total"))
 }
 
 // waitHolder waits until identity holds the Lease namespace/name and returns when it
@@ -223,29 +219,27 @@ func (r *replicaProcess) statusWrites(t *testing.T) int {
 func waitHolder(t *testing.T, namespace, name, identity string) time.Time {
 	t.Helper()
 	var acquired time.Time
-	eventually(t, 30*time.Second, identity+" holds the Lease", func() (bool, error) {
+	testenv.Eventually(t, 30*time.Second, identity+" holds the Lease", func(context.Context) error {
 		lease, err := env.KubeClient.CoordinationV1().Leases(namespace).Get(t.Context(), name, metav1.GetOptions{})
 		if err != nil {
-			return false, nil
+			return err
 		}
 		if h := lease.Spec.HolderIdentity; h == nil || *h != identity || lease.Spec.AcquireTime == nil {
-			return false, nil
+			return fmt.Errorf("holder %v since %v", deref(h), lease.Spec.AcquireTime)
 		}
+
 		acquired = lease.Spec.AcquireTime.Time
-		return true, nil
+		return nil
 	})
 	return acquired
 }
 
-func setHostnames(t *testing.T, ns, name string, hostnames ...gatewayv1.Hostname) {
+// setHostnames sets the hostnames of the HTTPRoute ns/name, as a user's edit would, and
+// returns the route written.
+func setHostnames(t *testing.T, ns, name string, hostnames ...gatewayv1.Hostname) *gatewayv1.HTTPRoute {
 	t.Helper()
-	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"hostnames": hostnames}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := env.GatewayClient.GatewayV1().HTTPRoutes(ns).Patch(t.Context(), name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	routes := env.GatewayClient.GatewayV1().HTTPRoutes(ns)
+	return testenv.Update(t, routes.Get, routes.Update, name, func(r *gatewayv1.HTTPRoute) { r.Spec.Hostnames = hostnames })
 }
 
 // logTime is the time of the first klog line of out that contains msg.
@@ -263,16 +257,8 @@ func logTime(t *testing.T, out, msg string) time.Time {
 		now := time.Now()
 		return at.AddDate(now.Year(), 0, 0)
 	}
-	t.Fatalf("no log line says %q:\n%s", msg, tail(out, 20))
+	t.Fatalf("no log line says %q:\n%s", msg, testenv.Tail(out, 20))
 	return time.Time{}
-}
-
-func tail(s string, lines int) string {
-	all := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(all) > lines {
-		all = all[len(all)-lines:]
-	}
-	return strings.Join(all, "\n")
 }
 
 // kubeWriteLog is a reverse proxy to the API server that records when each write

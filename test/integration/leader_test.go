@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -11,11 +12,9 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/util/retry"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
@@ -108,20 +107,9 @@ func (r *replica) stoppedAt() time.Time {
 // off from the API server, and checks that the other takes over and converges, and
 // that the old leader's writers stopped and never wrote again.
 func TestLeaderElectionFencesTheOldLeader(t *testing.T) {
-	const ns = "leader"
-	controllerName := gatewayv1.GatewayController("test.example.com/" + ns)
-	createObject(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
-	createObject(t, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "echo"},
-		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 8080}}}})
-	createObject(t, &gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: ns}, Spec: gatewayv1.GatewayClassSpec{ControllerName: controllerName}})
-	createObject(t, &gatewayv1.Gateway{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "gw"},
-		Spec: gatewayv1.GatewaySpec{GatewayClassName: ns, Listeners: []gatewayv1.Listener{
-			{Name: "http", Port: 80, Protocol: gatewayv1.HTTPProtocolType},
-		}},
-	})
-	e := exampleSet{}
-	createObject(t, e.httpRoute(ns, "r", gatewayv1.ParentReference{Name: "gw"}, "", nil))
+	s := env.NewGatewayStack(t, "leader", "gw", 80, "echo")
+	env.Create(t, s.Route("r"))
+	ns, controllerName := s.Namespace, s.Controller
 
 	// The lease duration is below renew deadline + release timeout, so a leader that
 	// stops its writers only when client-go's renew loop returns overlaps the next one.
@@ -136,7 +124,15 @@ func TestLeaderElectionFencesTheOldLeader(t *testing.T) {
 		}
 		return *l.Spec.HolderIdentity
 	}
-	eventually(t, 20*time.Second, "replica a holds the Lease", func() (bool, error) { return holder() == "a", nil })
+	holds := func(identity string) func(context.Context) error {
+		return func(context.Context) error {
+			if h := holder(); h != identity {
+				return fmt.Errorf("the Lease is held by %q", h)
+			}
+			return nil
+		}
+	}
+	testenv.Eventually(t, 20*time.Second, "replica a holds the Lease", holds("a"))
 	b := startReplica(ctx, t, "b", controllerName, lease)
 	routeGeneration := func() (int64, int64) {
 		r, err := env.GatewayClient.GatewayV1().HTTPRoutes(ns).Get(t.Context(), "r", metav1.GetOptions{})
@@ -150,9 +146,12 @@ func TestLeaderElectionFencesTheOldLeader(t *testing.T) {
 		}
 		return r.Generation, -1
 	}
-	eventually(t, 20*time.Second, "the leader converges the route", func() (bool, error) {
+	testenv.Eventually(t, 20*time.Second, "the leader converges the route", func(context.Context) error {
 		gen, observed := routeGeneration()
-		return gen == observed, nil
+		if gen != observed {
+			return fmt.Errorf("generation %d, observed %d", gen, observed)
+		}
+		return nil
 	})
 	if n := b.writes.since(time.Time{}); n != 0 {
 		t.Errorf("the follower made %d status writes while a led", n)
@@ -168,7 +167,7 @@ func TestLeaderElectionFencesTheOldLeader(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("the cut-off leader did not give up within 15s")
 	}
-	eventually(t, 20*time.Second, "replica b takes the Lease", func() (bool, error) { return holder() == "b", nil })
+	testenv.Eventually(t, 20*time.Second, "replica b takes the Lease", holds("b"))
 	l, err := env.KubeClient.CoordinationV1().Leases(ns).Get(t.Context(), lease.Name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -178,21 +177,14 @@ func TestLeaderElectionFencesTheOldLeader(t *testing.T) {
 		t.Errorf("the old leader's writers stopped at %s, after the new leader acquired the Lease at %s",
 			a.stoppedAt().Format(time.StampMicro), acquired.Format(time.StampMicro))
 	}
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		r, err := env.GatewayClient.GatewayV1().HTTPRoutes(ns).Get(t.Context(), "r", metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		r.Spec.Hostnames = []gatewayv1.Hostname{"after.example.com"}
-		_, err = env.GatewayClient.GatewayV1().HTTPRoutes(ns).Update(t.Context(), r, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, 20*time.Second, "the new leader converges the edited route", func() (bool, error) {
+	setHostnames(t, ns, "r", "after.example.com")
+	testenv.Eventually(t, 20*time.Second, "the new leader converges the edited route", func(context.Context) error {
 		gen, observed := routeGeneration()
-		return gen == observed && gen > 1, nil
+		if gen != observed || gen < 2 {
+			return fmt.Errorf("generation %d, observed %d", gen, observed)
+		}
+
+		return nil
 	})
 	if n := a.writes.since(a.stoppedAt()); n != 0 {
 		t.Errorf("the old leader attempted %d status writes after its writers stopped", n)

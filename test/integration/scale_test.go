@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -8,44 +9,35 @@ import (
 	"time"
 
 	consulapi "github.com/hashicorp/consul/api"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
 	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
+	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
 )
 
 // scaleStack is a namespace with a class, gateways Gateways of one HTTP listener, a
 // Service per Gateway, and routesPerGateway HTTPRoutes on each: the shape of the scale
 // issue's report, small enough for make test.
 type scaleStack struct {
-	ns               string
-	controller       gatewayv1.GatewayController
+	testenv.Stack
 	gateways         int
 	routesPerGateway int
 }
 
 func newScaleStack(t *testing.T, ns string, gateways, routesPerGateway int) scaleStack {
 	t.Helper()
-	s := scaleStack{ns: ns, controller: gatewayv1.GatewayController("test.example.com/" + ns), gateways: gateways, routesPerGateway: routesPerGateway}
-	createObject(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
-	createObject(t, &gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: ns}, Spec: gatewayv1.GatewayClassSpec{ControllerName: s.controller}})
+	s := scaleStack{Stack: env.NewStack(t, ns), gateways: gateways, routesPerGateway: routesPerGateway}
 	for g := range gateways {
-		createObject(t, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("echo-%d", g)},
-			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 8080}}}})
-		createObject(t, &gatewayv1.Gateway{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("gw-%d", g)},
-			Spec: gatewayv1.GatewaySpec{GatewayClassName: gatewayv1.ObjectName(ns), Listeners: []gatewayv1.Listener{
-				{Name: "http", Port: 18080, Protocol: gatewayv1.HTTPProtocolType},
-			}},
-		})
+		s.GatewayName, s.Backend = fmt.Sprintf("gw-%d", g), fmt.Sprintf("echo-%d", g)
+		env.Create(t, testenv.Service(ns, s.Backend, testenv.BackendPort))
+		env.Create(t, s.Gateway(s.GatewayName, testenv.HTTPListener("http", 18080)))
 		for r := range routesPerGateway {
-			route := exampleSet{}.httpRoute(ns, fmt.Sprintf("r-%d-%d", g, r), gatewayv1.ParentReference{Name: gatewayv1.ObjectName(fmt.Sprintf("gw-%d", g))}, "", nil)
-			route.Spec.Rules[0].BackendRefs[0].Name = gatewayv1.ObjectName(fmt.Sprintf("echo-%d", g))
+			route := s.Route(fmt.Sprintf("r-%d-%d", g, r))
 			route.Spec.Rules[0].Matches = []gatewayv1.HTTPRouteMatch{{Path: &gatewayv1.HTTPPathMatch{Value: new(fmt.Sprintf("/r-%d", r))}}}
-			createObject(t, route)
+			env.Create(t, route)
 		}
 	}
 	return s
@@ -56,8 +48,8 @@ func (s scaleStack) routes() int { return s.gateways * s.routesPerGateway }
 // args are the controller flags for this stack, on its own Lease.
 func (s scaleStack) args(extra ...string) []string {
 	return append([]string{
-		"--controller-name=" + string(s.controller), "--cluster-id=" + s.ns, "--manage-service-defaults", "-v=2",
-		"--leader-elect-resource-namespace=" + s.ns, "--leader-elect-resource-name=" + s.ns,
+		"--controller-name=" + string(s.Controller), "--cluster-id=" + s.Namespace, "--manage-service-defaults", "-v=2",
+		"--leader-elect-resource-namespace=" + s.Namespace, "--leader-elect-resource-name=" + s.Namespace,
 	}, extra...)
 }
 
@@ -67,18 +59,18 @@ func (s scaleStack) args(extra ...string) []string {
 func (s scaleStack) unsettled(t *testing.T) (pending []string, versions map[string]string) {
 	t.Helper()
 	versions = map[string]string{}
-	gws, err := env.GatewayClient.GatewayV1().Gateways(s.ns).List(t.Context(), metav1.ListOptions{})
+	gws, err := env.GatewayClient.GatewayV1().Gateways(s.Namespace).List(t.Context(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, gw := range gws.Items {
 		versions["Gateway/"+gw.Name] = gw.ResourceVersion
-		got := conditionReason(gw.Status.Conditions, "Accepted") + " " + conditionReason(gw.Status.Conditions, "Programmed")
+		got := testenv.ConditionReason(gw.Status.Conditions, "Accepted") + " " + testenv.ConditionReason(gw.Status.Conditions, "Programmed")
 		if got != "True/Accepted True/Programmed" {
 			pending = append(pending, "Gateway "+gw.Name+": "+got)
 		}
 	}
-	routes, err := env.GatewayClient.GatewayV1().HTTPRoutes(s.ns).List(t.Context(), metav1.ListOptions{})
+	routes, err := env.GatewayClient.GatewayV1().HTTPRoutes(s.Namespace).List(t.Context(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,8 +78,8 @@ func (s scaleStack) unsettled(t *testing.T) (pending []string, versions map[stri
 		versions["HTTPRoute/"+r.Name] = r.ResourceVersion
 		var got string
 		for _, p := range r.Status.Parents {
-			if p.ControllerName == s.controller {
-				got = conditionReason(p.Conditions, "Accepted") + " " + conditionReason(p.Conditions, "ResolvedRefs") + " " + conditionReason(p.Conditions, gwsync.ConsulAcceptedCondition)
+			if p.ControllerName == s.Controller {
+				got = testenv.ConditionReason(p.Conditions, "Accepted") + " " + testenv.ConditionReason(p.Conditions, "ResolvedRefs") + " " + testenv.ConditionReason(p.Conditions, gwsync.ConsulAcceptedCondition)
 			}
 		}
 		if got != "True/Accepted True/ResolvedRefs True/Accepted" {
@@ -103,13 +95,13 @@ func (s scaleStack) unsettled(t *testing.T) (pending []string, versions map[stri
 func (s scaleStack) waitSettled(t *testing.T, timeout time.Duration) map[string]string {
 	t.Helper()
 	var versions map[string]string
-	eventually(t, timeout, "every status is final", func() (bool, error) {
+	testenv.Eventually(t, timeout, "every status is final", func(context.Context) error {
 		var pending []string
 		pending, versions = s.unsettled(t)
 		if len(pending) > 0 {
-			return false, fmt.Errorf("%d not final, first: %s", len(pending), pending[0])
+			return fmt.Errorf("%d not final, first: %s", len(pending), pending[0])
 		}
-		return true, nil
+		return nil
 	})
 	return versions
 }
@@ -132,13 +124,13 @@ func TestColdStartWritesTwicePerObjectAndRestartWritesNothing(t *testing.T) {
 	first := startReplicaProcess(t, "first", s.args())
 	s.waitSettled(t, 120*time.Second)
 	time.Sleep(2 * time.Second) // anything still in flight shows in the counts
-	body, err := first.process.metrics()
+	body, err := first.process.Metrics(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	routeWrites := metricSum(body, "consul_gateway_controller_status_writes_total", `kind="HTTPRoute"`)
-	gatewayWrites := metricSum(body, "consul_gateway_controller_status_writes_total", `kind="Gateway"`)
-	conflicts := metricSum(body, "consul_gateway_controller_status_writes_total", `result="conflict"`)
+	routeWrites := testenv.MetricSum(body, "consul_gateway_controller_status_writes_total", `kind="HTTPRoute"`)
+	gatewayWrites := testenv.MetricSum(body, "consul_gateway_controller_status_writes_total", `kind="Gateway"`)
+	conflicts := testenv.MetricSum(body, "consul_gateway_controller_status_writes_total", `result="conflict"`)
 	t.Logf("cold start of %d routes on %d Gateways: %v route and %v Gateway status writes, %v conflicts",
 		s.routes(), s.gateways, routeWrites, gatewayWrites, conflicts)
 	if limit := float64(2 * s.routes()); routeWrites > limit {
@@ -151,21 +143,24 @@ func TestColdStartWritesTwicePerObjectAndRestartWritesNothing(t *testing.T) {
 		t.Errorf("cold start met %v conflicts; a controller alone on its objects should meet none", conflicts)
 	}
 	_, before := s.unsettled(t)
-	if code, err := first.process.terminate(30 * time.Second); err != nil || code != 0 {
+	if code, err := first.process.Terminate(30 * time.Second); err != nil || code != 0 {
 		t.Fatalf("first replica: exit %d, %v", code, err)
 	}
 
 	// Consul answers the new leader's lists a second late: its first judgement must
 	// still wait for Consul's verdicts.
 	second := startReplicaProcess(t, "second", s.args(), withListDelay(time.Second))
-	waitHolder(t, s.ns, s.ns, "second")
-	eventually(t, 60*time.Second, "the new leader judged every route", func() (bool, error) {
-		body, err := second.process.metrics()
+	waitHolder(t, s.Namespace, s.Namespace, "second")
+	testenv.Eventually(t, 60*time.Second, "the new leader judged every route", func(context.Context) error {
+		body, err := second.process.Metrics(t.Context())
 		if err != nil {
-			return false, err
+			return err
 		}
-		synced := metricSum(body, "consul_gateway_controller_sync_duration_seconds_count", `queue="httproute"`)
-		return synced >= float64(s.routes()), nil
+		synced := testenv.MetricSum(body, "consul_gateway_controller_sync_duration_seconds_count", `queue="httproute"`)
+		if synced < float64(s.routes()) {
+			return fmt.Errorf("%v HTTPRoute syncs", synced)
+		}
+		return nil
 	})
 	time.Sleep(5 * time.Second) // the Consul syncer compares everything meanwhile
 	if n := second.statusWrites(t); n != 0 {
@@ -196,17 +191,17 @@ func TestLeaseHeldWhileStatusWritesSaturateTheClient(t *testing.T) {
 		"--kube-api-qps=1", "--kube-api-burst=1",
 		"--leader-elect-lease-duration=3s", "--leader-elect-renew-deadline=2s", "--leader-elect-retry-period=500ms",
 	))
-	waitHolder(t, s.ns, s.ns, "saturated")
+	waitHolder(t, s.Namespace, s.Namespace, "saturated")
 	// Every renewal must come in time for 20 s of saturation: ten renew deadlines.
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
-		if !r.process.running() {
-			t.Fatalf("the leader exited under load:\n%s", tail(r.process.output(), 20))
+		if !r.process.Running() {
+			t.Fatalf("the leader exited under load:\n%s", testenv.Tail(r.process.Output(), 20))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	if out := r.process.output(); strings.Contains(out, "leader election lost") || strings.Contains(out, "Stopped leading") {
-		t.Fatalf("the leader lost its Lease under load:\n%s", tail(out, 20))
+	if out := r.process.Output(); strings.Contains(out, "leader election lost") || strings.Contains(out, "Stopped leading") {
+		t.Fatalf("the leader lost its Lease under load:\n%s", testenv.Tail(out, 20))
 	}
 	// The test proves something only if the client really was the bottleneck.
 	if pending, _ := s.unsettled(t); len(pending) == 0 {
@@ -225,9 +220,9 @@ func TestLeaseHeldWhileStatusWritesSaturateTheClient(t *testing.T) {
 func TestColdStartWithLaggingCachesMeetsNoConflict(t *testing.T) {
 	s := newScaleStack(t, "scale-lag", 2, 10)
 	objects := s.gateways + s.routes()
-	rc := startController(t, s.controller, controllerOptions{
-		watchDelay: 150 * time.Millisecond, delayResources: []string{"gateways", "httproutes"}, delayNamespace: s.ns,
-		consul: &consulOptions{clusterID: s.ns, translation: translate.Options{ManageServiceDefaults: true}},
+	rc := startController(t, s.Controller, controllerOptions{
+		watchDelay: 150 * time.Millisecond, delayResources: []string{"gateways", "httproutes"}, delayNamespace: s.Namespace,
+		consul: &consulOptions{clusterID: s.Namespace, translation: translate.Options{ManageServiceDefaults: true}},
 	})
 	s.waitSettled(t, 120*time.Second)
 	time.Sleep(2 * time.Second)
@@ -257,17 +252,21 @@ func TestOneEditCostsItsOwnTranslationAndComparison(t *testing.T) {
 
 	route := "r-1-7"
 	patch := []byte(`{"spec":{"rules":[{"matches":[{"path":{"type":"PathPrefix","value":"/edited"}}],"backendRefs":[{"name":"echo-1","port":8080}]}]}}`)
-	if _, err := env.GatewayClient.GatewayV1().HTTPRoutes(s.ns).Patch(t.Context(), route, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+	if _, err := env.GatewayClient.GatewayV1().HTTPRoutes(s.Namespace).Patch(t.Context(), route, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	entry := translate.Naming{}.EntryName(s.ns, route)
-	eventually(t, 30*time.Second, "the edit reaches Consul", func() (bool, error) {
+	entry := translate.Naming{}.EntryName(s.Namespace, route)
+	testenv.Eventually(t, 30*time.Second, "the edit reaches Consul", func(context.Context) error {
 		e, _, err := env.ConsulClient.ConfigEntries().Get(consulapi.HTTPRoute, entry, nil)
 		if err != nil {
-			return false, err
+			return err
 		}
 		r := e.(*consulapi.HTTPRouteConfigEntry)
-		return len(r.Rules) == 1 && len(r.Rules[0].Matches) > 0 && strings.HasPrefix(r.Rules[0].Matches[0].Path.Value, "/edited"), nil
+		if len(r.Rules) != 1 || len(r.Rules[0].Matches) == 0 || !strings.HasPrefix(r.Rules[0].Matches[0].Path.Value, "/edited") {
+			return fmt.Errorf("rules %+v", r.Rules)
+		}
+
+		return nil
 	})
 	s.waitSettled(t, 30*time.Second)
 	time.Sleep(3 * time.Second)
@@ -288,9 +287,9 @@ func TestOneEditCostsItsOwnTranslationAndComparison(t *testing.T) {
 // watch compared, from its /metrics.
 func (r *replicaProcess) syncerWork(t *testing.T) (translated, compared float64) {
 	t.Helper()
-	body, err := r.process.metrics()
+	body, err := r.process.Metrics(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	return metricSum(body, "consul_gateway_controller_translated_objects_total"), metricSum(body, "consul_gateway_controller_consul_entries_compared_total")
+	return testenv.MetricSum(body, "consul_gateway_controller_translated_objects_total"), testenv.MetricSum(body, "consul_gateway_controller_consul_entries_compared_total")
 }

@@ -13,9 +13,10 @@ import (
 	consulapi "github.com/hashicorp/consul/api"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
 )
 
 func TestGatewayClassRoundTrip(t *testing.T) {
@@ -24,7 +25,7 @@ func TestGatewayClassRoundTrip(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "smoke-roundtrip"},
 		Spec: gatewayv1.GatewayClassSpec{
 			ControllerName: "example.com/smoke",
-			Description:    ptr("created by the harness smoke test"),
+			Description:    new("created by the harness smoke test"),
 		},
 	}
 	created, err := env.GatewayClient.GatewayV1().GatewayClasses().Create(ctx, want, metav1.CreateOptions{})
@@ -101,17 +102,18 @@ func TestAPIGatewayEntryStatusFromConsul(t *testing.T) {
 
 	// Consul computes the gateway's status asynchronously after the write.
 	var got *consulapi.APIGatewayConfigEntry
-	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
+	testenv.Eventually(t, 20*time.Second, "Consul computes an Accepted condition for the api-gateway entry", func(context.Context) error {
 		raw, _, err := env.ConsulClient.ConfigEntries().Get(consulapi.APIGateway, name, nil)
 		if err != nil {
-			return false, err
+			return err
 		}
 		got = raw.(*consulapi.APIGatewayConfigEntry)
-		return conditionStatus(got.Status, "Accepted") != "", nil
+		if conditionStatus(got.Status, "Accepted") == "" {
+			return fmt.Errorf("none yet (entry %+v)", got)
+		}
+		return nil
 	})
-	if err != nil {
-		t.Fatalf("Consul computed no Accepted condition for the api-gateway entry: %v (entry %+v)", err, got)
-	}
+
 	wantListeners := []consulapi.APIGatewayListener{{Name: "http", Port: 18080, Protocol: "http"}}
 	if diff := cmp.Diff(wantListeners, got.Listeners); diff != "" {
 		t.Errorf("listeners read back differ (-sent +got):\n%s", diff)
@@ -235,5 +237,3 @@ func conditionStatus(status consulapi.ConfigEntryStatus, condType string) consul
 	}
 	return ""
 }
-
-func ptr[T any](v T) *T { return &v }

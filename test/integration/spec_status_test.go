@@ -1,57 +1,27 @@
 package integration
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	consulapi "github.com/hashicorp/consul/api"
-	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
+	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
 )
 
-// specSet is a namespace and a class of ours for one test of the spec's status rules.
-type specSet struct {
-	ns         string
-	class      string
-	controller gatewayv1.GatewayController
-}
-
-func newSpecSet(t *testing.T, prefix string) specSet {
-	t.Helper()
-	s := specSet{ns: prefix, class: prefix, controller: gatewayv1.GatewayController("test.example.com/" + prefix)}
-	createObject(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.ns}})
-	createObject(t, &gatewayv1.GatewayClass{
-		ObjectMeta: metav1.ObjectMeta{Name: s.class},
-		Spec:       gatewayv1.GatewayClassSpec{ControllerName: s.controller},
-	})
-	return s
-}
-
-func (s specSet) gateway(name string, listeners ...gatewayv1.Listener) *gatewayv1.Gateway {
-	return &gatewayv1.Gateway{
-		ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: name},
-		Spec:       gatewayv1.GatewaySpec{GatewayClassName: gatewayv1.ObjectName(s.class), Listeners: listeners},
-	}
-}
-
-func (s specSet) route(name, gateway, section string) *gatewayv1.HTTPRoute {
-	return &gatewayv1.HTTPRoute{
-		ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: name},
-		Spec: gatewayv1.HTTPRouteSpec{
-			CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: []gatewayv1.ParentReference{{
-				Name: gatewayv1.ObjectName(gateway), SectionName: ptr(gatewayv1.SectionName(section)),
-			}}},
-			Rules: []gatewayv1.HTTPRouteRule{{BackendRefs: []gatewayv1.HTTPBackendRef{{BackendRef: gatewayv1.BackendRef{
-				BackendObjectReference: gatewayv1.BackendObjectReference{Name: "does-not-exist", Port: ptr(gatewayv1.PortNumber(8080))},
-			}}}}},
-		},
-	}
+// sectionRoute is an HTTPRoute of the stack attached to one listener of gateway, sending
+// to a Service that does not exist.
+func sectionRoute(s testenv.Stack, name, gateway, section string) *gatewayv1.HTTPRoute {
+	return testenv.HTTPRoute(s.Namespace, name, []gatewayv1.ParentReference{{
+		Name: gatewayv1.ObjectName(gateway), SectionName: new(gatewayv1.SectionName(section)),
+	}}, testenv.Backend("does-not-exist", 8080))
 }
 
 // listenerOf returns the named listener's status, or nil.
@@ -70,18 +40,18 @@ func listenerOf(gw *gatewayv1.Gateway, name gatewayv1.SectionName) *gatewayv1.Li
 // cannot be programmed, so its route is served nowhere; the second serves HTTPRoutes,
 // so its route waits for Consul's verdict (this controller runs without Consul).
 func TestRoutesAttachWhateverTheListenerStatus(t *testing.T) {
-	s := newSpecSet(t, "attach-status")
-	startController(t, s.controller, controllerOptions{})
-	createObject(t, s.gateway("unresolved", gatewayv1.Listener{
+	s := env.NewStack(t, "attach-status")
+	startController(t, s.Controller, controllerOptions{})
+	env.Create(t, s.Gateway("unresolved", gatewayv1.Listener{
 		Name: "tls", Port: 443, Protocol: gatewayv1.HTTPSProtocolType,
-		TLS: &gatewayv1.ListenerTLSConfig{Mode: ptr(gatewayv1.TLSModeTerminate), CertificateRefs: []gatewayv1.SecretObjectReference{{Name: "does-not-exist"}}},
+		TLS: &gatewayv1.ListenerTLSConfig{Mode: new(gatewayv1.TLSModeTerminate), CertificateRefs: []gatewayv1.SecretObjectReference{{Name: "does-not-exist"}}},
 	}))
-	createObject(t, s.gateway("mixed-kinds", gatewayv1.Listener{
+	env.Create(t, s.Gateway("mixed-kinds", gatewayv1.Listener{
 		Name: "http", Port: 80, Protocol: gatewayv1.HTTPProtocolType,
 		AllowedRoutes: &gatewayv1.AllowedRoutes{Kinds: []gatewayv1.RouteGroupKind{{Kind: "BogusRoute"}, {Kind: "HTTPRoute"}}},
 	}))
-	createObject(t, s.route("on-unresolved", "unresolved", "tls"))
-	createObject(t, s.route("on-mixed-kinds", "mixed-kinds", "http"))
+	env.Create(t, sectionRoute(s, "on-unresolved", "unresolved", "tls"))
+	env.Create(t, sectionRoute(s, "on-mixed-kinds", "mixed-kinds", "http"))
 
 	for _, c := range []struct {
 		gateway, route string
@@ -92,43 +62,33 @@ func TestRoutesAttachWhateverTheListenerStatus(t *testing.T) {
 		{"unresolved", "on-unresolved", "tls", "False/InvalidCertificateRef", "False/ListenersNotValid"},
 		{"mixed-kinds", "on-mixed-kinds", "http", "False/InvalidRouteKinds", "False/Pending"},
 	} {
-		eventually(t, 30*time.Second, c.route+" attaches to "+c.gateway, func() (bool, error) {
-			gw, err := env.GatewayClient.GatewayV1().Gateways(s.ns).Get(t.Context(), c.gateway, metav1.GetOptions{})
+		testenv.Eventually(t, 30*time.Second, c.route+" attaches to "+c.gateway, func(context.Context) error {
+			gw, err := env.GatewayClient.GatewayV1().Gateways(s.Namespace).Get(t.Context(), c.gateway, metav1.GetOptions{})
 			if err != nil {
-				return false, err
+				return err
 			}
 			l := listenerOf(gw, c.listener)
 			if l == nil {
-				return false, fmt.Errorf("no status for listener %s", c.listener)
+				return fmt.Errorf("no status for listener %s", c.listener)
 			}
-			if got := conditionReason(l.Conditions, "ResolvedRefs"); got != c.resolvedRefs || l.AttachedRoutes != 1 {
-				return false, fmt.Errorf("listener %s: ResolvedRefs %s attachedRoutes %d, want %s and 1", c.listener, got, l.AttachedRoutes, c.resolvedRefs)
+			if got := testenv.ConditionReason(l.Conditions, "ResolvedRefs"); got != c.resolvedRefs || l.AttachedRoutes != 1 {
+				return fmt.Errorf("listener %s: ResolvedRefs %s attachedRoutes %d, want %s and 1", c.listener, got, l.AttachedRoutes, c.resolvedRefs)
 			}
-			r, err := env.GatewayClient.GatewayV1().HTTPRoutes(s.ns).Get(t.Context(), c.route, metav1.GetOptions{})
+			r, err := env.GatewayClient.GatewayV1().HTTPRoutes(s.Namespace).Get(t.Context(), c.route, metav1.GetOptions{})
 			if err != nil {
-				return false, err
+				return err
 			}
-			p := ourParent(r.Status.Parents, s.controller)
+			p := testenv.ParentOf(r.Status.Parents, s.Controller)
 			if p == nil {
-				return false, fmt.Errorf("no parent status of ours yet")
+				return fmt.Errorf("no parent status of ours yet")
 			}
-			got := conditionReason(p.Conditions, "Accepted") + " " + conditionReason(p.Conditions, "ResolvedRefs") + " " + conditionReason(p.Conditions, gwsync.ConsulAcceptedCondition)
+			got := testenv.ConditionReason(p.Conditions, "Accepted") + " " + testenv.ConditionReason(p.Conditions, "ResolvedRefs") + " " + testenv.ConditionReason(p.Conditions, gwsync.ConsulAcceptedCondition)
 			if want := "True/Accepted False/BackendNotFound " + c.consulAccepted; got != want {
-				return false, fmt.Errorf("route parent conditions %s, want %s", got, want)
+				return fmt.Errorf("route parent conditions %s, want %s", got, want)
 			}
-			return true, nil
+			return nil
 		})
 	}
-}
-
-// ourParent returns the first parent status of controller, or nil.
-func ourParent(parents []gatewayv1.RouteParentStatus, controller gatewayv1.GatewayController) *gatewayv1.RouteParentStatus {
-	for i := range parents {
-		if parents[i].ControllerName == controller {
-			return &parents[i]
-		}
-	}
-	return nil
 }
 
 // Another controller's conditions on a GatewayClass, a Gateway and a listener survive
@@ -136,17 +96,21 @@ func ourParent(parents []gatewayv1.RouteParentStatus, controller gatewayv1.Gatew
 // responsible for). The other writer also tampers with one of our messages, so our
 // controller must write again.
 func TestOtherControllersConditionsSurviveOurWrites(t *testing.T) {
-	s := newSpecSet(t, "foreign-conds")
-	startController(t, s.controller, controllerOptions{})
-	createObject(t, s.gateway("gw", gatewayv1.Listener{Name: "http", Port: 80, Protocol: gatewayv1.HTTPProtocolType}))
-	gateways := env.GatewayClient.GatewayV1().Gateways(s.ns)
+	s := env.NewStack(t, "foreign-conds")
+	startController(t, s.Controller, controllerOptions{})
+	env.Create(t, s.Gateway("gw", gatewayv1.Listener{Name: "http", Port: 80, Protocol: gatewayv1.HTTPProtocolType}))
+	gateways := env.GatewayClient.GatewayV1().Gateways(s.Namespace)
 	classes := env.GatewayClient.GatewayV1().GatewayClasses()
-	eventually(t, 30*time.Second, "the Gateway is accepted", func() (bool, error) {
+	testenv.Eventually(t, 30*time.Second, "the Gateway is accepted", func(context.Context) error {
 		gw, err := gateways.Get(t.Context(), "gw", metav1.GetOptions{})
 		if err != nil {
-			return false, err
+			return err
 		}
-		return conditionReason(gw.Status.Conditions, "Accepted") == "True/Accepted" && len(gw.Status.Listeners) == 1, nil
+		if got := testenv.ConditionReason(gw.Status.Conditions, "Accepted"); got != "True/Accepted" || len(gw.Status.Listeners) != 1 {
+			return fmt.Errorf("Accepted %q, %d listener statuses", got, len(gw.Status.Listeners))
+		}
+
+		return nil
 	})
 
 	theirs := metav1.Condition{Type: "example.com/Audited", Status: metav1.ConditionTrue, Reason: "Audited", Message: "checked by another controller",
@@ -159,54 +123,38 @@ func TestOtherControllersConditionsSurviveOurWrites(t *testing.T) {
 		}
 		return append(conds, theirs)
 	}
-	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		gw, err := gateways.Get(t.Context(), "gw", metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
+	testenv.Update(t, gateways.Get, gateways.UpdateStatus, "gw", func(gw *gatewayv1.Gateway) {
 		gw.Status.Conditions = tamper(gw.Status.Conditions)
 		gw.Status.Listeners[0].Conditions = tamper(gw.Status.Listeners[0].Conditions)
-		_, err = gateways.UpdateStatus(t.Context(), gw, metav1.UpdateOptions{})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		class, err := classes.Get(t.Context(), s.class, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
+	})
+	testenv.Update(t, classes.Get, classes.UpdateStatus, s.Class, func(class *gatewayv1.GatewayClass) {
 		class.Status.Conditions = tamper(class.Status.Conditions)
-		_, err = classes.UpdateStatus(t.Context(), class, metav1.UpdateOptions{})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	})
 
 	kept := func(where string, conds []metav1.Condition) error {
-		if c := findCondition(conds, "Accepted"); c == nil || c.Message == "tampered" {
+		if c := meta.FindStatusCondition(conds, "Accepted"); c == nil || c.Message == "tampered" {
 			return fmt.Errorf("%s: our Accepted not written back yet", where)
 		}
-		if c := findCondition(conds, theirs.Type); c == nil || c.Message != theirs.Message || c.Reason != theirs.Reason {
+		if c := meta.FindStatusCondition(conds, theirs.Type); c == nil || c.Message != theirs.Message || c.Reason != theirs.Reason {
 			return fmt.Errorf("%s: %s was removed or changed: %v", where, theirs.Type, c)
 		}
 		return nil
 	}
-	eventually(t, 30*time.Second, "our writes keep the other controller's conditions", func() (bool, error) {
+	testenv.Eventually(t, 30*time.Second, "our writes keep the other controller's conditions", func(context.Context) error {
 		gw, err := gateways.Get(t.Context(), "gw", metav1.GetOptions{})
 		if err != nil {
-			return false, err
+			return err
 		}
-		class, err := classes.Get(t.Context(), s.class, metav1.GetOptions{})
+		class, err := classes.Get(t.Context(), s.Class, metav1.GetOptions{})
 		if err != nil {
-			return false, err
+			return err
 		}
 		for where, conds := range map[string][]metav1.Condition{"Gateway": gw.Status.Conditions, "listener": gw.Status.Listeners[0].Conditions, "GatewayClass": class.Status.Conditions} {
 			if err := kept(where, conds); err != nil {
-				return false, err
+				return err
 			}
 		}
-		return true, nil
+		return nil
 	})
 }
 
@@ -215,37 +163,31 @@ func TestOtherControllersConditionsSurviveOurWrites(t *testing.T) {
 // entry leaves Consul: it is never served without the mTLS it asks for.
 func TestGatewayAskingForMTLSIsNotServed(t *testing.T) {
 	s := newConsulStack(t, "gw-mtls")
-	startController(t, s.controller, controllerOptions{consul: &consulOptions{clusterID: "it"}})
-	createObject(t, s.route("web"))
-	gwName := s.naming.EntryName(s.ns, "edge")
+	startController(t, s.Controller, controllerOptions{consul: &consulOptions{clusterID: "it"}})
+	env.Create(t, s.Route("web"))
+	gwName := s.naming.EntryName(s.Namespace, "edge")
 	s.waitEntry(t, consulapi.APIGateway, gwName, "api-gateway entry written", present)
 
-	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		gw, err := env.GatewayClient.GatewayV1().Gateways(s.ns).Get(t.Context(), "edge", metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
+	gateways := env.GatewayClient.GatewayV1().Gateways(s.Namespace)
+	testenv.Update(t, gateways.Get, gateways.Update, "edge", func(gw *gatewayv1.Gateway) {
 		gw.Spec.TLS = &gatewayv1.GatewayTLSConfig{Frontend: &gatewayv1.FrontendTLSConfig{Default: gatewayv1.TLSConfig{
 			Validation: &gatewayv1.FrontendTLSValidation{CACertificateRefs: []gatewayv1.ObjectReference{{Kind: "ConfigMap", Name: "ca"}}},
 		}}}
-		_, err = env.GatewayClient.GatewayV1().Gateways(s.ns).Update(t.Context(), gw, metav1.UpdateOptions{})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	})
+
 	s.waitEntry(t, consulapi.APIGateway, gwName, "api-gateway entry removed", absent)
-	eventually(t, 30*time.Second, "the Gateway says why it is not programmed", func() (bool, error) {
-		gw, err := env.GatewayClient.GatewayV1().Gateways(s.ns).Get(t.Context(), "edge", metav1.GetOptions{})
+	testenv.Eventually(t, 30*time.Second, "the Gateway says why it is not programmed", func(context.Context) error {
+		gw, err := env.GatewayClient.GatewayV1().Gateways(s.Namespace).Get(t.Context(), "edge", metav1.GetOptions{})
 		if err != nil {
-			return false, err
+			return err
 		}
-		if got := conditionReason(gw.Status.Conditions, "Accepted") + " " + conditionReason(gw.Status.Conditions, "Programmed"); got != "True/Accepted False/NotExpressible" {
-			return false, fmt.Errorf("Gateway conditions %s", got)
+		if got := testenv.ConditionReason(gw.Status.Conditions, "Accepted") + " " + testenv.ConditionReason(gw.Status.Conditions, "Programmed"); got != "True/Accepted False/NotExpressible" {
+			return fmt.Errorf("Gateway conditions %s", got)
 		}
 		if got := s.routeCondition(t, "web", gwsync.ConsulAcceptedCondition); got != "False/NotExpressible" {
-			return false, fmt.Errorf("route ConsulAccepted %s", got)
+			return fmt.Errorf("route ConsulAccepted %s", got)
 		}
-		return true, nil
+		return nil
 	})
 }
 
@@ -253,30 +195,30 @@ func TestGatewayAskingForMTLSIsNotServed(t *testing.T) {
 // does not enumerate operators); the listener says it cannot use it instead of
 // silently selecting nothing.
 func TestInvalidNamespaceSelectorIsReported(t *testing.T) {
-	s := newSpecSet(t, "bad-selector")
-	startController(t, s.controller, controllerOptions{})
-	createObject(t, s.gateway("gw", gatewayv1.Listener{
+	s := env.NewStack(t, "bad-selector")
+	startController(t, s.Controller, controllerOptions{})
+	env.Create(t, s.Gateway("gw", gatewayv1.Listener{
 		Name: "http", Port: 80, Protocol: gatewayv1.HTTPProtocolType,
 		AllowedRoutes: &gatewayv1.AllowedRoutes{Namespaces: &gatewayv1.RouteNamespaces{
-			From: ptr(gatewayv1.NamespacesFromSelector),
+			From: new(gatewayv1.NamespacesFromSelector),
 			Selector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
 				{Key: "team", Operator: "Among", Values: []string{"a"}},
 			}},
 		}},
 	}))
-	eventually(t, 30*time.Second, "the listener reports its selector", func() (bool, error) {
-		gw, err := env.GatewayClient.GatewayV1().Gateways(s.ns).Get(t.Context(), "gw", metav1.GetOptions{})
+	testenv.Eventually(t, 30*time.Second, "the listener reports its selector", func(context.Context) error {
+		gw, err := env.GatewayClient.GatewayV1().Gateways(s.Namespace).Get(t.Context(), "gw", metav1.GetOptions{})
 		if err != nil {
-			return false, err
+			return err
 		}
 		l := listenerOf(gw, "http")
 		if l == nil {
-			return false, fmt.Errorf("no listener status yet")
+			return fmt.Errorf("no listener status yet")
 		}
-		c := findCondition(l.Conditions, "Accepted")
+		c := meta.FindStatusCondition(l.Conditions, "Accepted")
 		if c == nil || string(c.Status)+"/"+c.Reason != "False/UnsupportedValue" || !strings.Contains(c.Message, "not a valid label selector") {
-			return false, fmt.Errorf("listener Accepted %+v, want False/UnsupportedValue saying the selector is not valid", c)
+			return fmt.Errorf("listener Accepted %+v, want False/UnsupportedValue saying the selector is not valid", c)
 		}
-		return true, nil
+		return nil
 	})
 }

@@ -2,25 +2,19 @@ package integration
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/retry"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	configclient "github.com/consul-gateway-controller/consul-gateway-controller/api/client"
-	"github.com/consul-gateway-controller/consul-gateway-controller/api/v1alpha1"
-	"github.com/consul-gateway-controller/consul-gateway-controller/internal/testcerts"
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
+	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
 )
 
 // exampleSet is a class, a gateway with HTTP, HTTPS, TCP and UDP listeners, and valid
@@ -52,189 +46,59 @@ func newExampleSet(prefix string) exampleSet {
 
 func (e exampleSet) create(t *testing.T) {
 	t.Helper()
-	ctx := t.Context()
 	for ns, labels := range map[string]map[string]string{e.infra: nil, e.apps: {"team": "a"}, e.other: nil, e.certs: nil, e.backends: nil} {
-		createObject(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels}})
+		env.Create(t, testenv.Namespace(ns, labels))
 	}
-	cert, key, err := testcerts.SelfSigned("www.example.com")
-	if err != nil {
-		t.Fatal(err)
-	}
-	createObject(t, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: e.certs, Name: "www"},
-		Type:       corev1.SecretTypeTLS,
-		Data:       map[string][]byte{corev1.TLSCertKey: cert, corev1.TLSPrivateKeyKey: key},
-	})
+	cert, key := testenv.SelfSigned(t, "www.example.com")
+	env.Create(t, testenv.TLSSecret(e.certs, "www", cert, key))
 	for _, ns := range []string{e.apps, e.infra, e.backends} {
-		createObject(t, &corev1.Service{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "echo"},
-			Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 8080}}},
-		})
+		echo := testenv.Service(ns, "echo", 8080)
+		echo.Spec.Ports[0].Name = "http"
+		env.Create(t, echo)
 	}
-	createObject(t, &gatewayv1.ReferenceGrant{
-		ObjectMeta: metav1.ObjectMeta{Namespace: e.certs, Name: "gateways"},
-		Spec: gatewayv1.ReferenceGrantSpec{
-			From: []gatewayv1.ReferenceGrantFrom{{Group: gatewayv1.GroupName, Kind: "Gateway", Namespace: gatewayv1.Namespace(e.infra)}},
-			To:   []gatewayv1.ReferenceGrantTo{{Group: "", Kind: "Secret"}},
-		},
-	})
-	createObject(t, &gatewayv1.ReferenceGrant{
-		ObjectMeta: metav1.ObjectMeta{Namespace: e.backends, Name: "routes"},
-		Spec: gatewayv1.ReferenceGrantSpec{
-			From: []gatewayv1.ReferenceGrantFrom{{Group: gatewayv1.GroupName, Kind: "HTTPRoute", Namespace: gatewayv1.Namespace(e.apps)}},
-			To:   []gatewayv1.ReferenceGrantTo{{Group: "", Kind: "Service"}},
-		},
-	})
-	createObject(t, &gatewayv1.GatewayClass{
-		ObjectMeta: metav1.ObjectMeta{Name: e.class},
-		Spec:       gatewayv1.GatewayClassSpec{ControllerName: e.controller},
-	})
-	all := &gatewayv1.AllowedRoutes{Namespaces: &gatewayv1.RouteNamespaces{From: ptr(gatewayv1.NamespacesFromAll)}}
+	env.Create(t, testenv.ReferenceGrant(e.certs, "gateways", "Secret", testenv.GrantFrom("Gateway", e.infra)))
+	env.Create(t, testenv.ReferenceGrant(e.backends, "routes", "Service", testenv.GrantFrom("HTTPRoute", e.apps)))
+	env.Create(t, testenv.GatewayClass(e.class, e.controller))
+	all := &gatewayv1.AllowedRoutes{Namespaces: &gatewayv1.RouteNamespaces{From: new(gatewayv1.NamespacesFromAll)}}
 	teamA := &gatewayv1.AllowedRoutes{Namespaces: &gatewayv1.RouteNamespaces{
-		From: ptr(gatewayv1.NamespacesFromSelector), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}},
+		From: new(gatewayv1.NamespacesFromSelector), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}},
 	}}
-	createObject(t, &gatewayv1.Gateway{
-		ObjectMeta: metav1.ObjectMeta{Namespace: e.infra, Name: "edge"},
-		Spec: gatewayv1.GatewaySpec{
-			GatewayClassName: gatewayv1.ObjectName(e.class),
-			Listeners: []gatewayv1.Listener{
-				{Name: "http", Port: 80, Protocol: gatewayv1.HTTPProtocolType, AllowedRoutes: all},
-				{Name: "https", Port: 443, Protocol: gatewayv1.HTTPSProtocolType, Hostname: ptr(gatewayv1.Hostname("www.example.com")), AllowedRoutes: teamA,
-					TLS: &gatewayv1.ListenerTLSConfig{CertificateRefs: []gatewayv1.SecretObjectReference{{Name: "www", Namespace: ptr(gatewayv1.Namespace(e.certs))}}}},
-				{Name: "tcp", Port: 5432, Protocol: gatewayv1.TCPProtocolType, AllowedRoutes: all},
-				{Name: "udp", Port: 53, Protocol: gatewayv1.UDPProtocolType, AllowedRoutes: all},
-			},
-		},
-	})
-	createObject(t, &gatewayv1.Gateway{
-		ObjectMeta: metav1.ObjectMeta{Namespace: e.apps, Name: "no-grant"},
-		Spec: gatewayv1.GatewaySpec{
-			GatewayClassName: gatewayv1.ObjectName(e.class),
-			Listeners: []gatewayv1.Listener{{Name: "https", Port: 443, Protocol: gatewayv1.HTTPSProtocolType,
-				TLS: &gatewayv1.ListenerTLSConfig{CertificateRefs: []gatewayv1.SecretObjectReference{{Name: "www", Namespace: ptr(gatewayv1.Namespace(e.certs))}}}}},
-		},
-	})
-	edge := func(section string) gatewayv1.ParentReference {
-		ref := gatewayv1.ParentReference{Name: "edge", Namespace: ptr(gatewayv1.Namespace(e.infra))}
+	www := gatewayv1.SecretObjectReference{Name: "www", Namespace: new(gatewayv1.Namespace(e.certs))}
+	http, https := testenv.HTTPListener("http", 80), testenv.HTTPSListener("https", 443, www)
+	http.AllowedRoutes = all
+	https.Hostname, https.AllowedRoutes = new(gatewayv1.Hostname("www.example.com")), teamA
+	env.Create(t, testenv.Gateway(e.infra, "edge", e.class, http, https,
+		gatewayv1.Listener{Name: "tcp", Port: 5432, Protocol: gatewayv1.TCPProtocolType, AllowedRoutes: all},
+		gatewayv1.Listener{Name: "udp", Port: 53, Protocol: gatewayv1.UDPProtocolType, AllowedRoutes: all},
+	))
+	env.Create(t, testenv.Gateway(e.apps, "no-grant", e.class, testenv.HTTPSListener("https", 443, www)))
+	edge := func(section string) []gatewayv1.ParentReference {
+		ref := gatewayv1.ParentReference{Name: "edge", Namespace: new(gatewayv1.Namespace(e.infra))}
 		if section != "" {
-			ref.SectionName = ptr(gatewayv1.SectionName(section))
+			ref.SectionName = new(gatewayv1.SectionName(section))
 		}
+		return []gatewayv1.ParentReference{ref}
+	}
+	echo := testenv.Backend("echo", 8080)
+	echoIn := func(ns string) gatewayv1.BackendObjectReference {
+		ref := echo
+		ref.Namespace = new(gatewayv1.Namespace(ns))
 		return ref
 	}
-	createObject(t, e.httpRoute(e.apps, "web", edge(""), "", nil))
-	createObject(t, e.httpRoute(e.other, "web", edge("https"), "", nil))
-	createObject(t, e.httpRoute(e.apps, "cross-backend", edge("http"), e.infra, nil))
-	createObject(t, e.httpRoute(e.apps, "granted-backend", edge("http"), e.backends, nil))
-	redirect := e.httpRoute(e.apps, "redirect", edge("http"), "", []gatewayv1.HTTPRouteFilter{{
-		Type: gatewayv1.HTTPRouteFilterRequestRedirect, RequestRedirect: &gatewayv1.HTTPRequestRedirectFilter{Scheme: ptr("https")},
-	}})
-	redirect.Spec.Rules[0].BackendRefs = nil // the API forbids both
-	createObject(t, redirect)
-	createObject(t, e.httpRoute(e.apps, "missing-section", edge("nope"), "", nil))
-	createObject(t, &gatewayv1.TCPRoute{
-		ObjectMeta: metav1.ObjectMeta{Namespace: e.apps, Name: "db"},
-		Spec: gatewayv1.TCPRouteSpec{
-			CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: []gatewayv1.ParentReference{edge("tcp")}},
-			Rules:           []gatewayv1.TCPRouteRule{{BackendRefs: []gatewayv1.BackendRef{{BackendObjectReference: gatewayv1.BackendObjectReference{Name: "echo", Port: ptr(gatewayv1.PortNumber(8080))}}}}},
-		},
-	})
-	createObject(t, &gatewayv1.GRPCRoute{
-		ObjectMeta: metav1.ObjectMeta{Namespace: e.apps, Name: "rpc"},
-		Spec:       gatewayv1.GRPCRouteSpec{CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: []gatewayv1.ParentReference{edge("")}}},
-	})
-	createObject(t, &gatewayv1.TLSRoute{
-		ObjectMeta: metav1.ObjectMeta{Namespace: e.apps, Name: "passthrough"},
-		Spec: gatewayv1.TLSRouteSpec{
-			CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: []gatewayv1.ParentReference{edge("")}},
-			Hostnames:       []gatewayv1.Hostname{"db.example.com"},
-			Rules:           []gatewayv1.TLSRouteRule{{BackendRefs: []gatewayv1.BackendRef{{BackendObjectReference: gatewayv1.BackendObjectReference{Name: "echo", Port: ptr(gatewayv1.PortNumber(8080))}}}}},
-		},
-	})
-	createObject(t, &gatewayv1.UDPRoute{
-		ObjectMeta: metav1.ObjectMeta{Namespace: e.apps, Name: "dns"},
-		Spec: gatewayv1.UDPRouteSpec{
-			CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: []gatewayv1.ParentReference{edge("udp")}},
-			Rules:           []gatewayv1.UDPRouteRule{{BackendRefs: []gatewayv1.BackendRef{{BackendObjectReference: gatewayv1.BackendObjectReference{Name: "echo", Port: ptr(gatewayv1.PortNumber(8080))}}}}},
-		},
-	})
-	_ = ctx
-}
-
-func (e exampleSet) httpRoute(namespace, name string, parent gatewayv1.ParentReference, backendNamespace string, filters []gatewayv1.HTTPRouteFilter) *gatewayv1.HTTPRoute {
-	backend := gatewayv1.BackendObjectReference{Name: "echo", Port: ptr(gatewayv1.PortNumber(8080))}
-	if backendNamespace != "" {
-		backend.Namespace = ptr(gatewayv1.Namespace(backendNamespace))
-	}
-	return &gatewayv1.HTTPRoute{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
-		Spec: gatewayv1.HTTPRouteSpec{
-			CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: []gatewayv1.ParentReference{parent}},
-			Rules: []gatewayv1.HTTPRouteRule{{
-				Filters:     filters,
-				BackendRefs: []gatewayv1.HTTPBackendRef{{BackendRef: gatewayv1.BackendRef{BackendObjectReference: backend}}},
-			}},
-		},
-	}
-}
-
-// createObject creates obj with the admin clients and deletes it when the test ends.
-func createObject(t *testing.T, obj runtime.Object) {
-	t.Helper()
-	ctx := t.Context()
-	var err error
-	var cleanup func(context.Context) error
-	gw := env.GatewayClient.GatewayV1()
-	core := env.KubeClient.CoreV1()
-	del := metav1.DeleteOptions{}
-	switch o := obj.(type) {
-	case *corev1.Namespace:
-		_, err = core.Namespaces().Create(ctx, o, metav1.CreateOptions{})
-		cleanup = func(ctx context.Context) error { return core.Namespaces().Delete(ctx, o.Name, del) }
-	case *corev1.Secret:
-		_, err = core.Secrets(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
-	case *corev1.Service:
-		_, err = core.Services(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
-	case *corev1.ServiceAccount:
-		_, err = core.ServiceAccounts(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
-	case *rbacv1.ClusterRoleBinding:
-		rbac := env.KubeClient.RbacV1()
-		_, err = rbac.ClusterRoleBindings().Create(ctx, o, metav1.CreateOptions{})
-		cleanup = func(ctx context.Context) error { return rbac.ClusterRoleBindings().Delete(ctx, o.Name, del) }
-	case *gatewayv1.GatewayClass:
-		_, err = gw.GatewayClasses().Create(ctx, o, metav1.CreateOptions{})
-		cleanup = func(ctx context.Context) error { return gw.GatewayClasses().Delete(ctx, o.Name, del) }
-	case *gatewayv1.Gateway:
-		_, err = gw.Gateways(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
-	case *gatewayv1.ListenerSet:
-		_, err = gw.ListenerSets(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
-	case *gatewayv1.HTTPRoute:
-		_, err = gw.HTTPRoutes(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
-	case *gatewayv1.TCPRoute:
-		_, err = gw.TCPRoutes(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
-	case *gatewayv1.GRPCRoute:
-		_, err = gw.GRPCRoutes(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
-	case *gatewayv1.TLSRoute:
-		_, err = gw.TLSRoutes(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
-	case *gatewayv1.UDPRoute:
-		_, err = gw.UDPRoutes(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
-	case *gatewayv1.ReferenceGrant:
-		_, err = gw.ReferenceGrants(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
-	case *v1alpha1.GatewayConfig:
-		var configs *configclient.Clientset
-		if configs, err = configclient.NewForConfig(env.Kube.Config("admin")); err == nil {
-			_, err = configs.GatewayConfigs(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
-		}
-	default:
-		t.Fatalf("createObject: unexpected %T", obj)
-	}
-	if err != nil {
-		t.Fatalf("create %T: %v", obj, err)
-	}
-	// Namespaced objects go with their namespace (the namespace controller is not
-	// running, so they are only marked for deletion; tests never reuse names).
-	if cleanup != nil {
-		t.Cleanup(func() { _ = cleanup(context.Background()) })
-	}
+	env.Create(t, testenv.HTTPRoute(e.apps, "web", edge(""), echo))
+	env.Create(t, testenv.HTTPRoute(e.other, "web", edge("https"), echo))
+	env.Create(t, testenv.HTTPRoute(e.apps, "cross-backend", edge("http"), echoIn(e.infra)))
+	env.Create(t, testenv.HTTPRoute(e.apps, "granted-backend", edge("http"), echoIn(e.backends)))
+	redirect := testenv.HTTPRoute(e.apps, "redirect", edge("http")) // the API forbids backends with it
+	redirect.Spec.Rules = []gatewayv1.HTTPRouteRule{{Filters: []gatewayv1.HTTPRouteFilter{{
+		Type: gatewayv1.HTTPRouteFilterRequestRedirect, RequestRedirect: &gatewayv1.HTTPRequestRedirectFilter{Scheme: new("https")},
+	}}}}
+	env.Create(t, redirect)
+	env.Create(t, testenv.HTTPRoute(e.apps, "missing-section", edge("nope"), echo))
+	env.Create(t, testenv.TCPRoute(e.apps, "db", edge("tcp"), echo))
+	env.Create(t, testenv.GRPCRoute(e.apps, "rpc", edge("")))
+	env.Create(t, testenv.TLSRoute(e.apps, "passthrough", edge(""), []gatewayv1.Hostname{"db.example.com"}, echo))
+	env.Create(t, testenv.UDPRoute(e.apps, "dns", edge("udp"), echo))
 }
 
 type parentVerdict struct {
@@ -253,7 +117,7 @@ func ourParents(parents []gatewayv1.RouteParentStatus, controller gatewayv1.Gate
 			section = string(*p.ParentRef.SectionName)
 		}
 		out = append(out, parentVerdict{string(p.ParentRef.Name), section,
-			conditionReason(p.Conditions, "Accepted"), conditionReason(p.Conditions, "ResolvedRefs")})
+			testenv.ConditionReason(p.Conditions, "Accepted"), testenv.ConditionReason(p.Conditions, "ResolvedRefs")})
 	}
 	return out
 }
@@ -284,7 +148,7 @@ func (e exampleSet) gotStatus(ctx context.Context) (classConds string, gateways 
 	if err != nil {
 		return "", nil, nil, err
 	}
-	classConds = conditionReason(class.Status.Conditions, "Accepted") + "," + conditionReason(class.Status.Conditions, "SupportedVersion")
+	classConds = testenv.ConditionReason(class.Status.Conditions, "Accepted") + "," + testenv.ConditionReason(class.Status.Conditions, "SupportedVersion")
 	gateways = map[string][]listenerVerdict{}
 	for _, ns := range []string{e.infra, e.apps} {
 		list, err := gw.Gateways(ns).List(ctx, metav1.ListOptions{})
@@ -292,11 +156,11 @@ func (e exampleSet) gotStatus(ctx context.Context) (classConds string, gateways 
 			return "", nil, nil, err
 		}
 		for _, g := range list.Items {
-			key := ns + "/" + g.Name + ":" + conditionReason(g.Status.Conditions, "Accepted")
+			key := ns + "/" + g.Name + ":" + testenv.ConditionReason(g.Status.Conditions, "Accepted")
 			var ls []listenerVerdict
 			for _, l := range g.Status.Listeners {
-				ls = append(ls, listenerVerdict{string(l.Name), l.AttachedRoutes, conditionReason(l.Conditions, "Accepted"),
-					conditionReason(l.Conditions, "ResolvedRefs"), conditionReason(l.Conditions, "Programmed")})
+				ls = append(ls, listenerVerdict{string(l.Name), l.AttachedRoutes, testenv.ConditionReason(l.Conditions, "Accepted"),
+					testenv.ConditionReason(l.Conditions, "ResolvedRefs"), testenv.ConditionReason(l.Conditions, "Programmed")})
 			}
 			gateways[key] = ls
 		}
@@ -311,26 +175,20 @@ func (e exampleSet) gotStatus(ctx context.Context) (classConds string, gateways 
 			routes[ns+"/"+r.Name] = ourParents(r.Status.Parents, e.controller)
 		}
 	}
-	tcp, err := gw.TCPRoutes(e.apps).Get(ctx, "db", metav1.GetOptions{})
-	if err != nil {
-		return "", nil, nil, err
+	get := metav1.GetOptions{}
+	for key, read := range map[string]func() (runtime.Object, error){
+		"tcp:" + e.apps + "/db":          func() (runtime.Object, error) { return gw.TCPRoutes(e.apps).Get(ctx, "db", get) },
+		"grpc:" + e.apps + "/rpc":        func() (runtime.Object, error) { return gw.GRPCRoutes(e.apps).Get(ctx, "rpc", get) },
+		"tls:" + e.apps + "/passthrough": func() (runtime.Object, error) { return gw.TLSRoutes(e.apps).Get(ctx, "passthrough", get) },
+		"udp:" + e.apps + "/dns":         func() (runtime.Object, error) { return gw.UDPRoutes(e.apps).Get(ctx, "dns", get) },
+	} {
+		route, err := read()
+		if err != nil {
+			return "", nil, nil, err
+		}
+		kind, _ := gatewayapi.RouteOf(route)
+		routes[key] = ourParents(kind.Parents(route), e.controller)
 	}
-	routes["tcp:"+e.apps+"/db"] = ourParents(tcp.Status.Parents, e.controller)
-	grpc, err := gw.GRPCRoutes(e.apps).Get(ctx, "rpc", metav1.GetOptions{})
-	if err != nil {
-		return "", nil, nil, err
-	}
-	routes["grpc:"+e.apps+"/rpc"] = ourParents(grpc.Status.Parents, e.controller)
-	tls, err := gw.TLSRoutes(e.apps).Get(ctx, "passthrough", metav1.GetOptions{})
-	if err != nil {
-		return "", nil, nil, err
-	}
-	routes["tls:"+e.apps+"/passthrough"] = ourParents(tls.Status.Parents, e.controller)
-	udp, err := gw.UDPRoutes(e.apps).Get(ctx, "dns", metav1.GetOptions{})
-	if err != nil {
-		return "", nil, nil, err
-	}
-	routes["udp:"+e.apps+"/dns"] = ourParents(udp.Status.Parents, e.controller)
 	return classConds, gateways, routes, nil
 }
 
@@ -359,15 +217,15 @@ func TestExampleSetConvergesAndRestartWritesNothing(t *testing.T) {
 	wantRoutes["tls:"+e.apps+"/passthrough"] = []parentVerdict{{"edge", "", "False/NotAllowedByListeners", ok}}
 	wantRoutes["udp:"+e.apps+"/dns"] = []parentVerdict{{"edge", "udp", "False/NotAllowedByListeners", ok}}
 
-	eventually(t, 30*time.Second, "example set converges", func() (bool, error) {
-		class, gateways, routes, err := e.gotStatus(t.Context())
+	testenv.Eventually(t, 30*time.Second, "example set converges", func(ctx context.Context) error {
+		class, gateways, routes, err := e.gotStatus(ctx)
 		if err != nil {
-			return false, err
+			return err
 		}
 		if diff := cmp.Diff("True/Accepted,True/SupportedVersion", class) + cmp.Diff(wantGateways, gateways) + cmp.Diff(wantRoutes, routes); diff != "" {
-			return false, fmt.Errorf("status differs (-want +got):\n%s", diff)
+			return fmt.Errorf("status differs (-want +got):\n%s", diff)
 		}
-		return true, nil
+		return nil
 	})
 	if first.statusWrites.count(http.StatusOK) == 0 {
 		t.Fatal("converged without a successful status write")
@@ -391,14 +249,15 @@ func TestExampleSetConvergesAndRestartWritesNothing(t *testing.T) {
 		{"TLSRoute", cache.ObjectName{Namespace: e.apps, Name: "passthrough"}},
 		{"UDPRoute", cache.ObjectName{Namespace: e.apps, Name: "dns"}},
 	}
-	eventually(t, 30*time.Second, "the restarted controller confirms every object", func() (bool, error) {
+	testenv.Eventually(t, 30*time.Second, "the restarted controller confirms every object", func(context.Context) error {
 		for _, k := range keys {
 			if len(second.published.of(k.kind, k.key)) == 0 {
-				return false, nil
+				return fmt.Errorf("%s %s not confirmed yet", k.kind, k.key)
 			}
 		}
-		return true, nil
+		return nil
 	})
+
 	time.Sleep(2 * time.Second)
 	if n := second.statusWrites.total(); n != 0 {
 		t.Errorf("the restarted controller made %d status writes against a converged system, want 0", n)
@@ -410,219 +269,4 @@ func TestExampleSetConvergesAndRestartWritesNothing(t *testing.T) {
 			}
 		}
 	}
-}
-
-// TestStaleCacheConflictConvergesOnNewestSpec delays the controller's HTTPRoute watch
-// so its cache lags the server, edits a route, and at once changes its Gateway so the
-// route's status must change: the controller writes from the stale cache, gets 409,
-// and converges on the newest spec; its confirmations never go back to the old one.
-func TestStaleCacheConflictConvergesOnNewestSpec(t *testing.T) {
-	const prefix = "stale"
-	controller := gatewayv1.GatewayController("test.example.com/" + prefix)
-	ns := prefix
-	rc := startController(t, controller, controllerOptions{watchDelay: 1500 * time.Millisecond, delayResources: []string{"httproutes"}, delayNamespace: ns})
-	createObject(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
-	createObject(t, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "echo"},
-		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 8080}}}})
-	createObject(t, &gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: prefix}, Spec: gatewayv1.GatewayClassSpec{ControllerName: controller}})
-	createObject(t, &gatewayv1.Gateway{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "gw"},
-		Spec: gatewayv1.GatewaySpec{GatewayClassName: prefix, Listeners: []gatewayv1.Listener{
-			{Name: "http", Port: 80, Protocol: gatewayv1.HTTPProtocolType},
-		}},
-	})
-	e := exampleSet{}
-	createObject(t, e.httpRoute(ns, "r", gatewayv1.ParentReference{Name: "gw"}, "", nil))
-	routes := env.GatewayClient.GatewayV1().HTTPRoutes(ns)
-	key := cache.ObjectName{Namespace: ns, Name: "r"}
-
-	eventually(t, 30*time.Second, "route accepted", func() (bool, error) {
-		r, err := routes.Get(t.Context(), "r", metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		got := ourParents(r.Status.Parents, controller)
-		return len(got) == 1 && got[0].Accepted == "True/Accepted", nil
-	})
-
-	// Edit the route (generation 2), then at once shut the listener to other
-	// namespaces' routes... of its own namespace: Selector matching nothing.
-	r, err := routes.Get(t.Context(), "r", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.Spec.Hostnames = []gatewayv1.Hostname{"new.example.com"}
-	r, err = routes.Update(t.Context(), r, metav1.UpdateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	newGeneration := r.Generation
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		g, err := env.GatewayClient.GatewayV1().Gateways(ns).Get(t.Context(), "gw", metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		g.Spec.Listeners[0].AllowedRoutes = &gatewayv1.AllowedRoutes{Namespaces: &gatewayv1.RouteNamespaces{
-			From: ptr(gatewayv1.NamespacesFromSelector), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"no": "match"}},
-		}}
-		_, err = env.GatewayClient.GatewayV1().Gateways(ns).Update(t.Context(), g, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	eventually(t, 30*time.Second, "route status reflects the newest spec", func() (bool, error) {
-		r, err := routes.Get(t.Context(), "r", metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		for _, p := range r.Status.Parents {
-			if p.ControllerName == controller {
-				c := p.Conditions[0]
-				if c.Type == "Accepted" && c.Reason == string(gatewayv1.RouteReasonNotAllowedByListeners) && c.ObservedGeneration == newGeneration {
-					return true, nil
-				}
-				return false, fmt.Errorf("%s=%s (%s) at generation %d of %d: %s", c.Type, c.Status, c.Reason, c.ObservedGeneration, newGeneration, c.Message)
-			}
-		}
-		return false, errors.New("no parent of ours")
-	})
-	if n := rc.statusWrites.count(http.StatusConflict); n == 0 {
-		t.Error("the controller never got 409: the stale-cache path was not exercised")
-	} else {
-		t.Logf("status writes answered 409: %d", n)
-	}
-	// The controller publishes a write's result once the response reaches it, which
-	// can be after this test read the new status from the server.
-	eventually(t, 10*time.Second, "the newest generation confirmed", func() (bool, error) {
-		confirmed := rc.published.of("HTTPRoute", key)
-		if len(confirmed) == 0 || confirmed[len(confirmed)-1].Object == nil {
-			return false, errors.New("the last confirmation is not of the route")
-		}
-		if gen := confirmed[len(confirmed)-1].Object.(*gatewayv1.HTTPRoute).Generation; gen != newGeneration {
-			return false, fmt.Errorf("last confirmed generation = %d, want %d", gen, newGeneration)
-		}
-		return true, nil
-	})
-	// Confirmations of the route must never go back to an older generation.
-	var last int64
-	for _, c := range rc.published.of("HTTPRoute", key) {
-		if c.Object == nil {
-			continue
-		}
-		gen := c.Object.(*gatewayv1.HTTPRoute).Generation
-		if gen < last {
-			t.Errorf("confirmed generation %d after %d: a stale spec was confirmed after the newer one", gen, last)
-		}
-		last = gen
-	}
-}
-
-// TestOtherControllersRouteStatusSurvives writes a status entry for another
-// controller's Gateway into a route and checks that every write of ours keeps it.
-func TestOtherControllersRouteStatusSurvives(t *testing.T) {
-	const prefix = "shared"
-	controller := gatewayv1.GatewayController("test.example.com/" + prefix)
-	rc := startController(t, controller, controllerOptions{})
-	ns := prefix
-	createObject(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
-	createObject(t, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "echo"},
-		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 8080}}}})
-	createObject(t, &gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: prefix}, Spec: gatewayv1.GatewayClassSpec{ControllerName: controller}})
-	createObject(t, &gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: prefix + "-other"}, Spec: gatewayv1.GatewayClassSpec{ControllerName: "other.example.com/controller"}})
-	for _, g := range []struct{ name, class string }{{"ours", prefix}, {"theirs", prefix + "-other"}} {
-		createObject(t, &gatewayv1.Gateway{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: g.name},
-			Spec: gatewayv1.GatewaySpec{GatewayClassName: gatewayv1.ObjectName(g.class), Listeners: []gatewayv1.Listener{
-				{Name: "http", Port: 80, Protocol: gatewayv1.HTTPProtocolType},
-			}},
-		})
-	}
-	e := exampleSet{}
-	route := e.httpRoute(ns, "r", gatewayv1.ParentReference{Name: "ours"}, "", nil)
-	route.Spec.ParentRefs = append(route.Spec.ParentRefs, gatewayv1.ParentReference{Name: "theirs"})
-	createObject(t, route)
-	routes := env.GatewayClient.GatewayV1().HTTPRoutes(ns)
-
-	theirs := gatewayv1.RouteParentStatus{
-		ParentRef:      gatewayv1.ParentReference{Name: "theirs"},
-		ControllerName: "other.example.com/controller",
-		Conditions: []metav1.Condition{{Type: "Accepted", Status: metav1.ConditionTrue, Reason: "Accepted", Message: "written by the other controller",
-			ObservedGeneration: 1, LastTransitionTime: metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))}},
-	}
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		r, err := routes.Get(t.Context(), "r", metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		r.Status.Parents = append(r.Status.Parents, theirs)
-		_, err = routes.UpdateStatus(t.Context(), r, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The baseline is the entry as the server stored it (with the CRD's defaults).
-	stored, err := routes.Get(t.Context(), "r", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range stored.Status.Parents {
-		if p.ControllerName == theirs.ControllerName {
-			theirs = p
-		}
-	}
-
-	// Each edit makes our controller write the route's status again.
-	for i, host := range []string{"", "a.example.com", "b.example.com"} {
-		if host != "" {
-			err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-				r, err := routes.Get(t.Context(), "r", metav1.GetOptions{})
-				if err != nil {
-					return err
-				}
-				r.Spec.Hostnames = []gatewayv1.Hostname{gatewayv1.Hostname(host)}
-				_, err = routes.Update(t.Context(), r, metav1.UpdateOptions{})
-				return err
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-		}
-		var got *gatewayv1.HTTPRoute
-		eventually(t, 30*time.Second, "our status for the latest generation", func() (bool, error) {
-			r, err := routes.Get(t.Context(), "r", metav1.GetOptions{})
-			if err != nil {
-				return false, err
-			}
-			got = r
-			for _, p := range r.Status.Parents {
-				if p.ControllerName == controller && p.Conditions[0].ObservedGeneration == r.Generation {
-					return true, nil
-				}
-			}
-			return false, nil
-		})
-		found := false
-		for _, p := range got.Status.Parents {
-			if p.ControllerName == theirs.ControllerName {
-				found = true
-				if !apiequality.Semantic.DeepEqual(p, theirs) {
-					t.Errorf("step %d: the other controller's entry changed:\n%s", i, cmp.Diff(theirs, p))
-				}
-			}
-		}
-		if !found {
-			t.Errorf("step %d: the other controller's entry is gone: %+v", i, got.Status.Parents)
-		}
-	}
-	// A write is counted when its response reaches the controller, which can be after
-	// this test saw the status on the server.
-	eventually(t, 10*time.Second, "one successful status write per generation at least", func() (bool, error) {
-		if n := rc.statusWrites.count(http.StatusOK); n < 3 {
-			return false, fmt.Errorf("our controller made %d successful status writes", n)
-		}
-		return true, nil
-	})
 }

@@ -57,28 +57,32 @@ func run(stateDir, controller, examples string, verbosity int) error {
 		return err
 	}
 
-	// The example's backend has no service-defaults of its own; without one saying
-	// protocol http, Consul refuses an http-route to it.
-	cmd := exec.CommandContext(ctx, controller, "--kubeconfig="+kubeconfig, fmt.Sprintf("-v=%d", verbosity),
-		"--cluster-id=local", "--manage-service-defaults", "--leader-elect-resource-namespace=default",
-		"--metrics-bind-address=127.0.0.1:0", "--health-probe-bind-address=127.0.0.1:0")
-	cmd.Env = append(os.Environ(), "CONSUL_HTTP_ADDR="+env.Consul.HTTPAddr(), "CONSUL_HTTP_TOKEN="+env.Consul.ManagementToken())
-	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-	cmd.WaitDelay = 10 * time.Second
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start the controller: %w", err)
+	// The controller runs as the tests run it (testenv), its output on the terminal as
+	// well as in the logs. The example's backend has no service-defaults of its own;
+	// without one saying protocol http, Consul refuses an http-route to it.
+	proc, err := env.StartController(testenv.ControllerOptions{
+		Binary: controller, Name: "local", Kubeconfig: kubeconfig, Output: os.Stdout,
+		Args: []string{fmt.Sprintf("-v=%d", verbosity), "--cluster-id=local", "--manage-service-defaults", "--leader-elect-resource-namespace=default"},
+	})
+	if err != nil {
+		return err
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	defer func() {
+		if _, err := proc.Terminate(10 * time.Second); err != nil {
+			fmt.Fprintf(os.Stderr, "run-local: the controller: %v\n", err)
+		}
+	}()
 
 	// Give the controller a moment to connect, then apply the examples as a user would.
 	select {
-	case err := <-exited:
-		return fmt.Errorf("the controller exited: %w", err)
+	case <-proc.Exited():
+		return exited(proc)
 	case <-time.After(2 * time.Second):
 	}
-	kubectl := filepath.Join(filepath.Dir(controller), "kubectl")
+	kubectl, err := testenv.Kubectl()
+	if err != nil {
+		return err
+	}
 	apply := exec.CommandContext(ctx, kubectl, "--kubeconfig="+kubeconfig, "apply", "-f", examples)
 	apply.Stdout, apply.Stderr = os.Stdout, os.Stderr
 	if err := apply.Run(); err != nil {
@@ -95,17 +99,20 @@ Server logs are in %[4]s. Press Ctrl-C to stop everything.
 `, kubectl, kubeconfig, env.Consul.HTTPAddr(), filepath.Join(env.Dir(), "logs"))
 
 	select {
-	case err := <-exited:
-		if ctx.Err() == nil {
-			return fmt.Errorf("the controller exited: %w", err)
-		}
+	case <-proc.Exited():
+		return exited(proc)
 	case <-ctx.Done():
-		// Wait reports the cancellation itself; anything else is the controller's.
-		if err := <-exited; err != nil && !errors.Is(err, context.Canceled) {
-			fmt.Fprintf(os.Stderr, "run-local: the controller: %v\n", err)
-		}
+		// The deferred Terminate stops it as the kubelet would.
 	}
 	return nil
+}
+
+// exited says that the controller stopped by itself, and how.
+func exited(proc *testenv.Controller) error {
+	if err := proc.ExitError(); err != nil {
+		return fmt.Errorf("the controller exited: %w", err)
+	}
+	return errors.New("the controller exited")
 }
 
 // printGatewayInstances waits up to 30 s for the example Gateway's pods to appear in

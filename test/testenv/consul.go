@@ -1,7 +1,9 @@
 package testenv
 
 import (
+	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"time"
@@ -172,4 +174,15 @@ func consulLogName(acl bool, port int) string {
 		return fmt.Sprintf("consul-acl-%d.log", port)
 	}
 	return "consul.log"
+}
+
+// ConsulEntry reads the config entry kind/name with the Env's management client, and
+// returns nil without an error when it does not exist.
+func (e *Env) ConsulEntry(kind, name string) (consulapi.ConfigEntry, error) {
+	entry, _, err := e.ConsulClient.ConfigEntries().Get(kind, name, nil)
+	var status consulapi.StatusError
+	if errors.As(err, &status) && status.Code == http.StatusNotFound {
+		return nil, nil
+	}
+	return entry, err
 }

@@ -1,16 +1,15 @@
 package testenv
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	gosync "sync"
 	"syscall"
@@ -61,10 +60,11 @@ func ControllerBinary(t testing.TB) string {
 
 // ControllerOptions say how StartController runs the binary.
 type ControllerOptions struct {
-	// Binary is the controller binary, for example from BuildController.
+	// Binary is the controller binary, for example from BuildController or
+	// ControllerBinary (RunController's default).
 	Binary string
-	// Name labels the process: its log is <LogDir>/controller-<Name>.log, and it is the
-	// leader-election identity unless Args name another.
+	// Name labels the process and is its leader-election identity unless Args name
+	// another.
 	Name string
 	// Kubeconfig authenticates the process; empty means AdminUser's.
 	Kubeconfig string
@@ -73,11 +73,25 @@ type ControllerOptions struct {
 	// ConsulToken is written to the file passed with --consul-token-file; empty means the
 	// Env's management token (itself empty when Consul runs without ACLs).
 	ConsulToken string
-	// Args come after the harness's flags; a flag given twice takes its last value, so
-	// Args can override any of them.
+	// Args come after the harness's flags (HarnessFlags); a flag given twice takes its
+	// last value, so Args can override any of them.
 	Args []string
 	// LogDir is where the log goes; empty means the Env's log directory.
 	LogDir string
+	// LogName is the log's file name in LogDir; empty means controller-<Name>.log. A
+	// log that exists already is appended to; Output reads only this process's part.
+	LogName string
+	// Output, when set, also receives everything the process writes (make run-local
+	// shows it on the terminal).
+	Output io.Writer
+}
+
+// HarnessFlags are the flags StartController sets on every process, in this order,
+// before ControllerOptions.Args: the servers, the token file, free loopback ports for
+// metrics and probes, and the leader identity.
+var HarnessFlags = []string{
+	"--kubeconfig", "--consul-http-addr", "--consul-token-file",
+	"--metrics-bind-address", "--health-probe-bind-address", "--leader-elect-identity",
 }
 
 // Controller is the controller binary running as its own process, the way a pod runs
@@ -85,6 +99,7 @@ type ControllerOptions struct {
 type Controller struct {
 	name        string
 	logPath     string
+	logStart    int64 // the log's size when the process started
 	metricsAddr string
 	healthAddr  string
 	dir         string
@@ -110,6 +125,31 @@ func (e *Env) StartController(opts ControllerOptions) (*Controller, error) {
 		return nil, fmt.Errorf("start controller %s: %w", opts.Name, err)
 	}
 	return c, nil
+}
+
+// RunController is StartController for a test: Binary defaults to ControllerBinary,
+// the log is named after the test and the process, a failure to start fails t, and
+// the process is killed when t ends (a test that wants a graceful stop calls
+// Terminate first). The log's path is logged when t failed.
+func (e *Env) RunController(t testing.TB, opts ControllerOptions) *Controller {
+	t.Helper()
+	if opts.Binary == "" {
+		opts.Binary = ControllerBinary(t)
+	}
+	if opts.LogName == "" {
+		opts.LogName = "controller-" + strings.ReplaceAll(t.Name(), "/", "_") + "-" + opts.Name + ".log"
+	}
+	c, err := e.StartController(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = c.Kill()
+		if t.Failed() {
+			t.Logf("log of %s: %s", c.Name(), c.LogPath())
+		}
+	})
+	return c
 }
 
 func (e *Env) startController(dir string, opts ControllerOptions) (*Controller, error) {
@@ -138,34 +178,51 @@ func (e *Env) startController(dir string, opts ControllerOptions) (*Controller, 
 	if opts.LogDir == "" {
 		opts.LogDir = e.LogDir()
 	}
+	if opts.LogName == "" {
+		opts.LogName = "controller-" + opts.Name + ".log"
+	}
 	c := &Controller{
 		name:        opts.Name,
-		logPath:     filepath.Join(opts.LogDir, "controller-"+opts.Name+".log"),
+		logPath:     filepath.Join(opts.LogDir, opts.LogName),
 		metricsAddr: fmt.Sprintf("127.0.0.1:%d", ports[0]),
 		healthAddr:  fmt.Sprintf("127.0.0.1:%d", ports[1]),
 		dir:         dir,
 		exited:      make(chan struct{}),
 	}
-	args := append([]string{
-		"--kubeconfig=" + opts.Kubeconfig,
-		"--consul-http-addr=" + opts.ConsulAddr,
-		"--consul-token-file=" + tokenFile,
-		"--metrics-bind-address=" + c.metricsAddr,
-		"--health-probe-bind-address=" + c.healthAddr,
-		"--leader-elect-identity=" + opts.Name,
-	}, opts.Args...)
-	return c, c.start(opts.Binary, args)
+	harness := map[string]string{
+		"--kubeconfig":                opts.Kubeconfig,
+		"--consul-http-addr":          opts.ConsulAddr,
+		"--consul-token-file":         tokenFile,
+		"--metrics-bind-address":      c.metricsAddr,
+		"--health-probe-bind-address": c.healthAddr,
+		"--leader-elect-identity":     opts.Name,
+	}
+	args := make([]string, 0, len(HarnessFlags)+len(opts.Args))
+	for _, flag := range HarnessFlags {
+		args = append(args, flag+"="+harness[flag])
+	}
+	return c, c.start(opts.Binary, append(args, opts.Args...), opts.Output)
 }
 
-func (c *Controller) start(binary string, args []string) error {
+func (c *Controller) start(binary string, args []string, output io.Writer) error {
 	logFile, err := os.OpenFile(c.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
+	info, err := logFile.Stat()
+	if err != nil {
+		logFile.Close()
+		return err
+	}
+	c.logStart = info.Size()
 	c.cmd = exec.Command(binary, args...)
 	// Nothing from the caller's environment (CONSUL_HTTP_*, KUBECONFIG) reaches it.
 	c.cmd.Env = []string{"HOME=" + c.dir, "PATH=" + os.Getenv("PATH")}
 	c.cmd.Stdout, c.cmd.Stderr = logFile, logFile
+	if output != nil {
+		c.cmd.Stdout = io.MultiWriter(logFile, output)
+		c.cmd.Stderr = c.cmd.Stdout
+	}
 	// Pdeathsig: no controller outlives a caller that died without stopping it.
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := c.cmd.Start(); err != nil {
@@ -209,32 +266,87 @@ func (c *Controller) Running() bool {
 	}
 }
 
+// ExitError is what the process exited with: nil while it runs or after exit code 0,
+// an *exec.ExitError otherwise.
+func (c *Controller) ExitError() error {
+	if c.Running() {
+		return nil
+	}
+	return c.exitErr
+}
+
+// Output is everything the process has written to its log so far.
+func (c *Controller) Output() string {
+	f, err := os.Open(c.logPath)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.NewSectionReader(f, c.logStart, math.MaxInt64-c.logStart))
+	if err != nil {
+		return ""
+	}
+	return string(data)
+}
+
+// Wait waits up to timeout for the process to exit and returns its exit code (-1 when
+// a signal ended it); the error says it still runs.
+func (c *Controller) Wait(timeout time.Duration) (int, error) {
+	select {
+	case <-c.exited:
+		return c.exitCode(), nil
+	case <-time.After(timeout):
+		return 0, fmt.Errorf("%s still running after %v", c.name, timeout)
+	}
+}
+
 // Terminate sends SIGTERM, as the kubelet does, and waits up to grace for the exit,
 // then sends SIGKILL. It returns the exit code (-1 when the process was killed by a
 // signal).
 func (c *Controller) Terminate(grace time.Duration) (int, error) {
-	if c.Running() {
-		if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil && c.Running() {
-			return 0, fmt.Errorf("SIGTERM %s: %w", c.name, err)
-		}
+	if err := c.signal(syscall.SIGTERM); err != nil {
+		return 0, err
 	}
-	select {
-	case <-c.exited:
-	case <-time.After(grace):
-		_ = c.Kill()
-		return c.exitCode(), fmt.Errorf("%s still running %v after SIGTERM; killed", c.name, grace)
+	if code, err := c.Wait(grace); err == nil {
+		return code, nil
 	}
-	return c.exitCode(), nil
+	_ = c.Kill()
+	return c.exitCode(), fmt.Errorf("%s still running %v after SIGTERM; killed", c.name, grace)
 }
 
 // Kill sends SIGKILL, as a node failure or an OOM kill would, and waits for the exit.
 func (c *Controller) Kill() error {
-	if c.Running() {
-		if err := c.cmd.Process.Signal(syscall.SIGKILL); err != nil && c.Running() {
-			return fmt.Errorf("SIGKILL %s: %w", c.name, err)
-		}
+	if err := c.signal(syscall.SIGKILL); err != nil {
+		return err
 	}
 	<-c.exited
+	return nil
+}
+
+// Pause stops the process (SIGSTOP) until Resume, as a scheduler stall would.
+func (c *Controller) Pause() error { return c.signal(syscall.SIGSTOP) }
+
+// Resume continues a paused process (SIGCONT); a running one carries on as it was.
+func (c *Controller) Resume() error { return c.signal(syscall.SIGCONT) }
+
+// DumpGoroutines makes a hung process print its goroutines to its log and exit (the
+// Go runtime's answer to SIGQUIT), and waits up to 5 s for that, so that a failure
+// shows where it hung.
+func (c *Controller) DumpGoroutines() {
+	if err := c.signal(syscall.SIGQUIT); err != nil {
+		return
+	}
+	_, _ = c.Wait(5 * time.Second)
+}
+
+// signal sends sig unless the process has exited.
+func (c *Controller) signal(sig syscall.Signal) error {
+	if !c.Running() {
+		return nil
+	}
+	if err := c.cmd.Process.Signal(sig); err != nil && c.Running() {
+		return fmt.Errorf("%v to %s: %w", sig, c.name, err)
+	}
 	return nil
 }
 
@@ -258,9 +370,14 @@ func (c *Controller) Metrics(ctx context.Context) (string, error) {
 	return body, nil
 }
 
+// Readyz is /readyz's answer: its status code and body.
+func (c *Controller) Readyz(ctx context.Context) (int, string, error) {
+	return httpGet(ctx, "http://"+c.healthAddr+"/readyz")
+}
+
 // Ready reports whether /readyz answers 200.
 func (c *Controller) Ready(ctx context.Context) bool {
-	code, _, err := httpGet(ctx, "http://"+c.healthAddr+"/readyz")
+	code, _, err := c.Readyz(ctx)
 	return err == nil && code == http.StatusOK
 }
 
@@ -287,88 +404,6 @@ func (c *Controller) WaitReady(ctx context.Context, timeout time.Duration) error
 		case <-tick.C:
 		}
 	}
-}
-
-// Memory is what the kernel reports about a process's resident set, in bytes.
-type Memory struct {
-	// PeakRSS is VmHWM, the most the resident set has been since the process started.
-	PeakRSS int64
-	// RSS is VmRSS, the resident set now.
-	RSS int64
-}
-
-// Memory reads /proc/<pid>/status; it fails once the process has exited.
-func (c *Controller) Memory() (Memory, error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", c.Pid()))
-	if err != nil {
-		return Memory{}, err
-	}
-	defer f.Close()
-	return parseProcStatus(f)
-}
-
-func parseProcStatus(r io.Reader) (Memory, error) {
-	var m Memory
-	scanner := bufio.NewScanner(r)
-	for scanner.Scan() {
-		key, value, ok := strings.Cut(scanner.Text(), ":")
-		if !ok || (key != "VmHWM" && key != "VmRSS") {
-			continue
-		}
-		// The kernel writes these as "<n> kB".
-		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(value), " kB"), 10, 64)
-		if err != nil {
-			return m, fmt.Errorf("parse %s %q: %w", key, value, err)
-		}
-		if key == "VmHWM" {
-			m.PeakRSS = kb * 1024
-		} else {
-			m.RSS = kb * 1024
-		}
-	}
-	if err := scanner.Err(); err != nil {
-		return m, err
-	}
-	if m.PeakRSS == 0 {
-		return m, errors.New("no VmHWM in /proc status")
-	}
-	return m, nil
-}
-
-// CPUSeconds is the user plus system CPU time the process has used, from
-// /proc/<pid>/stat; it fails once the process has exited.
-func (c *Controller) CPUSeconds() (float64, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", c.Pid()))
-	if err != nil {
-		return 0, err
-	}
-	return parseProcStatCPU(string(data))
-}
-
-// userHZ is the unit of the times in /proc/<pid>/stat: USER_HZ, 100 on every Linux
-// architecture Go supports.
-const userHZ = 100
-
-func parseProcStatCPU(stat string) (float64, error) {
-	// The command name (field 2) is in parentheses and may hold spaces; the fields
-	// after the last ')' start at field 3 (state). utime and stime are fields 14, 15.
-	end := strings.LastIndexByte(stat, ')')
-	if end < 0 {
-		return 0, errors.New("malformed /proc stat")
-	}
-	fields := strings.Fields(stat[end+1:])
-	if len(fields) < 13 {
-		return 0, errors.New("short /proc stat")
-	}
-	var ticks float64
-	for _, f := range fields[11:13] {
-		n, err := strconv.ParseUint(f, 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("parse /proc stat: %w", err)
-		}
-		ticks += float64(n)
-	}
-	return ticks / userHZ, nil
 }
 
 func httpGet(ctx context.Context, url string) (int, string, error) {

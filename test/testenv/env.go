@@ -2,6 +2,12 @@
 // kube-apiserver with the Gateway API CRDs installed, and a Consul dev agent, all built
 // by `make tools` and bound to loopback. One Env is shared by the tests of a package
 // (see Main); each server can be stopped and started again mid-test.
+//
+// It also holds what those tests, and the unit tests, would otherwise each write
+// again: the one way to run the controller binary (StartController, RunController),
+// polling (Eventually, Poll), reading conditions (ConditionReason), the Gateway API
+// fixture builders (Gateway, HTTPRoute, ...), and the usual set-up of a namespace,
+// class, Service, Gateway and routes (Stack).
 package testenv
 
 import (
@@ -16,6 +22,8 @@ import (
 	consulapi "github.com/hashicorp/consul/api"
 	"k8s.io/client-go/kubernetes"
 	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
+
+	configclient "github.com/consul-gateway-controller/consul-gateway-controller/api/client"
 )
 
 // Options selects what Start brings up.
@@ -49,6 +57,7 @@ type Env struct {
 	// Clients authenticated as AdminUser and with Consul's management token.
 	KubeClient    kubernetes.Interface
 	GatewayClient gatewayclient.Interface
+	ConfigClient  configclient.Interface // the project's own API (GatewayConfig)
 	ConsulClient  *consulapi.Client
 
 	dir     string
@@ -116,6 +125,9 @@ func (e *Env) adminClients() error {
 		return err
 	}
 	if e.GatewayClient, err = gatewayclient.NewForConfig(cfg); err != nil {
+		return err
+	}
+	if e.ConfigClient, err = configclient.NewForConfig(cfg); err != nil {
 		return err
 	}
 	e.ConsulClient, err = e.Consul.Client()

@@ -14,7 +14,6 @@ import (
 	consulapi "github.com/hashicorp/consul/api"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
@@ -42,6 +41,8 @@ func setup(t *testing.T) {
 
 func startControllerWithExamples(t *testing.T) error {
 	var err error
+	// Not RunController: the controller serves every test of the package, not only the
+	// first one's, and goes when the test binary does.
 	controller, err = env.StartController(testenv.ControllerOptions{
 		Binary: testenv.ControllerBinary(t),
 		Name:   "xds",
@@ -117,69 +118,45 @@ func registerBackends(t *testing.T, ns string) map[string]string {
 	return addresses
 }
 
-func eventually(t *testing.T, timeout time.Duration, what string, check func(context.Context) error) {
-	t.Helper()
-	var last error
-	err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		err := check(ctx)
-		// A check cut short by the deadline says nothing; keep the one before it.
-		if err == nil || ctx.Err() == nil {
-			last = err
-		}
-		return err == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("%s: not within %s: %v", what, timeout, last)
-	}
-}
-
-func conditionTrue(conds []metav1.Condition, condType string) error {
-	for _, c := range conds {
-		if c.Type == condType {
-			if c.Status != metav1.ConditionTrue {
-				return fmt.Errorf("%s %s/%s: %s", condType, c.Status, c.Reason, c.Message)
-			}
-			return nil
-		}
-	}
-	return fmt.Errorf("no %s condition", condType)
-}
-
 // awaitProgrammed waits until the Gateway is Programmed and every HTTPRoute and
 // TCPRoute of its namespace is accepted by Consul on each parent.
 func awaitProgrammed(t *testing.T, ns, gateway string) {
 	t.Helper()
-	eventually(t, 90*time.Second, "Gateway "+ns+"/"+gateway+" and its routes programmed", func(ctx context.Context) error {
+	testenv.Eventually(t, 90*time.Second, "Gateway "+ns+"/"+gateway+" and its routes programmed", func(ctx context.Context) error {
 		gw, err := env.GatewayClient.GatewayV1().Gateways(ns).Get(ctx, gateway, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
-		if err := conditionTrue(gw.Status.Conditions, "Programmed"); err != nil {
+		if err := testenv.ConditionTrue(gw.Status.Conditions, "Programmed"); err != nil {
 			return fmt.Errorf("gateway: %w", err)
 		}
 		var parents []gatewayv1.RouteParentStatus
+		var unstated []string
+		stated := func(kind, name string, of []gatewayv1.RouteParentStatus) {
+			if len(of) == 0 {
+				unstated = append(unstated, kind+" "+name)
+			}
+			parents = append(parents, of...)
+		}
 		http, err := env.GatewayClient.GatewayV1().HTTPRoutes(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return err
 		}
 		for _, r := range http.Items {
-			if len(r.Status.Parents) == 0 {
-				return fmt.Errorf("httproute %s has no status", r.Name)
-			}
-			parents = append(parents, r.Status.Parents...)
+			stated("httproute", r.Name, r.Status.Parents)
 		}
 		tcp, err := env.GatewayClient.GatewayV1().TCPRoutes(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return err
 		}
 		for _, r := range tcp.Items {
-			if len(r.Status.Parents) == 0 {
-				return fmt.Errorf("tcproute %s has no status", r.Name)
-			}
-			parents = append(parents, r.Status.Parents...)
+			stated("tcproute", r.Name, r.Status.Parents)
+		}
+		if len(unstated) > 0 {
+			return fmt.Errorf("no status: %v", unstated)
 		}
 		for _, p := range parents {
-			if err := conditionTrue(p.Conditions, gwsync.ConsulAcceptedCondition); err != nil {
+			if err := testenv.ConditionTrue(p.Conditions, gwsync.ConsulAcceptedCondition); err != nil {
 				return fmt.Errorf("route parent %s: %w", p.ParentRef.Name, err)
 			}
 		}
@@ -193,7 +170,7 @@ func gatewayProxy(t *testing.T, ns, gateway string) envoy.Proxy {
 	t.Helper()
 	service := translate.Naming{}.EntryName(ns, gateway)
 	var proxy envoy.Proxy
-	eventually(t, 60*time.Second, "a passing catalog instance of "+service, func(ctx context.Context) error {
+	testenv.Eventually(t, 60*time.Second, "a passing catalog instance of "+service, func(ctx context.Context) error {
 		entries, _, err := env.ConsulClient.Health().Service(service, "", true, (&consulapi.QueryOptions{}).WithContext(ctx))
 		if err != nil {
 			return err

@@ -19,11 +19,10 @@ import (
 	tcpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	"github.com/google/go-cmp/cmp"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
-	"github.com/consul-gateway-controller/consul-gateway-controller/internal/testcerts"
+	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
 	"github.com/consul-gateway-controller/consul-gateway-controller/test/xds/envoy"
 )
 
@@ -261,7 +260,7 @@ func (s scenario) run(t *testing.T) {
 func (s scenario) fetchUntil(t *testing.T, proxy envoy.Proxy, check func(*envoy.Config) error) *envoy.Config {
 	t.Helper()
 	var cfg *envoy.Config
-	eventually(t, 90*time.Second, "the xDS of "+s.name+" means what its objects say", func(ctx context.Context) error {
+	testenv.Eventually(t, 90*time.Second, "the xDS of "+s.name+" means what its objects say", func(ctx context.Context) error {
 		fetchCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
 		got, err := envoy.Fetch(fetchCtx, env.Consul.GRPCAddr(), proxy, time.Second)
@@ -517,17 +516,8 @@ func checkCertificates(cfg *envoy.Config, certPEM []byte) error {
 
 func createCertificateSecret(t *testing.T, ns, name string) []byte {
 	t.Helper()
-	cert, key, err := testcerts.SelfSigned("secure.example.com")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = env.KubeClient.CoreV1().Secrets(ns).Create(t.Context(), &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: name}, Type: corev1.SecretTypeTLS,
-		Data: map[string][]byte{corev1.TLSCertKey: cert, corev1.TLSPrivateKeyKey: key},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cert, key := testenv.SelfSigned(t, "secure.example.com")
+	env.Create(t, testenv.TLSSecret(ns, name, cert, key))
 	return cert
 }
 
