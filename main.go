@@ -91,7 +91,7 @@ func run(ctx context.Context, opts *options.Options) error {
 	// Everything started below stops when run returns, whatever the reason: a lost
 	// election returns while the signal context is still live. The informers only read,
 	// so the process does not wait for them: a reflector backing off from an
-	// unreachable API server held the exit of a deposed leader for seconds.
+	// unreachable API server would hold a deposed leader's exit for seconds.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	p.start(ctx)

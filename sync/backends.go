@@ -25,7 +25,7 @@ type backendProblem struct {
 // unsupportedAppProtocols lists, per route kind, the Service port appProtocols that
 // Consul 1.15's API gateway cannot speak. For an http-route Consul synthesizes
 // service-defaults with protocol "http" for every backend
-// (agent/consul/discoverychain/gateway_httproute.go:103-108, 149-154), so upstreams get
+// (Consul 1.15.4 agent/consul/discoverychain/gateway_httproute.go:103-108, 149-154), so upstreams get
 // HTTP/1.1 without TLS to the application, and nothing in agent/xds configures
 // WebSocket upgrades. TCP routes forward bytes and accept any appProtocol. GRPCRoute has
 // no Consul 1.15 route at all; it is refused where routes bind, not here.

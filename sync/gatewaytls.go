@@ -16,7 +16,7 @@ const ReasonNotExpressible = "NotExpressible"
 
 // gatewayTLSProblem says which parts of a Gateway's spec.tls Consul's API gateway
 // cannot honour, "" when none. Consul 1.15's listener TLS holds certificates, versions
-// and cipher suites only (APIGatewayTLSConfiguration, config_entry_gateways.go:898): no
+// and cipher suites only (APIGatewayTLSConfiguration, Consul 1.15.4 agent/structs/config_entry_gateways.go:898): no
 // CA to validate client certificates with. Towards backends the gateway speaks Consul's
 // own mesh mTLS, with no client certificate of the user's choosing. Serving such a
 // Gateway would serve it without the mTLS it asks for, so it is not served at all.

@@ -26,7 +26,7 @@ import (
 // deduplicated, in route order. Both empty: (nil, true).
 //
 // Note that Consul 1.15 rejects wildcard hostnames on an http-route
-// (config_entry_routes.go:135), so a wildcard in the result must reach Consul through
+// (Consul 1.15.4 agent/structs/config_entry_routes.go:135), so a wildcard in the result must reach Consul through
 // the listener, not the route entry.
 func intersectHostnames(listener *gatewayv1.Hostname, route []gatewayv1.Hostname) (hosts []gatewayv1.Hostname, ok bool) {
 	var listenerHost gatewayv1.Hostname

@@ -53,7 +53,7 @@ func (t *pass) gateway(key cache.ObjectName, gw *gatewayv1.Gateway) {
 			}
 		}
 	}
-	// Consul refuses an api-gateway without listeners (config_entry_gateways.go:769).
+	// Consul refuses an api-gateway without listeners (Consul 1.15.4 agent/structs/config_entry_gateways.go:774).
 	if len(listeners) == 0 {
 		t.problem("Gateway", key, "no listener can be programmed in Consul, so the Gateway has no api-gateway entry")
 		return
@@ -148,7 +148,7 @@ func (t *pass) listener(namespace string, l gatewayv1.Listener) (consulapi.APIGa
 		return consulapi.APIGatewayListener{}, nil, fmt.Sprintf("protocol %s %s", l.Protocol, consullimits.NotSupported)
 	}
 	out := consulapi.APIGatewayListener{Name: string(l.Name), Port: int(l.Port), Protocol: protocol}
-	// Consul refuses a hostname on a tcp listener (config_entry_gateways.go:802), and
+	// Consul refuses a hostname on a tcp listener (Consul 1.15.4 agent/structs/config_entry_gateways.go:827), and
 	// Gateway API ignores it there.
 	if protocol == "http" && l.Hostname != nil {
 		out.Hostname = string(*l.Hostname)
@@ -210,7 +210,7 @@ func (t *pass) certificate(listenerNamespace string, ref gatewayv1.SecretObjectR
 }
 
 // nameConflict returns why l cannot join listeners under its name: Consul refuses an
-// api-gateway with two listeners of one name (config_entry_gateways.go:795), and a
+// api-gateway with two listeners of one name (Consul 1.15.4 agent/structs/config_entry_gateways.go:795), and a
 // ListenerSet's listener can be named like another's or like a Gateway's own (see
 // gatewayapi.ListenerSetListenerName). The status pipeline conflicts the later one;
 // this keeps a stale mix of confirmations from producing an entry Consul refuses.
@@ -222,7 +222,7 @@ func nameConflict(listeners []consulapi.APIGatewayListener, l consulapi.APIGatew
 }
 
 // portConflict returns why l cannot join listeners: Consul merges listeners on one port
-// only when their hostname and protocol are equal (config_entry_gateways.go:784). The
+// only when their hostname and protocol are equal (Consul 1.15.4 agent/structs/config_entry_gateways.go:802-811). The
 // status pipeline never accepts two such listeners; this keeps a stale mix of
 // confirmations from producing an entry Consul refuses.
 func portConflict(listeners []consulapi.APIGatewayListener, l consulapi.APIGatewayListener) string {

@@ -11,7 +11,7 @@ import (
 )
 
 // routeHostnames decides the Hostnames of an http-route entry written to parents. Consul
-// 1.15 refuses wildcard route hostnames (config_entry_routes.go:135), and one entry's
+// 1.15 refuses wildcard route hostnames (Consul 1.15.4 agent/structs/config_entry_routes.go:135), and one entry's
 // hostnames apply to every parent, filtered per listener by Consul's own rule
 // (consulServedHostnames). So for each parent the hostnames Gateway API serves through
 // it (intersectHostnames) are worked out, and one list is looked for that makes Consul
@@ -148,7 +148,7 @@ func isWildcard(host string) bool { return strings.HasPrefix(host, "*") }
 
 // consulServedHostnames is what Consul 1.15 serves of an http-route with hostnames
 // entry on a listener with hostname listener: HTTPRouteConfigEntry.FilteredHostnames
-// (config_entry_routes.go:307), called with APIGatewayListener.GetHostname.
+// (Consul 1.15.4 agent/structs/config_entry_routes.go:307), called with APIGatewayListener.GetHostname.
 func consulServedHostnames(entry []string, listener string) []string {
 	if listener == "" {
 		listener = "*"

@@ -126,7 +126,7 @@ func (t *pass) refusedRule(routeNamespace string, matches []consulapi.HTTPMatch)
 
 // ruleServices are the services the backendRefs of rule index send traffic to, and
 // the Services among them. A backendRef with weight 0 receives no traffic and is left
-// out (Consul would turn its 0 into 1, config_entry_routes.go:107). The weight of the
+// out (Consul would turn its 0 into 1, Consul 1.15.4 agent/structs/config_entry_routes.go:107). The weight of the
 // backendRefs that cannot receive traffic (see backendProblem) goes to the blackhole:
 // Gateway API answers their share of requests with 500, and the blackhole answers
 // 503, where giving it to the valid backends would answer with a backend the route

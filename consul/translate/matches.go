@@ -192,7 +192,7 @@ func httpMatch(m gatewayv1.HTTPRouteMatch) (consulapi.HTTPMatch, error) {
 
 // pathMatch translates a path match; unset means PathPrefix "/" (the CRD default). The
 // match is always written in full, as Consul would normalize it
-// (config_entry_routes.go:114), so what Consul stores equals what was written.
+// (Consul 1.15.4 agent/structs/config_entry_routes.go:114), so what Consul stores equals what was written.
 func pathMatch(p *gatewayv1.HTTPPathMatch) (consulapi.HTTPPathMatch, error) {
 	t, value := gatewayv1.PathMatchPathPrefix, "/"
 	if p != nil && p.Type != nil {

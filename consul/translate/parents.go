@@ -19,7 +19,7 @@ type parentListener struct {
 
 // routeParents returns the written listeners of the route's attachments that serve
 // protocol, in attachment order, each once: Consul refuses duplicate parents
-// (config_entry_routes.go:152). Every parent names its listener (SectionName): a
+// (Consul 1.15.4 agent/structs/config_entry_routes.go:152). Every parent names its listener (SectionName): a
 // parent without one would bind the route to every listener, also those the route does
 // not attach to.
 func (t *pass) routeParents(kind string, key cache.ObjectName, attachments []gwsync.Attachment, protocol string) []parentListener {

@@ -12,7 +12,7 @@ import (
 )
 
 // tcpRoute writes the tcp-route entry of a route that is served somewhere. Consul's
-// tcp-route forwards to at most one service (config_entry_routes.go:539), and TCPRoute
+// tcp-route forwards to at most one service (Consul 1.15.4 agent/structs/config_entry_routes.go:539), and TCPRoute
 // has one rule; the status pipeline refuses rules that would send traffic to more than
 // one backend.
 func (t *pass) tcpRoute(key cache.ObjectName, c ConfirmedRoute) {

@@ -37,7 +37,7 @@ var Features = []Feature{
 	{features.SupportGatewayAddressEmpty, always},
 	// A parentRef's port selects the listeners on that port.
 	{features.SupportHTTPRouteParentRefPort, always},
-	// http-route matches carry a method (config_entry_routes.go:346-357).
+	// http-route matches carry a method (Consul 1.15.4 agent/structs/config_entry_routes.go:346-357).
 	{features.SupportHTTPRouteMethodMatching, always},
 	// http-route matches carry query Exact and Regex.
 	{features.SupportHTTPRouteQueryParamMatching, always},
@@ -53,11 +53,11 @@ var Features = []Feature{
 // served (see docs/status.md); what they cannot do is refused with a condition.
 var NotClaimed = map[features.FeatureName]string{
 	features.SupportHTTPRoute: "HTTPRoute core includes RequestRedirect (hostname and statusCode) and a 500 answer for backendRefs that cannot receive traffic; " +
-		"Consul's http-route has neither (HTTPFilters holds Headers and URLRewrite only, config_entry_routes.go:416-419)",
+		"Consul's http-route has neither (HTTPFilters holds Headers and URLRewrite only, Consul 1.15.4 agent/structs/config_entry_routes.go:416-419)",
 	features.SupportTCPRoute: "TCPRoute conformance includes weighted backendRefs; Consul's tcp-route forwards to a single service without weights " +
-		"(config_entry_routes.go:539-541, 577-581)",
+		"(Consul 1.15.4 agent/structs/config_entry_routes.go:539-541, 577-581)",
 	features.SupportListenerSet: "the ListenerSet conformance tests that expect a ListenerSet accepted put its listener (or a second Gateway listener) on a port of the Gateway with another hostname; " +
-		"Consul's api-gateway merges listeners on one port only when their hostname and protocol are equal (config_entry_gateways.go:784), " +
+		"Consul's api-gateway merges listeners on one port only when their hostname and protocol are equal (Consul 1.15.4 agent/structs/config_entry_gateways.go:802-811), " +
 		"so the ListenerSet's listener is PortUnavailable. ListenerSets are served on ports of their own (see docs/status.md)",
 }
 

@@ -19,7 +19,7 @@ import (
 //
 // The rule name is allowed: it only labels the rule for status and policies and
 // changes no traffic. BackendRef weights are allowed: Consul splits by weight, though
-// its Normalize turns a weight of 0 into 1 (config_entry_routes.go:107-109), so whoever
+// its Normalize turns a weight of 0 into 1 (Consul 1.15.4 agent/structs/config_entry_routes.go:107-109), so whoever
 // writes the entry must leave weight-0 backends out rather than pass 0.
 func HTTPRuleProblem(rule gatewayv1.HTTPRouteRule, caps Capabilities) string {
 	if msg := HTTPMatchesProblem(rule.Matches); msg != "" {
