@@ -4,12 +4,13 @@ import (
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
 )
 
 // A ListenerSet's status is written once per sync with UpdateStatus carrying the
@@ -52,7 +53,7 @@ func TestSyncListenerSetWritesWithListerVersion(t *testing.T) {
 		t.Fatalf("confirmations %+v, want the written ListenerSet", pub.seen)
 	}
 	written := pub.seen[0].Object.(*gatewayv1.ListenerSet)
-	if got := conditionReasonOf(written.Status.Conditions, "Accepted"); got != "True/Accepted" {
+	if got := testenv.ConditionReason(written.Status.Conditions, "Accepted"); got != "True/Accepted" {
 		t.Errorf("written Accepted %s, want True/Accepted", got)
 	}
 
@@ -86,13 +87,4 @@ func TestSyncListenerSetOfForeignGateway(t *testing.T) {
 	if len(pub.seen) != 1 || pub.seen[0].Object != nil {
 		t.Errorf("confirmations %+v, want one removal", pub.seen)
 	}
-}
-
-func conditionReasonOf(conds []metav1.Condition, condType string) string {
-	for _, c := range conds {
-		if c.Type == condType {
-			return string(c.Status) + "/" + c.Reason
-		}
-	}
-	return ""
 }
