@@ -442,19 +442,19 @@ func FuzzHostnameIntersection(f *testing.F) {
 		if listener != "" {
 			lp = &l
 		}
-		got, ok := HostnameIntersection(l, r)
+		got, ok := gatewayapi.HostnameIntersection(l, r)
 		if ok != hostnamesOverlap(lp, r) {
-			t.Fatalf("HostnameIntersection(%q, %q) = %q, %v; overlap is %v", l, r, got, ok, !ok)
+			t.Fatalf("gatewayapi.HostnameIntersection(%q, %q) = %q, %v; overlap is %v", l, r, got, ok, !ok)
 		}
 		if ok && (got != r && got != l || !hostnameCovers(l, got) || !hostnameCovers(r, got)) {
-			t.Errorf("HostnameIntersection(%q, %q) = %q, not the narrower of the two", l, r, got)
+			t.Errorf("gatewayapi.HostnameIntersection(%q, %q) = %q, not the narrower of the two", l, r, got)
 		}
 		if listener != "" {
-			if back, backOK := HostnameIntersection(r, l); back != got || backOK != ok {
-				t.Errorf("HostnameIntersection(%q, %q) = %q, %v, but the other way %q, %v", l, r, got, ok, back, backOK)
+			if back, backOK := gatewayapi.HostnameIntersection(r, l); back != got || backOK != ok {
+				t.Errorf("gatewayapi.HostnameIntersection(%q, %q) = %q, %v, but the other way %q, %v", l, r, got, ok, back, backOK)
 			}
 		}
-		if l != r && WildcardMatches(l, r) && WildcardMatches(r, l) {
+		if l != r && gatewayapi.WildcardMatches(l, r) && gatewayapi.WildcardMatches(r, l) {
 			t.Errorf("%q and %q match each other", l, r)
 		}
 	})

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 )
 
 // intersectHostnames returns the hostnames a route serves through a listener, per the
@@ -40,41 +42,13 @@ func intersectHostnames(listener *gatewayv1.Hostname, route []gatewayv1.Hostname
 		return []gatewayv1.Hostname{listenerHost}, true
 	}
 	for _, routeHost := range route {
-		host, ok := HostnameIntersection(listenerHost, routeHost)
+		host, ok := gatewayapi.HostnameIntersection(listenerHost, routeHost)
 		if !ok || slices.Contains(hosts, host) {
 			continue
 		}
 		hosts = append(hosts, host)
 	}
 	return hosts, len(hosts) > 0
-}
-
-// HostnameIntersection returns the more specific of a listener and a route hostname
-// when they overlap; an empty listener hostname overlaps everything. It is the Gateway
-// API's rule, and the Consul translation uses it too.
-func HostnameIntersection(listener, route gatewayv1.Hostname) (gatewayv1.Hostname, bool) {
-	switch {
-	case listener == "", listener == route:
-		return route, true
-	case WildcardMatches(listener, route):
-		return route, true
-	case WildcardMatches(route, listener):
-		return listener, true
-	}
-	return "", false
-}
-
-// WildcardMatches reports whether pattern is a wildcard ("*.example.com") that matches
-// host, which may itself be a narrower wildcard ("*.foo.example.com"). The wildcard
-// stands for at least one label, so host needs a non-empty part before the suffix;
-// matching on ".example.com" (with the dot) keeps "badexample.com" out.
-func WildcardMatches(pattern, host gatewayv1.Hostname) bool {
-	suffix, isWildcard := strings.CutPrefix(string(pattern), "*")
-	if !isWildcard {
-		return false
-	}
-	labels, found := strings.CutSuffix(string(host), suffix)
-	return found && labels != ""
 }
 
 // isIPAddress reports whether h is an IP address. Gateway API allows only DNS names as

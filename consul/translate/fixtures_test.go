@@ -10,7 +10,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
+	gwdecision "github.com/consul-gateway-controller/consul-gateway-controller/sync/decision"
 )
 
 // Fixture builders: confirmed objects as the status pipeline leaves them, and the
@@ -155,16 +155,16 @@ func ourRouteStatus(resolved bool) []gatewayv1.RouteParentStatus {
 // case can edit the route; snapshotOf files them as ConfirmedRoutes.
 type confirmedHTTPRoute struct {
 	Route    *gatewayv1.HTTPRoute
-	Decision gwsync.RouteDecision
+	Decision gwdecision.Route
 }
 
 type confirmedTCPRoute struct {
 	Route    *gatewayv1.TCPRoute
-	Decision gwsync.RouteDecision
+	Decision gwdecision.Route
 }
 
 // newConfirmedHTTPRoute is a confirmed HTTPRoute whose references all resolved.
-func newConfirmedHTTPRoute(ns, name string, hostnames []string, decision gwsync.RouteDecision, rules ...gatewayv1.HTTPRouteRule) confirmedHTTPRoute {
+func newConfirmedHTTPRoute(ns, name string, hostnames []string, decision gwdecision.Route, rules ...gatewayv1.HTTPRouteRule) confirmedHTTPRoute {
 	r := &gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: uidOf("HTTPRoute", ns, name), Generation: 1}}
 	for _, h := range hostnames {
 		r.Spec.Hostnames = append(r.Spec.Hostnames, gatewayv1.Hostname(h))
@@ -174,19 +174,19 @@ func newConfirmedHTTPRoute(ns, name string, hostnames []string, decision gwsync.
 	return confirmedHTTPRoute{Route: r, Decision: decision}
 }
 
-func newConfirmedTCPRoute(ns, name string, decision gwsync.RouteDecision, refs ...gatewayv1.BackendRef) confirmedTCPRoute {
+func newConfirmedTCPRoute(ns, name string, decision gwdecision.Route, refs ...gatewayv1.BackendRef) confirmedTCPRoute {
 	r := &gatewayv1.TCPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: uidOf("TCPRoute", ns, name), Generation: 1}}
 	r.Spec.Rules = []gatewayv1.TCPRouteRule{{BackendRefs: refs}}
 	r.Status.Parents = ourRouteStatus(true)
 	return confirmedTCPRoute{Route: r, Decision: decision}
 }
 
-func attachedTo(attachments ...gwsync.Attachment) gwsync.RouteDecision {
-	return gwsync.RouteDecision{Attachments: attachments}
+func attachedTo(attachments ...gwdecision.Attachment) gwdecision.Route {
+	return gwdecision.Route{Attachments: attachments}
 }
 
-func attachment(gwNamespace, gwName string, listeners ...string) gwsync.Attachment {
-	a := gwsync.Attachment{Gateway: cache.ObjectName{Namespace: gwNamespace, Name: gwName}}
+func attachment(gwNamespace, gwName string, listeners ...string) gwdecision.Attachment {
+	a := gwdecision.Attachment{Gateway: cache.ObjectName{Namespace: gwNamespace, Name: gwName}}
 	for _, l := range listeners {
 		a.Listeners = append(a.Listeners, gatewayv1.SectionName(l))
 	}
@@ -218,7 +218,7 @@ func snapshotOf(objs ...any) Snapshot {
 }
 
 // webRoute is an HTTPRoute in apps whose one rule sends every request to web:8080.
-func webRoute(name string, hostnames []string, a gwsync.Attachment) confirmedHTTPRoute {
+func webRoute(name string, hostnames []string, a gwdecision.Attachment) confirmedHTTPRoute {
 	return newConfirmedHTTPRoute("apps", name, hostnames, attachedTo(a),
 		gatewayv1.HTTPRouteRule{BackendRefs: []gatewayv1.HTTPBackendRef{httpBackend("", "web", 8080, nil)}})
 }

@@ -16,7 +16,7 @@ import (
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/consullimits"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/fuzzgen"
-	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
+	gwdecision "github.com/consul-gateway-controller/consul-gateway-controller/sync/decision"
 )
 
 // fuzzCase is a snapshot built from fuzzer input, as the objects snapshotOf files.
@@ -103,7 +103,7 @@ func listenerNames(listeners []gatewayv1.Listener, prefix string) []gatewayv1.Se
 }
 
 func fuzzHTTPRoute(in *fuzzgen.Input, name string, listeners []gatewayv1.SectionName) confirmedHTTPRoute {
-	c := newConfirmedHTTPRoute("apps", name, nil, gwsync.RouteDecision{}, in.HTTPRules()...)
+	c := newConfirmedHTTPRoute("apps", name, nil, gwdecision.Route{}, in.HTTPRules()...)
 	c.Route.Spec.Hostnames = in.RouteHostnames()
 	c.Decision = fuzzDecision(in, listeners, c.Route.Spec.Rules)
 	return c
@@ -112,9 +112,9 @@ func fuzzHTTPRoute(in *fuzzgen.Input, name string, listeners []gatewayv1.Section
 // fuzzDecision attaches a route to some of listeners (of infra/gw), drops the rules
 // Consul cannot program (as the status pipeline does) and some others (and perhaps one
 // the route does not have), and leaves some backendRefs unresolved.
-func fuzzDecision(in *fuzzgen.Input, listeners []gatewayv1.SectionName, rules []gatewayv1.HTTPRouteRule) gwsync.RouteDecision {
-	var d gwsync.RouteDecision
-	a := gwsync.Attachment{Gateway: fuzzGateway}
+func fuzzDecision(in *fuzzgen.Input, listeners []gatewayv1.SectionName, rules []gatewayv1.HTTPRouteRule) gwdecision.Route {
+	var d gwdecision.Route
+	a := gwdecision.Attachment{Gateway: fuzzGateway}
 	for _, l := range listeners {
 		if in.Intn(3) == 0 {
 			a.Listeners = append(a.Listeners, l)
@@ -129,7 +129,7 @@ func fuzzDecision(in *fuzzgen.Input, listeners []gatewayv1.SectionName, rules []
 		}
 		for b := range rule.BackendRefs {
 			if in.Intn(6) == 0 {
-				d.UnresolvedBackends = append(d.UnresolvedBackends, gwsync.BackendRefIndex{Rule: i, Ref: b})
+				d.UnresolvedBackends = append(d.UnresolvedBackends, gwdecision.BackendRefIndex{Rule: i, Ref: b})
 			}
 		}
 	}
@@ -233,7 +233,7 @@ func checkServedAsDecided(t *testing.T, s Snapshot, n Naming, d Desired, e *cons
 	checkUnservedRulesReported(t, s, d, key, route, c.Decision, served)
 }
 
-func checkParentGranted(t *testing.T, n Naming, d Desired, e *consulapi.HTTPRouteConfigEntry, route *gatewayv1.HTTPRoute, decision gwsync.RouteDecision, p consulapi.ResourceReference) {
+func checkParentGranted(t *testing.T, n Naming, d Desired, e *consulapi.HTTPRouteConfigEntry, route *gatewayv1.HTTPRoute, decision gwdecision.Route, p consulapi.ResourceReference) {
 	t.Helper()
 	checkParentAttached(t, n, e.Name, decision, p)
 	entry, _ := d.Entries[EntryKey{Kind: consulapi.APIGateway, Name: p.Name, Namespace: p.Namespace, Partition: p.Partition}].(*consulapi.APIGatewayConfigEntry)
@@ -255,11 +255,11 @@ func checkParentGranted(t *testing.T, n Naming, d Desired, e *consulapi.HTTPRout
 
 // checkParentAttached: a route entry's parent is a listener the decision attaches the
 // route to.
-func checkParentAttached(t *testing.T, n Naming, entry string, decision gwsync.RouteDecision, p consulapi.ResourceReference) {
+func checkParentAttached(t *testing.T, n Naming, entry string, decision gwdecision.Route, p consulapi.ResourceReference) {
 	t.Helper()
 	ns, name, _ := n.SplitEntryName(p.Name)
 	gw := cache.ObjectName{Namespace: ns, Name: name}
-	if !slices.ContainsFunc(decision.Attachments, func(a gwsync.Attachment) bool {
+	if !slices.ContainsFunc(decision.Attachments, func(a gwdecision.Attachment) bool {
 		return a.Gateway == gw && slices.Contains(a.Listeners, gatewayv1.SectionName(p.SectionName))
 	}) {
 		t.Errorf("%s: bound to %s/%s, which the decision %+v does not attach it to", entry, gw, p.SectionName, decision.Attachments)
@@ -335,7 +335,7 @@ func isBlackhole(n Naming, s consulapi.HTTPService) bool { return s.Name == n.Bl
 // checkRuleServedAsDecided: a translated rule that sends requests to a backend comes
 // from rules the decision kept, and each backend is a resolved backendRef of one of
 // them. It records the rules served.
-func checkRuleServedAsDecided(t *testing.T, n Naming, entry string, route *gatewayv1.HTTPRoute, decision gwsync.RouteDecision, rule consulapi.HTTPRouteRule, served map[int]bool) {
+func checkRuleServedAsDecided(t *testing.T, n Naming, entry string, route *gatewayv1.HTTPRoute, decision gwdecision.Route, rule consulapi.HTTPRouteRule, served map[int]bool) {
 	t.Helper()
 	for _, svc := range rule.Services {
 		if isBlackhole(n, svc) {
@@ -355,12 +355,12 @@ func checkRuleServedAsDecided(t *testing.T, n Naming, entry string, route *gatew
 
 // servesBackend reports whether rule i of route has a resolved backendRef with weight
 // to the Service name.
-func servesBackend(route *gatewayv1.HTTPRoute, decision gwsync.RouteDecision, i int, name string) bool {
+func servesBackend(route *gatewayv1.HTTPRoute, decision gwdecision.Route, i int, name string) bool {
 	if i >= len(route.Spec.Rules) {
 		return false
 	}
 	for b, ref := range route.Spec.Rules[i].BackendRefs {
-		if string(ref.Name) == name && backendWeight(ref.Weight) > 0 && !slices.Contains(decision.UnresolvedBackends, gwsync.BackendRefIndex{Rule: i, Ref: b}) {
+		if string(ref.Name) == name && backendWeight(ref.Weight) > 0 && !slices.Contains(decision.UnresolvedBackends, gwdecision.BackendRefIndex{Rule: i, Ref: b}) {
 			return true
 		}
 	}
@@ -369,7 +369,7 @@ func servesBackend(route *gatewayv1.HTTPRoute, decision gwsync.RouteDecision, i 
 
 // checkDroppedRulesBlackholed: each segment match of a dropped rule is in a rule that
 // sends everything to the blackhole, so its requests cannot reach a broader rule.
-func checkDroppedRulesBlackholed(t *testing.T, n Naming, e *consulapi.HTTPRouteConfigEntry, route *gatewayv1.HTTPRoute, decision gwsync.RouteDecision) {
+func checkDroppedRulesBlackholed(t *testing.T, n Naming, e *consulapi.HTTPRouteConfigEntry, route *gatewayv1.HTTPRoute, decision gwdecision.Route) {
 	t.Helper()
 	for _, i := range decision.DroppedRules {
 		if i >= len(route.Spec.Rules) {
@@ -396,7 +396,7 @@ func checkDroppedRulesBlackholed(t *testing.T, n Naming, e *consulapi.HTTPRouteC
 
 // checkUnservedRulesReported: a rule the decision kept, with a backendRef that can
 // receive traffic, is served, or a problem names it.
-func checkUnservedRulesReported(t *testing.T, s Snapshot, d Desired, key cache.ObjectName, route *gatewayv1.HTTPRoute, decision gwsync.RouteDecision, served map[int]bool) {
+func checkUnservedRulesReported(t *testing.T, s Snapshot, d Desired, key cache.ObjectName, route *gatewayv1.HTTPRoute, decision gwdecision.Route, served map[int]bool) {
 	t.Helper()
 	service := func(k cache.ObjectName) *corev1.Service { return s.Services[k] }
 	for i, rule := range route.Spec.Rules {
@@ -413,9 +413,9 @@ func checkUnservedRulesReported(t *testing.T, s Snapshot, d Desired, key cache.O
 }
 
 // ruleHasBackend reports whether some backendRef of rule index can receive traffic.
-func ruleHasBackend(namespace string, index int, rule gatewayv1.HTTPRouteRule, decision gwsync.RouteDecision, service func(cache.ObjectName) *corev1.Service) bool {
+func ruleHasBackend(namespace string, index int, rule gatewayv1.HTTPRouteRule, decision gwdecision.Route, service func(cache.ObjectName) *corev1.Service) bool {
 	for b, ref := range rule.BackendRefs {
-		resolved := !slices.Contains(decision.UnresolvedBackends, gwsync.BackendRefIndex{Rule: index, Ref: b})
+		resolved := !slices.Contains(decision.UnresolvedBackends, gwdecision.BackendRefIndex{Rule: index, Ref: b})
 		if _, why := backendProblem(namespace, ref.BackendObjectReference, service, resolved); why == "" && backendWeight(ref.Weight) > 0 {
 			return true
 		}

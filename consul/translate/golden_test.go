@@ -27,7 +27,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	"sigs.k8s.io/yaml"
 
-	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
+	gwdecision "github.com/consul-gateway-controller/consul-gateway-controller/sync/decision"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.out.yaml from the translation")
@@ -78,12 +78,15 @@ type translationOptionsDoc struct {
 
 // routeDecisionDoc is a RouteDecision document: the status pipeline's decision for one
 // route, confirmed with it. Its fields besides kind and route are those of
-// gwsync.RouteDecision, written lowerCamelCase.
+// gwdecision.Route, written lowerCamelCase.
 type routeDecisionDoc struct {
 	Kind  string   `json:"kind"`
 	Route routeRef `json:"route"`
-	gwsync.RouteDecision
+	RouteDecision
 }
+
+// RouteDecision names the embedded decision's field apart from routeDecisionDoc.Route.
+type RouteDecision = gwdecision.Route
 
 type routeRef struct {
 	Kind      gatewayv1.Kind `json:"kind"`

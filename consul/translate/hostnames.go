@@ -7,7 +7,7 @@ import (
 
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 )
 
 // routeHostnames decides the Hostnames of an http-route entry written to parents. Consul
@@ -118,7 +118,7 @@ func minimalHostnames(hosts []string) []string {
 	var out []string
 	for _, h := range hosts {
 		if !slices.ContainsFunc(hosts, func(w string) bool {
-			return w != h && gwsync.WildcardMatches(gatewayv1.Hostname(w), gatewayv1.Hostname(h))
+			return w != h && gatewayapi.WildcardMatches(gatewayv1.Hostname(w), gatewayv1.Hostname(h))
 		}) {
 			out = append(out, h)
 		}
@@ -131,11 +131,11 @@ func minimalHostnames(hosts []string) []string {
 // listener's, as the more specific of the two, deduplicated, in route order. A wildcard
 // stands for one or more labels, so "*.example.com" matches neither "example.com" nor
 // "badexample.com". Each pair is intersected by the status pipeline's own rule
-// (sync.HostnameIntersection), so status and translation cannot disagree.
+// (gatewayapi.HostnameIntersection), so status and translation cannot disagree.
 func intersectHostnames(listener string, route []gatewayv1.Hostname) []string {
 	var hosts []string
 	for _, r := range route {
-		h, ok := gwsync.HostnameIntersection(gatewayv1.Hostname(listener), r)
+		h, ok := gatewayapi.HostnameIntersection(gatewayv1.Hostname(listener), r)
 		host := string(h)
 		if ok && !slices.Contains(hosts, host) {
 			hosts = append(hosts, host)

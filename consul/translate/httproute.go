@@ -11,7 +11,7 @@ import (
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/consullimits"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
-	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
+	gwdecision "github.com/consul-gateway-controller/consul-gateway-controller/sync/decision"
 )
 
 // httpRoute writes the http-route entry of a route that is served somewhere.
@@ -83,7 +83,7 @@ func (t *pass) httpRoute(key cache.ObjectName, c ConfirmedRoute) {
 // A rule the decision kept but the translation cannot write is a bug
 // (TestTranslationExpressesCapabilities keeps the two in step); it goes to the
 // blackhole with a problem rather than being written without what it asks for.
-func (t *pass) httpRule(routeNamespace string, index int, rule gatewayv1.HTTPRouteRule, decision gwsync.RouteDecision) ([]consulapi.HTTPRouteRule, []cache.ObjectName, []string) {
+func (t *pass) httpRule(routeNamespace string, index int, rule gatewayv1.HTTPRouteRule, decision gwdecision.Route) ([]consulapi.HTTPRouteRule, []cache.ObjectName, []string) {
 	if slices.Contains(decision.DroppedRules, index) {
 		if consullimits.HTTPMatchesProblem(rule.Matches) != "" {
 			return nil, nil, nil
@@ -131,7 +131,7 @@ func (t *pass) refusedRule(routeNamespace string, matches []consulapi.HTTPMatch)
 // Gateway API answers their share of requests with 500, and the blackhole answers
 // 503, where giving it to the valid backends would answer with a backend the route
 // did not pick. used is empty when no backend can receive traffic.
-func (t *pass) ruleServices(routeNamespace string, index int, refs []gatewayv1.HTTPBackendRef, decision gwsync.RouteDecision) ([]consulapi.HTTPService, []cache.ObjectName, error) {
+func (t *pass) ruleServices(routeNamespace string, index int, refs []gatewayv1.HTTPBackendRef, decision gwdecision.Route) ([]consulapi.HTTPService, []cache.ObjectName, error) {
 	var services []consulapi.HTTPService
 	var used []cache.ObjectName
 	invalidWeight := 0
@@ -140,7 +140,7 @@ func (t *pass) ruleServices(routeNamespace string, index int, refs []gatewayv1.H
 		if weight == 0 {
 			continue
 		}
-		resolved := !slices.Contains(decision.UnresolvedBackends, gwsync.BackendRefIndex{Rule: index, Ref: b})
+		resolved := !slices.Contains(decision.UnresolvedBackends, gwdecision.BackendRefIndex{Rule: index, Ref: b})
 		key, why := backendProblem(routeNamespace, ref.BackendObjectReference, t.service, resolved)
 		if why != "" {
 			invalidWeight += weight

@@ -7,7 +7,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
+	gwdecision "github.com/consul-gateway-controller/consul-gateway-controller/sync/decision"
 )
 
 // Translator is Translate with a memory: it keeps each object's translation together
@@ -113,7 +113,7 @@ func (tr *Translator) Translate(s Snapshot) Desired {
 // objectTranslation is what one object's translation produced, and what it read.
 type objectTranslation struct {
 	source   any // the confirmed object
-	decision *gwsync.RouteDecision
+	decision *gwdecision.Route
 	reads    []read
 
 	entries  []consulapi.ConfigEntry
@@ -149,7 +149,7 @@ type read struct {
 // object reuses prev when it still holds for source and decision, and otherwise runs
 // translate, recording what it produces and reads. Either way, the result is added to
 // the translation in progress.
-func (t *pass) object(prev *objectTranslation, source any, decision *gwsync.RouteDecision, translate func()) *objectTranslation {
+func (t *pass) object(prev *objectTranslation, source any, decision *gwdecision.Route, translate func()) *objectTranslation {
 	if prev != nil && t.stillHolds(prev, source, decision) {
 		t.apply(prev)
 		return prev
@@ -187,7 +187,7 @@ func keepEqualEntries(out, prev *objectTranslation) {
 
 // stillHolds reports whether prev is the translation of source and decision given what
 // the snapshot holds now.
-func (t *pass) stillHolds(prev *objectTranslation, source any, decision *gwsync.RouteDecision) bool {
+func (t *pass) stillHolds(prev *objectTranslation, source any, decision *gwdecision.Route) bool {
 	if prev.source != source {
 		return false
 	}

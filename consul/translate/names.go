@@ -1,6 +1,8 @@
 package translate
 
-import "strings"
+import (
+	"strings"
+)
 
 // Naming maps Kubernetes objects to Consul entry names and places.
 //

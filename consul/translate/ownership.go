@@ -1,6 +1,8 @@
 package translate
 
-import "fmt"
+import (
+	"fmt"
+)
 
 // Meta keys recorded on every entry this controller writes. Consul meta keys allow
 // [a-zA-Z0-9_-] and must not start with "consul-".

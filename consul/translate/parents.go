@@ -7,7 +7,7 @@ import (
 	consulapi "github.com/hashicorp/consul/api"
 	"k8s.io/client-go/tools/cache"
 
-	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
+	gwdecision "github.com/consul-gateway-controller/consul-gateway-controller/sync/decision"
 )
 
 // parentListener is one listener a route is written to.
@@ -22,7 +22,7 @@ type parentListener struct {
 // (Consul 1.15.4 agent/structs/config_entry_routes.go:152). Every parent names its listener (SectionName): a
 // parent without one would bind the route to every listener, also those the route does
 // not attach to.
-func (t *pass) routeParents(kind string, key cache.ObjectName, attachments []gwsync.Attachment, protocol string) []parentListener {
+func (t *pass) routeParents(kind string, key cache.ObjectName, attachments []gwdecision.Attachment, protocol string) []parentListener {
 	var parents []parentListener
 	var missing []string
 	for _, a := range attachments {

@@ -7,7 +7,7 @@ import (
 	consulapi "github.com/hashicorp/consul/api"
 	"k8s.io/client-go/tools/cache"
 
-	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
+	gwdecision "github.com/consul-gateway-controller/consul-gateway-controller/sync/decision"
 )
 
 func TestRouteParents(t *testing.T) {
@@ -19,7 +19,7 @@ func TestRouteParents(t *testing.T) {
 	}
 	route := cache.ObjectName{Namespace: "apps", Name: "r"}
 
-	parents := tr.routeParents("HTTPRoute", route, []gwsync.Attachment{
+	parents := tr.routeParents("HTTPRoute", route, []gwdecision.Attachment{
 		attachment("infra", "gw", "http"),
 		attachment("infra", "gw", "http", "tcp"), // the same listener again, and a tcp one
 		attachment("infra", "missing", "http"),   // a Gateway without entry
@@ -34,7 +34,7 @@ func TestRouteParents(t *testing.T) {
 	}
 
 	tr.desired.Problems = nil
-	if parents := tr.routeParents("HTTPRoute", route, []gwsync.Attachment{attachment("infra", "missing", "http"), attachment("infra", "gw", "nope")}, "http"); len(parents) != 0 {
+	if parents := tr.routeParents("HTTPRoute", route, []gwdecision.Attachment{attachment("infra", "missing", "http"), attachment("infra", "gw", "nope")}, "http"); len(parents) != 0 {
 		t.Errorf("parents without written listeners: %v", parents)
 	}
 	wantProblems = []Problem{{Kind: "HTTPRoute", Object: route, Message: "none of the listeners the route is accepted on is programmed in Consul (infra/missing/http, infra/gw/nope)"}}

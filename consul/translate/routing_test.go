@@ -10,7 +10,7 @@ import (
 	consulapi "github.com/hashicorp/consul/api"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
+	gwdecision "github.com/consul-gateway-controller/consul-gateway-controller/sync/decision"
 )
 
 // routed is where Envoy sends a request by the routes Consul 1.15 makes of an
@@ -72,9 +72,9 @@ func routePath(entry *consulapi.HTTPRouteConfigEntry, path string) (routed, bool
 }
 
 // translatedRoute translates a route of apps on an HTTP listener and returns its entry.
-func translatedRoute(t *testing.T, decision gwsync.RouteDecision, edit func(*gatewayv1.HTTPRoute), rules ...gatewayv1.HTTPRouteRule) *consulapi.HTTPRouteConfigEntry {
+func translatedRoute(t *testing.T, decision gwdecision.Route, edit func(*gatewayv1.HTTPRoute), rules ...gatewayv1.HTTPRouteRule) *consulapi.HTTPRouteConfigEntry {
 	t.Helper()
-	decision.Attachments = []gwsync.Attachment{attachment("apps", "gw", "http")}
+	decision.Attachments = []gwdecision.Attachment{attachment("apps", "gw", "http")}
 	route := newConfirmedHTTPRoute("apps", "r", nil, decision, rules...)
 	if edit != nil {
 		edit(route.Route)
@@ -144,7 +144,7 @@ func TestReplacePrefixMatch(t *testing.T) {
 	for _, tt := range tests {
 		for _, backendLevel := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s to %q, on the backend %v", tt.prefix, tt.replacement, backendLevel), func(t *testing.T) {
-				entry := translatedRoute(t, gwsync.RouteDecision{}, nil, rewriteRule(tt.prefix, tt.replacement, backendLevel))
+				entry := translatedRoute(t, gwdecision.Route{}, nil, rewriteRule(tt.prefix, tt.replacement, backendLevel))
 				want := map[string]string{}
 				for path, rewritten := range tt.want {
 					if rewritten != "" {
@@ -169,7 +169,7 @@ func TestRefusedRequestsGetAnError(t *testing.T) {
 	rule := func(prefix string, filters []gatewayv1.HTTPRouteFilter, refs ...gatewayv1.HTTPBackendRef) gatewayv1.HTTPRouteRule {
 		return gatewayv1.HTTPRouteRule{Matches: []gatewayv1.HTTPRouteMatch{prefixMatch(prefix)}, Filters: filters, BackendRefs: refs}
 	}
-	entry := translatedRoute(t, gwsync.RouteDecision{DroppedRules: []int{0, 1}, UnresolvedBackends: []gwsync.BackendRefIndex{{Rule: 2, Ref: 0}}},
+	entry := translatedRoute(t, gwdecision.Route{DroppedRules: []int{0, 1}, UnresolvedBackends: []gwdecision.BackendRefIndex{{Rule: 2, Ref: 0}}},
 		func(r *gatewayv1.HTTPRoute) { r.Status.Parents = ourRouteStatus(false) },
 		// Refused by the status pipeline: an auth filter Consul cannot apply.
 		rule("/admin", []gatewayv1.HTTPRouteFilter{extensionRef}, httpBackend("", "admin", 8080, nil)),
@@ -203,7 +203,7 @@ func TestRefusedRequestsGetAnError(t *testing.T) {
 // other, not even one in another namespace, which its ReferenceGrant allows
 // (conformance HTTPRoutePartiallyInvalidViaInvalidReferenceGrant).
 func TestInvalidBackendShare(t *testing.T) {
-	entry := translatedRoute(t, gwsync.RouteDecision{UnresolvedBackends: []gwsync.BackendRefIndex{{Rule: 1, Ref: 0}}},
+	entry := translatedRoute(t, gwdecision.Route{UnresolvedBackends: []gwdecision.BackendRefIndex{{Rule: 1, Ref: 0}}},
 		func(r *gatewayv1.HTTPRoute) { r.Status.Parents = ourRouteStatus(false) },
 		gatewayv1.HTTPRouteRule{
 			Matches:     []gatewayv1.HTTPRouteMatch{prefixMatch("/split")},
@@ -234,13 +234,13 @@ func TestInvalidRegexNeverReachesConsul(t *testing.T) {
 	root := gatewayv1.HTTPRouteRule{BackendRefs: []gatewayv1.HTTPBackendRef{httpBackend("", "web", 8080, nil)}}
 	for _, c := range []struct {
 		name     string
-		decision gwsync.RouteDecision
+		decision gwdecision.Route
 		problems int
 	}{
-		{"refused by the status pipeline", gwsync.RouteDecision{DroppedRules: []int{0}}, 0},
+		{"refused by the status pipeline", gwdecision.Route{DroppedRules: []int{0}}, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			c.decision.Attachments = []gwsync.Attachment{attachment("apps", "gw", "http")}
+			c.decision.Attachments = []gwdecision.Attachment{attachment("apps", "gw", "http")}
 			d := Translate(snapshotOf(
 				confirmedGateway("apps", "gw", true, validListener(httpListener("http", 80, ""))),
 				backendService("apps", "web", 8080), backendService("apps", "admin", 8080),

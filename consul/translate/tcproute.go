@@ -8,7 +8,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
+	gwdecision "github.com/consul-gateway-controller/consul-gateway-controller/sync/decision"
 )
 
 // tcpRoute writes the tcp-route entry of a route that is served somewhere. Consul's
@@ -65,13 +65,13 @@ func (t *pass) tcpRoute(key cache.ObjectName, c ConfirmedRoute) {
 
 // tcpRule returns the one service a TCP rule forwards to, or why it has none.
 // backendRefs with weight 0 receive no connections and are not counted.
-func (t *pass) tcpRule(routeNamespace string, index int, rule gatewayv1.TCPRouteRule, decision gwsync.RouteDecision) (consulapi.TCPService, string) {
+func (t *pass) tcpRule(routeNamespace string, index int, rule gatewayv1.TCPRouteRule, decision gwdecision.Route) (consulapi.TCPService, string) {
 	var refs []gatewayv1.BackendRef
 	var resolved []bool
 	for b, ref := range rule.BackendRefs {
 		if backendWeight(ref.Weight) > 0 {
 			refs = append(refs, ref)
-			resolved = append(resolved, !slices.Contains(decision.UnresolvedBackends, gwsync.BackendRefIndex{Rule: index, Ref: b}))
+			resolved = append(resolved, !slices.Contains(decision.UnresolvedBackends, gwdecision.BackendRefIndex{Rule: index, Ref: b}))
 		}
 	}
 	switch len(refs) {

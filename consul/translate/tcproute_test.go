@@ -7,7 +7,7 @@ import (
 	consulapi "github.com/hashicorp/consul/api"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
+	gwdecision "github.com/consul-gateway-controller/consul-gateway-controller/sync/decision"
 )
 
 func TestTCPRuleBackends(t *testing.T) {
@@ -17,7 +17,7 @@ func TestTCPRuleBackends(t *testing.T) {
 		refs        []gatewayv1.BackendRef
 		want        consulapi.TCPService
 		wantProblem string
-		unresolved  []gwsync.BackendRefIndex
+		unresolved  []gwdecision.BackendRefIndex
 	}{
 		{"one", []gatewayv1.BackendRef{backendRef("", "a", 1, nil)}, consulapi.TCPService{Name: "a"}, "", nil},
 		{"weight 0 not counted", []gatewayv1.BackendRef{backendRef("", "a", 1, new(int32(0))), backendRef("", "b", 1, new(int32(5)))}, consulapi.TCPService{Name: "b"}, "", nil},
@@ -25,11 +25,11 @@ func TestTCPRuleBackends(t *testing.T) {
 		{"two", []gatewayv1.BackendRef{backendRef("", "a", 1, nil), backendRef("", "b", 1, nil)}, consulapi.TCPService{}, "rule 0: 2 backends would receive connections, but Consul's tcp-route forwards to a single service; the rule is left out of Consul", nil},
 		{"missing", []gatewayv1.BackendRef{backendRef("", "c", 1, nil)}, consulapi.TCPService{}, "rule 0: backendRef apps/c names a Service that does not exist; the rule is left out of Consul", nil},
 		{"unresolved", []gatewayv1.BackendRef{backendRef("", "a", 1, new(int32(0))), backendRef("other", "b", 1, nil)}, consulapi.TCPService{},
-			"rule 0: backendRef other/b did not resolve (see the route's ResolvedRefs condition); the rule is left out of Consul", []gwsync.BackendRefIndex{{Rule: 0, Ref: 1}}},
-		{"an unresolved backendRef of another rule", []gatewayv1.BackendRef{backendRef("", "a", 1, nil)}, consulapi.TCPService{Name: "a"}, "", []gwsync.BackendRefIndex{{Rule: 1, Ref: 0}}},
+			"rule 0: backendRef other/b did not resolve (see the route's ResolvedRefs condition); the rule is left out of Consul", []gwdecision.BackendRefIndex{{Rule: 0, Ref: 1}}},
+		{"an unresolved backendRef of another rule", []gatewayv1.BackendRef{backendRef("", "a", 1, nil)}, consulapi.TCPService{Name: "a"}, "", []gwdecision.BackendRefIndex{{Rule: 1, Ref: 0}}},
 	}
 	for _, tt := range tests {
-		got, problem := tr.tcpRule("apps", 0, gatewayv1.TCPRouteRule{BackendRefs: tt.refs}, gwsync.RouteDecision{UnresolvedBackends: tt.unresolved})
+		got, problem := tr.tcpRule("apps", 0, gatewayv1.TCPRouteRule{BackendRefs: tt.refs}, gwdecision.Route{UnresolvedBackends: tt.unresolved})
 		if problem != tt.wantProblem {
 			t.Errorf("%s: problem %q, want %q", tt.name, problem, tt.wantProblem)
 		}

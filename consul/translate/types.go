@@ -7,7 +7,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
-	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
+	gwdecision "github.com/consul-gateway-controller/consul-gateway-controller/sync/decision"
 )
 
 // Snapshot is the confirmed state the translation reads: every Gateway and route of
@@ -30,7 +30,7 @@ type Snapshot struct {
 // ConfirmedRoute is a confirmed route and the decision confirmed with it.
 type ConfirmedRoute struct {
 	Route    gatewayapi.Object
-	Decision gwsync.RouteDecision
+	Decision gwdecision.Route
 }
 
 // EntryKey names one Consul config entry.
