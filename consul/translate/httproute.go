@@ -84,19 +84,16 @@ func (t *pass) httpRoute(key cache.ObjectName, c ConfirmedRoute) {
 // (TestTranslationExpressesCapabilities keeps the two in step); it goes to the
 // blackhole with a problem rather than being written without what it asks for.
 func (t *pass) httpRule(routeNamespace string, index int, rule gatewayv1.HTTPRouteRule, decision gwdecision.Route) ([]consulapi.HTTPRouteRule, []cache.ObjectName, []string) {
-	if slices.Contains(decision.DroppedRules, index) {
-		if consullimits.HTTPMatchesProblem(rule.Matches) != "" {
-			return nil, nil, nil
-		}
-		matches, err := httpMatches(rule.Matches)
-		if err != nil {
-			return nil, nil, []string{fmt.Sprintf("rule %d: %v; the rule is left out of Consul", index, err)}
-		}
-		return t.refusedRule(routeNamespace, matches), nil, nil
+	dropped := slices.Contains(decision.DroppedRules, index)
+	if dropped && consullimits.HTTPMatchesProblem(rule.Matches) != "" {
+		return nil, nil, nil
 	}
 	matches, err := httpMatches(rule.Matches)
 	if err != nil {
 		return nil, nil, []string{fmt.Sprintf("rule %d: %v; the rule is left out of Consul, so its requests may reach other rules", index, err)}
+	}
+	if dropped {
+		return t.refusedRule(routeNamespace, matches), nil, nil
 	}
 	refused := func(err error) ([]consulapi.HTTPRouteRule, []cache.ObjectName, []string) {
 		return t.refusedRule(routeNamespace, matches), nil, []string{fmt.Sprintf("rule %d: %v; its requests are answered with HTTP 503", index, err)}
