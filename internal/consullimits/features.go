@@ -10,7 +10,7 @@ import (
 // status.supportedFeatures, and when. A claim tells the conformance suite, and users,
 // that everything the feature's conformance tests exercise works; so a feature is
 // listed here only once the status pipeline accepts it and the translation writes it
-// (the consul package's TestClaimedFeaturesAreTranslated holds an example per feature).
+// (consul/translate's TestClaimedFeaturesAreTranslated holds an example per feature).
 type Feature struct {
 	Name features.FeatureName
 	// Served reports whether the feature is implemented end to end against a Consul

@@ -1,7 +1,7 @@
 // Package consullimits is the one account of what Consul's API gateway config entries
 // can express: the status pipeline refuses what is not in it, and the Consul translation
 // writes what is. A feature becomes servable by changing it here and teaching the
-// translation to write it, never one without the other (see the consul package's
+// translation to write it, never one without the other (see consul/translate's
 // TestTranslationExpressesCapabilities).
 package consullimits
 
