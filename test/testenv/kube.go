@@ -80,6 +80,12 @@ func startKubeAPI(dir, logDir string, users []string, extraArgs []string) (*Kube
 			"--etcd-servers="+etcdClient,
 			"--cert-dir="+filepath.Join(dir, "certs"),
 			"--bind-address=127.0.0.1",
+			// Also where the kubernetes Service points; without it the server looks for
+			// a default route, which a loopback-only network namespace has not.
+			"--advertise-address=127.0.0.1",
+			// A loopback address is refused for the kubernetes Service's endpoints, which
+			// nothing here uses.
+			"--endpoint-reconciler-type=none",
 			"--secure-port="+strconv.Itoa(ports[2]),
 			"--authorization-mode=RBAC",
 			"--service-cluster-ip-range=10.96.0.0/16",

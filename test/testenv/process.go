@@ -97,7 +97,7 @@ func (p *process) waitFor(timeout time.Duration, ready func() error) error {
 	var last error
 	for time.Now().Before(deadline) {
 		if !p.running() {
-			return fmt.Errorf("%s: %w before it was ready (log: %s)", p.name, errExited, p.logPath)
+			return fmt.Errorf("%s: %w before it was ready (log: %s)%s", p.name, errExited, p.logPath, logTail(p.logPath))
 		}
 		if last = ready(); last == nil {
 			return nil
@@ -105,4 +105,17 @@ func (p *process) waitFor(timeout time.Duration, ready func() error) error {
 		time.Sleep(100 * time.Millisecond)
 	}
 	return fmt.Errorf("%s not ready after %s: %w (log: %s)", p.name, timeout, last, p.logPath)
+}
+
+// logTail is the end of a log, for errors that are read after the log is gone.
+func logTail(path string) string {
+	data, err := os.ReadFile(path)
+	if err != nil || len(data) == 0 {
+		return ""
+	}
+	const max = 2000
+	if len(data) > max {
+		data = data[len(data)-max:]
+	}
+	return "; its log ends:\n" + string(data)
 }
