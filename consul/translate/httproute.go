@@ -32,6 +32,7 @@ func (t *pass) httpRoute(key cache.ObjectName, c ConfirmedRoute) {
 		return
 	}
 	var rules []consulapi.HTTPRouteRule
+	var exacts [][]consulapi.HTTPMatch
 	var backends []cache.ObjectName
 	for i, rule := range r.Spec.Rules {
 		out, used, problems := t.httpRule(r.Namespace, i, rule, c.Decision)
@@ -39,12 +40,17 @@ func (t *pass) httpRoute(key cache.ObjectName, c ConfirmedRoute) {
 			t.problem("HTTPRoute", key, "%s", p)
 		}
 		rules = append(rules, out...)
+		written := writtenExacts(rule.Matches)
+		for range out {
+			exacts = append(exacts, written)
+		}
 		backends = append(backends, used...)
 	}
 	// Nothing to route: the entry would only claim the hostnames. The problems say why.
 	if len(rules) == 0 {
 		return
 	}
+	rules = exactFirst(rules, exacts)
 	t.put(&consulapi.HTTPRouteConfigEntry{
 		Kind:      consulapi.HTTPRoute,
 		Name:      t.naming.EntryName(r.Namespace, r.Name),
