@@ -31,8 +31,12 @@ type ownerKey struct {
 
 // ownerState is everything known about the entries of one object.
 type ownerState struct {
-	problem string
-	foreign string
+	// problem is what the translation could not express for the whole object, and
+	// parentProblems what it could not for one parent listener of a route written for
+	// its other parents (replaced whole, like writeErrs).
+	problem        string
+	parentProblems map[translate.ProblemParent]string
+	foreign        string
 	// writeErrs are the failed reads or writes of the object's entries that Consul does
 	// not hold as desired yet, by entry. Replaced whole on change, like bindings.
 	writeErrs map[translate.EntryKey]string
@@ -55,7 +59,7 @@ type binding struct {
 
 // sameVerdicts reports whether o and p tell the status pipeline the same.
 func (o ownerState) sameVerdicts(p ownerState) bool {
-	return o.verdict() == p.verdict() && slices.Equal(o.bindings, p.bindings)
+	return o.verdict() == p.verdict() && slices.Equal(o.bindings, p.bindings) && maps.Equal(o.parentProblems, p.parentProblems)
 }
 
 // joinSorted joins the messages of errs in the order of their entries, so the same
@@ -114,13 +118,18 @@ func (v *verdicts) get(kind gatewayv1.Kind, key cache.ObjectName) gwsync.Verdict
 	return v.owners[ownerKey{kind, key}].verdict()
 }
 
-// binding returns Consul's verdict on serving a route on one listener of gateway: its
-// Bound condition for that listener, else the one for the whole Gateway.
+// binding returns the verdict on serving a route on one listener of gateway: the
+// translation problem that left the route out of that listener, else Consul's Bound
+// condition for that listener, else the one for the whole Gateway.
 func (v *verdicts) binding(kind gatewayv1.Kind, route, gateway cache.ObjectName, listener gatewayv1.SectionName) gwsync.Binding {
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	o := v.owners[ownerKey{kind, route}]
+	if msg, ok := o.parentProblems[translate.ProblemParent{Gateway: gateway, Listener: listener}]; ok {
+		return gwsync.Binding{State: gwsync.BindingRefused, Reason: ReasonTranslation, Message: msg}
+	}
 	var whole gwsync.Binding
-	for _, b := range v.owners[ownerKey{kind, route}].bindings {
+	for _, b := range o.bindings {
 		if b.gateway != gateway {
 			continue
 		}
@@ -357,11 +366,7 @@ func (v *verdicts) setProblems(problems []translate.Problem, changed func(gatewa
 	if same {
 		return
 	}
-	byOwner := map[ownerKey][]string{}
-	for _, p := range problems {
-		k := ownerKey{gatewayv1.Kind(p.Kind), p.Object}
-		byOwner[k] = append(byOwner[k], p.Message)
-	}
+	byOwner, byParent := problemsByOwner(problems)
 	v.mu.Lock()
 	var owners []ownerKey
 	for k := range v.owners {
@@ -371,10 +376,39 @@ func (v *verdicts) setProblems(problems []translate.Problem, changed func(gatewa
 	for k := range byOwner {
 		owners = append(owners, k)
 	}
+	for k := range byParent {
+		owners = append(owners, k)
+	}
 	for _, k := range owners {
 		msg := strings.Join(byOwner[k], "; ")
-		v.update(k, changed, func(o *ownerState) { o.problem = msg })
+		v.update(k, changed, func(o *ownerState) {
+			o.problem = msg
+			o.parentProblems = byParent[k]
+		})
 	}
+}
+
+// problemsByOwner groups problems by the object they concern: the messages about the
+// whole object, in order, and per parent listener the messages about it, joined.
+func problemsByOwner(problems []translate.Problem) (map[ownerKey][]string, map[ownerKey]map[translate.ProblemParent]string) {
+	byOwner := map[ownerKey][]string{}
+	byParent := map[ownerKey]map[translate.ProblemParent]string{}
+	for _, p := range problems {
+		k := ownerKey{gatewayv1.Kind(p.Kind), p.Object}
+		if p.Parent == (translate.ProblemParent{}) {
+			byOwner[k] = append(byOwner[k], p.Message)
+			continue
+		}
+		if byParent[k] == nil {
+			byParent[k] = map[translate.ProblemParent]string{}
+		}
+		msg := p.Message
+		if prev := byParent[k][p.Parent]; prev != "" {
+			msg = prev + "; " + msg
+		}
+		byParent[k][p.Parent] = msg
+	}
+	return byOwner, byParent
 }
 
 // forget drops what is known about objects that are gone.

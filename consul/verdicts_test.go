@@ -176,3 +176,49 @@ func TestWriteFailuresSettlePerEntry(t *testing.T) {
 		t.Errorf("settling an entry with no failure reported %d changes", changed)
 	}
 }
+
+// A translation problem of one parent listener refuses that parent only: the route's
+// own verdict stays Consul's, and its other parents keep their bindings. A problem of
+// the whole route refuses it everywhere.
+func TestParentProblemsRefuseOneParent(t *testing.T) {
+	t.Parallel()
+	v := newVerdicts(translate.Naming{})
+	web := cache.ObjectName{Namespace: "apps", Name: "web"}
+	edge := cache.ObjectName{Namespace: "infra", Name: "edge"}
+	other := cache.ObjectName{Namespace: "infra", Name: "other"}
+	var changed []cache.ObjectName
+	record := func(kind gatewayv1.Kind, key cache.ObjectName) { changed = append(changed, key) }
+	entry := judgedRoute(routeAccepted(), bound("edge.infra", "http", consulapi.ConditionStatusTrue, "Bound", "successfully bound route"))
+	v.observe(translate.KeyOf(entry), entry, true, nil)
+
+	const why = "listener infra/other/http: its hostname \"a.other.com\" matches none of the route's hostnames; the route is left out of it"
+	v.setProblems([]translate.Problem{{Kind: "HTTPRoute", Object: web, Parent: translate.ProblemParent{Gateway: other, Listener: "http"}, Message: why}}, record)
+	if len(changed) != 1 || changed[0] != web {
+		t.Errorf("changes reported %v, want %v", changed, web)
+	}
+	if got := v.get("HTTPRoute", web); !got.Programmed {
+		t.Errorf("route verdict %+v, want Consul's (programmed)", got)
+	}
+	if got := v.binding("HTTPRoute", web, edge, "http"); got.State != gwsync.BindingBound {
+		t.Errorf("served parent: %+v, want bound", got)
+	}
+	want := gwsync.Binding{State: gwsync.BindingRefused, Reason: ReasonTranslation, Message: why}
+	if diff := cmp.Diff(want, v.binding("HTTPRoute", web, other, "http")); diff != "" {
+		t.Errorf("parent with the problem (-want +got):\n%s", diff)
+	}
+	if got := v.binding("HTTPRoute", web, other, "https"); got.State != gwsync.BindingUnreported {
+		t.Errorf("another listener of that Gateway: %+v, want unreported", got)
+	}
+
+	changed = nil
+	v.setProblems([]translate.Problem{{Kind: "HTTPRoute", Object: web, Message: "rule 0: something"}}, record)
+	if len(changed) != 1 {
+		t.Errorf("changes reported %v, want %v", changed, web)
+	}
+	if got := v.get("HTTPRoute", web); got.Programmed || got.Reason != ReasonTranslation {
+		t.Errorf("route verdict %+v, want %s", got, ReasonTranslation)
+	}
+	if got := v.binding("HTTPRoute", web, other, "http"); got.State == gwsync.BindingRefused {
+		t.Errorf("the parent problem is over, binding still %+v", got)
+	}
+}

@@ -23,9 +23,10 @@ type Verdict struct {
 	Message    string
 }
 
-// Binding is what Consul said about serving a route on one listener of one Gateway.
-// It narrows the route's Verdict for that parent: a route Consul accepted may still be
-// refused on some of its parents.
+// Binding is what Consul said about serving a route on one listener of one Gateway,
+// or why the route could not be written for that listener. It narrows the route's
+// Verdict for that parent: a route Consul accepted may still be refused on some of its
+// parents.
 type Binding struct {
 	State   BindingState
 	Reason  string
@@ -43,7 +44,8 @@ const (
 	// reported on the Gateway (its entry is missing or refused).
 	BindingPending
 	BindingBound
-	// BindingRefused means Consul will not serve the route on the listener.
+	// BindingRefused means Consul will not serve the route on the listener, or the
+	// route's entry could not be written for it.
 	BindingRefused
 )
 

@@ -1,6 +1,8 @@
 package translate
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 
 	consulapi "github.com/hashicorp/consul/api"
@@ -15,6 +17,13 @@ import (
 type featureExample struct {
 	objects []any
 	writes  []string
+}
+
+// misroutings are checks of features whose examples the translation writes as they
+// are, but Consul routes otherwise than their conformance tests expect: each says
+// how ("" when it does not).
+var misroutings = map[features.FeatureName]func(Desired) string{
+	features.SupportHTTPRouteMethodMatching: methodRanksBelowHeaders,
 }
 
 // featureExamples holds an example for every feature that can be claimed
@@ -46,12 +55,22 @@ func featureExamples() map[features.FeatureName]featureExample {
 		// translated like any other.
 		features.SupportGatewayInfrastructure: {[]any{withInfrastructure(confirmedGateway("apps", "gw", true, validListener(httpListener("http", 80, ""))))}, []string{consulapi.APIGateway}},
 		features.SupportGatewayAddressEmpty:   {[]any{withEmptyAddress(confirmedGateway("apps", "gw", true, validListener(httpListener("http", 80, ""))))}, []string{consulapi.APIGateway}},
-		// The status pipeline attaches by port; the route is written for the listener.
-		features.SupportHTTPRouteParentRefPort: route(gatewayv1.HTTPRouteRule{}),
+		// Two hostnames on one port, as HTTPRouteListenerPortMatching has (foo.com and
+		// bar.com on 8080): Consul's api-gateway cannot merge them.
+		features.SupportHTTPRouteParentRefPort: {[]any{
+			confirmedGateway("apps", "gw", true, validListener(httpListener("foo", 8080, "foo.com")), validListener(httpListener("bar", 8080, "bar.com"))),
+			backendService("apps", "web", 8080),
+			newConfirmedHTTPRoute("apps", "r", nil, attachedTo(attachment("apps", "gw", "foo", "bar")), gatewayv1.HTTPRouteRule{BackendRefs: []gatewayv1.HTTPBackendRef{httpBackend("", "web", 8080, nil)}}),
+		}, []string{consulapi.APIGateway, consulapi.HTTPRoute}},
 		// A certificate and a backend in other namespaces, which the status pipeline
 		// checked against ReferenceGrants.
-		features.SupportReferenceGrant:          route(gatewayv1.HTTPRouteRule{BackendRefs: []gatewayv1.HTTPBackendRef{httpBackend("shared", "api", 8080, nil)}}),
-		features.SupportHTTPRouteMethodMatching: route(gatewayv1.HTTPRouteRule{Matches: []gatewayv1.HTTPRouteMatch{{Method: new(gatewayv1.HTTPMethodPost)}}}),
+		features.SupportReferenceGrant: route(gatewayv1.HTTPRouteRule{BackendRefs: []gatewayv1.HTTPBackendRef{httpBackend("shared", "api", 8080, nil)}}),
+		// HTTPRouteMethodMatching's last case: PATCH / with header version: four must
+		// reach the method rule, which Gateway API ranks above the header rule.
+		features.SupportHTTPRouteMethodMatching: route(
+			gatewayv1.HTTPRouteRule{Matches: []gatewayv1.HTTPRouteMatch{{Method: new(gatewayv1.HTTPMethodPatch)}}},
+			gatewayv1.HTTPRouteRule{Matches: []gatewayv1.HTTPRouteMatch{{Headers: []gatewayv1.HTTPHeaderMatch{{Name: "version", Value: "four"}}}}},
+		),
 		features.SupportHTTPRouteQueryParamMatching: route(gatewayv1.HTTPRouteRule{Matches: []gatewayv1.HTTPRouteMatch{{QueryParams: []gatewayv1.HTTPQueryParamMatch{
 			{Name: "animal", Value: "whale"}, {Type: new(gatewayv1.QueryParamMatchRegularExpression), Name: "color", Value: "bl.*"},
 		}}}}),
@@ -116,14 +135,40 @@ func TestClaimedFeaturesAreTranslated(t *testing.T) {
 			for _, kind := range ex.writes {
 				expressed = expressed && written[kind]
 			}
+			misroutes, checked := misroutings[name]
+			misrouted := ""
+			if expressed && checked {
+				misrouted = misroutes(d)
+			}
 			switch {
 			case claimed[name] && !expressed:
 				t.Errorf("%s is claimed for Consul 1.15, but the translation does not write its example: problems %v, entries %v", name, d.Problems, written)
-			case !claimed[name] && expressed:
+			case claimed[name] && misrouted != "":
+				t.Errorf("%s is claimed for Consul 1.15, but Consul misroutes its example: %s", name, misrouted)
+			case !claimed[name] && expressed && checked && misrouted == "":
+				t.Errorf("Consul routes the example of %s as its conformance tests expect, but it is not claimed: claim it (consullimits.Features) or make the example exercise what is missing", name)
+			case !claimed[name] && expressed && !checked:
 				t.Errorf("the translation writes the example of %s, which is not claimed: claim it (consullimits.Features) or make the example exercise what is missing", name)
 			}
 		})
 	}
+}
+
+// methodRanksBelowHeaders says whether Consul orders the method match of the example
+// route after its header match of the same path, as compareHTTPRules ignores the
+// method (see consulOrder).
+func methodRanksBelowHeaders(d Desired) string {
+	entry, _ := d.Entries[EntryKey{Kind: consulapi.HTTPRoute, Name: "r.apps"}].(*consulapi.HTTPRouteConfigEntry)
+	if entry == nil {
+		return ""
+	}
+	order := consulOrder(flattenMatches(entry.Rules, make([][]consulapi.HTTPMatch, len(entry.Rules))))
+	method := slices.IndexFunc(order, func(m entryMatch) bool { return m.match.Method != "" })
+	headers := slices.IndexFunc(order, func(m entryMatch) bool { return len(m.match.Headers) > 0 && m.match.Method == "" })
+	if method < 0 || headers < 0 || method < headers {
+		return ""
+	}
+	return fmt.Sprintf("Consul orders the header match %+v ahead of the method match %+v", order[headers].match, order[method].match)
 }
 
 func withInfrastructure(gw *gatewayv1.Gateway) *gatewayv1.Gateway {

@@ -30,7 +30,7 @@ import (
 // hostname or with a broader wildcard, or hostnames that parents need differently) is
 // left out, with a message: the route is served more narrowly than its status says,
 // never more broadly. The plan that keeps more parents wins, the concrete plan on a tie.
-func routeHostnames(route []gatewayv1.Hostname, parents []parentListener) ([]string, []parentListener, []string) {
+func routeHostnames(route []gatewayv1.Hostname, parents []parentListener) ([]string, []parentListener, []droppedParent) {
 	if len(route) == 0 {
 		return nil, parents, nil // Consul serves each listener's hostname, as Gateway API does
 	}
@@ -44,13 +44,13 @@ func routeHostnames(route []gatewayv1.Hostname, parents []parentListener) ([]str
 		hosts, keepConcrete = nil, keepListener
 	}
 	var kept []parentListener
-	var dropped []string
+	var dropped []droppedParent
 	for i, p := range parents {
 		if keepConcrete[i] {
 			kept = append(kept, p)
 			continue
 		}
-		dropped = append(dropped, hostnameProblem(p, hosts, served[i]))
+		dropped = append(dropped, droppedParent{p.problemParent(), hostnameProblem(p, hosts, served[i])})
 	}
 	return hosts, kept, dropped
 }

@@ -14,37 +14,42 @@ import (
 	gwdecision "github.com/consul-gateway-controller/consul-gateway-controller/sync/decision"
 )
 
-// httpRoute writes the http-route entry of a route that is served somewhere.
+// httpRoute writes the http-route entry of a route that is served somewhere, and
+// reports the parent listeners it is left out of (see parentProblems).
 func (t *pass) httpRoute(key cache.ObjectName, c ConfirmedRoute) {
 	r, ok := c.Route.(*gatewayv1.HTTPRoute)
 	if !ok || r == nil {
 		return
 	}
-	parents := t.routeParents("HTTPRoute", key, c.Decision.Attachments, "http")
-	if len(parents) == 0 {
-		return
-	}
-	hostnames, parents, dropped := routeHostnames(r.Spec.Hostnames, parents)
-	for _, d := range dropped {
-		t.problem("HTTPRoute", key, "%s", d)
-	}
-	if len(parents) == 0 {
-		return
-	}
+	parents, dropped := t.routeParents("HTTPRoute", key, c.Decision.Attachments, "http")
+	hostnames, parents, unserved := routeHostnames(r.Spec.Hostnames, parents)
+	written := len(parents) > 0 && t.httpEntry(key, r, c.Decision, parents, hostnames)
+	t.parentProblems("HTTPRoute", key, append(dropped, unserved...), written)
+}
+
+// httpEntry writes the http-route entry of route r for parents, and reports whether
+// it did: a route without a rule to write has none.
+func (t *pass) httpEntry(key cache.ObjectName, r *gatewayv1.HTTPRoute, decision gwdecision.Route, parents []parentListener, hostnames []string) bool {
 	var rules []consulapi.HTTPRouteRule
+	var exacts [][]consulapi.HTTPMatch
 	var backends []cache.ObjectName
 	for i, rule := range r.Spec.Rules {
-		out, used, problems := t.httpRule(r.Namespace, i, rule, c.Decision)
+		out, used, problems := t.httpRule(r.Namespace, i, rule, decision)
 		for _, p := range problems {
 			t.problem("HTTPRoute", key, "%s", p)
 		}
 		rules = append(rules, out...)
+		written := writtenExacts(rule.Matches)
+		for range out {
+			exacts = append(exacts, written)
+		}
 		backends = append(backends, used...)
 	}
 	// Nothing to route: the entry would only claim the hostnames. The problems say why.
 	if len(rules) == 0 {
-		return
+		return false
 	}
+	rules = exactFirst(rules, exacts)
 	t.put(&consulapi.HTTPRouteConfigEntry{
 		Kind:      consulapi.HTTPRoute,
 		Name:      t.naming.EntryName(r.Namespace, r.Name),
@@ -66,6 +71,7 @@ func (t *pass) httpRoute(key cache.ObjectName, c ConfirmedRoute) {
 			t.out.httpServices = append(t.out.httpServices, s)
 		}
 	}
+	return true
 }
 
 // httpRule translates rule index of a route in routeNamespace into the http-route

@@ -1,11 +1,13 @@
 package translate
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
 	consulapi "github.com/hashicorp/consul/api"
 	"k8s.io/client-go/tools/cache"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	gwdecision "github.com/consul-gateway-controller/consul-gateway-controller/sync/decision"
 )
@@ -21,9 +23,8 @@ type parentListener struct {
 // protocol, in attachment order, each once: Consul refuses duplicate parents
 // (Consul 1.15.4 agent/structs/config_entry_routes.go:152). Every parent names its listener (SectionName): a
 // parent without one would bind the route to every listener, also those the route does
-// not attach to.
-func (t *pass) routeParents(kind string, key cache.ObjectName, attachments []gwdecision.Attachment, protocol string) []parentListener {
-	var parents []parentListener
+// not attach to. dropped are the listeners of another protocol, and why.
+func (t *pass) routeParents(kind string, key cache.ObjectName, attachments []gwdecision.Attachment, protocol string) (parents []parentListener, dropped []droppedParent) {
 	var missing []string
 	for _, a := range attachments {
 		gw, _ := t.read(readGateway, a.Gateway).(*programmedGateway)
@@ -38,7 +39,8 @@ func (t *pass) routeParents(kind string, key cache.ObjectName, attachments []gwd
 				continue
 			}
 			if listener.Protocol != protocol {
-				t.problem(kind, key, "listener %s/%s is a %s listener in Consul; the route is left out of it", a.Gateway, name, listener.Protocol)
+				dropped = append(dropped, droppedParent{ProblemParent{a.Gateway, name},
+					fmt.Sprintf("listener %s/%s is a %s listener in Consul; the route is left out of it", a.Gateway, name, listener.Protocol)})
 				continue
 			}
 			p := parentListener{
@@ -56,7 +58,17 @@ func (t *pass) routeParents(kind string, key cache.ObjectName, attachments []gwd
 	if len(parents) == 0 && len(missing) > 0 {
 		t.problem(kind, key, "none of the listeners the route is accepted on is programmed in Consul (%s)", strings.Join(missing, ", "))
 	}
-	return parents
+	return parents, dropped
+}
+
+// droppedParent is a listener a route attaches to but is left out of, and why.
+type droppedParent struct {
+	parent ProblemParent
+	why    string
+}
+
+func (p parentListener) problemParent() ProblemParent {
+	return ProblemParent{Gateway: p.gateway, Listener: gatewayv1.SectionName(p.ref.SectionName)}
 }
 
 func parentRefs(parents []parentListener) []consulapi.ResourceReference {

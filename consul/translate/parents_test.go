@@ -6,6 +6,7 @@ import (
 	gocmp "github.com/google/go-cmp/cmp"
 	consulapi "github.com/hashicorp/consul/api"
 	"k8s.io/client-go/tools/cache"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	gwdecision "github.com/consul-gateway-controller/consul-gateway-controller/sync/decision"
 )
@@ -19,7 +20,7 @@ func TestRouteParents(t *testing.T) {
 	}
 	route := cache.ObjectName{Namespace: "apps", Name: "r"}
 
-	parents := tr.routeParents("HTTPRoute", route, []gwdecision.Attachment{
+	parents, dropped := tr.routeParents("HTTPRoute", route, []gwdecision.Attachment{
 		attachment("infra", "gw", "http"),
 		attachment("infra", "gw", "http", "tcp"), // the same listener again, and a tcp one
 		attachment("infra", "missing", "http"),   // a Gateway without entry
@@ -28,22 +29,61 @@ func TestRouteParents(t *testing.T) {
 	if diff := gocmp.Diff(want, parentRefs(parents)); diff != "" {
 		t.Errorf("parents (-want +got):\n%s", diff)
 	}
-	wantProblems := []Problem{{Kind: "HTTPRoute", Object: route, Message: "listener infra/gw/tcp is a tcp listener in Consul; the route is left out of it"}}
-	if diff := gocmp.Diff(wantProblems, tr.desired.Problems); diff != "" {
-		t.Errorf("problems (-want +got):\n%s", diff)
+	// The tcp listener is the problem of that parent alone: the route is written for
+	// the http one.
+	wantDropped := []droppedParent{{ProblemParent{gw, "tcp"}, "listener infra/gw/tcp is a tcp listener in Consul; the route is left out of it"}}
+	if diff := gocmp.Diff(wantDropped, dropped, gocmp.AllowUnexported(droppedParent{})); diff != "" {
+		t.Errorf("dropped parents (-want +got):\n%s", diff)
+	}
+	if len(tr.desired.Problems) != 0 {
+		t.Errorf("problems %v, want none of the whole route", tr.desired.Problems)
 	}
 
 	tr.desired.Problems = nil
-	if parents := tr.routeParents("HTTPRoute", route, []gwdecision.Attachment{attachment("infra", "missing", "http"), attachment("infra", "gw", "nope")}, "http"); len(parents) != 0 {
+	if parents, _ := tr.routeParents("HTTPRoute", route, []gwdecision.Attachment{attachment("infra", "missing", "http"), attachment("infra", "gw", "nope")}, "http"); len(parents) != 0 {
 		t.Errorf("parents without written listeners: %v", parents)
 	}
-	wantProblems = []Problem{{Kind: "HTTPRoute", Object: route, Message: "none of the listeners the route is accepted on is programmed in Consul (infra/missing/http, infra/gw/nope)"}}
+	wantProblems := []Problem{{Kind: "HTTPRoute", Object: route, Message: "none of the listeners the route is accepted on is programmed in Consul (infra/missing/http, infra/gw/nope)"}}
 	if diff := gocmp.Diff(wantProblems, tr.desired.Problems); diff != "" {
 		t.Errorf("problems (-want +got):\n%s", diff)
 	}
 
 	tr.desired.Problems = nil
-	if parents := tr.routeParents("HTTPRoute", route, nil, "http"); len(parents) != 0 || len(tr.desired.Problems) != 0 {
+	if parents, _ := tr.routeParents("HTTPRoute", route, nil, "http"); len(parents) != 0 || len(tr.desired.Problems) != 0 {
 		t.Errorf("a route accepted nowhere: parents %v, problems %v", parents, tr.desired.Problems)
+	}
+}
+
+// A route left out of one of its parent listeners is written for the others, and the
+// problem names that parent; left out of every one, it is written nowhere, and the
+// problems are the route's own.
+func TestParentProblemsNameTheirParent(t *testing.T) {
+	edge := cache.ObjectName{Namespace: "infra", Name: "edge"}
+	route := cache.ObjectName{Namespace: "apps", Name: "r"}
+	translateOn := func(gateways ...string) Desired {
+		decision := gwdecision.Route{}
+		for _, gw := range gateways {
+			decision.Attachments = append(decision.Attachments, attachment("infra", gw, "http"))
+		}
+		return Translate(snapshotOf(
+			confirmedGateway("infra", "edge", true, validListener(httpListener("http", 80, ""))),
+			confirmedGateway("infra", "named", true, validListener(httpListener("http", 80, "a.example.com"))),
+			backendService("apps", "web", 8080),
+			newConfirmedHTTPRoute("apps", "r", []string{"*.example.com"}, decision, gatewayv1.HTTPRouteRule{BackendRefs: []gatewayv1.HTTPBackendRef{httpBackend("", "web", 8080, nil)}}),
+		), Naming{}, testOwnership, Options{})
+	}
+
+	d := translateOn("edge", "named")
+	entry, _ := d.Entries[EntryKey{Kind: consulapi.HTTPRoute, Name: "r.apps"}].(*consulapi.HTTPRouteConfigEntry)
+	if entry == nil || len(entry.Parents) != 1 || entry.Parents[0].Name != "named.infra" {
+		t.Fatalf("http-route %+v, want one for named", entry)
+	}
+	if len(d.Problems) != 1 || d.Problems[0].Object != route || d.Problems[0].Parent != (ProblemParent{edge, "http"}) {
+		t.Errorf("problems %+v, want one of parent infra/edge/http", d.Problems)
+	}
+
+	d = translateOn("edge")
+	if len(d.Problems) != 1 || d.Problems[0].Parent != (ProblemParent{}) {
+		t.Errorf("route written nowhere: problems %+v, want one of the whole route", d.Problems)
 	}
 }

@@ -11,7 +11,8 @@ import (
 	gwdecision "github.com/consul-gateway-controller/consul-gateway-controller/sync/decision"
 )
 
-// tcpRoute writes the tcp-route entry of a route that is served somewhere. Consul's
+// tcpRoute writes the tcp-route entry of a route that is served somewhere, and
+// reports the parent listeners it is left out of (see parentProblems). Consul's
 // tcp-route forwards to at most one service (Consul 1.15.4 agent/structs/config_entry_routes.go:539), and TCPRoute
 // has one rule; the status pipeline refuses rules that would send traffic to more than
 // one backend.
@@ -20,16 +21,20 @@ func (t *pass) tcpRoute(key cache.ObjectName, c ConfirmedRoute) {
 	if !ok || r == nil {
 		return
 	}
-	parents := t.routeParents("TCPRoute", key, c.Decision.Attachments, "tcp")
-	if len(parents) == 0 {
-		return
-	}
+	parents, dropped := t.routeParents("TCPRoute", key, c.Decision.Attachments, "tcp")
+	written := len(parents) > 0 && t.tcpEntry(key, r, c.Decision, parents)
+	t.parentProblems("TCPRoute", key, dropped, written)
+}
+
+// tcpEntry writes the tcp-route entry of route r for parents, and reports whether it
+// did.
+func (t *pass) tcpEntry(key cache.ObjectName, r *gatewayv1.TCPRoute, decision gwdecision.Route, parents []parentListener) bool {
 	var services []consulapi.TCPService
 	for i, rule := range r.Spec.Rules {
-		if slices.Contains(c.Decision.DroppedRules, i) {
+		if slices.Contains(decision.DroppedRules, i) {
 			continue
 		}
-		service, problem := t.tcpRule(r.Namespace, i, rule, c.Decision)
+		service, problem := t.tcpRule(r.Namespace, i, rule, decision)
 		if problem != "" {
 			t.problem("TCPRoute", key, "%s", problem)
 			continue
@@ -39,18 +44,18 @@ func (t *pass) tcpRoute(key cache.ObjectName, c ConfirmedRoute) {
 	// Without a service there is nothing to forward to: Gateway API refuses the
 	// connections, and Consul gets no route that could accept them.
 	if len(services) == 0 {
-		return
+		return false
 	}
 	if len(services) > 1 {
 		t.problem("TCPRoute", key, "%d rules have a backend, but Consul's tcp-route forwards to a single service; the route is left out of Consul", len(services))
-		return
+		return false
 	}
 	// The service-defaults written for http-route backends make the service http, and
 	// Consul 1.15 refuses a tcp-route to an http service ("route protocol does not match
 	// targeted service protocol"). The http-routes keep it; this route cannot have it.
 	if svc := services[0]; t.opts.ManageServiceDefaults && t.read(readHTTPService, consulService{svc.Name, svc.Namespace, svc.Partition}).(bool) {
 		t.problem("TCPRoute", key, "Consul service %s is also an HTTPRoute backend, so its service-defaults declare protocol http, and Consul's tcp-route cannot forward to an http service; the route is left out of Consul", svc.Name)
-		return
+		return false
 	}
 	t.put(&consulapi.TCPRouteConfigEntry{
 		Kind:      consulapi.TCPRoute,
@@ -61,6 +66,7 @@ func (t *pass) tcpRoute(key cache.ObjectName, c ConfirmedRoute) {
 		Services:  services,
 		Meta:      t.owner.Meta(ownerOf("TCPRoute", r)),
 	})
+	return true
 }
 
 // tcpRule returns the one service a TCP rule forwards to, or why it has none.

@@ -24,9 +24,19 @@ type Options struct {
 // Problem is something the translation could not express for an object; the syncer
 // reports it in the object's status.
 type Problem struct {
-	Kind    string // "Gateway", "HTTPRoute", "TCPRoute"
-	Object  cache.ObjectName
+	Kind   string // "Gateway", "HTTPRoute", "TCPRoute"
+	Object cache.ObjectName
+	// Parent is the one listener of a route the problem concerns: the route is written
+	// for its other parents. Zero when the problem concerns the whole object.
+	Parent  ProblemParent `json:",omitzero"`
 	Message string
+}
+
+// ProblemParent is a listener of a Gateway (or of one of its ListenerSets, under the
+// name the route's decision gives it) that a route attaches to.
+type ProblemParent struct {
+	Gateway  cache.ObjectName
+	Listener gatewayv1.SectionName
 }
 
 // Desired is the set of entries Consul must hold.
@@ -166,7 +176,23 @@ func (t *pass) putDesired(entry consulapi.ConfigEntry) {
 }
 
 func (t *pass) problem(kind string, object cache.ObjectName, format string, args ...any) {
-	p := Problem{Kind: kind, Object: object, Message: fmt.Sprintf(format, args...)}
+	t.addProblem(Problem{Kind: kind, Object: object, Message: fmt.Sprintf(format, args...)})
+}
+
+// parentProblems reports why a route is left out of some of its parent listeners:
+// as problems of those parents when the route's entry is written (its other parents
+// are served), and as the route's own when it is not, as then no parent is served.
+func (t *pass) parentProblems(kind string, key cache.ObjectName, dropped []droppedParent, written bool) {
+	for _, d := range dropped {
+		p := Problem{Kind: kind, Object: key, Parent: d.parent, Message: d.why}
+		if !written {
+			p.Parent = ProblemParent{}
+		}
+		t.addProblem(p)
+	}
+}
+
+func (t *pass) addProblem(p Problem) {
 	if t.out != nil {
 		t.out.problems = append(t.out.problems, p)
 		return
@@ -204,10 +230,12 @@ func compareObjectNames(a, b cache.ObjectName) int {
 	return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 }
 
-// sortProblems orders problems by kind, object and message, without duplicates.
+// sortProblems orders problems by kind, object, parent and message, without
+// duplicates.
 func sortProblems(problems []Problem) []Problem {
 	slices.SortFunc(problems, func(a, b Problem) int {
-		return cmp.Or(cmp.Compare(a.Kind, b.Kind), compareObjectNames(a.Object, b.Object), cmp.Compare(a.Message, b.Message))
+		return cmp.Or(cmp.Compare(a.Kind, b.Kind), compareObjectNames(a.Object, b.Object),
+			compareObjectNames(a.Parent.Gateway, b.Parent.Gateway), cmp.Compare(a.Parent.Listener, b.Parent.Listener), cmp.Compare(a.Message, b.Message))
 	})
 	return slices.Compact(problems)
 }

@@ -8,6 +8,7 @@ import (
 	gocmp "github.com/google/go-cmp/cmp"
 	consulapi "github.com/hashicorp/consul/api"
 	"k8s.io/client-go/tools/cache"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 )
@@ -88,10 +89,22 @@ func TestTranslateEmpty(t *testing.T) {
 func TestSortProblems(t *testing.T) {
 	a := cache.ObjectName{Namespace: "a", Name: "x"}
 	b := cache.ObjectName{Namespace: "b", Name: "x"}
+	p := func(kind string, object cache.ObjectName, msg string) Problem {
+		return Problem{Kind: kind, Object: object, Message: msg}
+	}
+	// A problem of one parent sorts after the object's own, by parent.
+	onParent := func(listener string, msg string) Problem {
+		return Problem{Kind: "HTTPRoute", Object: a, Parent: ProblemParent{b, gatewayv1.SectionName(listener)}, Message: msg}
+	}
 	got := sortProblems([]Problem{
-		{"TCPRoute", a, "m"}, {"Gateway", b, "m"}, {"Gateway", a, "z"}, {"Gateway", a, "m"}, {"Gateway", a, "m"},
+		p("TCPRoute", a, "m"), p("Gateway", b, "m"), p("Gateway", a, "z"), p("Gateway", a, "m"), p("Gateway", a, "m"),
+		onParent("y", "a"), onParent("x", "b"), p("HTTPRoute", a, "z"), onParent("x", "b"),
 	})
-	want := []Problem{{"Gateway", a, "m"}, {"Gateway", a, "z"}, {"Gateway", b, "m"}, {"TCPRoute", a, "m"}}
+	want := []Problem{
+		p("Gateway", a, "m"), p("Gateway", a, "z"), p("Gateway", b, "m"),
+		p("HTTPRoute", a, "z"), onParent("x", "b"), onParent("y", "a"),
+		p("TCPRoute", a, "m"),
+	}
 	if diff := gocmp.Diff(want, got); diff != "" {
 		t.Error(diff)
 	}

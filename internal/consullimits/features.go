@@ -35,10 +35,6 @@ var Features = []Feature{
 	// An address entry without a value leaves the choice of address to the gateway's
 	// Service.
 	{features.SupportGatewayAddressEmpty, always},
-	// A parentRef's port selects the listeners on that port.
-	{features.SupportHTTPRouteParentRefPort, always},
-	// http-route matches carry a method (Consul 1.15.4 agent/structs/config_entry_routes.go:346-357).
-	{features.SupportHTTPRouteMethodMatching, always},
 	// http-route matches carry query Exact and Regex.
 	{features.SupportHTTPRouteQueryParamMatching, always},
 	// HTTPService.Filters.Headers, applied per service also on a split.
@@ -59,6 +55,13 @@ var NotClaimed = map[features.FeatureName]string{
 	features.SupportListenerSet: "the ListenerSet conformance tests that expect a ListenerSet accepted put its listener (or a second Gateway listener) on a port of the Gateway with another hostname; " +
 		"Consul's api-gateway merges listeners on one port only when their hostname and protocol are equal (Consul 1.15.4 agent/structs/config_entry_gateways.go:802-811), " +
 		"so the ListenerSet's listener is PortUnavailable. ListenerSets are served on ports of their own (see docs/status.md)",
+	features.SupportHTTPRouteMethodMatching: "Consul orders the matches of a hostname by path length, then header and query counts, never by method " +
+		"(Consul 1.15.4 agent/consul/discoverychain/gateway_httproute.go:22-30, sorted in gateway.go:202), where Gateway API ranks a method match above headers: " +
+		"in HTTPRouteMethodMatching, PATCH / with header version: four reaches the header rule's backend instead of the method rule's. " +
+		"Method matches are served (http-route matches carry a method, Consul 1.15.4 agent/structs/config_entry_routes.go:346-357)",
+	features.SupportHTTPRouteParentRefPort: "its conformance test HTTPRouteListenerPortMatching has listeners for foo.com and bar.com on port 8080; " +
+		"Consul's api-gateway merges listeners on one port only when their hostname and protocol are equal (Consul 1.15.4 agent/structs/config_entry_gateways.go:802-811), " +
+		"so one of them is PortUnavailable. A parentRef's port still selects the listeners on that port",
 }
 
 // SupportedFeatures lists, sorted, the features served with caps.

@@ -110,6 +110,16 @@ var scenarios = []scenario{
 			{80, envoy.Request{Method: "GET", Host: "shop.example.com", Target: "/orders?debug=1"}, to("web")},
 			{80, envoy.Request{Method: "POST", Host: "shop.example.com", Target: "/orders"}, to("web")},
 			{80, envoy.Request{Host: "blog.example.com", Target: "/2026/12/hello"}, to("blog")},
+			// An Exact path wins over a PathPrefix of the same path listed before it
+			// in the route: the exact "/foo" and the prefix "/bar/" that PathPrefix
+			// "/foo" and "/bar" become tie in Consul's order with the Exact matches.
+			{80, envoy.Request{Host: "exact.example.com", Target: "/foo"}, to("api")},
+			{80, envoy.Request{Host: "exact.example.com", Target: "/foo/"}, to("web")},
+			{80, envoy.Request{Host: "exact.example.com", Target: "/foo/x"}, to("web")},
+			{80, envoy.Request{Host: "exact.example.com", Target: "/foox"}, nil},
+			{80, envoy.Request{Host: "exact.example.com", Target: "/bar/"}, to("api")},
+			{80, envoy.Request{Host: "exact.example.com", Target: "/bar"}, to("web")},
+			{80, envoy.Request{Host: "exact.example.com", Target: "/bar/x"}, to("web")},
 			// Hostnames no route claims reach nothing.
 			{80, envoy.Request{Host: "other.example.com", Target: "/"}, nil},
 			{80, envoy.Request{Host: "example.com", Target: "/api"}, nil},
