@@ -1,4 +1,7 @@
-// Package envoy plays a gateway's Envoy against Consul's xDS server: it fetches what
-// Consul serves one proxy (Fetch), routes requests through it the way Envoy's router
-// would (Route), and prints it stably for golden files (Normalize).
+// Package envoy plays a gateway's Envoy against Consul's xDS server. It keeps a Delta
+// ADS stream open for one proxy (Watch, Fetch) and applies what Consul sends as Envoy
+// does, refusing (NACKing) what Envoy's own checks refuse; it answers requests and
+// connections from the configuration the way Envoy's listeners, router and load
+// balancer would (ServeHTTP, ServeTCP, Route), refusing to guess where the model stops;
+// and it prints a configuration stably for golden files (Normalize, Summarize).
 package envoy

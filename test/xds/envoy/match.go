@@ -4,129 +4,55 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
-	"slices"
 	"strings"
+	"sync"
 
-	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 )
 
-// Request is an HTTP request as Envoy's router sees it.
-type Request struct {
-	Method string
-	// Host is the Host header (":authority"), possibly with a port.
-	Host string
-	// Target is the path with an optional query.
-	Target  string
-	Headers map[string]string
+// request is a request as Envoy's router matches it.
+type request struct {
+	path  string // without the query
+	query string // after "?", "" if none
+	// headers by lower-case name, pseudo-headers (":method", ":authority", ":path",
+	// ":scheme") included.
+	headers map[string][]string
 }
 
-func (r Request) String() string {
-	var hs []string
-	for k, v := range r.Headers {
-		hs = append(hs, k+": "+v)
+// firstRoute is the first route of a virtual host that matches (route order decides,
+// not specificity), or nil.
+func firstRoute(vh *routev3.VirtualHost, req request) (*routev3.Route, error) {
+	if vh.GetMatcher() != nil {
+		return nil, fmt.Errorf("%w: virtual host %q uses a matcher tree", ErrNotModelled, vh.GetName())
 	}
-	slices.Sort(hs)
-	s := fmt.Sprintf("%s %s%s", r.method(), r.Host, r.Target)
-	if len(hs) > 0 {
-		s += " [" + strings.Join(hs, ", ") + "]"
-	}
-	return s
-}
-
-func (r Request) method() string {
-	if r.Method == "" {
-		return "GET"
-	}
-	return r.Method
-}
-
-// Routed is where Envoy's router sends a request: the clusters with their weights, and
-// the request as the backend receives it.
-type Routed struct {
-	// Clusters maps each cluster to its weight; one cluster has weight 1.
-	Clusters map[string]uint32
-	// Path is the path after any rewrite.
-	Path string
-	// Headers are the request headers after the route's mutations (lower-case names).
-	Headers map[string]string
-	// Cluster-specific header mutations of weighted clusters are not applied here.
-}
-
-// Route returns what a route configuration does with a request, the way Envoy's router
-// picks: the virtual host by domain (exact, then the longest suffix wildcard, then the
-// longest prefix wildcard, then "*"), then the first route of it that matches. ok is
-// false when no route matches (Envoy answers 404).
-func Route(rc *routev3.RouteConfiguration, req Request) (Routed, bool, error) {
-	vh := virtualHost(rc.GetVirtualHosts(), strings.ToLower(req.Host))
-	if vh == nil {
-		return Routed{}, false, nil
-	}
-	path, query, _ := strings.Cut(req.Target, "?")
-	params, err := url.ParseQuery(query)
-	if err != nil {
-		return Routed{}, false, fmt.Errorf("query of %s: %w", req.Target, err)
-	}
-	headers := map[string]string{":method": req.method(), ":authority": req.Host, ":path": req.Target}
-	for k, v := range req.Headers {
-		headers[strings.ToLower(k)] = v
-	}
-	for _, r := range vh.GetRoutes() {
-		ok, err := routeMatches(r.GetMatch(), path, params, headers)
+	for i, r := range vh.GetRoutes() {
+		ok, err := routeMatches(r.GetMatch(), req)
 		if err != nil {
-			return Routed{}, false, fmt.Errorf("virtual host %s: %w", vh.GetName(), err)
+			return nil, fmt.Errorf("virtual host %q route %d: %w", vh.GetName(), i, err)
 		}
-		if !ok {
-			continue
-		}
-		return routed(rc, vh, r, path, headers)
-	}
-	return Routed{}, false, nil
-}
-
-func virtualHost(hosts []*routev3.VirtualHost, host string) *routev3.VirtualHost {
-	var best *routev3.VirtualHost
-	bestRank, bestLen := 0, -1
-	for _, vh := range hosts {
-		for _, d := range vh.GetDomains() {
-			rank, n := domainMatch(strings.ToLower(d), host)
-			if rank > bestRank || (rank == bestRank && rank > 0 && n > bestLen) {
-				best, bestRank, bestLen = vh, rank, n
-			}
+		if ok {
+			return r, nil
 		}
 	}
-	return best
+	return nil, nil
 }
 
-// domainMatch ranks how a virtual host domain matches a host: 4 exact, 3 suffix
-// wildcard ("*.example.com"), 2 prefix wildcard ("example.*"), 1 "*", 0 no match; n is
-// the length of the domain, longer wins within a rank.
-func domainMatch(domain, host string) (rank, n int) {
-	switch {
-	case domain == host:
-		return 4, len(domain)
-	case domain == "*":
-		return 1, 0
-	case strings.HasPrefix(domain, "*") && strings.HasSuffix(host, domain[1:]) && len(host) > len(domain)-1:
-		return 3, len(domain)
-	case strings.HasSuffix(domain, "*") && strings.HasPrefix(host, domain[:len(domain)-1]) && len(host) > len(domain)-1:
-		return 2, len(domain)
+func routeMatches(m *routev3.RouteMatch, req request) (bool, error) {
+	if err := modelledRouteMatch(m); err != nil {
+		return false, err
 	}
-	return 0, 0
-}
-
-func routeMatches(m *routev3.RouteMatch, path string, params url.Values, headers map[string]string) (bool, error) {
-	ok, err := pathMatches(m, path)
+	ok, err := pathMatches(m, req.path)
 	if err != nil || !ok {
 		return false, err
 	}
 	for _, h := range m.GetHeaders() {
-		ok, err := headerMatches(h, headers)
+		ok, err := headerMatches(h, req.headers)
 		if err != nil || !ok {
 			return false, err
 		}
 	}
+	params := parseQuery(req.query)
 	for _, q := range m.GetQueryParameters() {
 		ok, err := queryMatches(q, params)
 		if err != nil || !ok {
@@ -134,6 +60,17 @@ func routeMatches(m *routev3.RouteMatch, path string, params url.Values, headers
 		}
 	}
 	return true, nil
+}
+
+// modelledRouteMatch refuses match criteria that depend on what a request here does not
+// carry (TLS details, gRPC content type rules, runtime, metadata).
+func modelledRouteMatch(m *routev3.RouteMatch) error {
+	switch {
+	case m.GetGrpc() != nil, m.GetTlsContext() != nil, m.GetRuntimeFraction() != nil,
+		len(m.GetDynamicMetadata()) > 0, len(m.GetFilterState()) > 0:
+		return fmt.Errorf("%w: route match %v", ErrNotModelled, m)
+	}
+	return nil
 }
 
 func pathMatches(m *routev3.RouteMatch, path string) (bool, error) {
@@ -155,54 +92,105 @@ func pathMatches(m *routev3.RouteMatch, path string) (bool, error) {
 		p := fold(spec.PathSeparatedPrefix)
 		return fold(path) == p || strings.HasPrefix(fold(path), p+"/"), nil
 	}
-	return false, fmt.Errorf("route match %v: path specifier not understood", m)
+	return false, fmt.Errorf("%w: path specifier of %v", ErrNotModelled, m)
 }
 
-// fullMatch is RE2 matching the whole value, as Envoy's safe_regex does.
-func fullMatch(expr, value string) (bool, error) {
+var (
+	regexMu    sync.Mutex
+	regexCache = map[string]*regexp.Regexp{}
+)
+
+// compileRE2 compiles an expression anchored at both ends, as Envoy's safe_regex
+// matches whole values; Go's regexp implements RE2's syntax.
+func compileRE2(expr string) (*regexp.Regexp, error) {
+	regexMu.Lock()
+	defer regexMu.Unlock()
+	if re, ok := regexCache[expr]; ok {
+		return re, nil
+	}
 	re, err := regexp.Compile("^(?:" + expr + ")$")
 	if err != nil {
-		return false, fmt.Errorf("regex %q: %w", expr, err)
+		return nil, fmt.Errorf("regex %q: %w", expr, err)
+	}
+	regexCache[expr] = re
+	return re, nil
+}
+
+func fullMatch(expr, value string) (bool, error) {
+	re, err := compileRE2(expr)
+	if err != nil {
+		return false, err
 	}
 	return re.MatchString(value), nil
 }
 
-func headerMatches(h *routev3.HeaderMatcher, headers map[string]string) (bool, error) {
-	value, present := headers[strings.ToLower(h.GetName())]
-	ok, err := func() (bool, error) {
-		switch spec := h.GetHeaderMatchSpecifier().(type) {
-		case *routev3.HeaderMatcher_PresentMatch:
-			return present == spec.PresentMatch, nil
-		// Consul 1.15 sends the deprecated matchers; Envoy 1.25 still honours them.
-		case *routev3.HeaderMatcher_ExactMatch:
-			return present && value == spec.ExactMatch, nil //nolint:staticcheck // see above
-		case *routev3.HeaderMatcher_SafeRegexMatch:
-			if !present {
-				return false, nil
-			}
-			return fullMatch(spec.SafeRegexMatch.GetRegex(), value) //nolint:staticcheck // see above
-		case *routev3.HeaderMatcher_PrefixMatch:
-			return present && strings.HasPrefix(value, spec.PrefixMatch), nil //nolint:staticcheck // see above
-		case *routev3.HeaderMatcher_SuffixMatch:
-			return present && strings.HasSuffix(value, spec.SuffixMatch), nil //nolint:staticcheck // see above
-		case *routev3.HeaderMatcher_StringMatch:
-			if !present {
-				return false, nil
-			}
-			return stringMatches(spec.StringMatch, value)
-		case nil:
-			return present, nil
-		}
-		return false, fmt.Errorf("header matcher %v not understood", h)
-	}()
+// headerMatches: Envoy matches a header's values joined by "," (HeaderUtility::
+// getAllOfHeaderAsString).
+func headerMatches(h *routev3.HeaderMatcher, headers map[string][]string) (bool, error) {
+	values, present := headers[strings.ToLower(h.GetName())]
+	value := strings.Join(values, ",")
+	if !present && h.GetTreatMissingHeaderAsEmpty() {
+		present = true
+	}
+	ok, err := headerSpecMatches(h, value, present)
 	if err != nil {
 		return false, err
 	}
 	return ok != h.GetInvertMatch(), nil
 }
 
-func queryMatches(q *routev3.QueryParameterMatcher, params url.Values) (bool, error) {
-	values, present := params[q.GetName()]
+func headerSpecMatches(h *routev3.HeaderMatcher, value string, present bool) (bool, error) {
+	if _, isPresence := h.GetHeaderMatchSpecifier().(*routev3.HeaderMatcher_PresentMatch); !isPresence && !present {
+		return false, nil
+	}
+	switch spec := h.GetHeaderMatchSpecifier().(type) {
+	case *routev3.HeaderMatcher_PresentMatch:
+		return present == spec.PresentMatch, nil
+	// Consul 1.15 sends the deprecated matchers; Envoy 1.25 still honours them.
+	case *routev3.HeaderMatcher_ExactMatch:
+		return value == spec.ExactMatch, nil //nolint:staticcheck // see above
+	case *routev3.HeaderMatcher_SafeRegexMatch:
+		return fullMatch(spec.SafeRegexMatch.GetRegex(), value) //nolint:staticcheck // see above
+	case *routev3.HeaderMatcher_PrefixMatch:
+		return strings.HasPrefix(value, spec.PrefixMatch), nil //nolint:staticcheck // see above
+	case *routev3.HeaderMatcher_SuffixMatch:
+		return strings.HasSuffix(value, spec.SuffixMatch), nil //nolint:staticcheck // see above
+	case *routev3.HeaderMatcher_ContainsMatch:
+		return strings.Contains(value, spec.ContainsMatch), nil //nolint:staticcheck // see above
+	case *routev3.HeaderMatcher_StringMatch:
+		return stringMatches(spec.StringMatch, value)
+	case nil:
+		return true, nil
+	}
+	return false, fmt.Errorf("%w: header matcher %v", ErrNotModelled, h)
+}
+
+// parseQuery splits a query the way Envoy's router reads it for matching: the first
+// value of a repeated name wins, names and values are percent-decoded when they can be.
+func parseQuery(query string) map[string]string {
+	params := map[string]string{}
+	for _, part := range strings.Split(query, "&") {
+		if part == "" {
+			continue
+		}
+		k, v, _ := strings.Cut(part, "=")
+		k, v = unescape(k), unescape(v)
+		if _, seen := params[k]; !seen {
+			params[k] = v
+		}
+	}
+	return params
+}
+
+func unescape(s string) string {
+	if u, err := url.PathUnescape(s); err == nil {
+		return u
+	}
+	return s
+}
+
+func queryMatches(q *routev3.QueryParameterMatcher, params map[string]string) (bool, error) {
+	value, present := params[q.GetName()]
 	switch spec := q.GetQueryParameterMatchSpecifier().(type) {
 	case *routev3.QueryParameterMatcher_PresentMatch:
 		return present == spec.PresentMatch, nil
@@ -210,16 +198,15 @@ func queryMatches(q *routev3.QueryParameterMatcher, params url.Values) (bool, er
 		if !present {
 			return false, nil
 		}
-		// Envoy matches the first value of a repeated parameter.
-		return stringMatches(spec.StringMatch, values[0])
+		return stringMatches(spec.StringMatch, value)
+	case nil:
+		// No specifier: the parameter must be present.
+		return present, nil
 	}
-	return false, fmt.Errorf("query parameter matcher %v not understood", q)
+	return false, fmt.Errorf("%w: query parameter matcher %v", ErrNotModelled, q)
 }
 
 func stringMatches(m *matcherv3.StringMatcher, value string) (bool, error) {
-	if m.GetIgnoreCase() {
-		value = strings.ToLower(value)
-	}
 	fold := func(s string) string {
 		if m.GetIgnoreCase() {
 			return strings.ToLower(s)
@@ -228,90 +215,16 @@ func stringMatches(m *matcherv3.StringMatcher, value string) (bool, error) {
 	}
 	switch spec := m.GetMatchPattern().(type) {
 	case *matcherv3.StringMatcher_Exact:
-		return value == fold(spec.Exact), nil
+		return fold(value) == fold(spec.Exact), nil
 	case *matcherv3.StringMatcher_Prefix:
-		return strings.HasPrefix(value, fold(spec.Prefix)), nil
+		return strings.HasPrefix(fold(value), fold(spec.Prefix)), nil
 	case *matcherv3.StringMatcher_Suffix:
-		return strings.HasSuffix(value, fold(spec.Suffix)), nil
+		return strings.HasSuffix(fold(value), fold(spec.Suffix)), nil
 	case *matcherv3.StringMatcher_Contains:
-		return strings.Contains(value, fold(spec.Contains)), nil
+		return strings.Contains(fold(value), fold(spec.Contains)), nil
 	case *matcherv3.StringMatcher_SafeRegex:
+		// ignore_case has no effect on regexes.
 		return fullMatch(spec.SafeRegex.GetRegex(), value)
 	}
-	return false, fmt.Errorf("string matcher %v not understood", m)
-}
-
-// routed applies the matched route: its clusters, its prefix rewrite, and the request
-// header mutations of the route configuration, the virtual host and the route.
-func routed(rc *routev3.RouteConfiguration, vh *routev3.VirtualHost, r *routev3.Route, path string, headers map[string]string) (Routed, bool, error) {
-	action := r.GetRoute()
-	if action == nil {
-		return Routed{}, false, fmt.Errorf("route %v: only route actions are understood", r.GetMatch())
-	}
-	out := Routed{Clusters: map[string]uint32{}, Path: path, Headers: map[string]string{}}
-	switch spec := action.GetClusterSpecifier().(type) {
-	case *routev3.RouteAction_Cluster:
-		out.Clusters[spec.Cluster] = 1
-	case *routev3.RouteAction_WeightedClusters:
-		for _, c := range spec.WeightedClusters.GetClusters() {
-			out.Clusters[c.GetName()] += c.GetWeight().GetValue()
-		}
-	default:
-		return Routed{}, false, fmt.Errorf("route %v: cluster specifier not understood", r.GetMatch())
-	}
-	if rw := action.GetPrefixRewrite(); rw != "" {
-		prefix := r.GetMatch().GetPrefix()
-		if prefix == "" {
-			prefix = r.GetMatch().GetPath()
-		}
-		out.Path = rw + path[len(prefix):]
-	}
-	if action.GetRegexRewrite() != nil {
-		return Routed{}, false, fmt.Errorf("route %v: regex rewrite not understood", r.GetMatch())
-	}
-	for k, v := range headers {
-		if !strings.HasPrefix(k, ":") {
-			out.Headers[k] = v
-		}
-	}
-	// Envoy applies the most specific level last: route, then virtual host, then route
-	// configuration, unless told otherwise; Consul sets them on one level only.
-	for _, level := range []struct {
-		add    []*corev3.HeaderValueOption
-		remove []string
-	}{
-		{r.GetRequestHeadersToAdd(), r.GetRequestHeadersToRemove()},
-		{vh.GetRequestHeadersToAdd(), vh.GetRequestHeadersToRemove()},
-		{rc.GetRequestHeadersToAdd(), rc.GetRequestHeadersToRemove()},
-	} {
-		mutateHeaders(out.Headers, level.add, level.remove)
-	}
-	return out, true, nil
-}
-
-// mutateHeaders applies one level's mutations as Envoy does: removals, then additions.
-func mutateHeaders(headers map[string]string, add []*corev3.HeaderValueOption, remove []string) {
-	for _, name := range remove {
-		delete(headers, strings.ToLower(name))
-	}
-	for _, o := range add {
-		name := strings.ToLower(o.GetHeader().GetKey())
-		value := o.GetHeader().GetValue()
-		old, exists := headers[name]
-		action := o.GetAppendAction()
-		if o.GetAppend() != nil { //nolint:staticcheck // Consul 1.15 sets the deprecated field.
-			action = corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD
-			if o.GetAppend().GetValue() { //nolint:staticcheck // as above
-				action = corev3.HeaderValueOption_APPEND_IF_EXISTS_OR_ADD
-			}
-		}
-		switch {
-		case action == corev3.HeaderValueOption_APPEND_IF_EXISTS_OR_ADD && exists:
-			headers[name] = old + "," + value
-		case action == corev3.HeaderValueOption_ADD_IF_ABSENT && exists:
-		case action == corev3.HeaderValueOption_OVERWRITE_IF_EXISTS && !exists:
-		default:
-			headers[name] = value
-		}
-	}
+	return false, fmt.Errorf("%w: string matcher %v", ErrNotModelled, m)
 }
