@@ -46,7 +46,7 @@ func (t *listenerTable) exampleRequests(ri int) []exampleRequest {
 			if m.hasRegex() {
 				continue
 			}
-			for _, r := range requestsOf(m, routeMatch{path: pathRegex, pathRegex: neverMatches}) {
+			for _, r := range ownRequests(m) {
 				addAt(&set, r, everywhere)
 			}
 			for _, other := range t.routes {
@@ -149,6 +149,17 @@ func requestsOf(m, other routeMatch) []exampleRequest {
 			paths = append(paths, p)
 		}
 	}
+	return requestsAt(paths, method, headers, query)
+}
+
+// ownRequests are requests m, which has no regex, selects.
+func ownRequests(m routeMatch) []exampleRequest {
+	headers, _ := mergedValues(m.headers, nil)
+	query, _ := mergedValues(m.query, nil)
+	return requestsAt(examplePaths(m), m.method, headers, query)
+}
+
+func requestsAt(paths []string, method string, headers, query map[string]string) []exampleRequest {
 	out := make([]exampleRequest, 0, len(paths))
 	for _, p := range paths {
 		out = append(out, exampleRequest{method: method, path: p, headers: headers, query: query})
