@@ -102,9 +102,10 @@ func (m *KeyMapper) ListenerSetHandler() cache.ResourceEventHandler {
 	return m.forEachObject(m.listenerSetChanged)
 }
 
-// RouteHandler is the handler of the events of routes of kind: it enqueues the route
-// and the Gateways and ListenerSets the old and the new route name as parents; an
-// update that leaves the generation alone enqueues the route only.
+// RouteHandler is the handler of the events of routes of kind: it enqueues the route,
+// the Gateways and ListenerSets the old and the new route name as parents, and the
+// routes of kind naming those; an update that leaves the generation alone enqueues the
+// route only.
 func (m *KeyMapper) RouteHandler(kind gatewayapi.RouteKind) cache.ResourceEventHandler {
 	return m.forEachRoute(kind, m.queues.Routes[kind.Kind])
 }
@@ -117,8 +118,8 @@ func (m *KeyMapper) ReferenceGrantHandler() cache.ResourceEventHandler {
 }
 
 // NamespaceHandler is the handler of Namespace events, updates only when they change
-// the labels: it enqueues the Gateways that select namespaces by label, the routes in
-// the namespace, and its ListenerSets with their routes.
+// the labels: it enqueues the Gateways that select namespaces by label with their
+// routes, the routes in the namespace, and its ListenerSets with their routes.
 func (m *KeyMapper) NamespaceHandler() cache.ResourceEventHandler {
 	return m.onNamespaceLabels(m.namespaceChanged)
 }

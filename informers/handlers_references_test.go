@@ -11,7 +11,8 @@ import (
 // listeners refer to: Namespaces, Services, Secrets and ReferenceGrants.
 func referenceEventCases() []eventCase {
 	return []eventCase{
-		// Namespace: label-selecting gateways and the namespace's routes.
+		// Namespace: label-selecting gateways with their routes, and the namespace's
+		// routes.
 		{
 			name: "Namespace add",
 			event: func(h eventHandlers) {
@@ -41,7 +42,7 @@ func referenceEventCases() []eventCase {
 			event: func(h eventHandlers) {
 				h.namespaces.OnUpdate(testenv.Namespace("team", nil), testenv.Namespace("team", map[string]string{"env": "prod"}))
 			},
-			want: enqueued{Gateways: []string{"infra/public"}, HTTPRoutes: []string{"team/orphan"}},
+			want: enqueued{Gateways: []string{"infra/public"}, HTTPRoutes: []string{"apps/web", "team/orphan"}, TCPRoutes: []string{"apps/db"}},
 		},
 		{
 			name: "Namespace update leaving labels alone",
@@ -65,12 +66,12 @@ func referenceEventCases() []eventCase {
 		{
 			name:  "Namespace delete tombstone",
 			event: func(h eventHandlers) { h.namespaces.OnDelete(tombstone(testenv.Namespace("team", nil))) },
-			want:  enqueued{Gateways: []string{"infra/public"}, HTTPRoutes: []string{"team/orphan"}},
+			want:  enqueued{Gateways: []string{"infra/public"}, HTTPRoutes: []string{"apps/web", "team/orphan"}, TCPRoutes: []string{"apps/db"}},
 		},
 		{
 			name:  "Namespace without routes",
 			event: func(h eventHandlers) { h.namespaces.OnAdd(testenv.Namespace("empty", nil), false) },
-			want:  enqueued{Gateways: []string{"infra/public"}},
+			want:  enqueued{Gateways: []string{"infra/public"}, HTTPRoutes: []string{"apps/web"}, TCPRoutes: []string{"apps/db"}},
 		},
 
 		// Service: the routes with it as a backend.

@@ -10,7 +10,8 @@ import (
 // routeEventCases are TestEventHandlers' cases of route events.
 func routeEventCases() []eventCase {
 	return []eventCase{
-		// Routes: the route and the gateways its old and new parentRefs name.
+		// Routes: the route, the gateways its old and new parentRefs name, and the
+		// routes of its kind naming them.
 		{
 			name: "HTTPRoute add with a cross-namespace parent",
 			event: func(h eventHandlers) {
@@ -29,7 +30,24 @@ func routeEventCases() []eventCase {
 				})
 				h.routes["HTTPRoute"].OnUpdate(old, specChanged(old, updated))
 			},
-			want: enqueued{Gateways: []string{"apps/edge", "infra/public", "team/missing"}, HTTPRoutes: []string{"apps/web"}},
+			// team/orphan names team/missing too: it competes with apps/web there.
+			want: enqueued{Gateways: []string{"apps/edge", "infra/public", "team/missing"}, HTTPRoutes: []string{"apps/web", "team/orphan"}},
+		},
+		{
+			name: "HTTPRoute add beside another route of the Gateway",
+			event: func(h eventHandlers) {
+				h.routes["HTTPRoute"].OnAdd(testenv.HTTPRoute("infra", "new", []gatewayv1.ParentReference{{Name: "internal"}}), false)
+			},
+			// infra/admin is judged again: which of the two gets a request may change.
+			want: enqueued{Gateways: []string{"infra/internal"}, HTTPRoutes: []string{"infra/admin", "infra/new"}},
+		},
+		{
+			name: "HTTPRoute delete beside another route of the Gateway",
+			event: func(h eventHandlers) {
+				h.routes["HTTPRoute"].OnDelete(testenv.HTTPRoute("infra", "gone", []gatewayv1.ParentReference{{Name: "internal"}}))
+			},
+			// infra/admin must not keep a condition naming infra/gone.
+			want: enqueued{Gateways: []string{"infra/internal"}, HTTPRoutes: []string{"infra/admin", "infra/gone"}},
 		},
 		{
 			name: "HTTPRoute resync",

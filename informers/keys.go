@@ -69,8 +69,9 @@ func (m *KeyMapper) listenerSetChanged(obj any) {
 	}
 }
 
-// routeChanged enqueues the route, of kind, in queue and every gateway it names as a
-// parent: a gateway's listener status counts the routes attached to it.
+// routeChanged enqueues the route, of kind, in queue, every gateway it names as a
+// parent (a gateway's listener status counts the routes attached to it), and the
+// other routes of its kind on those parents (enqueueSiblings).
 //
 // The route's own key comes from the tombstone when the deleted object is unknown, but
 // its parents cannot: those gateways catch up at their next resync.
@@ -97,14 +98,31 @@ func (m *KeyMapper) routeChanged(kind gatewayapi.RouteKind, queue workqueue.Type
 		return
 	}
 	m.enqueue(m.queues.ListenerSets, sets)
+	m.enqueueSiblings(kind, queue, parents, sets)
 }
 
-// namespaceChanged enqueues the gateways that select namespaces by label and every
-// route in the namespace: whether such a gateway admits a route of the namespace
-// depends on the namespace's labels. The gateways' other routes live in other
-// namespaces and are unaffected.
+// enqueueSiblings enqueues the routes of kind naming one of parents or sets: which
+// rule Consul sends a request to depends on every route of the listener
+// (RoutedAsSpecified), so they are judged again when one of them comes, changes or
+// goes, and none keeps a condition naming a route that is gone.
+func (m *KeyMapper) enqueueSiblings(kind gatewayapi.RouteKind, queue workqueue.TypedInterface[cache.ObjectName], parents, sets []cache.ObjectName) {
+	routes := m.routes[kind.Kind]
+	for _, gateway := range parents {
+		m.enqueue(queue, m.indexed(routes, RouteParentGatewayIndex, gateway.String()))
+	}
+	for _, set := range sets {
+		m.enqueue(queue, m.indexed(routes, RouteParentListenerSetIndex, set.String()))
+	}
+}
+
+// namespaceChanged enqueues the gateways that select namespaces by label, with their
+// routes, and every route in the namespace: whether such a gateway admits a route of
+// the namespace depends on the namespace's labels, and the gateway's other routes
+// compete with the routes it admits (RoutedAsSpecified).
 func (m *KeyMapper) namespaceChanged(namespace cache.ObjectName) {
-	m.enqueue(m.queues.Gateways, m.indexed(m.gateways, GatewaySelectsNamespacesIndex, SelectsNamespaces))
+	for _, gateway := range m.indexed(m.gateways, GatewaySelectsNamespacesIndex, SelectsNamespaces) {
+		m.enqueueGatewayAndRoutes(gateway)
+	}
 	m.enqueueRoutesIndexed(cache.NamespaceIndex, namespace.Name)
 	// Whether a Gateway admits a ListenerSet by selector depends on the labels of the
 	// ListenerSet's namespace.

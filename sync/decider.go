@@ -236,11 +236,19 @@ func (d *decider) routeParentStatuses(route routeView, rules routeRules, existin
 		if b.accepted && !b.served() {
 			verdict = notServedVerdict(b)
 		}
+		conds := rules.parentConditions(b, verdict, generation)
+		routed, ok, err := d.routedAsSpecified(route, target, v, b, generation)
+		if err != nil {
+			return nil, decision, err
+		}
+		if ok && !rules.refused() {
+			conds = append(conds, routed)
+		}
 		previous := d.ourParentStatus(existing, ref)
 		parents = append(parents, gatewayv1.RouteParentStatus{
 			ParentRef:      ref,
 			ControllerName: d.controllerName,
-			Conditions:     mergeConditions(previous, rules.parentConditions(b, verdict, generation), now),
+			Conditions:     mergeConditions(previous, conds, now),
 		})
 	}
 	return parents, decision, nil

@@ -31,7 +31,7 @@ var (
 	classEvented    = []evented{{"Accepted", "Accept"}, {"SupportedVersion", "CheckVersion"}}
 	gatewayEvented  = []evented{{"Accepted", "Accept"}, {"Programmed", "Program"}}
 	listenerEvented = []evented{{"Accepted", "Accept"}, {"ResolvedRefs", "ResolveRefs"}}
-	routeEvented    = []evented{{"Accepted", "Attach"}, {"ResolvedRefs", "ResolveRefs"}, {ConsulAcceptedCondition, "Program"}}
+	routeEvented    = []evented{{"Accepted", "Attach"}, {"ResolvedRefs", "ResolveRefs"}, {ConsulAcceptedCondition, "Program"}, {RoutedAsSpecifiedCondition, "Route"}}
 )
 
 type evented struct{ condType, action string }

@@ -87,6 +87,18 @@ func TestStatusEvents(t *testing.T) {
 			},
 		},
 		{
+			name:   "another route takes this route's requests, then goes away",
+			before: routeWith(parentStatus(testController, "gw", accepted, resolved, cond(RoutedAsSpecifiedCondition, metav1.ConditionTrue, ReasonRoutedAsSpecified, "as the spec says"))),
+			after:  routeWith(parentStatus(testController, "gw", accepted, resolved, cond(RoutedAsSpecifiedCondition, metav1.ConditionFalse, ReasonHiddenByHostname, "GET foo.example.com/b: 404"))),
+			want:   []statusEvent{{corev1.EventTypeWarning, ReasonHiddenByHostname, "Route", "parent gw: " + RoutedAsSpecifiedCondition + "=False: GET foo.example.com/b: 404"}},
+		},
+		{
+			name:   "routed as specified again",
+			before: routeWith(parentStatus(testController, "gw", accepted, resolved, cond(RoutedAsSpecifiedCondition, metav1.ConditionFalse, ReasonTieOrderedByConsul, "tie"))),
+			after:  routeWith(parentStatus(testController, "gw", accepted, resolved, cond(RoutedAsSpecifiedCondition, metav1.ConditionTrue, ReasonRoutedAsSpecified, "as the spec says"))),
+			want:   []statusEvent{{corev1.EventTypeNormal, ReasonRoutedAsSpecified, "Route", "parent gw: " + RoutedAsSpecifiedCondition + "=True: as the spec says"}},
+		},
+		{
 			name:   "True after Pending is no news",
 			before: routeWith(parentStatus(testController, "gw", accepted, resolved, cond(ConsulAcceptedCondition, metav1.ConditionFalse, "Pending", "Waiting for Consul"))),
 			after:  routeWith(parentStatus(testController, "gw", accepted, resolved, cond(ConsulAcceptedCondition, metav1.ConditionTrue, "Accepted", "Consul accepted the route"))),

@@ -32,12 +32,17 @@ func summarizeParents(ps []gatewayv1.RouteParentStatus) []parentSummary {
 // consulPending is the condition of an accepted parent before Consul answered.
 var consulPending = summary{ConsulAcceptedCondition, "False", "Pending"}
 
+// routedTrue is the condition of a parent where Consul routes as the spec says.
+var routedTrue = summary{RoutedAsSpecifiedCondition, "True", ReasonRoutedAsSpecified}
+
+// accepted are the conditions of an HTTPRoute or TCPRoute parent that accepts and
+// serves it, before Consul answered.
 func accepted(reason string, resolved ...string) []summary {
 	s := []summary{{"Accepted", "True", reason}}
 	if len(resolved) == 0 {
-		return append(s, summary{"ResolvedRefs", "True", "ResolvedRefs"}, consulPending)
+		return append(s, summary{"ResolvedRefs", "True", "ResolvedRefs"}, consulPending, routedTrue)
 	}
-	return append(s, summary{"ResolvedRefs", "False", resolved[0]}, consulPending)
+	return append(s, summary{"ResolvedRefs", "False", resolved[0]}, consulPending, routedTrue)
 }
 
 func rejected(reason string) []summary {
@@ -110,7 +115,7 @@ func TestHTTPRouteParents(t *testing.T) {
 		{"whole gateway attaches where allowed", httpRoute("apps", "r", []string{"a.example.com"}, parentRef("infra", "gw", "")),
 			nil, []parentSummary{{"gw", "", string(testController), accepted("Accepted")}}},
 		{"one unsupported rule among valid ones", withRedirect,
-			nil, []parentSummary{{"gw", "all", string(testController), []summary{{"Accepted", "True", "Accepted"}, {"PartiallyInvalid", "True", "UnsupportedValue"}, {"ResolvedRefs", "True", "ResolvedRefs"}, consulPending}}}},
+			nil, []parentSummary{{"gw", "all", string(testController), []summary{{"Accepted", "True", "Accepted"}, {"PartiallyInvalid", "True", "UnsupportedValue"}, {"ResolvedRefs", "True", "ResolvedRefs"}, consulPending, routedTrue}}}},
 		{"only unsupported rules", onlyRedirect,
 			nil, []parentSummary{{"gw", "all", string(testController), []summary{{"Accepted", "False", "UnsupportedValue"}, {"ResolvedRefs", "True", "ResolvedRefs"}}}}},
 		{"an IP address as the hostname", httpRoute("apps", "r", []string{"10.1.2.3"}, parentRef("infra", "gw", "team-a")),

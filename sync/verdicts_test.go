@@ -64,8 +64,11 @@ func TestConsulVerdictsReachStatus(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			conds := summarize(parents[0].Conditions)
-			if diff := cmp.Diff(tt.routeConsulState, conds[len(conds)-1]); diff != "" {
+			consul := findCondition(parents[0].Conditions, ConsulAcceptedCondition)
+			if consul == nil {
+				t.Fatalf("no %s condition", ConsulAcceptedCondition)
+			}
+			if diff := cmp.Diff(tt.routeConsulState, summarize([]metav1.Condition{*consul})[0]); diff != "" {
 				t.Errorf("route %s (-want +got):\n%s", ConsulAcceptedCondition, diff)
 			}
 		})
@@ -126,8 +129,11 @@ func TestConsulBindingsPerParent(t *testing.T) {
 			var got []summary
 			var messages []string
 			for _, p := range parents {
-				c := p.Conditions[len(p.Conditions)-1]
-				got = append(got, summarize([]metav1.Condition{c})[0])
+				c := findCondition(p.Conditions, ConsulAcceptedCondition)
+				if c == nil {
+					t.Fatalf("parent %s: no %s condition", p.ParentRef.Name, ConsulAcceptedCondition)
+				}
+				got = append(got, summarize([]metav1.Condition{*c})[0])
 				messages = append(messages, c.Message)
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {

@@ -13,8 +13,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
+	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
 	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
 	"github.com/consul-gateway-controller/consul-gateway-controller/test/xds/envoy"
 )
@@ -41,6 +43,21 @@ type scenario struct {
 	// requests of afterRemoval must be routed as they say.
 	removedRoute string
 	afterRemoval []routeCase
+	// routed are the RoutedAsSpecified conditions the routes must have once
+	// programmed, and routedAfterRemoval once removedRoute is gone.
+	routed             []routedCase
+	routedAfterRemoval []routedCase
+	// golden is the golden file, testdata/<name>.golden.json when "".
+	golden string
+}
+
+// routedCase is an HTTPRoute's RoutedAsSpecified condition on its one parent: its
+// "Status/Reason", and strings its message must hold (the other route, the example
+// request).
+type routedCase struct {
+	route    string
+	reason   string
+	mentions []string
 }
 
 type routeCase struct {
@@ -180,6 +197,43 @@ var scenarios = []scenario{
 		},
 	},
 	{
+		// Consul 1.15 routes these against the spec, and nothing the controller writes
+		// changes it: the requests say what Consul does (the deviation), the routes'
+		// RoutedAsSpecified conditions that it does and what the spec says.
+		name: "precedence", namespace: "xds-precedence", ports: []uint32{8080, 8081},
+		// Not a .golden.json: the generated section of docs/consul.md lists every one
+		// (test/xds/envoy's docScenarios), and this scenario is not there yet.
+		golden: filepath.Join("testdata", "precedence.xds.json"),
+		requests: []routeCase{
+			{8080, envoy.Request{Host: "foo.example.org", Target: "/a"}, to("foo")},
+			{8080, envoy.Request{Host: "bar.example.org", Target: "/b/x"}, to("catch-all")},
+			// Deviation: the spec sends it to catch-all, whose rules apply after
+			// foo-only's; Consul matches foo.example.org against foo-only's alone.
+			{8080, envoy.Request{Host: "foo.example.org", Target: "/b"}, nil},
+			{8081, envoy.Request{Host: "any", Target: "/p"}, to("exact")},
+			// Deviation: the spec sends it to exact (an Exact path before any
+			// PathPrefix); Consul ranks prefix-header's exact "/p" with a header first.
+			{8081, envoy.Request{Host: "any", Target: "/p", Headers: map[string]string{"x-canary": "1"}}, to("prefix")},
+			{8081, envoy.Request{Host: "any", Target: "/p/x", Headers: map[string]string{"x-canary": "1"}}, to("prefix")},
+			{8081, envoy.Request{Host: "any", Target: "/p/x"}, nil},
+		},
+		routed: []routedCase{
+			{"catch-all", "False/HiddenByHostname", []string{"HTTPRoute xds-precedence/foo-only", "GET foo.example.org/b"}},
+			{"foo-only", "True/RoutedAsSpecified", nil},
+			{"exact", "False/PrecedenceDiffers", []string{"HTTPRoute xds-precedence/prefix-header", "GET any-host.example/p (x-canary: 1)"}},
+			{"prefix-header", "True/RoutedAsSpecified", nil},
+		},
+		removedRoute: "foo-only",
+		afterRemoval: []routeCase{
+			{8080, envoy.Request{Host: "foo.example.org", Target: "/b"}, to("catch-all")},
+		},
+		// catch-all keeps no condition naming the route that went.
+		routedAfterRemoval: []routedCase{
+			{"catch-all", "True/RoutedAsSpecified", nil},
+			{"exact", "False/PrecedenceDiffers", []string{"HTTPRoute xds-precedence/prefix-header"}},
+		},
+	},
+	{
 		name: "listeners", namespace: "xds-listeners", ports: []uint32{443, 5432}, certificateSecret: "tls",
 		requests: []routeCase{
 			{443, envoy.Request{Host: "secure.example.com", Target: "/login"}, to("secure-web")},
@@ -221,12 +275,17 @@ func (s scenario) run(t *testing.T) {
 	proxy := gatewayProxy(t, s.namespace, "edge")
 
 	cfg := s.fetchUntil(t, proxy, func(cfg *envoy.Config) error { return s.check(cfg, backends, certPEM) })
+	awaitRouted(t, s.namespace, s.routed)
 
 	replace := map[string]string{proxy.ID: "GATEWAY-POD"}
 	for _, ip := range podIPs(t, s.namespace) {
 		replace[ip] = "GATEWAY-POD-IP"
 	}
-	compareGolden(t, filepath.Join("testdata", s.name+".golden.json"), cfg, replace)
+	golden := s.golden
+	if golden == "" {
+		golden = filepath.Join("testdata", s.name+".golden.json")
+	}
+	compareGolden(t, golden, cfg, replace)
 
 	if s.removedRoute == "" {
 		return
@@ -246,6 +305,7 @@ func (s scenario) run(t *testing.T) {
 		}
 		return errors.Join(errs...)
 	})
+	awaitRouted(t, s.namespace, s.routedAfterRemoval)
 	for _, rc := range cfg.Routes {
 		for _, vh := range rc.GetVirtualHosts() {
 			for _, h := range removed.Spec.Hostnames {
@@ -255,6 +315,50 @@ func (s scenario) run(t *testing.T) {
 			}
 		}
 	}
+}
+
+// awaitRouted waits until each route's RoutedAsSpecified condition is as want says.
+func awaitRouted(t *testing.T, ns string, want []routedCase) {
+	t.Helper()
+	if len(want) == 0 {
+		return
+	}
+	var texts []string
+	testenv.Eventually(t, 60*time.Second, "the RoutedAsSpecified conditions of "+ns, func(ctx context.Context) error {
+		var errs []error
+		texts = texts[:0]
+		for _, w := range want {
+			route, err := env.GatewayClient.GatewayV1().HTTPRoutes(ns).Get(ctx, w.route, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			errs = append(errs, w.check(route.Status.Parents))
+			for _, p := range route.Status.Parents {
+				texts = append(texts, w.route+": "+testenv.ConditionText(p.Conditions, gwsync.RoutedAsSpecifiedCondition))
+			}
+		}
+		return errors.Join(errs...)
+	})
+	for _, text := range texts {
+		t.Log(text)
+	}
+}
+
+func (w routedCase) check(parents []gatewayv1.RouteParentStatus) error {
+	if len(parents) != 1 {
+		return fmt.Errorf("HTTPRoute %s: %d parents in status, want 1", w.route, len(parents))
+	}
+	conds := parents[0].Conditions
+	text := testenv.ConditionText(conds, gwsync.RoutedAsSpecifiedCondition)
+	if testenv.ConditionReason(conds, gwsync.RoutedAsSpecifiedCondition) != w.reason {
+		return fmt.Errorf("HTTPRoute %s: %s is %s, want %s", w.route, gwsync.RoutedAsSpecifiedCondition, text, w.reason)
+	}
+	for _, m := range w.mentions {
+		if !strings.Contains(text, m) {
+			return fmt.Errorf("HTTPRoute %s: %s is %s, which does not mention %q", w.route, gwsync.RoutedAsSpecifiedCondition, text, m)
+		}
+	}
+	return nil
 }
 
 // fetchUntil fetches the proxy's configuration until check accepts it: Consul derives

@@ -1,0 +1,190 @@
+package sync
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+)
+
+// This file makes up the example requests the conflicts are looked for with.
+
+// maxExampleRequests bounds the requests tried for one route on one listener, so a
+// listener with thousands of routes keeps its syncs short; past it, conflicts may go
+// unreported.
+const maxExampleRequests = 2048
+
+// exampleSet collects distinct example requests, up to maxExampleRequests.
+type exampleSet struct {
+	seen map[string]bool
+	list []exampleRequest
+}
+
+func (s *exampleSet) add(r exampleRequest) {
+	key := r.String()
+	if s.seen[key] || len(s.list) >= maxExampleRequests {
+		return
+	}
+	s.seen[key] = true
+	s.list = append(s.list, r)
+}
+
+// exampleRequests makes up the requests that may show a conflict for route ri: for
+// each of its matches (but those with a regex), requests it selects, alone and
+// together with each match of every route of the listener (the same path, method,
+// headers and query params where they can agree), at its own hosts and at the hosts
+// of the other routes' virtual hosts it also serves.
+func (t *listenerTable) exampleRequests(ri int) []exampleRequest {
+	route := t.routes[ri]
+	own := exampleHosts(route.hostnames)
+	everywhere := slices.Clone(own)
+	for _, other := range t.routes {
+		everywhere = append(everywhere, reachableHosts(route.hostnames, other.consulHosts)...)
+	}
+	set := exampleSet{seen: map[string]bool{}}
+	for _, matches := range route.rules {
+		for _, m := range matches {
+			if m.hasRegex() {
+				continue
+			}
+			for _, r := range ownRequests(m) {
+				addAt(&set, r, everywhere)
+			}
+			for _, other := range t.routes {
+				hosts := append(slices.Clone(own), reachableHosts(route.hostnames, other.consulHosts)...)
+				for _, otherMatches := range other.rules {
+					for _, o := range otherMatches {
+						addBoth(&set, m, o, hosts)
+					}
+				}
+			}
+		}
+	}
+	return set.list
+}
+
+// addBoth adds, at hosts, the requests of requestsOf(m, other) that other selects
+// too: only those can show the two matches competing.
+func addBoth(set *exampleSet, m, other routeMatch, hosts []string) {
+	for _, r := range requestsOf(m, other) {
+		if other.specMatches(r) {
+			addAt(set, r, hosts)
+		}
+	}
+}
+
+func addAt(set *exampleSet, r exampleRequest, hosts []string) {
+	for _, h := range hosts {
+		r.host = h
+		set.add(r)
+	}
+}
+
+// exampleHost is a host a hostname serves: a wildcard's labels become "any".
+func exampleHost(hostname string) string {
+	if hostname == anyHost {
+		return "any-host.example"
+	}
+	if suffix, ok := strings.CutPrefix(hostname, "*"); ok {
+		return "any" + suffix
+	}
+	return hostname
+}
+
+func exampleHosts(hostnames []string) []string {
+	out := make([]string, 0, len(hostnames))
+	for _, h := range hostnames {
+		out = append(out, exampleHost(h))
+	}
+	return out
+}
+
+// reachableHosts are the example hosts of keys that hostnames serve too.
+func reachableHosts(hostnames, keys []string) []string {
+	var out []string
+	for _, k := range keys {
+		h := exampleHost(k)
+		if _, ok := specHostRank(hostnames, h); ok {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// examplePaths are paths a match without a regex path selects: its exact path, or
+// its prefix itself and a path below it.
+func examplePaths(m routeMatch) []string {
+	switch m.path {
+	case pathExact:
+		return []string{m.pathValue}
+	case pathPrefix:
+		prefix := strings.TrimSuffix(m.pathValue, "/")
+		return []string{cmp.Or(prefix, "/"), prefix + "/x"}
+	}
+	return nil
+}
+
+// requestsOf makes up requests m selects that also meet as many of other's conditions
+// as can agree with m's: other's paths that m selects too, its method and its exact
+// header and query values. None when the two contradict each other (different
+// methods, different values of a header).
+func requestsOf(m, other routeMatch) []exampleRequest {
+	method := m.method
+	if other.method != "" {
+		if method != "" && method != other.method {
+			return nil
+		}
+		method = other.method
+	}
+	headers, ok := mergedValues(m.headers, other.headers)
+	if !ok {
+		return nil
+	}
+	query, ok := mergedValues(m.query, other.query)
+	if !ok {
+		return nil
+	}
+	paths := examplePaths(m)
+	for _, p := range examplePaths(other) {
+		if m.specMatches(exampleRequest{path: p, method: method, headers: headers, query: query}) && !slices.Contains(paths, p) {
+			paths = append(paths, p)
+		}
+	}
+	return requestsAt(paths, method, headers, query)
+}
+
+// ownRequests are requests m, which has no regex, selects.
+func ownRequests(m routeMatch) []exampleRequest {
+	headers, _ := mergedValues(m.headers, nil)
+	query, _ := mergedValues(m.query, nil)
+	return requestsAt(examplePaths(m), m.method, headers, query)
+}
+
+func requestsAt(paths []string, method string, headers, query map[string]string) []exampleRequest {
+	out := make([]exampleRequest, 0, len(paths))
+	for _, p := range paths {
+		out = append(out, exampleRequest{method: method, path: p, headers: headers, query: query})
+	}
+	return out
+}
+
+// mergedValues are the exact values of own (which has no regex), with those of other
+// for names own does not have; ok is false when both give a name different exact
+// values, or other has a regex for a name own does not have (no value is made up).
+func mergedValues(own, other []valueMatch) (map[string]string, bool) {
+	values := map[string]string{}
+	for _, v := range own {
+		values[v.name] = v.value
+	}
+	for _, v := range other {
+		got, has := values[v.name]
+		switch {
+		case has && v.regex == nil && got != v.value:
+			return nil, false
+		case !has && v.regex != nil:
+			return nil, false
+		case !has:
+			values[v.name] = v.value
+		}
+	}
+	return values, true
+}

@@ -1,0 +1,190 @@
+package sync
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/tools/cache"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/precedence/*.out.yaml from the decision")
+
+// precedenceDecoder decodes the objects of testdata/precedence/*.in.yaml strictly.
+var precedenceDecoder = func() runtime.Decoder {
+	scheme := runtime.NewScheme()
+	utilruntime.Must(gatewayv1.Install(scheme))
+	return serializer.NewCodecFactory(scheme, serializer.EnableStrict).UniversalDeserializer()
+}()
+
+// routedSummary is the RoutedAsSpecified condition of one parent of one route, as
+// testdata/precedence/*.out.yaml holds it.
+type routedSummary struct {
+	Route   string `json:"route"`
+	Parent  string `json:"parent"`
+	Status  string `json:"status"`
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
+}
+
+// TestRoutedAsSpecified judges the routes of each testdata/precedence/<case>.in.yaml
+// (Gateways of class "ours" and their routes; creationTimestamp orders them) and
+// compares every parent's RoutedAsSpecified condition with <case>.out.yaml. -update
+// rewrites the .out.yaml files; review them as code.
+func TestRoutedAsSpecified(t *testing.T) {
+	t.Parallel()
+	paths, err := filepath.Glob(filepath.Join("testdata", "precedence", "*.in.yaml"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no testdata/precedence/*.in.yaml (%v)", err)
+	}
+	for _, path := range paths {
+		name := strings.TrimSuffix(filepath.Base(path), ".in.yaml")
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			objs := readPrecedenceObjects(t, path)
+			got := routedSummaries(t, objs)
+			golden := strings.TrimSuffix(path, ".in.yaml") + ".out.yaml"
+			if *update {
+				writeRoutedSummaries(t, golden, got)
+				return
+			}
+			data, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run with -update to write it)", err)
+			}
+			var want []routedSummary
+			if err := yaml.UnmarshalStrict(data, &want); err != nil {
+				t.Fatalf("%s: %v", golden, err)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("RoutedAsSpecified (-%s +got):\n%s", golden, diff)
+			}
+		})
+	}
+}
+
+func readPrecedenceObjects(t *testing.T, path string) []runtime.Object {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := []runtime.Object{ourClass()}
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	for {
+		doc, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			return objs
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if len(bytes.TrimSpace(stripComments(doc))) == 0 {
+			continue
+		}
+		obj, _, err := precedenceDecoder.Decode(doc, nil, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		objs = append(objs, obj)
+	}
+}
+
+// stripComments drops the comment lines of a YAML document.
+func stripComments(doc []byte) []byte {
+	var out []byte
+	for line := range bytes.Lines(doc) {
+		if !bytes.HasPrefix(bytes.TrimSpace(line), []byte("#")) {
+			out = append(out, line...)
+		}
+	}
+	return out
+}
+
+// routedSummaries decides the status of every route among objs, in their order, and
+// keeps each parent's RoutedAsSpecified condition.
+func routedSummaries(t *testing.T, objs []runtime.Object) []routedSummary {
+	t.Helper()
+	d := newTestDecider(t, objs...)
+	var out []routedSummary
+	for _, obj := range objs {
+		kind, ok := gatewayapi.RouteOf(obj)
+		if !ok {
+			continue
+		}
+		view, rules, err := d.viewRoute(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		parents, _, err := d.routeParentStatuses(view, rules, nil, 1, metav1.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range parents {
+			s := routedSummary{Route: string(kind.Kind) + " " + view.namespace + "/" + view.name, Parent: parentName(p.ParentRef), Status: "absent"}
+			if c := findCondition(p.Conditions, RoutedAsSpecifiedCondition); c != nil {
+				s.Status, s.Reason, s.Message = string(c.Status), c.Reason, c.Message
+			}
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func writeRoutedSummaries(t *testing.T, path string, got []routedSummary) {
+	t.Helper()
+	data, err := yaml.Marshal(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	header := "# Written by TestRoutedAsSpecified -update from the .in.yaml beside it.\n"
+	if err := os.WriteFile(path, append([]byte(header), data...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// BenchmarkConflictsOf measures the decision for one route on a listener with 1,000
+// routes of distinct prefixes and one catch-all, for the catch-all (which competes
+// with every route) and for one of the others.
+func BenchmarkConflictsOf(b *testing.B) {
+	const n = 1000
+	table := listenerTable{name: "http"}
+	for i := range n {
+		table.routes = append(table.routes, attachedRoute{
+			key:       cache.ObjectName{Namespace: "apps", Name: fmt.Sprintf("r%04d", i)},
+			hostnames: []string{anyHost}, consulHosts: []string{anyHost},
+			rules: [][]routeMatch{{newRouteMatch(gatewayv1.HTTPRouteMatch{Path: &gatewayv1.HTTPPathMatch{Value: ptrTo(fmt.Sprintf("/r%04d", i))}})}},
+		})
+	}
+	table.routes = append(table.routes, attachedRoute{key: cache.ObjectName{Namespace: "apps", Name: "all"},
+		hostnames: []string{anyHost}, consulHosts: []string{anyHost}, rules: [][]routeMatch{{newRouteMatch(gatewayv1.HTTPRouteMatch{})}}})
+	for _, tc := range []struct {
+		name  string
+		route int
+	}{{"catch-all", n}, {"one prefix", 7}} {
+		b.Run(tc.name, func(b *testing.B) {
+			for b.Loop() {
+				if got := table.conflictsOf(tc.route); len(got) != 0 {
+					b.Fatalf("conflicts: %v", got)
+				}
+			}
+		})
+	}
+}
