@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,8 +49,6 @@ type scenario struct {
 	// programmed, and routedAfterRemoval once removedRoute is gone.
 	routed             []routedCase
 	routedAfterRemoval []routedCase
-	// golden is the golden file, testdata/<name>.golden.json when "".
-	golden string
 }
 
 // routedCase is an HTTPRoute's RoutedAsSpecified condition on its one parent: its
@@ -203,7 +203,6 @@ var scenarios = []scenario{
 		name: "precedence", namespace: "xds-precedence", ports: []uint32{8080, 8081},
 		// Not a .golden.json: the generated section of docs/consul.md lists every one
 		// (test/xds/envoy's docScenarios), and this scenario is not there yet.
-		golden: filepath.Join("testdata", "precedence.xds.json"),
 		requests: []routeCase{
 			{8080, envoy.Request{Host: "foo.example.org", Target: "/a"}, to("foo")},
 			{8080, envoy.Request{Host: "bar.example.org", Target: "/b/x"}, to("catch-all")},
@@ -281,10 +280,7 @@ func (s scenario) run(t *testing.T) {
 	for _, ip := range podIPs(t, s.namespace) {
 		replace[ip] = "GATEWAY-POD-IP"
 	}
-	golden := s.golden
-	if golden == "" {
-		golden = filepath.Join("testdata", s.name+".golden.json")
-	}
+	golden := filepath.Join("testdata", s.name+".golden.json")
 	compareGolden(t, golden, cfg, replace)
 
 	if s.removedRoute == "" {

@@ -16,10 +16,11 @@ var update = flag.Bool("update", false, "rewrite the generated section of docs/c
 // objects they come from.
 var docScenarios = []struct{ name, source, about string }{
 	{"example", "examples/gateway.yaml", "The example of `make run-local`: one HTTP listener, a PathPrefix `/echo`."},
-	{"http", "test/xds/testdata/http.yaml", "Two routes, overlapping path, header, query and method matches."},
+	{"http", "test/xds/testdata/http.yaml", "Three routes, overlapping path, header, query and method matches; an Exact path listed after a PathPrefix of the same path."},
 	{"traffic", "test/xds/testdata/traffic.yaml", "Weighted backends, request header changes, a prefix rewrite, and a wildcard listener hostname."},
 	{"refused", "test/xds/testdata/refused.yaml", "Rules with a filter Consul cannot apply, with a missing or ungranted backend, and a split with a missing backend: what Gateway API answers with an error goes to the blackhole, a cluster without endpoints (Envoy's 503)."},
 	{"rewrite", "test/xds/testdata/rewrite.yaml", "URLRewrite ReplacePrefixMatch on the rule and on a backend, with and without trailing slashes, empty, and on the prefix `/`."},
+	{"precedence", "test/xds/testdata/precedence.yaml", "Where Consul routes against the spec's precedence: a catch-all route hidden by a route naming a host, and an Exact path behind another route's PathPrefix with a header. The routes' RoutedAsSpecified condition says so."},
 	{"listeners", "test/xds/testdata/listeners.yaml", "An HTTPS listener with a certificate from a Secret, and a TCP listener."},
 }
 
