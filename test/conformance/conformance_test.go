@@ -15,6 +15,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -31,6 +32,7 @@ import (
 	"sigs.k8s.io/gateway-api/conformance/tests"
 	"sigs.k8s.io/gateway-api/conformance/utils/config"
 	"sigs.k8s.io/gateway-api/conformance/utils/flags"
+	"sigs.k8s.io/gateway-api/conformance/utils/roundtripper"
 	"sigs.k8s.io/gateway-api/conformance/utils/suite"
 	"sigs.k8s.io/yaml"
 
@@ -51,28 +53,74 @@ const (
 	configNamespace = "consul-conformance"
 )
 
-// TestConformance runs the Gateway API conformance suite against the controller, Consul
-// and the container-free cluster. Tests that send traffic need a data plane that
-// answers, which no container here provides: they are skipped (see trafficTests), and
-// so are the tests known to fail (knownFailures), each with its reason. Any other
-// failure fails the test.
+// A run is one pass of the suite over the cluster: status only, or with every request
+// answered from the xDS.
+type run struct {
+	name string
+	// roundTripper answers the suite's requests.
+	roundTripper func(t *testing.T) roundtripper.RoundTripper
+	// known are the tests known to fail in this run, each with why: CI skips them, so
+	// that any other failure fails it; make conformance runs them, so the report shows
+	// them. Each entry is a deviation: remove it with the fix.
+	known map[string]string
+	// reportFile is where make conformance writes the suite's report of this run.
+	reportFile string
+}
+
+// TestConformance is the status-only run: every test of the claimed features runs up to
+// its first request (statusOnlyRoundTripper), so each status assertion is judged; the
+// report in the suite's format is docs/conformance's main one.
 func TestConformance(t *testing.T) {
+	runSuite(t, &run{
+		name:         "status",
+		roundTripper: func(*testing.T) roundtripper.RoundTripper { return statusOnlyRoundTripper{} },
+		known:        statusKnownFailures,
+		reportFile:   gatewayAPIVersion + "-report.yaml",
+	})
+}
+
+// TestConformanceTraffic runs the suite again, with the requests answered from the
+// configuration Consul serves the gateway pods (xdsRoundTripper), and the suite's echo
+// backends in Consul's catalog as mesh instances (testenv.MeshBackends).
+func TestConformanceTraffic(t *testing.T) {
+	var rt *xdsRoundTripper
+	runSuite(t, &run{
+		name: "traffic",
+		roundTripper: func(t *testing.T) roundtripper.RoundTripper {
+			backends, err := testenv.StartMeshBackends(t.Context(), env.KubeClient, env.ConsulClient, time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rt = newXDSRoundTripper(t.Context(), backends)
+			return rt
+		},
+		known:      trafficKnownFailures,
+		reportFile: gatewayAPIVersion + "-report-xds.yaml",
+	})
+	if rt != nil {
+		results.setAnswers(rt.lastAnswer)
+	}
+}
+
+// runSuite runs the suite's tests of the claimed profiles once, as r says, and keeps
+// each test's outcome for the README that TestMain writes.
+func runSuite(t *testing.T, r *run) {
 	log.SetLogger(zap.New(zap.WriteTo(os.Stdout), zap.UseDevMode(false)))
 	ctx := t.Context()
 	startController(t)
 	createClass(t, ctx)
 
-	traffic, err := trafficTests()
+	selfDialing, err := selfDialingTests()
 	if err != nil {
 		t.Fatal(err)
 	}
-	// CI skips the known failures; the published report runs them, to show them.
-	skipped := traffic
+	skipped := selfDialing.Clone()
 	if *reportDir == "" {
-		skipped = traffic.Union(sets.KeySet(knownFailures))
+		skipped = skipped.Union(sets.KeySet(r.known))
 	}
-	outcomes := newOutcomes(traffic)
+	outcomes := results.start(r.name, selfDialing, r.known)
 	opts := options(t, sets.List(skipped), outcomes.record)
+	opts.RoundTripper = r.roundTripper(t)
 
 	cSuite, err := suite.NewConformanceTestSuite(opts)
 	if err != nil {
@@ -86,7 +134,8 @@ func TestConformance(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			writeReport(t, report, outcomes)
+			outcomes.report = report
+			writeReport(t, report, r.reportFile)
 		})
 	}
 	cSuite.Setup(t, tests.ConformanceTests)
@@ -95,7 +144,7 @@ func TestConformance(t *testing.T) {
 	}
 }
 
-func options(t *testing.T, skip []string, hook func(*testing.T, suite.ConformanceTest)) suite.ConformanceOptions {
+func options(t *testing.T, skip []string, hook func(*testing.T, suite.ConformanceTest, *suite.ConformanceTestSuite)) suite.ConformanceOptions {
 	t.Helper()
 	cfg := env.Kube.Config(testenv.AdminUser)
 	c, err := client.New(cfg, client.Options{})
@@ -114,12 +163,14 @@ func options(t *testing.T, skip []string, hook func(*testing.T, suite.Conformanc
 	opts := suite.ConformanceOptions{
 		ConfigurableOptions: suite.ConfigurableOptions{
 			GatewayClassName:     className,
-			CleanupBaseResources: true,
+			CleanupBaseResources: false,
 			CleanupTestResources: true,
 			TimeoutConfig:        config.DefaultTimeoutConfig(),
 			SkipTests:            skip,
-			Mode:                 "default",
-			ConformanceProfiles:  []suite.ConformanceProfileName{suite.GatewayHTTPConformanceProfileName, suite.GatewayTCPConformanceProfileName},
+			// The second run reuses the first one's base manifests; the cluster goes
+			// with the test binary.
+			Mode:                "default",
+			ConformanceProfiles: []suite.ConformanceProfileName{suite.GatewayHTTPConformanceProfileName, suite.GatewayTCPConformanceProfileName},
 			Implementation: confv1.Implementation{
 				Organization: "consul-gateway-controller",
 				Project:      "consul-gateway-controller",
@@ -132,7 +183,7 @@ func options(t *testing.T, skip []string, hook func(*testing.T, suite.Conformanc
 		Client:     c,
 		Clientset:  clientset,
 		RestConfig: cfg,
-		Hook:       func(t *testing.T, test suite.ConformanceTest, _ *suite.ConformanceTestSuite) { hook(t, test) },
+		Hook:       hook,
 	}
 	flags.ApplyAll(&opts.ConfigurableOptions)
 	return opts
@@ -157,14 +208,14 @@ func startController(t *testing.T) {
 // Gateways ClusterIP Services, and waits until it is accepted with its features.
 func createClass(t *testing.T, ctx context.Context) {
 	t.Helper()
-	if _, err := env.KubeClient.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: configNamespace}}, metav1.CreateOptions{}); err != nil {
+	if _, err := env.KubeClient.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: configNamespace}}, metav1.CreateOptions{}); ignoreExists(err) != nil {
 		t.Fatal(err)
 	}
 	clusterIP := corev1.ServiceTypeClusterIP
 	if _, err := env.ConfigClient.GatewayConfigs(configNamespace).Create(ctx, &v1alpha1.GatewayConfig{
 		ObjectMeta: metav1.ObjectMeta{Name: className},
 		Spec:       v1alpha1.GatewayConfigSpec{Service: &v1alpha1.ServiceConfig{Type: &clusterIP}},
-	}, metav1.CreateOptions{}); err != nil {
+	}, metav1.CreateOptions{}); ignoreExists(err) != nil {
 		t.Fatal(err)
 	}
 	ns := gatewayv1.Namespace(configNamespace)
@@ -176,7 +227,7 @@ func createClass(t *testing.T, ctx context.Context) {
 		},
 	}
 	classes := env.GatewayClient.GatewayV1().GatewayClasses()
-	if _, err := classes.Create(ctx, class, metav1.CreateOptions{}); err != nil {
+	if _, err := classes.Create(ctx, class, metav1.CreateOptions{}); ignoreExists(err) != nil {
 		t.Fatal(err)
 	}
 	testenv.Eventually(t, time.Minute, "GatewayClass "+className+" accepted with its supported features", func(ctx context.Context) error {
@@ -194,8 +245,16 @@ func createClass(t *testing.T, ctx context.Context) {
 	})
 }
 
-// writeReport writes the suite's report and a README listing each test's outcome.
-func writeReport(t *testing.T, report *confv1.ConformanceReport, outcomes *outcomes) {
+// ignoreExists: the second run finds the first one's namespace, config and class.
+func ignoreExists(err error) error {
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
+}
+
+// writeReport writes the suite's report of a run into the report directory.
+func writeReport(t *testing.T, report *confv1.ConformanceReport, file string) {
 	t.Helper()
 	if err := os.MkdirAll(*reportDir, 0o755); err != nil {
 		t.Fatal(err)
@@ -208,13 +267,9 @@ func writeReport(t *testing.T, report *confv1.ConformanceReport, outcomes *outco
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(*reportDir, gatewayAPIVersion+"-report.yaml")
+	path := filepath.Join(*reportDir, file)
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	readme := filepath.Join(*reportDir, "README.md")
-	if err := os.WriteFile(readme, []byte(outcomes.readme(report)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	fmt.Printf("conformance report: %s, %s\n", path, readme)
+	fmt.Printf("conformance report: %s\n", path)
 }

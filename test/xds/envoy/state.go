@@ -131,10 +131,12 @@ func (st *state) routeNames() ([]string, error) {
 }
 
 // missing names the subscribed resources not received yet; "" when there are none and
-// Consul sent at least one listener.
+// Consul has answered the listener subscription. An answer may leave no listener (a
+// gateway without routes has none in Consul 1.15): that is a configuration, in which
+// every connection is refused, not a wait.
 func (st *state) missing() string {
-	if len(st.resources[ListenerType]) == 0 {
-		return "no listener yet"
+	if st.resources[ListenerType] == nil {
+		return "no listener response yet"
 	}
 	var out []string
 	for _, typeURL := range []string{EndpointType, RouteType} {
