@@ -205,6 +205,8 @@ func newPipeline(ctx context.Context, opts *options.Options, c clients, recorder
 			Services:    inf.Services.Lister(),
 			OwnerExists: inf.Exists,
 			Workers:     opts.ConsulWorkers,
+
+			ServiceDefaultsGrace: opts.ServiceDefaultsGrace,
 		}),
 	}
 	publishers := gwsync.Publishers{p.syncer}

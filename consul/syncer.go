@@ -44,6 +44,10 @@ type Config struct {
 	// it is rather than deleted; an entry whose owner is gone is deleted.
 	OwnerExists func(kind gatewayv1.Kind, key cache.ObjectName) bool
 	Workers     int
+	// ServiceDefaultsGrace keeps the service-defaults of a Service that still exists
+	// this long after nothing desires them (see ServiceDefaultsGrace); zero deletes
+	// them at once.
+	ServiceDefaultsGrace time.Duration
 	// Clock times how long an entry has waited for Consul's judgement; nil means the
 	// real clock.
 	Clock clock.PassiveClock
@@ -70,6 +74,7 @@ type Syncer struct {
 	judging   *awaitingJudgement
 	matched   *matchedEntries
 	view      *consulView
+	undesired undesiredSince
 	// version is the Consul server's version, "" until known.
 	version atomic.Pointer[string]
 	// references are the Secrets and Services the last translation read.
@@ -107,6 +112,7 @@ func NewSyncer(cfg Config) *Syncer {
 		judging:    newAwaitingJudgement(),
 		matched:    newMatchedEntries(),
 		view:       newConsulView(),
+		undesired:  undesiredSince{since: map[translate.EntryKey]time.Time{}},
 		dirty:      make(chan struct{}, 1),
 	}
 }

@@ -28,6 +28,9 @@ var errCASMismatch = errors.New("check-and-set index did not match: the entry ch
 func (s *Syncer) syncEntry(ctx context.Context, key translate.EntryKey) error {
 	logger := klog.FromContext(ctx).WithValues("kind", key.Kind, "entry", key.Name)
 	desired, want := s.desiredEntry(key)
+	if want {
+		s.forgetUndesired(key)
+	}
 	if done, err := s.writeWithoutReading(ctx, logger, key, desired, want); done {
 		return err
 	}
@@ -55,6 +58,11 @@ func (s *Syncer) syncEntry(ctx context.Context, key translate.EntryKey) error {
 			logger.V(4).Info("Keeping the entry of an object not confirmed yet")
 			return nil
 		}
+		if wait := s.serviceDefaultsGrace(key, actual.GetMeta()); wait > 0 {
+			logger.V(4).Info("Keeping the service-defaults of an existing Service a while after their last route", "for", wait)
+			s.queue.AddAfter(key, wait)
+			return nil
+		}
 		err := s.write(ctx, logger, "Deleted", key, actual.GetMeta(), func(w *consulapi.WriteOptions) (bool, error) {
 			ok, _, err := s.cfg.Client.ConfigEntries().DeleteCAS(key.Kind, key.Name, actual.GetModifyIndex(), w)
 			return ok, err
@@ -67,6 +75,7 @@ func (s *Syncer) syncEntry(ctx context.Context, key translate.EntryKey) error {
 		s.view.deleted(key)
 		s.held.forget(key)
 		s.judging.forget(key)
+		s.forgetUndesired(key)
 		return nil
 	case actual == nil:
 		return s.put(ctx, logger, "Created", key, desired, 0)

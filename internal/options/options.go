@@ -18,6 +18,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/api/v1alpha1"
+	"github.com/consul-gateway-controller/consul-gateway-controller/consul"
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
 	"github.com/consul-gateway-controller/consul-gateway-controller/dataplane"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/leader"
@@ -50,6 +51,9 @@ type Options struct {
 	ConsulCACert    string
 	Naming          translate.Naming
 	Translation     translate.Options
+	// ServiceDefaultsGrace keeps owned service-defaults of an existing Service a while
+	// after their last route (consul.ServiceDefaultsGrace says why).
+	ServiceDefaultsGrace time.Duration
 
 	// DeployGateways runs the data plane: each accepted Gateway gets its gateway pods
 	// and Service (package dataplane).
@@ -69,6 +73,7 @@ func New() *Options {
 		GatewayWorkers:         2,
 		RouteWorkers:           4,
 		ConsulWorkers:          2,
+		ServiceDefaultsGrace:   consul.ServiceDefaultsGrace,
 		DeployGateways:         true,
 		DataplaneWorkers:       2,
 		Gateway:                dataplane.Defaults{Image: v1alpha1.DefaultImage, GRPCPort: v1alpha1.DefaultGRPCPort},
@@ -139,6 +144,7 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 	fs.BoolVar(&o.Naming.MirrorNamespaces, "consul-mirror-namespaces", o.Naming.MirrorNamespaces, "Put entries into the Consul Enterprise namespace named like their Kubernetes namespace.")
 	fs.StringVar(&o.Naming.MirrorPrefix, "consul-mirror-namespaces-prefix", o.Naming.MirrorPrefix, "Prefix of mirrored Consul namespaces (with --consul-mirror-namespaces).")
 	fs.BoolVar(&o.Translation.ManageServiceDefaults, "manage-service-defaults", o.Translation.ManageServiceDefaults, "Write service-defaults with protocol http for HTTP backends that have none.")
+	fs.DurationVar(&o.ServiceDefaultsGrace, "service-defaults-grace", o.ServiceDefaultsGrace, "How long service-defaults written by --manage-service-defaults outlive the last route naming their Service, while the Service exists. A backend moved from one route to another then keeps its protocol, which Consul 1.15's gateways need to keep its endpoints. 0 deletes them at once.")
 
 	fs = fss.FlagSet("gateway data plane")
 	fs.BoolVar(&o.DeployGateways, "deploy-gateways", o.DeployGateways, "Deploy each accepted Gateway's consul-dataplane pods and Service, and require a Ready pod and an address for Programmed. Disable when the gateways are deployed by other means.")
