@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	confv1 "sigs.k8s.io/gateway-api/conformance/apis/v1"
 	"sigs.k8s.io/gateway-api/conformance/utils/suite"
-	"sigs.k8s.io/gateway-api/pkg/features"
 )
 
 // onePortOneHostname is why a Gateway with listeners of different hostnames on one
@@ -37,7 +36,41 @@ var statusKnownFailures = map[string]string{
 
 // trafficKnownFailures are the tests whose requests do not go where the suite expects,
 // by what the xDS Consul serves says (see run.known), and the status ones.
-var trafficKnownFailures = withStatusFailures(map[string]string{})
+var trafficKnownFailures = withStatusFailures(map[string]string{
+	"HTTPRouteInvalidBackendRefUnknownKind":             fmt.Sprintf(answers503, "GET /v2", "a backendRef of an unknown kind"),
+	"HTTPRouteInvalidCrossNamespaceBackendRef":          fmt.Sprintf(answers503, "GET /", "a backendRef to another namespace without a ReferenceGrant"),
+	"HTTPRouteInvalidNonExistentBackendRef":             fmt.Sprintf(answers503, "GET /", "a backendRef to a missing Service"),
+	"HTTPRouteInvalidReferenceGrant":                    fmt.Sprintf(answers503, "GET /", "a backendRef whose ReferenceGrant names another Service"),
+	"HTTPRouteNoBackendRefs":                            fmt.Sprintf(answers503, "GET /empty-no-forward and GET /omitted-no-forward", "a rule with no backendRefs"),
+	"HTTPRoutePartiallyInvalidViaInvalidReferenceGrant": fmt.Sprintf(answers503, "GET /v2", "the rule whose backendRef has no ReferenceGrant"),
+	"HTTPRouteServiceTypes": "GET /manual-endpointslices and /headless-manual-endpointslices expect 200 from Services without a selector, whose " +
+		"EndpointSlices are written by hand; the backends reach Consul's catalog only as consul-k8s registers them, from pods a " +
+		"selector picks (testenv.MeshBackends does the same), so those services have no instance and Envoy answers 503 (issue 26: backends as Consul knows them)",
+	"HTTPRouteRequestHeaderModifier": consulDropsCluster("GET /set and GET /add"),
+	"HTTPRouteReferenceGrant":        consulDropsCluster("GET /"),
+	"HTTPRouteRequestHeaderModifierBackendWeights": "GET / expects exactly one Backend header, set by the weighted backendRef's filter; " +
+		"the router found none on the first request, and why (Consul's weighted-cluster headers, or a cluster not sent yet) is not yet known",
+})
+
+// answers503 is why a test of a backendRef that cannot receive traffic fails: Gateway
+// API wants a 500 for the requests it would get; Consul's http-route has no fixed
+// response, so the controller routes them to a service without instances, and Envoy
+// answers 503 (docs/status.md, HTTPRoute not claimed).
+const answers503 = "%s expects 500 for %s; the controller routes such requests to a service without instances " +
+	"(Consul 1.15's http-route has no fixed response: agent/structs/config_entry_routes.go:416-419), and Envoy answers 503"
+
+// consulDropsCluster is why a test fails intermittently on Consul 1.15.4's api-gateway
+// proxy state: when an upstream's discovery chain is reset while routes still name it
+// (a route of the previous test cleaned up, a service-defaults entry written), it may
+// stop watching the upstream's target without starting again ("stopping watch of
+// target" with no "initializing watch" in Consul's trace log), and the gateway's routes
+// then name a cluster CDS no longer sends: Envoy answers 503 until the chain is reset
+// again.
+func consulDropsCluster(requests string) string {
+	return requests + ": the route configuration Consul serves names a cluster that CDS no longer sends " +
+		"(Consul 1.15.4's api-gateway stopped watching the upstream when its discovery chain was reset), so Envoy " +
+		"answers 503 for the 30 s the suite waits; seen in some runs, not all"
+}
 
 func withStatusFailures(traffic map[string]string) map[string]string {
 	out := maps.Clone(traffic)
@@ -129,7 +162,7 @@ func (o *outcomes) record(t *testing.T, test suite.ConformanceTest, s *suite.Con
 	var missing []string
 	for _, f := range test.Features {
 		names = append(names, string(f))
-		if !s.SupportedFeatures.Has(features.FeatureName(f)) {
+		if !s.SupportedFeatures.Has(f) {
 			missing = append(missing, string(f))
 		}
 	}

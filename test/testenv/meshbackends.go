@@ -15,12 +15,16 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/consul-gateway-controller/consul-gateway-controller/dataplane"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/pods"
 )
 
 // MeshBackendNode is the Consul node MeshBackends registers every backend pod on.
 const MeshBackendNode = "mesh-backends"
+
+// managedByLabel marks the Services the controller made for gateways (the label
+// dataplane sets; testenv cannot import it: the packages it serves would import
+// themselves).
+const managedByLabel = "app.kubernetes.io/managed-by"
 
 // meshSidecarPort is the port each backend pod's sidecar proxy is registered with: the
 // gateway's clusters reach backends through it, so EDS endpoints carry it.
@@ -38,10 +42,9 @@ type MeshBackends struct {
 	kube   kubernetes.Interface
 	consul *consulapi.Client
 
-	mu    gosync.Mutex
-	byIP  map[string]PodRef
-	err   error
-	ready chan struct{}
+	mu   gosync.Mutex
+	byIP map[string]PodRef
+	err  error
 }
 
 // StartMeshBackends registers the backends now and again every interval until ctx
@@ -137,7 +140,7 @@ func (m *MeshBackends) desired(ctx context.Context) (map[string]*consulapi.Agent
 	byIP := map[string]PodRef{}
 	for i := range services.Items {
 		svc := &services.Items[i]
-		if len(svc.Spec.Selector) == 0 || svc.Labels[dataplane.ManagedByLabel] != "" {
+		if len(svc.Spec.Selector) == 0 || svc.Labels[managedByLabel] != "" {
 			continue
 		}
 		selector := labels.SelectorFromSet(svc.Spec.Selector)
