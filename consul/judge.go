@@ -136,7 +136,8 @@ func (s *Syncer) rejudge(ctx context.Context, logger klog.Logger, key translate.
 	return nil
 }
 
-// withMeta is a copy of entry with meta[k] = v, for the kinds Consul judges.
+// withMeta is a copy of entry with meta[k] = v, for the kinds Consul judges and
+// service-defaults.
 func withMeta(entry consulapi.ConfigEntry, k, v string) consulapi.ConfigEntry {
 	meta := map[string]string{k: v}
 	for mk, mv := range entry.GetMeta() {
@@ -154,6 +155,10 @@ func withMeta(entry consulapi.ConfigEntry, k, v string) consulapi.ConfigEntry {
 		c.Meta = meta
 		return &c
 	case *consulapi.TCPRouteConfigEntry:
+		c := *e
+		c.Meta = meta
+		return &c
+	case *consulapi.ServiceConfigEntry:
 		c := *e
 		c.Meta = meta
 		return &c

@@ -72,6 +72,7 @@ type Syncer struct {
 	verdicts  *verdicts
 	held      *heldEntries
 	judging   *awaitingJudgement
+	chains    *chainRefresher
 	matched   *matchedEntries
 	view      *consulView
 	undesired undesiredSince
@@ -110,6 +111,7 @@ func NewSyncer(cfg Config) *Syncer {
 		verdicts:   newVerdicts(cfg.Naming),
 		held:       newHeldEntries(),
 		judging:    newAwaitingJudgement(),
+		chains:     newChainRefresher(),
 		matched:    newMatchedEntries(),
 		view:       newConsulView(),
 		undesired:  undesiredSince{since: map[translate.EntryKey]time.Time{}},

@@ -103,7 +103,8 @@ func (s *Syncer) watchKind(ctx context.Context, kind string) {
 			sleep(ctx, backoff.Step())
 			continue
 		}
-		if index == 0 {
+		fresh := index == 0
+		if fresh {
 			// A fresh start or a reconnect: the server may have been replaced, and its
 			// indexes with it.
 			s.checkVersion(ctx)
@@ -114,8 +115,10 @@ func (s *Syncer) watchKind(ctx context.Context, kind string) {
 			logger.Info("Consul's index went back; its data was reset, comparing everything", "from", index, "to", meta.LastIndex)
 			s.forgetKind(kind)
 			meta.LastIndex = 0
+			fresh = true
 		}
 		s.compareKind(ctx, kind, entries)
+		s.refreshChainsOf(ctx, kind, entries, fresh)
 		index = meta.LastIndex
 		// Every answer lists the whole kind: during a burst of writes, asking again at
 		// once would decode the world once per write. RequestTime is the wait for the

@@ -86,6 +86,9 @@ func (s *Syncer) syncEntry(ctx context.Context, key translate.EntryKey) error {
 	case sameEntry(desired, actual):
 		s.verdicts.settled(key, s.statusChanged)
 		s.held.record(key, desired)
+		if s.chains.take(key) {
+			return s.refreshChain(ctx, logger, key, desired, actual)
+		}
 		rejudge, wait := s.judging.check(key, actual, s.clock.Now())
 		if rejudge {
 			return s.rejudge(ctx, logger, key, desired, actual)
@@ -105,7 +108,7 @@ func (s *Syncer) syncEntry(ctx context.Context, key translate.EntryKey) error {
 // the watch knows. It reports done = false when none applies or the check-and-set met
 // an entry that changed since; the caller then reads and decides.
 func (s *Syncer) writeWithoutReading(ctx context.Context, logger klog.Logger, key translate.EntryKey, desired consulapi.ConfigEntry, want bool) (bool, error) {
-	if !want {
+	if !want || s.chains.waiting(key) {
 		return false, nil
 	}
 	var err error
@@ -282,6 +285,7 @@ func comparableForm(entry consulapi.ConfigEntry) (map[string]any, error) {
 	}
 	if meta, ok := m["Meta"].(map[string]any); ok {
 		delete(meta, metaRejudge)
+		delete(meta, metaChainRefresh)
 	}
 	// Consul answers with empty objects for optional blocks nobody set (a
 	// service-defaults' TransparentProxy {}), which Compact keeps when written as

@@ -116,6 +116,18 @@ func (w *Watcher) Config(ctx context.Context, quiet time.Duration) (*Config, err
 	}
 }
 
+// Current returns the configuration as it stands once every subscribed resource has
+// arrived, without waiting for quiet and without Check, or nil before that: for tests
+// that look at what Consul serves while it is inconsistent.
+func (w *Watcher) Current() *Config {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.st.missing() != "" {
+		return nil
+	}
+	return w.st.config()
+}
+
 // ready returns the configuration if it is complete and quiet; otherwise how long to
 // wait at most and the channel that says something changed.
 func (w *Watcher) ready(quiet time.Duration) (*Config, time.Duration, <-chan struct{}, error) {

@@ -1,0 +1,194 @@
+package consul
+
+import (
+	"context"
+	"strconv"
+	gosync "sync"
+	"time"
+
+	consulapi "github.com/hashicorp/consul/api"
+	"k8s.io/klog/v2"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
+)
+
+// Consul 1.15.4 forgets a backend that comes back to a gateway. The gateway's proxy
+// state keeps watching a backend's discovery chain after the last route to it is
+// unbound, until some other route of the gateway changes; if the chain fires in that
+// window (any write near its config entries will do, the route's own removal often
+// does), Consul drops the chain but keeps the watch (agent/proxycfg/upstreams.go,
+// "discovery-chain watch fired for unknown upstream"). A route to that backend bound
+// later starts no new watch, and the gateway serves it without the backend: no
+// listener, or a cluster CDS never sent, until the chain changes again. Deleting a
+// route and applying it again is enough to meet it (test/xds TestUnboundChainIsForgotten).
+//
+// The syncer changes the chain itself once the route is bound again: it writes the
+// backend's service-defaults, when they are ours, with the next metaChainRefresh
+// value, a change Consul's chain watch sees. Only a backend bound again to a gateway it
+// had left is refreshed, chainRefreshDelay after the watch saw it bound, so that the
+// gateway's proxy state has taken the route first. Service-defaults that are not ours
+// are never written; docs/status.md tells their owners what to do.
+const (
+	chainRefreshDelay = time.Second
+	// metaChainRefresh counts those writes. It is not part of the desired state: the
+	// comparison with Consul's entry ignores it.
+	metaChainRefresh = "gateway-controller-chain-refresh"
+)
+
+// boundBackend is one backend some route of ours has bound to one gateway, as Consul
+// says: the gateway as Consul's Bound condition names it, the backend's
+// service-defaults as desired.
+type boundBackend struct {
+	gateway  consulapi.ResourceReference
+	defaults translate.EntryKey
+}
+
+// chainRefresher remembers which backends were bound to which gateway, per route kind,
+// and which service-defaults wait for a refresh.
+type chainRefresher struct {
+	mu gosync.Mutex
+	// bound is what the last answer of each kind's watch showed; nil before one.
+	bound map[string]map[boundBackend]bool
+	// left are backends seen bound and then not: a gateway may have forgotten them.
+	left map[boundBackend]bool
+	// pending are service-defaults to write again.
+	pending map[translate.EntryKey]bool
+}
+
+func newChainRefresher() *chainRefresher {
+	return &chainRefresher{
+		bound:   map[string]map[boundBackend]bool{},
+		left:    map[boundBackend]bool{},
+		pending: map[translate.EntryKey]bool{},
+	}
+}
+
+// observe takes the backends bound by kind's routes in one answer of the watch, and
+// returns the service-defaults of backends bound again to a gateway they had left. A
+// fresh answer (a start, a reconnect, a Consul that lost its data) only sets what is
+// bound: this process cannot know what the gateways forgot before it.
+func (r *chainRefresher) observe(kind string, now map[boundBackend]bool, fresh bool) []translate.EntryKey {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	before := r.bound[kind]
+	r.bound[kind] = now
+	if fresh || before == nil {
+		return nil
+	}
+	for b := range before {
+		if !now[b] {
+			r.left[b] = true
+		}
+	}
+	var again []translate.EntryKey
+	for b := range now {
+		if r.left[b] {
+			delete(r.left, b)
+			if !r.pending[b.defaults] {
+				r.pending[b.defaults] = true
+				again = append(again, b.defaults)
+			}
+		}
+	}
+	return again
+}
+
+// take reports whether key waits for a refresh, and clears it.
+func (r *chainRefresher) take(key translate.EntryKey) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ok := r.pending[key]
+	delete(r.pending, key)
+	return ok
+}
+
+// retry puts back a refresh whose write failed.
+func (r *chainRefresher) retry(key translate.EntryKey) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.pending[key] = true
+}
+
+func (r *chainRefresher) waiting(key translate.EntryKey) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.pending[key]
+}
+
+// boundBackends lists, for the route entries of one kind in a watch answer, each
+// backend an owned and desired route has bound to a gateway.
+func (s *Syncer) boundBackends(entries []consulapi.ConfigEntry) map[boundBackend]bool {
+	out := map[boundBackend]bool{}
+	for _, entry := range entries {
+		if !s.cfg.Ownership.Owns(entry.GetMeta()) {
+			continue
+		}
+		desired, ok := s.desiredEntry(translate.KeyOf(entry))
+		if !ok {
+			continue
+		}
+		for _, c := range EntryStatus(entry).Conditions {
+			if c.Type != string(consulapi.RouteConditionBound) || c.Status != consulapi.ConditionStatusTrue || c.Resource == nil {
+				continue
+			}
+			gateway := consulapi.ResourceReference{Kind: c.Resource.Kind, Name: c.Resource.Name, Namespace: c.Resource.Namespace, Partition: c.Resource.Partition}
+			for _, svc := range routeServices(desired) {
+				out[boundBackend{gateway: gateway, defaults: translate.EntryKey{
+					Kind: consulapi.ServiceDefaults, Name: svc.Name, Namespace: svc.Namespace, Partition: svc.Partition,
+				}}] = true
+			}
+		}
+	}
+	return out
+}
+
+// routeServices are the Consul services a route entry sends traffic to.
+func routeServices(entry consulapi.ConfigEntry) []consulapi.ResourceReference {
+	var out []consulapi.ResourceReference
+	switch e := entry.(type) {
+	case *consulapi.HTTPRouteConfigEntry:
+		for _, rule := range e.Rules {
+			for _, svc := range rule.Services {
+				out = append(out, consulapi.ResourceReference{Name: svc.Name, Namespace: svc.Namespace, Partition: svc.Partition})
+			}
+		}
+	case *consulapi.TCPRouteConfigEntry:
+		for _, svc := range e.Services {
+			out = append(out, consulapi.ResourceReference{Name: svc.Name, Namespace: svc.Namespace, Partition: svc.Partition})
+		}
+	}
+	return out
+}
+
+// refreshChainsOf queues a refresh of the backends kind's routes bound again.
+func (s *Syncer) refreshChainsOf(ctx context.Context, kind string, entries []consulapi.ConfigEntry, fresh bool) {
+	if kind != consulapi.HTTPRoute && kind != consulapi.TCPRoute {
+		return
+	}
+	for _, key := range s.chains.observe(kind, s.boundBackends(entries), fresh) {
+		if _, ours := s.desiredEntry(key); !ours {
+			s.chains.take(key)
+			klog.FromContext(ctx).V(4).Info("A backend is bound again to a gateway it had left, and its service-defaults are not ours to write; "+
+				"Consul 1.15 may not serve it until its discovery chain changes", "service", key.Name)
+			continue
+		}
+		s.queue.AddAfter(key, chainRefreshDelay)
+	}
+}
+
+// refreshChain writes desired again, with check-and-set on what Consul holds, carrying
+// the next metaChainRefresh value.
+func (s *Syncer) refreshChain(ctx context.Context, logger klog.Logger, key translate.EntryKey, desired, actual consulapi.ConfigEntry) error {
+	n, _ := strconv.Atoi(actual.GetMeta()[metaChainRefresh])
+	again := withMeta(desired, metaChainRefresh, strconv.Itoa(n+1))
+	err := s.write(ctx, logger, "Updated", key, desired.GetMeta(), func(w *consulapi.WriteOptions) (bool, error) {
+		ok, _, err := s.cfg.Client.ConfigEntries().CAS(Compact(again), actual.GetModifyIndex(), w)
+		return ok, err
+	})
+	if err != nil {
+		s.chains.retry(key)
+		return err
+	}
+	logger.V(2).Info("A backend is bound again to a gateway it had left; wrote its service-defaults again so that Consul serves it")
+	return nil
+}
