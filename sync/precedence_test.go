@@ -1,12 +1,8 @@
 package sync
 
 import (
-	"bufio"
-	"bytes"
-	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,12 +13,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
+	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/precedence/*.out.yaml from the decision")
@@ -87,35 +83,18 @@ func readPrecedenceObjects(t *testing.T, path string) []runtime.Object {
 		t.Fatal(err)
 	}
 	objs := []runtime.Object{ourClass()}
-	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	for {
-		doc, err := reader.Read()
-		if errors.Is(err, io.EOF) {
-			return objs
-		}
-		if err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		if len(bytes.TrimSpace(stripComments(doc))) == 0 {
-			continue
-		}
+	docs, err := testenv.YAMLDocuments(data)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	for _, doc := range docs {
 		obj, _, err := precedenceDecoder.Decode(doc, nil, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}
 		objs = append(objs, obj)
 	}
-}
-
-// stripComments drops the comment lines of a YAML document.
-func stripComments(doc []byte) []byte {
-	var out []byte
-	for line := range bytes.Lines(doc) {
-		if !bytes.HasPrefix(bytes.TrimSpace(line), []byte("#")) {
-			out = append(out, line...)
-		}
-	}
-	return out
+	return objs
 }
 
 // routedSummaries decides the status of every route among objs, in their order, and

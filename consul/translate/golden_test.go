@@ -1,14 +1,11 @@
 package translate
 
 import (
-	"bufio"
-	"bytes"
 	"cmp"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -23,11 +20,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	"sigs.k8s.io/yaml"
 
 	gwdecision "github.com/consul-gateway-controller/consul-gateway-controller/sync/decision"
+	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.out.yaml from the translation")
@@ -113,17 +110,13 @@ func readTranslationCase(path string) (translationCase, error) {
 		routes:  map[routeRef]int{},
 		decided: map[routeRef]bool{},
 	}
-	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	for n := 1; ; n++ {
-		doc, err := reader.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return r.tc, err
-		}
+	docs, err := testenv.YAMLDocuments(data)
+	if err != nil {
+		return r.tc, err
+	}
+	for n, doc := range docs {
 		if err := r.document(doc); err != nil {
-			return r.tc, fmt.Errorf("document %d: %w", n, err)
+			return r.tc, fmt.Errorf("document %d: %w", n+1, err)
 		}
 	}
 	for route := range r.routes {
@@ -149,9 +142,7 @@ func (r *caseReader) document(doc []byte) error {
 	}
 	switch head.Kind {
 	case "":
-		if len(bytes.TrimSpace(stripComments(doc))) > 0 {
-			return errors.New("no kind")
-		}
+		return errors.New("no kind")
 	case kindTranslationOptions:
 		var opts translationOptionsDoc
 		if err := yaml.UnmarshalStrict(doc, &opts); err != nil {
@@ -214,17 +205,6 @@ func (r *caseReader) object(obj runtime.Object) error {
 		return fmt.Errorf("the snapshot holds no %s", kind)
 	}
 	return nil
-}
-
-// stripComments drops the comment lines of a YAML document.
-func stripComments(doc []byte) []byte {
-	var out []byte
-	for line := range bytes.Lines(doc) {
-		if !bytes.HasPrefix(bytes.TrimSpace(line), []byte("#")) {
-			out = append(out, line...)
-		}
-	}
-	return out
 }
 
 // goldenForm is the translation as testdata/<case>.out.yaml holds it: entries sorted by
