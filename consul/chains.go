@@ -24,9 +24,10 @@ import (
 //
 // The syncer changes the chain itself once the route is bound again: it writes the
 // backend's service-defaults, when they are ours, with the next metaChainRefresh
-// value, a change Consul's chain watch sees. Only a backend bound again to a gateway it
-// had left is refreshed, chainRefreshDelay after the watch saw it bound, so that the
-// gateway's proxy state has taken the route first. Service-defaults that are not ours
+// value, a change Consul's chain watch sees. Only a backend that a new route binds to a
+// gateway where the routes that bound it went is refreshed (see observe),
+// chainRefreshDelay after the watch saw it bound, so that the gateway's proxy state has
+// taken the route first. Service-defaults that are not ours
 // are never written; docs/status.md tells their owners what to do.
 const (
 	chainRefreshDelay = time.Second
@@ -43,13 +44,22 @@ type boundBackend struct {
 	defaults translate.EntryKey
 }
 
-// chainRefresher remembers which backends were bound to which gateway, per route kind,
-// and which service-defaults wait for a refresh.
+// routeBinding is one route entry, in one incarnation (its CreateIndex, compared for
+// equality only), binding a backend to a gateway.
+type routeBinding struct {
+	backend     boundBackend
+	route       translate.EntryKey
+	createIndex uint64
+}
+
+// chainRefresher remembers which routes bound which backends to which gateway, per
+// route kind, and which service-defaults wait for a refresh.
 type chainRefresher struct {
 	mu gosync.Mutex
 	// bound is what the last answer of each kind's watch showed; nil before one.
-	bound map[string]map[boundBackend]bool
-	// left are backends seen bound and then not: a gateway may have forgotten them.
+	bound map[string]map[routeBinding]bool
+	// left are backends seen bound to a gateway and then by no route: the gateway may
+	// have forgotten them.
 	left map[boundBackend]bool
 	// pending are service-defaults to write again.
 	pending map[translate.EntryKey]bool
@@ -57,17 +67,20 @@ type chainRefresher struct {
 
 func newChainRefresher() *chainRefresher {
 	return &chainRefresher{
-		bound:   map[string]map[boundBackend]bool{},
+		bound:   map[string]map[routeBinding]bool{},
 		left:    map[boundBackend]bool{},
 		pending: map[translate.EntryKey]bool{},
 	}
 }
 
-// observe takes the backends bound by kind's routes in one answer of the watch, and
-// returns the service-defaults of backends bound again to a gateway they had left. A
-// fresh answer (a start, a reconnect, a Consul that lost its data) only sets what is
-// bound: this process cannot know what the gateways forgot before it.
-func (r *chainRefresher) observe(kind string, now map[boundBackend]bool, fresh bool) []translate.EntryKey {
+// observe takes the bindings of kind's routes in one answer of the watch, and returns
+// the service-defaults of backends a new route binds to a gateway where a route that
+// bound them went: since the last answer (one route replaced by another between two
+// answers), or earlier (the backend had left the gateway). A backend that stays bound
+// by some route throughout is never refreshed. A fresh answer (a start, a reconnect, a
+// Consul that lost its data) only sets what is bound: this process cannot know what the
+// gateways forgot before it.
+func (r *chainRefresher) observe(kind string, now map[routeBinding]bool, fresh bool) []translate.EntryKey {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	before := r.bound[kind]
@@ -75,19 +88,30 @@ func (r *chainRefresher) observe(kind string, now map[boundBackend]bool, fresh b
 	if fresh || before == nil {
 		return nil
 	}
+	went := map[boundBackend]bool{}
 	for b := range before {
 		if !now[b] {
-			r.left[b] = true
+			went[b.backend] = true
 		}
 	}
+	stays := map[boundBackend]bool{}
 	var again []translate.EntryKey
 	for b := range now {
-		if r.left[b] {
-			delete(r.left, b)
-			if !r.pending[b.defaults] {
-				r.pending[b.defaults] = true
-				again = append(again, b.defaults)
-			}
+		stays[b.backend] = true
+		if before[b] || !went[b.backend] && !r.left[b.backend] {
+			continue
+		}
+		if !r.pending[b.backend.defaults] {
+			r.pending[b.backend.defaults] = true
+			again = append(again, b.backend.defaults)
+		}
+	}
+	for backend := range stays {
+		delete(r.left, backend)
+	}
+	for backend := range went {
+		if !stays[backend] {
+			r.left[backend] = true
 		}
 	}
 	return again
@@ -115,15 +139,16 @@ func (r *chainRefresher) waiting(key translate.EntryKey) bool {
 	return r.pending[key]
 }
 
-// boundBackends lists, for the route entries of one kind in a watch answer, each
-// backend an owned and desired route has bound to a gateway.
-func (s *Syncer) boundBackends(entries []consulapi.ConfigEntry) map[boundBackend]bool {
-	out := map[boundBackend]bool{}
+// routeBindings lists, for the route entries of one kind in a watch answer, each backend an
+// owned and desired route has bound to a gateway.
+func (s *Syncer) routeBindings(entries []consulapi.ConfigEntry) map[routeBinding]bool {
+	out := map[routeBinding]bool{}
 	for _, entry := range entries {
 		if !s.cfg.Ownership.Owns(entry.GetMeta()) {
 			continue
 		}
-		desired, ok := s.desiredEntry(translate.KeyOf(entry))
+		key := translate.KeyOf(entry)
+		desired, ok := s.desiredEntry(key)
 		if !ok {
 			continue
 		}
@@ -133,9 +158,10 @@ func (s *Syncer) boundBackends(entries []consulapi.ConfigEntry) map[boundBackend
 			}
 			gateway := consulapi.ResourceReference{Kind: c.Resource.Kind, Name: c.Resource.Name, Namespace: c.Resource.Namespace, Partition: c.Resource.Partition}
 			for _, svc := range routeServices(desired) {
-				out[boundBackend{gateway: gateway, defaults: translate.EntryKey{
+				backend := boundBackend{gateway: gateway, defaults: translate.EntryKey{
 					Kind: consulapi.ServiceDefaults, Name: svc.Name, Namespace: svc.Namespace, Partition: svc.Partition,
-				}}] = true
+				}}
+				out[routeBinding{backend: backend, route: key, createIndex: entry.GetCreateIndex()}] = true
 			}
 		}
 	}
@@ -165,7 +191,7 @@ func (s *Syncer) refreshChainsOf(ctx context.Context, kind string, entries []con
 	if kind != consulapi.HTTPRoute && kind != consulapi.TCPRoute {
 		return
 	}
-	for _, key := range s.chains.observe(kind, s.boundBackends(entries), fresh) {
+	for _, key := range s.chains.observe(kind, s.routeBindings(entries), fresh) {
 		if _, ours := s.desiredEntry(key); !ours {
 			s.chains.take(key)
 			klog.FromContext(ctx).V(4).Info("A backend is bound again to a gateway it had left, and its service-defaults are not ours to write; "+
