@@ -173,6 +173,11 @@ func (w *want) answers(ans envoy.HTTPAnswer, req envoy.Request) error {
 			return fmt.Errorf("backend receives header %s=%q, want %q", name, got, value)
 		}
 	}
+	for name, value := range w.backendHeaders[service] {
+		if got := strings.Join(ans.Headers[name], ","); got != value {
+			return fmt.Errorf("backend %s receives header %s=%q, want %q", service, name, got, value)
+		}
+	}
 	return nil
 }
 

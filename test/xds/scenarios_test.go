@@ -73,6 +73,9 @@ type want struct {
 	path string
 	// headers the backend receives; "" means absent.
 	headers map[string]string
+	// backendHeaders are more headers, by the backend that receives them: a
+	// backendRef's own filters apply to its share of the requests only.
+	backendHeaders map[string]map[string]string
 }
 
 func to(backend string) *want { return &want{backends: map[string]uint32{backend: 1}} }
@@ -201,8 +204,6 @@ var scenarios = []scenario{
 		// changes it: the requests say what Consul does (the deviation), the routes'
 		// RoutedAsSpecified conditions that it does and what the spec says.
 		name: "precedence", namespace: "xds-precedence", ports: []uint32{8080, 8081},
-		// Not a .golden.json: the generated section of docs/consul.md lists every one
-		// (test/xds/envoy's docScenarios), and this scenario is not there yet.
 		requests: []routeCase{
 			{8080, envoy.Request{Host: "foo.example.org", Target: "/a"}, to("foo")},
 			{8080, envoy.Request{Host: "bar.example.org", Target: "/b/x"}, to("catch-all")},
@@ -230,6 +231,25 @@ var scenarios = []scenario{
 		routedAfterRemoval: []routedCase{
 			{"catch-all", "True/RoutedAsSpecified", nil},
 			{"exact", "False/PrecedenceDiffers", []string{"HTTPRoute xds-precedence/prefix-header"}},
+		},
+	},
+	{
+		name: "backends", namespace: "xds-backends", ports: []uint32{8080, 8081},
+		requests: []routeCase{
+			// Each weighted backendRef sets its own header on its own share.
+			{8081, envoy.Request{Host: "any", Target: "/tagged"}, &want{
+				backends:       map[string]uint32{"tag-a": 1, "tag-b": 1},
+				backendHeaders: map[string]map[string]string{"tag-a": {"x-backend": "tag-a"}, "tag-b": {"x-backend": "tag-b"}},
+			}},
+			// A single backendRef's filter applies after the rule's.
+			{8081, envoy.Request{Host: "any", Target: "/single/x", Headers: map[string]string{"x-debug": "on", "x-trace": "0"}}, &want{
+				backends: map[string]uint32{"single-echo": 1},
+				headers:  map[string]string{"x-rule": "single", "x-backend": "single-echo", "x-trace": "0,backend", "x-debug": ""},
+			}},
+			// A parentRef port attaches the route to that port's listener only.
+			{8080, envoy.Request{Host: "any", Target: "/tagged"}, nil},
+			{8080, envoy.Request{Host: "any", Target: "/front"}, to("front-echo")},
+			{8081, envoy.Request{Host: "any", Target: "/front"}, nil},
 		},
 	},
 	{

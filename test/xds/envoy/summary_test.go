@@ -21,6 +21,7 @@ var docScenarios = []struct{ name, source, about string }{
 	{"refused", "test/xds/testdata/refused.yaml", "Rules with a filter Consul cannot apply, with a missing or ungranted backend, and a split with a missing backend: what Gateway API answers with an error goes to the blackhole, a cluster without endpoints (Envoy's 503)."},
 	{"rewrite", "test/xds/testdata/rewrite.yaml", "URLRewrite ReplacePrefixMatch on the rule and on a backend, with and without trailing slashes, empty, and on the prefix `/`."},
 	{"precedence", "test/xds/testdata/precedence.yaml", "Where Consul routes against the spec's precedence: a catch-all route hidden by a route naming a host, and an Exact path behind another route's PathPrefix with a header. The routes' RoutedAsSpecified condition says so."},
+	{"backends", "test/xds/testdata/backends.yaml", "Weighted backendRefs that each set a header on their own share, a backendRef's header changes after its rule's, and routes that pick their listener by parentRef port."},
 	{"listeners", "test/xds/testdata/listeners.yaml", "An HTTPS listener with a certificate from a Secret, and a TCP listener."},
 }
 
