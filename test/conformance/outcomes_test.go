@@ -43,6 +43,7 @@ var trafficKnownFailures = withStatusFailures(map[string]string{
 	"HTTPRouteInvalidReferenceGrant":                    fmt.Sprintf(answers503, "GET /", "a backendRef whose ReferenceGrant names another Service"),
 	"HTTPRouteNoBackendRefs":                            fmt.Sprintf(answers503, "GET /empty-no-forward and GET /omitted-no-forward", "a rule with no backendRefs"),
 	"HTTPRoutePartiallyInvalidViaInvalidReferenceGrant": fmt.Sprintf(answers503, "GET /v2", "the rule whose backendRef has no ReferenceGrant"),
+	"HTTPRouteReferenceGrant":                           fmt.Sprintf(answers503, "GET / (once the ReferenceGrant is deleted; before, it reaches web-backend)", "a backendRef whose ReferenceGrant was deleted"),
 	"HTTPRouteServiceTypes": "GET /manual-endpointslices and /headless-manual-endpointslices expect 200 from Services without a selector, whose " +
 		"EndpointSlices are written by hand; the backends reach Consul's catalog only as consul-k8s registers them, from pods a " +
 		"selector picks (testenv.MeshBackends does the same), so those services have no instance and Envoy answers 503 (issue 26: backends as Consul knows them)",
