@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
@@ -402,6 +403,22 @@ func (o *oracle) checkSingleWriter(writes []write) {
 		}
 		if holder != w.replica {
 			o.violate("single writer: %s wrote %s %s %s at %s while the Lease was %q's", w.replica, w.target, w.method, w.path, w.at.Format("15:04:05.000000"), holder)
+		}
+	}
+}
+
+// checkCheckAndSet: every config entry write a replica sent carries cas=, so that
+// a write over an entry someone changed since it was read fails instead of undoing
+// the change (the foreign writer fault rewrites entries to catch exactly that).
+func (o *oracle) checkCheckAndSet(writes []write) {
+	for _, w := range writes {
+		if !w.configEntryWrite() {
+			continue
+		}
+		o.checked("check-and-set", 1)
+		query, err := url.ParseQuery(w.query)
+		if err != nil || !query.Has("cas") {
+			o.violate("check-and-set: %s wrote %s %s (query %q) at %s without cas=", w.replica, w.method, w.path, w.query, w.at.Format("15:04:05.000000"))
 		}
 	}
 }

@@ -25,6 +25,7 @@ type write struct {
 	target  string // "kube" or "consul"
 	method  string
 	path    string
+	query   string // the raw query: a Consul config entry write must carry cas=
 	at      time.Time
 }
 
@@ -174,7 +175,7 @@ func (p *faultProxy) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if p.isWrite(r) {
-		p.recorder.add(write{replica: p.replica, target: p.target, method: r.Method, path: r.URL.Path, at: time.Now()})
+		p.recorder.add(write{replica: p.replica, target: p.target, method: r.Method, path: r.URL.Path, query: r.URL.RawQuery, at: time.Now()})
 		p.writesInFlight.Add(1)
 		defer p.writesInFlight.Add(-1)
 	}
@@ -236,4 +237,14 @@ func consulWrite(r *http.Request) bool {
 		return false
 	}
 	return strings.HasPrefix(r.URL.Path, "/v1/config") || strings.HasPrefix(r.URL.Path, "/v1/catalog")
+}
+
+// configEntryWrite: a write of a Consul config entry (PUT /v1/config, DELETE
+// /v1/config/<kind>/<name>), which must be check-and-set. Catalog registrations are
+// not config entries and have no check-and-set.
+func (w write) configEntryWrite() bool {
+	if w.target != "consul" || (w.method != http.MethodPut && w.method != http.MethodDelete) {
+		return false
+	}
+	return w.path == "/v1/config" || strings.HasPrefix(w.path, "/v1/config/")
 }
