@@ -53,6 +53,13 @@ type faultProxy struct {
 	partition atomic.Bool
 	expired   *atomic.Int64 // watch events that ended a watch with 410 Gone, counted
 
+	// What the faults did, counted where it happened: a fault that moved none of its
+	// counts did not happen (see fault.effect).
+	delayed        atomic.Int64 // requests held back by the latency fault
+	failed         atomic.Int64 // requests answered with an injected error
+	cutOff         atomic.Int64 // requests the partition closed the connection of
+	upstreamFailed atomic.Int64 // requests the server did not answer (it was down)
+
 	mu    gosync.Mutex
 	conns map[net.Conn]struct{}
 	rng   *rand.Rand
@@ -100,6 +107,7 @@ func newFaultProxy(replica, target, upstream string, upstreamTLS *tls.Config, tl
 		// Broken streams are the point of the faults, not news.
 		ErrorLog: log.New(io.Discard, "", 0),
 		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
+			p.upstreamFailed.Add(1)
 			http.Error(w, "chaos proxy: "+err.Error(), http.StatusBadGateway)
 		},
 	}
@@ -156,6 +164,7 @@ func (p *faultProxy) serve(w http.ResponseWriter, r *http.Request) {
 	if p.partition.Load() {
 		// A partition: the request never arrives. Hijack and close, so the client sees
 		// a broken connection, not an answer.
+		p.cutOff.Add(1)
 		if hj, ok := w.(http.Hijacker); ok {
 			if c, _, err := hj.Hijack(); err == nil {
 				_ = c.Close()
@@ -166,11 +175,13 @@ func (p *faultProxy) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if d := p.latency.Load(); d > 0 {
+		p.delayed.Add(1)
 		if !sleepCtx(r.Context(), time.Duration(p.random(d))) {
 			return
 		}
 	}
 	if rate := p.errorRate.Load(); rate > 0 && p.random(1000) < rate {
+		p.failed.Add(1)
 		http.Error(w, "chaos proxy: injected error", http.StatusServiceUnavailable)
 		return
 	}
