@@ -2,7 +2,9 @@ package chaos
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"net/url"
 	"regexp"
@@ -51,9 +53,13 @@ type term struct {
 	from   time.Time // the Lease's acquireTime, by the acquirer's clock (this machine's)
 }
 
+// The edit numbers the world writes into what reaches Consul: an HTTPRoute's path, a
+// Gateway's hostname, the certificate's name, the TCPRoute's backend Service's name.
 var (
 	pathMarker = regexp.MustCompile(`^/m(\d+)$`)
 	hostMarker = regexp.MustCompile(`^g(\d+)\.chaos\.test$`)
+	certMarker = regexp.MustCompile(`^c(\d+)\.chaos\.test$`)
+	tcpMarker  = regexp.MustCompile(`^tcp-(\d+)$`)
 )
 
 func newOracle(env *scenarioEnv) *oracle {
@@ -322,8 +328,10 @@ func (o *oracle) observeEntries(kind string, entries []consulapi.ConfigEntry) {
 	}
 }
 
-// entryMarker is the newest edit an owned route or gateway entry reflects: the
-// highest /m<n> path or g<n> hostname in it.
+// entryMarker is the newest edit an owned route, gateway or certificate entry
+// reflects: the highest /m<n> path, g<n> hostname, c<n> certificate name or tcp-<n>
+// service in it. A tcp-route to a Service without a number reflects the route as
+// created, edit 0, so that going back to it is a regression too.
 func entryMarker(e consulapi.ConfigEntry) (int, bool) {
 	best, found := 0, false
 	note := func(re *regexp.Regexp, s string) {
@@ -346,8 +354,31 @@ func entryMarker(e consulapi.ConfigEntry) (int, bool) {
 		for _, l := range e.Listeners {
 			note(hostMarker, l.Hostname)
 		}
+	case *consulapi.TCPRouteConfigEntry:
+		found = true
+		for _, svc := range e.Services {
+			note(tcpMarker, svc.Name)
+		}
+	case *consulapi.InlineCertificateConfigEntry:
+		for _, name := range certificateNames(e.Certificate) {
+			note(certMarker, name)
+		}
 	}
 	return best, found
+}
+
+// certificateNames are the subject and DNS names of the PEM certificate's first
+// certificate; none when it does not parse.
+func certificateNames(data string) []string {
+	block, _ := pem.Decode([]byte(data))
+	if block == nil {
+		return nil
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		return nil
+	}
+	return append([]string{cert.Subject.CommonName}, cert.DNSNames...)
 }
 
 // putForeignEntries writes entries no controller of ours may touch: one with another
