@@ -252,6 +252,7 @@ func runScenario(t *testing.T, r run) summary {
 	}
 	s.referee(t, ctx)
 	s.oracle.checkSingleWriter(s.writes.all())
+	s.oracle.checkCheckAndSet(s.writes.all())
 	s.checkNoLostDelete(t, ctx)
 	select {
 	case err := <-startErrs:
@@ -288,6 +289,7 @@ func (s *scenario) runFault(t *testing.T, ctx context.Context, f fault) {
 	defer func() {
 		t.Logf("%s fault %s healed; replica starts during it: %d", time.Now().Format("15:04:05.000"), f.name, s.starts()-starts)
 	}()
+	effects := f.effect.count(s)
 	heal, err := f.inject(ctx, s)
 	if err != nil {
 		t.Fatalf("inject %s: %v", f.name, err)
@@ -300,6 +302,7 @@ func (s *scenario) runFault(t *testing.T, ctx context.Context, f fault) {
 		}
 	}
 	sleepCtx(ctx, 2*time.Second)
+	s.checkEffect(f, effects)
 }
 
 // resyncWorld reads the model back from the API server when an edit failed on the

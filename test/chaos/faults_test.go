@@ -6,12 +6,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	consulapi "github.com/hashicorp/consul/api"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/consul"
 )
 
 // fault is one kind of trouble: inject starts it and returns what heals it. The
@@ -19,6 +22,16 @@ import (
 type fault struct {
 	name   string
 	inject func(ctx context.Context, s *scenario) (heal func() error, err error)
+	effect effect
+}
+
+// effect is what shows that a fault happened: count must grow between the fault's
+// injection and the end of its settling time, or the run fails. A fault injected into
+// nothing (no watch to expire, no entry to rewrite, no process to kill) proves
+// nothing, and a run of such faults would pass without testing anything.
+type effect struct {
+	seen  string // what count counts, for the violation
+	count func(s *scenario) int64
 }
 
 // window is how long a fault stays on while edits go on.
@@ -30,7 +43,7 @@ var faults = []fault{
 			return nil, err
 		}
 		return env.Kube.StartAPIServer, nil
-	}},
+	}, proxyEffect("a replica's request to the API server went unanswered", "kube", func(p *faultProxy) *atomic.Int64 { return &p.upstreamFailed })},
 	// With the watch cache off, watches are etcd's: after a compaction, a watch resumed
 	// from an older resourceVersion ends with 410 Gone and the informer relists.
 	{"etcd-compaction-watch-expiry", func(ctx context.Context, s *scenario) (func() error, error) {
@@ -39,30 +52,30 @@ var faults = []fault{
 		}
 		s.eachReplica(func(r *replica) { r.kube.dropConnections() })
 		return nil, nil
-	}},
+	}, effect{"a replica's watch ended with 410 Gone", func(s *scenario) int64 { return s.expired.Load() }}},
 	{"kube-api-latency", func(ctx context.Context, s *scenario) (func() error, error) {
 		s.eachReplica(func(r *replica) { r.kube.latency.Store(int64(400 * time.Millisecond)) })
 		return s.healProxies, nil
-	}},
+	}, proxyEffect("a replica's request to the API server was delayed", "kube", func(p *faultProxy) *atomic.Int64 { return &p.delayed })},
 	{"kube-api-errors-and-drops", func(ctx context.Context, s *scenario) (func() error, error) {
 		s.eachReplica(func(r *replica) { r.kube.errorRate.Store(200) })
 		stop := s.every(ctx, time.Second, func() { s.eachReplica(func(r *replica) { r.kube.dropConnections() }) })
 		return func() error { stop(); return s.healProxies() }, nil
-	}},
+	}, proxyEffect("a replica's request to the API server was answered with an injected error", "kube", func(p *faultProxy) *atomic.Int64 { return &p.failed })},
 	// Both replicas die while edits and deletes go on: what they missed must be found
 	// on the relist, deletes included.
 	{"controller-sigkill-all", func(ctx context.Context, s *scenario) (func() error, error) {
-		s.eachReplica(func(r *replica) { r.kill(true) })
+		s.eachReplica(s.killRunning)
 		return func() error { s.eachReplica((*replica).release); return nil }, nil
-	}},
+	}, countEffect("a running replica was killed", replicasKilled)},
 	{"leader-failover", func(ctx context.Context, s *scenario) (func() error, error) {
 		leader := s.leader(ctx)
 		if leader == nil {
 			return nil, fmt.Errorf("no leader to kill")
 		}
-		leader.kill(true)
+		s.killRunning(leader)
 		return func() error { leader.release(); return nil }, nil
-	}},
+	}, countEffect("a running replica was killed", replicasKilled)},
 	// The leader loses the API server but keeps Consul: it must stop writing to Consul
 	// once it can no longer renew, before the follower takes over.
 	{"leader-partition", func(ctx context.Context, s *scenario) (func() error, error) {
@@ -73,14 +86,18 @@ var faults = []fault{
 		leader.kube.partition.Store(true)
 		leader.kube.dropConnections()
 		return s.healProxies, nil
-	}},
+	}, proxyEffect("a request of the leader's to the API server was cut off", "kube", func(p *faultProxy) *atomic.Int64 { return &p.cutOff })},
 	{"consul-restart", func(ctx context.Context, s *scenario) (func() error, error) {
 		if err := env.Consul.Stop(); err != nil {
 			return nil, err
 		}
 		return env.Consul.Start, nil
-	}},
+	}, proxyEffect("a replica's request to Consul went unanswered", "consul", func(p *faultProxy) *atomic.Int64 { return &p.upstreamFailed })},
 	{"consul-data-loss", func(ctx context.Context, s *scenario) (func() error, error) {
+		before, err := consulIndex(ctx, s)
+		if err != nil {
+			return nil, err
+		}
 		if err := env.Consul.Stop(); err != nil {
 			return nil, err
 		}
@@ -92,28 +109,97 @@ var faults = []fault{
 			if err := env.Consul.Start(); err != nil {
 				return err
 			}
-			return s.oracle.putForeignEntries(ctx)
+			if err := s.oracle.putForeignEntries(ctx); err != nil {
+				return err
+			}
+			return s.noteDataLoss(ctx, before)
 		}, nil
-	}},
+	}, countEffect("Consul came back with a raft index below the one it had", consulDataLost)},
 	{"consul-latency-and-errors", func(ctx context.Context, s *scenario) (func() error, error) {
 		s.eachReplica(func(r *replica) {
 			r.consul.latency.Store(int64(300 * time.Millisecond))
 			r.consul.errorRate.Store(200)
 		})
 		return s.healProxies, nil
-	}},
+	}, proxyEffect("a replica's request to Consul was answered with an injected error", "consul", func(p *faultProxy) *atomic.Int64 { return &p.failed })},
 	// Someone else rewrites our entries while we write them: every write of ours must
 	// be check-and-set, and what they wrote must be put back.
 	{"consul-foreign-writer-cas-race", func(ctx context.Context, s *scenario) (func() error, error) {
 		stop := s.every(ctx, 150*time.Millisecond, func() { s.driftOneEntry(ctx) })
 		return func() error { stop(); return nil }, nil
-	}},
+	}, countEffect("an entry of ours was rewritten by the foreign writer", foreignConsulWrites)},
 	// Another controller writes its own parent status on the same routes and its own
 	// condition on our Gateways: ours must keep them.
 	{"foreign-status-writer", func(ctx context.Context, s *scenario) (func() error, error) {
 		stop := s.every(ctx, 200*time.Millisecond, func() { s.foreignStatus(ctx) })
 		return func() error { stop(); return nil }, nil
-	}},
+	}, countEffect("a status was written by the foreign writer", foreignStatusWrites)},
+}
+
+// Names of the scenario's counts that faults' effects read.
+const (
+	replicasKilled      = "replicas killed"
+	consulDataLost      = "consul data lost"
+	foreignConsulWrites = "foreign consul writes"
+	foreignStatusWrites = "foreign status writes"
+)
+
+// proxyEffect counts, over every replica's proxy to target, what stat counts.
+func proxyEffect(seen, target string, stat func(*faultProxy) *atomic.Int64) effect {
+	return effect{seen, func(s *scenario) int64 {
+		var n int64
+		s.eachReplica(func(r *replica) {
+			p := r.kube
+			if target == "consul" {
+				p = r.consul
+			}
+			n += stat(p).Load()
+		})
+		return n
+	}}
+}
+
+func countEffect(seen, name string) effect {
+	return effect{seen, func(s *scenario) int64 { return int64(s.counts.get(name)) }}
+}
+
+// checkEffect fails the run when f's effect count did not grow since before.
+func (s *scenario) checkEffect(f fault, before int64) {
+	s.oracle.checked("fault effect", 1)
+	if f.effect.count(s) > before {
+		return
+	}
+	s.oracle.violate("fault effect: %s had none: never seen: %s", f.name, f.effect.seen)
+}
+
+// killRunning kills r and holds it down, counting the kill when a process was running.
+func (s *scenario) killRunning(r *replica) {
+	if r.pid() != 0 {
+		s.counts.add(replicasKilled, 1)
+	}
+	r.kill(true)
+}
+
+// consulIndex is Consul's raft index as a query reports it.
+func consulIndex(ctx context.Context, s *scenario) (uint64, error) {
+	_, meta, err := s.consul.ConfigEntries().List(consulapi.HTTPRoute, (&consulapi.QueryOptions{RequireConsistent: true}).WithContext(ctx))
+	if err != nil {
+		return 0, err
+	}
+	return meta.LastIndex, nil
+}
+
+// noteDataLoss counts the data loss when Consul came back behind the index it had:
+// a restart that kept its data resumes at or after it.
+func (s *scenario) noteDataLoss(ctx context.Context, before uint64) error {
+	after, err := consulIndex(ctx, s)
+	if err != nil {
+		return err
+	}
+	if after < before {
+		s.counts.add(consulDataLost, 1)
+	}
+	return nil
 }
 
 // Clock skew is not injected: the controller compares no timestamps across replicas.
@@ -168,7 +254,10 @@ func etcdPost(ctx context.Context, path string, body, into any) error {
 }
 
 // driftOneEntry rewrites one of our http-route entries the way a person with the
-// Consul CLI would: a plain write, our meta kept, a path no edit made.
+// Consul CLI would: a plain write, our meta kept, a path no edit made. The entry is
+// written compact, as the controller writes: Consul 1.15 refuses the keys this
+// client's structs add ("invalid config key Rules[0].Filters.RetryFilter"), and a
+// refused write is no drift.
 func (s *scenario) driftOneEntry(ctx context.Context) {
 	entries, _, err := s.consul.ConfigEntries().List(consulapi.HTTPRoute, (&consulapi.QueryOptions{}).WithContext(ctx))
 	if err != nil {
@@ -188,8 +277,8 @@ func (s *scenario) driftOneEntry(ctx context.Context) {
 	s.rngMu.Unlock()
 	r.Rules = []consulapi.HTTPRouteRule{{Matches: []consulapi.HTTPMatch{{Path: consulapi.HTTPPathMatch{Match: consulapi.HTTPPathMatchPrefix, Value: "/drift"}}},
 		Services: []consulapi.HTTPService{{Name: "drift"}}}}
-	if _, _, err := s.consul.ConfigEntries().Set(r, (&consulapi.WriteOptions{}).WithContext(ctx)); err == nil {
-		s.counts.add("foreign consul writes", 1)
+	if _, _, err := s.consul.ConfigEntries().Set(consul.Compact(r), (&consulapi.WriteOptions{}).WithContext(ctx)); err == nil {
+		s.counts.add(foreignConsulWrites, 1)
 	}
 }
 
@@ -222,7 +311,7 @@ func (s *scenario) foreignStatus(ctx context.Context) {
 		return err
 	})
 	if err == nil {
-		s.counts.add("foreign status writes", 1)
+		s.counts.add(foreignStatusWrites, 1)
 	}
 	gateways := s.gw.GatewayV1().Gateways(s.ns)
 	err = retry.RetryOnConflict(retry.DefaultBackoff, func() error {
@@ -242,6 +331,12 @@ func (s *scenario) foreignStatus(ctx context.Context) {
 		return err
 	})
 	if err == nil {
-		s.counts.add("foreign status writes", 1)
+		s.counts.add(foreignStatusWrites, 1)
 	}
+}
+
+func (c *counter) get(name string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n[name]
 }

@@ -2,8 +2,11 @@ package chaos
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
+	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
@@ -50,9 +53,13 @@ type term struct {
 	from   time.Time // the Lease's acquireTime, by the acquirer's clock (this machine's)
 }
 
+// The edit numbers the world writes into what reaches Consul: an HTTPRoute's path, a
+// Gateway's hostname, the certificate's name, the TCPRoute's backend Service's name.
 var (
 	pathMarker = regexp.MustCompile(`^/m(\d+)$`)
 	hostMarker = regexp.MustCompile(`^g(\d+)\.chaos\.test$`)
+	certMarker = regexp.MustCompile(`^c(\d+)\.chaos\.test$`)
+	tcpMarker  = regexp.MustCompile(`^tcp-(\d+)$`)
 )
 
 func newOracle(env *scenarioEnv) *oracle {
@@ -321,8 +328,10 @@ func (o *oracle) observeEntries(kind string, entries []consulapi.ConfigEntry) {
 	}
 }
 
-// entryMarker is the newest edit an owned route or gateway entry reflects: the
-// highest /m<n> path or g<n> hostname in it.
+// entryMarker is the newest edit an owned route, gateway or certificate entry
+// reflects: the highest /m<n> path, g<n> hostname, c<n> certificate name or tcp-<n>
+// service in it. A tcp-route to a Service without a number reflects the route as
+// created, edit 0, so that going back to it is a regression too.
 func entryMarker(e consulapi.ConfigEntry) (int, bool) {
 	best, found := 0, false
 	note := func(re *regexp.Regexp, s string) {
@@ -345,8 +354,31 @@ func entryMarker(e consulapi.ConfigEntry) (int, bool) {
 		for _, l := range e.Listeners {
 			note(hostMarker, l.Hostname)
 		}
+	case *consulapi.TCPRouteConfigEntry:
+		found = true
+		for _, svc := range e.Services {
+			note(tcpMarker, svc.Name)
+		}
+	case *consulapi.InlineCertificateConfigEntry:
+		for _, name := range certificateNames(e.Certificate) {
+			note(certMarker, name)
+		}
 	}
 	return best, found
+}
+
+// certificateNames are the subject and DNS names of the PEM certificate's first
+// certificate; none when it does not parse.
+func certificateNames(data string) []string {
+	block, _ := pem.Decode([]byte(data))
+	if block == nil {
+		return nil
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		return nil
+	}
+	return append([]string{cert.Subject.CommonName}, cert.DNSNames...)
 }
 
 // putForeignEntries writes entries no controller of ours may touch: one with another
@@ -402,6 +434,22 @@ func (o *oracle) checkSingleWriter(writes []write) {
 		}
 		if holder != w.replica {
 			o.violate("single writer: %s wrote %s %s %s at %s while the Lease was %q's", w.replica, w.target, w.method, w.path, w.at.Format("15:04:05.000000"), holder)
+		}
+	}
+}
+
+// checkCheckAndSet: every config entry write a replica sent carries cas=, so that
+// a write over an entry someone changed since it was read fails instead of undoing
+// the change (the foreign writer fault rewrites entries to catch exactly that).
+func (o *oracle) checkCheckAndSet(writes []write) {
+	for _, w := range writes {
+		if !w.configEntryWrite() {
+			continue
+		}
+		o.checked("check-and-set", 1)
+		query, err := url.ParseQuery(w.query)
+		if err != nil || !query.Has("cas") {
+			o.violate("check-and-set: %s wrote %s %s (query %q) at %s without cas=", w.replica, w.method, w.path, w.query, w.at.Format("15:04:05.000000"))
 		}
 	}
 }

@@ -25,6 +25,7 @@ type write struct {
 	target  string // "kube" or "consul"
 	method  string
 	path    string
+	query   string // the raw query: a Consul config entry write must carry cas=
 	at      time.Time
 }
 
@@ -51,6 +52,13 @@ type faultProxy struct {
 	errorRate atomic.Int64 // per mille of requests answered 503 without reaching the server
 	partition atomic.Bool
 	expired   *atomic.Int64 // watch events that ended a watch with 410 Gone, counted
+
+	// What the faults did, counted where it happened: a fault that moved none of its
+	// counts did not happen (see fault.effect).
+	delayed        atomic.Int64 // requests held back by the latency fault
+	failed         atomic.Int64 // requests answered with an injected error
+	cutOff         atomic.Int64 // requests the partition closed the connection of
+	upstreamFailed atomic.Int64 // requests the server did not answer (it was down)
 
 	mu    gosync.Mutex
 	conns map[net.Conn]struct{}
@@ -99,6 +107,7 @@ func newFaultProxy(replica, target, upstream string, upstreamTLS *tls.Config, tl
 		// Broken streams are the point of the faults, not news.
 		ErrorLog: log.New(io.Discard, "", 0),
 		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
+			p.upstreamFailed.Add(1)
 			http.Error(w, "chaos proxy: "+err.Error(), http.StatusBadGateway)
 		},
 	}
@@ -155,6 +164,7 @@ func (p *faultProxy) serve(w http.ResponseWriter, r *http.Request) {
 	if p.partition.Load() {
 		// A partition: the request never arrives. Hijack and close, so the client sees
 		// a broken connection, not an answer.
+		p.cutOff.Add(1)
 		if hj, ok := w.(http.Hijacker); ok {
 			if c, _, err := hj.Hijack(); err == nil {
 				_ = c.Close()
@@ -165,16 +175,18 @@ func (p *faultProxy) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if d := p.latency.Load(); d > 0 {
+		p.delayed.Add(1)
 		if !sleepCtx(r.Context(), time.Duration(p.random(d))) {
 			return
 		}
 	}
 	if rate := p.errorRate.Load(); rate > 0 && p.random(1000) < rate {
+		p.failed.Add(1)
 		http.Error(w, "chaos proxy: injected error", http.StatusServiceUnavailable)
 		return
 	}
 	if p.isWrite(r) {
-		p.recorder.add(write{replica: p.replica, target: p.target, method: r.Method, path: r.URL.Path, at: time.Now()})
+		p.recorder.add(write{replica: p.replica, target: p.target, method: r.Method, path: r.URL.Path, query: r.URL.RawQuery, at: time.Now()})
 		p.writesInFlight.Add(1)
 		defer p.writesInFlight.Add(-1)
 	}
@@ -236,4 +248,14 @@ func consulWrite(r *http.Request) bool {
 		return false
 	}
 	return strings.HasPrefix(r.URL.Path, "/v1/config") || strings.HasPrefix(r.URL.Path, "/v1/catalog")
+}
+
+// configEntryWrite: a write of a Consul config entry (PUT /v1/config, DELETE
+// /v1/config/<kind>/<name>), which must be check-and-set. Catalog registrations are
+// not config entries and have no check-and-set.
+func (w write) configEntryWrite() bool {
+	if w.target != "consul" || (w.method != http.MethodPut && w.method != http.MethodDelete) {
+		return false
+	}
+	return w.path == "/v1/config" || strings.HasPrefix(w.path, "/v1/config/")
 }

@@ -16,14 +16,16 @@ import (
 
 // referee starts a fresh replica, without proxies or faults, once the others are
 // gone. Against a converged cluster it must find nothing to do: no status write, no
-// Consul or catalog write, no apply. It decides with the same code, so this checks
+// Consul or catalog write, no apply or delete of a gateway object. It decides with the same code, so this checks
 // that faults left nothing a fault-free run would decide differently.
 func (s *scenario) referee(t *testing.T, ctx context.Context) {
 	t.Helper()
 	// A write the stopped replicas sent after convergence is news; it must have landed
-	// before the referee looks, so that the referee sees it.
-	for deadline := time.Now().Add(30 * time.Second); len(s.writesInFlight()) > 0 && time.Now().Before(deadline); {
-		sleepCtx(ctx, 100*time.Millisecond)
+	// before the referee looks, so that the referee sees it. One still on its way would
+	// land under the referee, which could then find work that is not its own, or miss
+	// some: the referee's verdict would not be about the converged state.
+	if left := s.waitForWritesInFlight(ctx, refereeWritesWait); len(left) > 0 {
+		s.oracle.violate("convergence: the referee started with writes in flight after waiting %s: %s", refereeWritesWait, strings.Join(left, "; "))
 	}
 	before := s.storedStatuses(ctx)
 	args := slices.Clone(s.replicas[0].args)
@@ -48,6 +50,9 @@ func (s *scenario) referee(t *testing.T, ctx context.Context) {
 		"consul_gateway_controller_consul_writes_total",
 		"consul_gateway_controller_consul_catalog_writes_total",
 		"consul_gateway_controller_gateway_object_applies_total",
+		// A leftover gateway object (of a Gateway that left our classes) is work found
+		// as much as a missing one.
+		"consul_gateway_controller_gateway_object_deletions_total",
 	} {
 		if n := testenv.MetricSum(body, series); n != 0 {
 			worked = true
@@ -59,6 +64,23 @@ func (s *scenario) referee(t *testing.T, ctx context.Context) {
 		for _, line := range before {
 			t.Logf("before the referee: %s", line)
 		}
+	}
+}
+
+// refereeWritesWait bounds how long the referee waits for the stopped replicas' writes
+// to land: Consul holds one up to about ten seconds while it has no leader.
+const refereeWritesWait = 30 * time.Second
+
+// waitForWritesInFlight waits until no replica has a write in flight, or for at most
+// limit; it returns what is still in flight then.
+func (s *scenario) waitForWritesInFlight(ctx context.Context, limit time.Duration) []string {
+	deadline := time.Now().Add(limit)
+	for {
+		left := s.writesInFlight()
+		if len(left) == 0 || !time.Now().Before(deadline) || ctx.Err() != nil {
+			return left
+		}
+		sleepCtx(ctx, 100*time.Millisecond)
 	}
 }
 

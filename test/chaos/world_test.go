@@ -261,6 +261,7 @@ var edits = []edit{
 	{"class-change", 5, (*world).changeClass},
 	{"grant-toggle", 6, func(w *world, ctx context.Context) error { return w.setGrant(ctx, !w.grant) }},
 	{"secret-rotation", 6, func(w *world, ctx context.Context) error { return w.writeCertificate(ctx, false) }},
+	{"tcp-backend", 6, (*world).moveTCPBackend},
 }
 
 // step applies one random edit. An edit the API server refuses (it is down, or the
