@@ -2,6 +2,7 @@ package sync
 
 import (
 	"fmt"
+	"net"
 	"regexp"
 	"slices"
 	"strconv"
@@ -102,26 +103,30 @@ func routeObjects(in *fuzzgen.Input, secret *corev1.Secret) ([]runtime.Object, *
 type servable struct {
 	entry    gatewayv1.SectionName
 	listener gatewayv1.Listener
+	// namespace is that of the object that declares the listener.
+	namespace string
 	// namedBy reports whether a parentRef names the listener.
 	namedBy func(ref gatewayv1.ParentReference) bool
 }
 
-// servables are the listeners of gw and of set (nil for none).
-func servables(gw *gatewayv1.Gateway, set *gatewayv1.ListenerSet) []servable {
+// servables are the listeners of gw and of sets (nil ones left out).
+func servables(gw *gatewayv1.Gateway, sets ...*gatewayv1.ListenerSet) []servable {
 	var out []servable
 	for _, l := range gw.Spec.Listeners {
-		out = append(out, servable{l.Name, l, func(ref gatewayv1.ParentReference) bool {
+		out = append(out, servable{l.Name, l, gw.Namespace, func(ref gatewayv1.ParentReference) bool {
 			return !gatewayapi.IsListenerSet(ref) && refNamesListener(ref, l)
 		}})
 	}
-	if set == nil {
-		return out
-	}
-	for _, entry := range set.Spec.Listeners {
-		l := gatewayv1.Listener(entry)
-		out = append(out, servable{gatewayapi.ListenerSetListenerName(cache.MetaObjectToName(set), l.Name), l, func(ref gatewayv1.ParentReference) bool {
-			return gatewayapi.IsListenerSet(ref) && string(ref.Name) == set.Name && refNamesListener(ref, l)
-		}})
+	for _, set := range sets {
+		if set == nil {
+			continue
+		}
+		for _, entry := range set.Spec.Listeners {
+			l := gatewayv1.Listener(entry)
+			out = append(out, servable{gatewayapi.ListenerSetListenerName(cache.MetaObjectToName(set), l.Name), l, set.Namespace, func(ref gatewayv1.ParentReference) bool {
+				return gatewayapi.IsListenerSet(ref) && string(ref.Name) == set.Name && refNamesListener(ref, l)
+			}})
+		}
 	}
 	return out
 }
@@ -132,12 +137,15 @@ func refNamesListener(ref gatewayv1.ParentReference, l gatewayv1.Listener) bool 
 
 // FuzzRouteStatus decides the status of HTTPRoutes built from the fuzzer's input and
 // checks: no panic or error; every rule the decision drops is named in the status of
-// every parent that accepts the route, and only those (checkDroppedRulesReported);
-// the route is served only where its status accepts it, on listeners of the Gateway
-// or its ListenerSet whose hostname overlaps the route's (checkAttachments); the unresolved backendRefs are what
-// ResolvedRefs says; the Gateway or ListenerSet counts the route on every listener
-// it is served on; and the same objects in another order give the same status and
-// decision, the route hostnames in another order the same decision.
+// every parent that accepts the route, and only those, and a route whose every rule is
+// dropped is accepted and served nowhere (checkDroppedRulesReported); the route is
+// served only where its status accepts it, on listeners of the Gateway or its
+// ListenerSet whose hostname overlaps the route's (checkAttachments), and a valid
+// route is accepted and served on every valid listener a parentRef names whose
+// hostname overlaps the route's (checkValidListenersServe); the unresolved
+// backendRefs are what ResolvedRefs says; the Gateway or ListenerSet counts the route
+// on every listener it is served on; and the same objects in another order give the
+// same status and decision, the route hostnames in another order the same decision.
 func FuzzRouteStatus(f *testing.F) {
 	fuzzSeeds(f)
 	secret := tlsSecret(f, "infra", "tls")
@@ -149,6 +157,7 @@ func FuzzRouteStatus(f *testing.F) {
 		parents, decision := routeStatusOf(t, append(objs, route), route, now)
 		checkDroppedRulesReported(t, route, parents, decision)
 		checkAttachments(t, servables(gw, set), route, parents, decision)
+		checkValidListenersServe(t, servables(gw, set), route, parents, decision)
 		checkUnresolvedReported(t, route, parents, decision)
 		checkAttachedRoutesCounted(t, append(objs, route), set, decision, now)
 		reversed := slices.Clone(append(objs, route))
@@ -207,8 +216,9 @@ func namedRules(msg string) []int {
 
 // checkDroppedRulesReported: the dropped rules are indexes of rules, in order; every
 // parent that accepts the route names exactly them in PartiallyInvalid ("Dropped
-// Rule(s)..."), and a route none of whose rules can be programmed is accepted nowhere,
-// with each rule named, and served nowhere.
+// Rule(s)..."), and a route none of whose rules can be programmed is accepted nowhere
+// and served nowhere; a parent that refuses it for that (UnsupportedValue) names each
+// rule.
 func checkDroppedRulesReported(t *testing.T, route *gatewayv1.HTTPRoute, parents []gatewayv1.RouteParentStatus, decision RouteDecision) {
 	t.Helper()
 	n := len(route.Spec.Rules)
@@ -223,6 +233,8 @@ func checkDroppedRulesReported(t *testing.T, route *gatewayv1.HTTPRoute, parents
 		accepted := meta.FindStatusCondition(p.Conditions, string(gatewayv1.RouteConditionAccepted))
 		partial := meta.FindStatusCondition(p.Conditions, string(gatewayv1.RouteConditionPartiallyInvalid))
 		switch {
+		case allDropped && accepted.Status == metav1.ConditionTrue:
+			t.Errorf("parent %s: every rule dropped, yet Accepted %q", p.ParentRef.Name, accepted.Message)
 		case accepted.Status == metav1.ConditionTrue && len(decision.DroppedRules) == 0:
 			if partial != nil {
 				t.Errorf("parent %s: PartiallyInvalid %q without a dropped rule", p.ParentRef.Name, partial.Message)
@@ -275,6 +287,107 @@ func checkListenerGranted(t *testing.T, s servable, route *gatewayv1.HTTPRoute, 
 	}) {
 		t.Errorf("served on listener %s, which no parentRef that accepts the route names", s.entry)
 	}
+}
+
+// checkValidListenersServe is checkAttachments the other way round: a route with
+// DNS hostnames and a rule that is not dropped is accepted by each parentRef that names
+// a valid HTTP or HTTPS listener (validListener) whose hostname overlaps one of the
+// route's, and is served on that listener. A route whose every rule is dropped is
+// refused there for its rules (UnsupportedValue), not for want of a listener.
+func checkValidListenersServe(t *testing.T, listeners []servable, route *gatewayv1.HTTPRoute, parents []gatewayv1.RouteParentStatus, decision RouteDecision) {
+	t.Helper()
+	if slices.ContainsFunc(route.Spec.Hostnames, func(h gatewayv1.Hostname) bool { return !dnsHostname(h) }) {
+		return
+	}
+	allDropped := len(route.Spec.Rules) > 0 && len(decision.DroppedRules) == len(route.Spec.Rules)
+	for _, p := range parents {
+		for _, s := range listeners {
+			if s.namedBy(p.ParentRef) && servesRoute(s, listeners, route) {
+				checkServedOn(t, p, s, allDropped, decision)
+			}
+		}
+	}
+}
+
+// checkServedOn: parent p, which names valid listener s, accepts the route and it is
+// served on s; or, every rule dropped, p refuses it for its rules.
+func checkServedOn(t *testing.T, p gatewayv1.RouteParentStatus, s servable, allDropped bool, decision RouteDecision) {
+	t.Helper()
+	accepted := meta.FindStatusCondition(p.Conditions, string(gatewayv1.RouteConditionAccepted))
+	if allDropped {
+		if accepted.Status != metav1.ConditionFalse || accepted.Reason != string(gatewayv1.RouteReasonUnsupportedValue) {
+			t.Errorf("parent %s names valid listener %s, every rule is dropped, yet Accepted is %s/%s", p.ParentRef.Name, s.entry, accepted.Status, accepted.Reason)
+		}
+		return
+	}
+	switch {
+	case accepted.Status != metav1.ConditionTrue:
+		t.Errorf("parent %s names valid listener %s (hostname %s), yet Accepted is %s/%s: %s",
+			p.ParentRef.Name, s.entry, ptrString(s.listener.Hostname), accepted.Status, accepted.Reason, accepted.Message)
+	case !attachedTo(decision, s.entry):
+		t.Errorf("parent %s accepts the route on valid listener %s, yet it is not served there: attachments %+v", p.ParentRef.Name, s.entry, decision.Attachments)
+	}
+}
+
+// servesRoute reports whether s is a valid listener route may attach to: HTTP or
+// HTTPS, with a hostname that overlaps one of the route's.
+func servesRoute(s servable, listeners []servable, route *gatewayv1.HTTPRoute) bool {
+	l := s.listener
+	if l.Protocol != gatewayv1.HTTPProtocolType && l.Protocol != gatewayv1.HTTPSProtocolType || !validListener(s, listeners) {
+		return false
+	}
+	return len(route.Spec.Hostnames) == 0 || slices.ContainsFunc(route.Spec.Hostnames, func(h gatewayv1.Hostname) bool { return hostnamesOverlap(l.Hostname, h) })
+}
+
+func attachedTo(decision RouteDecision, entry gatewayv1.SectionName) bool {
+	return slices.ContainsFunc(decision.Attachments, func(a Attachment) bool {
+		return a.Gateway == (cache.ObjectName{Namespace: "infra", Name: "gw"}) && slices.Contains(a.Listeners, entry)
+	})
+}
+
+// validListener reports whether s, one of the listeners merged into a Gateway (its own
+// and its ListenerSets'), is valid by what the fuzz targets vary, written out
+// independently of the code under test: a protocol Consul serves (HTTP, HTTPS, TCP), a
+// DNS hostname or none, a name in Consul and a port no other listener has, and for
+// HTTPS a certificate in the listener's own namespace (the fuzz targets grant no
+// Secret across namespaces). It says nothing of the listeners it does not call valid.
+func validListener(s servable, listeners []servable) bool {
+	l := s.listener
+	switch l.Protocol {
+	case gatewayv1.HTTPProtocolType, gatewayv1.TCPProtocolType:
+	case gatewayv1.HTTPSProtocolType:
+		if !certInOwnNamespace(l, s.namespace) {
+			return false
+		}
+	default:
+		return false
+	}
+	if l.Hostname != nil && !dnsHostname(*l.Hostname) {
+		return false
+	}
+	shared := 0
+	for _, o := range listeners {
+		if o.entry == s.entry || o.listener.Port == l.Port {
+			shared++
+		}
+	}
+	return shared == 1
+}
+
+// certInOwnNamespace reports whether the listener's one certificate is a Secret in
+// namespace, its own.
+func certInOwnNamespace(l gatewayv1.Listener, namespace string) bool {
+	if l.TLS == nil || len(l.TLS.CertificateRefs) != 1 {
+		return false
+	}
+	ref := l.TLS.CertificateRefs[0]
+	return ref.Namespace == nil || string(*ref.Namespace) == namespace
+}
+
+// dnsHostname reports whether h is a hostname the CRD admits and not an IP address,
+// which Gateway API does not allow as a hostname.
+func dnsHostname(h gatewayv1.Hostname) bool {
+	return hostnamePattern.MatchString(string(h)) && net.ParseIP(string(h)) == nil
 }
 
 // hostnamesOverlap is the Gateway API rule, written out again independently of the
@@ -357,7 +470,8 @@ func checkAttachedRoutesCounted(t *testing.T, objs []runtime.Object, set *gatewa
 // built from the fuzzer's input (names with dots, shared ports, every protocol), and
 // checks what Consul needs of the listeners the status lets through: no panic or
 // error, distinct names in the api-gateway entry, and one protocol and hostname per
-// port (Consul merges listeners on a port only then).
+// port (Consul merges listeners on a port only then); and the other way round, that
+// every valid listener is let through (checkValidListenersProgrammable).
 func FuzzListeners(f *testing.F) {
 	fuzzSeeds(f)
 	secret := tlsSecret(f, "infra", "tls")
@@ -365,9 +479,11 @@ func FuzzListeners(f *testing.F) {
 		in := fuzzgen.New(data, host, path)
 		gw := allowListeners(gateway("infra", "gw", fuzzListeners(in, []gatewayv1.SectionName{"l0", "l1", "apps.s.l0", "apps.s.l0.x"})...), gatewayv1.NamespacesFromAll, nil)
 		objs := []runtime.Object{ourClass(), namespace("apps", nil), namespace("infra", nil), secret, gw}
+		var sets []*gatewayv1.ListenerSet
 		for i := range in.Intn(3) {
 			set := listenerSet("apps", fuzzgen.Pick(in, []string{"s", "s.l0", "t"}), i, fuzzListeners(in, []gatewayv1.SectionName{"l0", "l1", "x", "l0.x"})...)
-			if !slices.ContainsFunc(objs, func(o runtime.Object) bool { s, ok := o.(*gatewayv1.ListenerSet); return ok && s.Name == set.Name }) {
+			if !slices.ContainsFunc(sets, func(s *gatewayv1.ListenerSet) bool { return s.Name == set.Name }) {
+				sets = append(sets, set)
 				objs = append(objs, set)
 			}
 		}
@@ -377,6 +493,7 @@ func FuzzListeners(f *testing.F) {
 			t.Fatal(err)
 		}
 		checkProgrammableListeners(t, v)
+		checkValidListenersProgrammable(t, v, servables(gw, sets...))
 		if _, err := d.gatewayStatus(gw, ourClass(), metav1.Now()); err != nil {
 			t.Fatal(err)
 		}
@@ -407,6 +524,31 @@ func checkProgrammableListeners(t *testing.T, v gatewayVerdict) {
 			t.Errorf("%s: port %d has listeners %q and %q, which Consul cannot merge", who, st.listener.Port, other, kind)
 		}
 		byPort[st.listener.Port] = kind
+	}
+}
+
+// checkValidListenersProgrammable: every listener validListener calls valid, the
+// Gateway's own or a ListenerSet's, is judged and can be programmed.
+func checkValidListenersProgrammable(t *testing.T, v gatewayVerdict, listeners []servable) {
+	t.Helper()
+	all := slices.Clone(v.listeners)
+	for _, s := range v.sets {
+		all = append(all, s.listeners...)
+	}
+	for _, s := range listeners {
+		if !validListener(s, listeners) {
+			continue
+		}
+		i := slices.IndexFunc(all, func(st listenerState) bool { return st.entryName == s.entry })
+		switch {
+		case i < 0:
+			t.Errorf("valid listener %s (%s port %d) is not judged", s.entry, s.listener.Protocol, s.listener.Port)
+		case !all[i].programmable():
+			st := all[i]
+			t.Errorf("valid listener %s (%s port %d, hostname %s) cannot be programmed: accepted %v %s %q, conflict %q, refs %v %s %q",
+				s.entry, s.listener.Protocol, s.listener.Port, ptrString(s.listener.Hostname), st.accepted, st.acceptedReason, st.acceptedMessage,
+				st.conflictReason, st.refsResolved, st.refsReason, st.refsMessage)
+		}
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	"sigs.k8s.io/yaml"
 
@@ -35,6 +37,11 @@ const (
 	badInputParallel    = 8
 	badInputCaseTimeout = 2 * time.Minute
 	neighbourHost       = "neighbour.example.com"
+	// badInputCases is the number of case files in badInputDir. It is pinned here,
+	// not counted from the directory, so that a case lost from the corpus (deleted,
+	// renamed out of the *.yaml glob) fails the test instead of shrinking it: adding
+	// or removing a case means changing this number too.
+	badInputCases = 124
 )
 
 // badCase is one parsed case file.
@@ -98,14 +105,17 @@ type badInputEnv struct {
 	mapper     *restmapper.DeferredDiscoveryRESTMapper
 	controller gatewayv1.GatewayController
 	naming     translate.Naming
+	// published is what the controller published, in order: the proof that it judged
+	// an object whose expectations are only absences (checkJudged).
+	published *confirmations
 	// cleanup registers with the whole test, not the case.
 	cleanup func(func())
 }
 
 func TestBadInputCorpus(t *testing.T) {
 	cases := loadBadCases(t)
-	if len(cases) < 60 {
-		t.Fatalf("the corpus has %d cases, want at least 60", len(cases))
+	if len(cases) != badInputCases {
+		t.Fatalf("the corpus has %d cases, want %d (badInputCases): a case was lost, or one was added without counting it", len(cases), badInputCases)
 	}
 	b := newBadInputEnv(t)
 	env.Create(t, testenv.GatewayClass(badInputClass, b.controller))
@@ -113,8 +123,8 @@ func TestBadInputCorpus(t *testing.T) {
 	// it wrote leaves Consul, which every later test in the package shares (Consul's
 	// own gateway controller otherwise goes on reconciling hundreds of routes).
 	t.Cleanup(func() { deleteOwnedEntries(t, string(b.controller), "bad") })
-	startController(t, b.controller, controllerOptions{consul: &consulOptions{clusterID: "bad",
-		translation: translate.Options{ManageServiceDefaults: true}}})
+	b.published = startController(t, b.controller, controllerOptions{consul: &consulOptions{clusterID: "bad",
+		translation: translate.Options{ManageServiceDefaults: true}}}).published
 
 	// Namespaces and cluster-scoped objects outlive their case, for the last checks.
 	b.cleanup = t.Cleanup
@@ -141,7 +151,7 @@ func TestBadInputCorpus(t *testing.T) {
 
 	// Nothing flapped back: every case still holds once all are done.
 	for _, c := range cases {
-		if err := b.check(t.Context(), c); err != nil {
+		if err := b.checkJudged(t.Context(), c); err != nil {
 			t.Errorf("%s no longer holds: %v", c.file, err)
 		}
 	}
@@ -163,16 +173,25 @@ func newBadInputEnv(t *testing.T) *badInputEnv {
 		controller: "test.example.com/" + badInputClass}
 }
 
-// loadBadCases reads every case file; the first document is its expectations.
+// loadBadCases reads every case file; the first document is its expectations. Every
+// file of the directory but the README must be a case: one the loader would pass over
+// (another extension, a directory) is an error, not a smaller corpus.
 func loadBadCases(t *testing.T) []badCase {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(badInputDir, "*.yaml"))
+	entries, err := os.ReadDir(badInputDir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var cases []badCase
-	for i, f := range files {
-		c, err := parseBadCase(f, fmt.Sprintf("bad-%03d", i))
+	for _, e := range entries {
+		if e.Name() == "README.md" {
+			continue
+		}
+		f := filepath.Join(badInputDir, e.Name())
+		if e.IsDir() || filepath.Ext(f) != ".yaml" {
+			t.Fatalf("%s: not a case file (*.yaml)", f)
+		}
+		c, err := parseBadCase(f, fmt.Sprintf("bad-%03d", len(cases)))
 		if err != nil {
 			t.Fatalf("%s: %v", f, err)
 		}
@@ -226,7 +245,7 @@ func (b *badInputEnv) run(t *testing.T, c badCase) {
 		b.create(t, c, obj)
 	}
 	testenv.Eventually(t, badInputCaseTimeout, c.file+": "+c.expect.Description, func(context.Context) error {
-		return b.check(t.Context(), c)
+		return b.checkJudged(t.Context(), c)
 	})
 }
 
@@ -322,4 +341,100 @@ func deleteOwnedEntries(t *testing.T, controller, cluster string) {
 			}
 		}
 	}
+}
+
+// checkJudged is check, once the controller has judged every object of the case that
+// the expectations check only by absence. No parent status and no Consul entry is
+// also what an object has before the controller has seen it, so without this such a
+// case passes on the first poll however the controller would judge the object.
+func (b *badInputEnv) checkJudged(ctx context.Context, c badCase) error {
+	for _, obj := range c.absentOnly() {
+		if err := b.judgedNotServed(obj); err != nil {
+			return err
+		}
+	}
+	return b.check(ctx, c)
+}
+
+// judgedNotServed requires the controller's last confirmation of obj to carry no
+// object: it judged obj and left nothing of it to serve (not ours, or withheld).
+//
+// Why a confirmation proves the judgment: the controller publishes one only at the end
+// of a sync of the key, and a key reaches the status queues only from the informers'
+// events, lookups in their caches and Enqueue (for keys already published). The case
+// namespace is new and nothing in it is deleted, so a confirmation of one of its
+// objects comes from a sync that found the object in the controller's cache. The last
+// one counts because confirmations of a key arrive in the order of its syncs.
+func (b *badInputEnv) judgedNotServed(obj judgedObject) error {
+	confs := b.published.of(obj.kind, obj.key)
+	if len(confs) == 0 {
+		return fmt.Errorf("%s %s: not judged yet (the controller published nothing of it)", obj.kind, obj.key)
+	}
+	if last := confs[len(confs)-1]; last.Object != nil {
+		return fmt.Errorf("%s %s: published to be served, want nothing of it served", obj.kind, obj.key)
+	}
+	return nil
+}
+
+// judgedObject is an object of a case the controller must have judged.
+type judgedObject struct {
+	kind gatewayv1.Kind
+	key  cache.ObjectName
+}
+
+// gatewayKindOfEntry is the Gateway API kind a Consul entry kind is written from; the
+// other kinds (inline-certificate, service-defaults) come from no object the status
+// controller confirms.
+var gatewayKindOfEntry = map[string]gatewayv1.Kind{
+	consulapi.APIGateway: "Gateway",
+	consulapi.HTTPRoute:  "HTTPRoute",
+	consulapi.TCPRoute:   "TCPRoute",
+}
+
+// absentOnly are the objects the case creates whose expectations are all absences:
+// noParents, or an absent Consul entry, and no condition, listener or parent to find
+// in their status (finding one, at the object's generation, proves the judgment).
+func (c badCase) absentOnly() []judgedObject {
+	var out []judgedObject
+	add := func(kind gatewayv1.Kind, ns, name string) {
+		if ns == "" {
+			ns = c.ns
+		}
+		obj := judgedObject{kind, cache.ObjectName{Namespace: ns, Name: name}}
+		if !c.creates(obj) || slices.Contains(out, obj) {
+			return
+		}
+		if want := c.expect.object(string(kind), name); want != nil && want.checksStatus() {
+			return
+		}
+		out = append(out, obj)
+	}
+	for _, want := range c.expect.Objects {
+		if want.NoParents && !want.checksStatus() {
+			add(gatewayv1.Kind(want.Kind), want.Namespace, want.Name)
+		}
+	}
+	for _, want := range c.expect.Consul {
+		if kind, ok := gatewayKindOfEntry[want.Kind]; ok && want.Absent {
+			add(kind, want.Namespace, want.Name)
+		}
+	}
+	return out
+}
+
+// checksStatus reports whether the expectation finds something in the object's status,
+// or the object is refused and never judged.
+func (o objectExpect) checksStatus() bool {
+	return o.Refused != "" || len(o.Conditions)+len(o.Listeners)+len(o.AttachedRoutes)+len(o.Parents) > 0
+}
+
+// creates reports whether the case creates obj.
+func (c badCase) creates(obj judgedObject) bool {
+	return slices.ContainsFunc(c.objects, func(u *unstructured.Unstructured) bool {
+		ns := u.GetNamespace()
+		if ns == "" {
+			ns = c.ns
+		}
+		return u.GetKind() == string(obj.kind) && u.GetName() == obj.key.Name && ns == obj.key.Namespace
+	})
 }
