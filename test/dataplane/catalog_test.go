@@ -95,7 +95,7 @@ func TestGatewayPodsRegistered(t *testing.T) {
 	if _, err := env.ConsulClient.Catalog().Register(foreign, nil); err != nil {
 		t.Fatal(err)
 	}
-	if n := g.restart(t, "consul_gateway_controller_consul_catalog_writes_total"); n != 0 {
+	if n := g.restart(t, "consul_gateway_controller_consul_catalog_writes_total", "catalog"); n != 0 {
 		t.Errorf("the restarted controller made %v catalog writes, want 0", n)
 	}
 	services, _, err := env.ConsulClient.Catalog().Service(service, "", nil)
