@@ -77,9 +77,10 @@ func TestGatewayPodsRegistered(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// One pod fewer: its instance goes.
+	// One pod fewer: its instance goes, and the foreign one, of the same service, stays.
 	updateConfig(t, g.ns, func(c *v1alpha1.GatewayConfig) { c.Spec.Replicas = &v1alpha1.Replicas{Default: new(int32(1))} })
 	instancesMatchPods(1)
+	checkForeignKept(t, service, "the scale-down")
 
 	// Consul loses its data (a dev agent restarted): everything is registered again.
 	if err := env.Consul.Stop(); err != nil {
@@ -98,12 +99,19 @@ func TestGatewayPodsRegistered(t *testing.T) {
 	if n := g.restart(t, "consul_gateway_controller_consul_catalog_writes_total", "catalog"); n != 0 {
 		t.Errorf("the restarted controller made %v catalog writes, want 0", n)
 	}
+	checkForeignKept(t, service, "the restart")
+}
+
+// checkForeignKept fails t unless the instance "foreign" of service, another writer's,
+// is still in the catalog after what happened.
+func checkForeignKept(t *testing.T, service, after string) {
+	t.Helper()
 	services, _, err := env.ConsulClient.Catalog().Service(service, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !slices.ContainsFunc(services, func(s *consulapi.CatalogService) bool { return s.ServiceID == "foreign" }) {
-		t.Error("the foreign instance was removed")
+		t.Errorf("the foreign instance of %s was removed after %s", service, after)
 	}
 }
 
