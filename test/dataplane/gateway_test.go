@@ -175,7 +175,7 @@ func TestGatewayDataPlane(t *testing.T) {
 
 	// A restart against the converged cluster applies nothing.
 	time.Sleep(2 * time.Second)
-	if n := g.restart(t, "consul_gateway_controller_gateway_object_applies_total"); n != 0 {
+	if n := g.restart(t, "consul_gateway_controller_gateway_object_applies_total", "dataplane"); n != 0 {
 		t.Errorf("the restarted controller applied %v gateway objects, want 0", n)
 	}
 

@@ -2,7 +2,9 @@ package testenv
 
 import (
 	"context"
+	_ "embed"
 	"fmt"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -16,7 +18,8 @@ import (
 // kube-controller-manager (Deployments, ReplicaSets, EndpointSlices, namespace deletion,
 // the garbage collector), kube-scheduler, and kwok, which plays the kubelet of the fake
 // Nodes: it keeps their Lease and turns the Pods scheduled to them Running and Ready
-// with an IP, using kwok's own stages (bin/kwok-stages.yaml, written by `make tools`).
+// with an IP, using kwok's own stages (bin/kwok-stages.yaml, written by `make tools`)
+// and one of the harness's: a pod labelled NotReadyLabel turns and stays not Ready.
 type Workloads struct {
 	controllerManager *process
 	scheduler         *process
@@ -27,6 +30,15 @@ type Workloads struct {
 
 // NodeIP is the InternalIP kwok gives every fake Node.
 const NodeIP = "10.1.0.1"
+
+// NotReadyLabel, set to "true" on a Running and Ready pod, makes kwok turn the pod not
+// Ready for good, as a pod whose readiness probe fails; other pods are left alone.
+const NotReadyLabel = "testenv.consul-gateway-controller.github.io/not-ready"
+
+// notReadyStage is the kwok Stage that does it.
+//
+//go:embed kwok-stage-not-ready.yaml
+var notReadyStage []byte
 
 // podCIDR is where kwok takes pod IPs from: outside the Service range (10.96.0.0/16).
 const podCIDR = "10.244.0.0/16"
@@ -63,9 +75,14 @@ func startWorkloads(ctx context.Context, dir, logDir string, kube *KubeAPI, node
 	if err != nil {
 		return nil, err
 	}
+	harnessStages := filepath.Join(dir, "kwok-harness-stages.yaml")
+	if err := os.WriteFile(harnessStages, notReadyStage, 0o600); err != nil {
+		return nil, err
+	}
 	if w.kwok, err = workloadProcess("kwok", logDir,
 		"--kubeconfig="+kubeconfig,
 		"--config="+stages,
+		"--config="+harnessStages,
 		"--manage-all-nodes",
 		"--node-ip="+NodeIP,
 		"--cidr="+podCIDR,
