@@ -106,7 +106,7 @@ func (s *scenario) convergenceProblems(ctx context.Context) ([]string, error) {
 	live[consulapi.InlineCertificate+"/"+certSecret] = secret.UID
 	problems = append(problems, entrySetProblems(wantedEntries(routes, gateways, grant), entries, live)...)
 	problems = append(problems, routeEntryProblems(routes, gateways, grant, entries)...)
-	problems = append(problems, s.tcpEntryProblems(entries[consulapi.TCPRoute+"/"+tcpRoute])...)
+	problems = append(problems, s.tcpEntryProblems(ctx, entries[consulapi.TCPRoute+"/"+tcpRoute])...)
 	problems = append(problems, certificateProblems(secret, entries[consulapi.InlineCertificate+"/"+certSecret])...)
 	problems = append(problems, blackholeProblems(entries[blackholeKey])...)
 	dataPlane, err := s.dataPlaneProblems(ctx, gateways)
@@ -218,13 +218,18 @@ func httpRouteServices(e *consulapi.HTTPRouteConfigEntry) []string {
 	return out
 }
 
-// tcpEntryProblems: the tcp-route entry forwards to the TCPRoute's one backend, from
-// gw-0's tcp listener.
-func (s *scenario) tcpEntryProblems(entry consulapi.ConfigEntry) []string {
+// tcpEntryProblems: the tcp-route entry forwards to the TCPRoute's one backend as the
+// API server holds it now (the tcp-backend edit moves it), from gw-0's tcp listener.
+func (s *scenario) tcpEntryProblems(ctx context.Context, entry consulapi.ConfigEntry) []string {
 	e, ok := entry.(*consulapi.TCPRouteConfigEntry)
 	if !ok {
 		return nil
 	}
+	route, err := s.world.env.gw.GatewayV1().TCPRoutes(s.ns).Get(ctx, tcpRoute, metav1.GetOptions{})
+	if err != nil {
+		return []string{fmt.Sprintf("TCPRoute %s: %v", tcpRoute, err)}
+	}
+	backend := string(route.Spec.Rules[0].BackendRefs[0].Name)
 	var services, parents []string
 	for _, svc := range e.Services {
 		services = append(services, svc.Name)
@@ -233,8 +238,8 @@ func (s *scenario) tcpEntryProblems(entry consulapi.ConfigEntry) []string {
 		parents = append(parents, p.Name+"/"+p.SectionName)
 	}
 	var problems []string
-	if !slices.Equal(services, []string{"svc-0"}) {
-		problems = append(problems, fmt.Sprintf("consul entry for TCPRoute %s forwards to %v, want [svc-0]", tcpRoute, services))
+	if !slices.Equal(services, []string{backend}) {
+		problems = append(problems, fmt.Sprintf("consul entry for TCPRoute %s forwards to %v, want [%s]", tcpRoute, services, backend))
 	}
 	if want := gatewayName(0) + "." + s.ns + "/tcp"; !slices.Equal(parents, []string{want}) {
 		problems = append(problems, fmt.Sprintf("consul entry for TCPRoute %s has parents %v, want [%s]", tcpRoute, parents, want))
