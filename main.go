@@ -35,6 +35,7 @@ import (
 	"github.com/consul-gateway-controller/consul-gateway-controller/api/v1alpha1"
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul"
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul/catalog"
+	"github.com/consul-gateway-controller/consul-gateway-controller/consul/identity"
 	"github.com/consul-gateway-controller/consul-gateway-controller/dataplane"
 	"github.com/consul-gateway-controller/consul-gateway-controller/informers"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/consullimits"
@@ -185,6 +186,8 @@ type pipeline struct {
 	owned     *informers.Owned
 	deployer  *dataplane.Controller
 	registrar *catalog.Registrar
+	// identities is nil unless the controller manages the gateways' ACL identities.
+	identities *identity.Manager
 }
 
 // newPipeline builds the parts and connects them: the status controller publishes
@@ -217,6 +220,10 @@ func newPipeline(ctx context.Context, opts *options.Options, c clients, recorder
 		}
 		publishers = append(publishers, p.deployer, p.registrar)
 		deployments = p.deployer
+		if p.identities != nil {
+			publishers = append(publishers, p.identities)
+			deployments = withIdentities{p.deployer, p.identities}
+		}
 	}
 	controller, err := gwsync.NewController(ctx, gwsync.Config{
 		ControllerName: gatewayv1.GatewayController(opts.ControllerName),
@@ -236,6 +243,9 @@ func newPipeline(ctx context.Context, opts *options.Options, c clients, recorder
 	}
 	p.controller = controller
 	p.syncer.OnVerdictChange(controller.Enqueue)
+	if p.identities != nil {
+		p.identities.OnProblemChange(func(gw cache.ObjectName) { controller.Enqueue(gatewayapi.GatewayKind, gw) })
+	}
 	if p.owned != nil {
 		// A gateway pod or Service that changes may change its Gateway's status.
 		if err := p.owned.AddEventHandlers(ctx, func(gw cache.ObjectName) { controller.Enqueue(gatewayapi.GatewayKind, gw) }); err != nil {
@@ -278,7 +288,38 @@ func (p *pipeline) addDataPlane(ctx context.Context, opts *options.Options, c cl
 		GatewayPods: dataplane.PodSelector,
 		Workers:     opts.ConsulWorkers,
 	})
+	if defaults := opts.GatewayDefaults(); defaults.AuthMethod != "" {
+		p.identities = identity.NewManager(identity.Config{
+			Client:  c.consul,
+			Namer:   identity.Namer{Prefix: opts.Naming.Prefix, Ownership: opts.Ownership()},
+			Naming:  opts.Naming,
+			Classes: inf.GatewayClasses.Lister(),
+			Configs: listers.New[*v1alpha1.GatewayConfig](inf.GatewayConfigs.GetIndexer(), v1alpha1.Resource("gatewayconfigs")),
+			Pods: func(gw *gatewayv1.Gateway, config *v1alpha1.GatewayConfig) (string, string) {
+				return dataplane.Name(gw), dataplane.AuthMethod(config, defaults)
+			},
+			Workers: opts.ConsulWorkers,
+		})
+	}
 	return p.owned.AddEventHandlers(ctx, p.registrar.Enqueue)
+}
+
+// withIdentities is the data plane's state, where pods that cannot get their identity
+// in Consul are a problem of the data plane too: they cannot log in, so they serve
+// nothing.
+type withIdentities struct {
+	*dataplane.Controller
+	identities *identity.Manager
+}
+
+func (w withIdentities) State(gw *gatewayv1.Gateway) gwsync.DeploymentState {
+	state := w.Controller.State(gw)
+	if state.Problem == "" {
+		if problem := w.identities.Problem(cache.MetaObjectToName(gw)); problem != "" {
+			state.Problem = "Gateway pods cannot log in to Consul: " + problem
+		}
+	}
+	return state
 }
 
 // start starts the informers; they stop when ctx is done.
@@ -311,7 +352,7 @@ func (p *pipeline) lead(ctx context.Context, eventBroadcaster events.EventBroadc
 	}
 	syncerDone := make(chan error, 1)
 	go func() { syncerDone <- p.syncer.Run(ctx, p.controller.InitialSyncDone()) }()
-	deployerDone, registrarDone := make(chan error, 1), make(chan error, 1)
+	deployerDone, registrarDone, identitiesDone := make(chan error, 1), make(chan error, 1), make(chan error, 1)
 	if p.deployer != nil {
 		go func() { deployerDone <- p.deployer.Run(ctx) }()
 		go func() { registrarDone <- p.registrar.Run(ctx, p.controller.InitialSyncDone()) }()
@@ -319,8 +360,13 @@ func (p *pipeline) lead(ctx context.Context, eventBroadcaster events.EventBroadc
 		deployerDone <- nil
 		registrarDone <- nil
 	}
+	if p.identities != nil {
+		go func() { identitiesDone <- p.identities.Run(ctx, p.controller.InitialSyncDone()) }()
+	} else {
+		identitiesDone <- nil
+	}
 	err := p.controller.Run(ctx)
-	return errors.Join(err, <-syncerDone, <-deployerDone, <-registrarDone)
+	return errors.Join(err, <-syncerDone, <-deployerDone, <-registrarDone, <-identitiesDone)
 }
 
 // serveProbes serves the metrics and the health checks, /readyz answering ready, on

@@ -59,6 +59,18 @@ type Defaults struct {
 	Image         string
 	ConsulAddress string
 	GRPCPort      int32
+	// AuthMethod is the Kubernetes auth method the pods log in to Consul with; ""
+	// means no login (ACLs off, or tokens given by other means).
+	AuthMethod string
+}
+
+// AuthMethod is the Kubernetes auth method the pods of a Gateway deployed with config
+// (nil for none) log in to; "" for none.
+func AuthMethod(config *v1alpha1.GatewayConfig, defaults Defaults) string {
+	if spec := configSpec(config); spec.Consul != nil && spec.Consul.AuthMethod != "" {
+		return spec.Consul.AuthMethod
+	}
+	return defaults.AuthMethod
 }
 
 // Gateway is what the desired objects are built from: a Gateway whose Accepted=True
@@ -306,10 +318,10 @@ func dataplaneArgs(spec v1alpha1.GatewayConfigSpec, defaults Defaults) []string 
 			args = append(args, "-ca-certs="+caMountPath+"/"+corev1.ServiceAccountRootCAKey)
 		}
 	}
-	if consul.AuthMethod != "" {
+	if authMethod := orDefault(consul.AuthMethod, defaults.AuthMethod); authMethod != "" {
 		args = append(args,
 			"-credential-type=login",
-			"-login-auth-method="+consul.AuthMethod,
+			"-login-auth-method="+authMethod,
 			"-login-bearer-token-path=/var/run/secrets/kubernetes.io/serviceaccount/token",
 		)
 	}

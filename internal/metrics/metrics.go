@@ -60,6 +60,13 @@ var (
 		Help: "Catalog registrations and deregistrations of gateway pods in Consul, by operation (register, deregister) and result (ok, conflict, error).",
 	}, []string{"operation", "result"})
 
+	// ConsulACLWrites counts writes of the gateways' ACL policies, roles and binding
+	// rules (package consul/identity).
+	ConsulACLWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "consul_acl_writes_total",
+		Help: "Writes of gateway ACL policies, roles and binding rules to Consul, by object (policy, role, binding-rule), operation (create, update, delete) and result (ok, error).",
+	}, []string{"object", "operation", "result"})
+
 	// ConsulWrites counts config entry writes to Consul.
 	ConsulWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace, Name: "consul_writes_total",
@@ -122,7 +129,7 @@ func init() {
 	Registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		StatusWrites, GatewayObjectApplies, GatewayObjectDeletions, ConsulCatalogWrites, ConsulWrites, DriftCorrections, GCDeletions, SyncDuration, Leader,
+		StatusWrites, GatewayObjectApplies, GatewayObjectDeletions, ConsulCatalogWrites, ConsulACLWrites, ConsulWrites, DriftCorrections, GCDeletions, SyncDuration, Leader,
 		TranslateDuration, TranslatedObjects, ConsulRequestDuration, ConsulEntriesCompared,
 	)
 	// The series of every kind exist from the start, whether gateways are deployed or
