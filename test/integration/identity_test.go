@@ -241,3 +241,14 @@ func TestGatewayIdentityRefusals(t *testing.T) {
 	}
 	s.awaitComplete(t, "edge", "the identity written once the auth method exists")
 }
+
+// TestGatewayIdentityWithoutACLs: the flag on, and a Consul whose ACLs are off (the
+// Env's): the Gateway says the pods cannot log in, and why.
+func TestGatewayIdentityWithoutACLs(t *testing.T) {
+	s := newConsulStack(t, "identity-acl-off")
+	env.RunController(t, testenv.ControllerOptions{Name: "identity-acl-off", Args: []string{
+		"--controller-name=" + string(s.Controller), "--cluster-id=" + s.Namespace, "--leader-elect=false",
+		"--gateway-auth-method=" + identityAuthMethod,
+	}})
+	identityStack{consulStack: s}.awaitProgrammedMessage(t, "edge", "ACLs off reported", "Consul's ACLs are disabled")
+}

@@ -20,7 +20,8 @@ var (
 
 // Normalize prints a configuration as stable JSON for golden files: resources by type
 // and name, virtual hosts sorted by name (Envoy picks them by domain, not order),
-// routes in their order (which decides), the trust domain and every PEM block (leaf
+// routes in their order (which decides), header operations by header (see headerKey),
+// the trust domain and every PEM block (leaf
 // certificates, CA roots, keys) replaced, and each old → new pair of replace applied
 // (addresses and names of pods that change from run to run).
 func Normalize(c *Config, replace map[string]string) ([]byte, error) {
@@ -86,9 +87,25 @@ func normalizeValue(v any, replace map[string]string) any {
 		if hosts, ok := x["virtualHosts"].([]any); ok {
 			sort.SliceStable(hosts, func(i, j int) bool { return nameOf(hosts[i]) < nameOf(hosts[j]) })
 		}
+		for _, list := range []string{"requestHeadersToAdd", "responseHeadersToAdd"} {
+			if ops, ok := x[list].([]any); ok {
+				sort.SliceStable(ops, func(i, j int) bool { return headerKey(ops[i]) < headerKey(ops[j]) })
+			}
+		}
 		return x
 	}
 	return v
+}
+
+// headerKey is the header a header operation sets. Consul 1.15 merges a rule's and a
+// backend's header filters in map order, so the same route comes with the operations
+// on different headers in either order (seen in the backends scenario); Envoy applies
+// them in order, which matters only for one header, and a stable sort keeps that.
+func headerKey(v any) string {
+	m, _ := v.(map[string]any)
+	h, _ := m["header"].(map[string]any)
+	s, _ := h["key"].(string)
+	return s
 }
 
 func nameOf(v any) string {
