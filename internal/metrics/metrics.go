@@ -141,6 +141,9 @@ func init() {
 	for _, op := range []string{"register", "deregister"} {
 		ConsulCatalogWrites.WithLabelValues(op, "ok")
 	}
+	for _, object := range []string{"policy", "role", "binding-rule"} {
+		ConsulACLWrites.WithLabelValues(object, "create", "ok")
+	}
 	registerRESTClientMetrics()
 	for _, c := range queueCollectors {
 		Registry.MustRegister(c)
