@@ -2,6 +2,7 @@ package consul
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"reflect"
@@ -57,6 +58,7 @@ func (s *Syncer) readVerdicts(ctx context.Context) {
 	defer cancel()
 	for _, kind := range []string{consulapi.APIGateway, consulapi.HTTPRoute, consulapi.TCPRoute} {
 		backoff := watchBackoff()
+		var lastErr error
 		for {
 			entries, _, err := s.listKind(ctx, kind, 0)
 			if err == nil {
@@ -68,8 +70,15 @@ func (s *Syncer) readVerdicts(ctx context.Context) {
 				s.view.list(kind, keys)
 				break
 			}
-			if ctx.Err() != nil {
-				logger.Info("Could not read Consul's verdicts; statuses start from none", "kind", kind, "err", err)
+			// The timeout cuts the last try short: what failed before it is the reason.
+			if ctx.Err() == nil || lastErr == nil {
+				lastErr = err
+			}
+			// A certificate this process does not trust stays untrusted until it
+			// restarts (consul/api reads its CA once): waiting only delays every
+			// status, and each failed write then says why on its owner.
+			if ctx.Err() != nil || isCertificateError(err) {
+				logger.Info("Could not read Consul's verdicts; statuses start from none", "kind", kind, "err", lastErr)
 				return
 			}
 			logger.V(2).Info("Reading Consul's verdicts failed; retrying", "kind", kind, "err", err)
@@ -77,6 +86,14 @@ func (s *Syncer) readVerdicts(ctx context.Context) {
 		}
 	}
 	logger.V(2).Info("Read Consul's verdicts on the entries it holds")
+}
+
+// isCertificateError reports whether err is a TLS handshake that failed because
+// Consul's certificate could not be verified: signed by a CA the client does not trust,
+// not valid for the name the client asked for, or expired.
+func isCertificateError(err error) bool {
+	var verify *tls.CertificateVerificationError
+	return errors.As(err, &verify)
 }
 
 // HasSynced implements the status pipeline's ConsulVerdicts: Consul's verdicts on what it

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	consulapi "github.com/hashicorp/consul/api"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/testcerts"
 )
 
 // ConsulAgent is a `consul agent -dev` on loopback ports. A dev agent keeps its state in
@@ -21,16 +23,45 @@ type ConsulAgent struct {
 	grpcAddr   string
 	aclEnabled bool
 	token      string
+	// With TLS: the HTTPS and gRPC TLS addresses, the CA of the server's certificate,
+	// and the files of its tls block (written to tlsDir only while the agent starts);
+	// the plaintext ports are off.
+	httpsAddr   string
+	grpcTLSAddr string
+	caPEM       []byte
+	tlsDir      string
+	tlsFiles    map[string][]byte
+}
+
+// ConsulServerName is a DNS name the certificate of a Consul started with TLS is valid
+// for, besides 127.0.0.1: the name Consul's own servers are known by in datacenter dc1.
+const ConsulServerName = "server.dc1.consul"
+
+// ConsulOptions say how StartConsulWith starts an agent.
+type ConsulOptions struct {
+	// ACL turns ACLs on, default deny, with a management token (ManagementToken).
+	ACL bool
+	// TLS serves the HTTP API only on an HTTPS port (HTTPSAddr) and gRPC, xDS
+	// included, only on a TLS port (GRPCTLSAddr), with a certificate for 127.0.0.1 and
+	// ConsulServerName issued by a CA made for this agent (CACertPEM). Clients are not
+	// asked for certificates (verify_incoming is off), as with consul-dataplane and
+	// the controller, which authenticate with tokens.
+	TLS bool
 }
 
 // StartConsul starts another Consul dev agent, for tests that need one besides the
 // Env's (for example with ACLs on). Its log goes to logDir/consul-<port>.log; the caller
 // stops it.
 func StartConsul(logDir string, aclEnabled bool) (*ConsulAgent, error) {
-	return startConsul(logDir, aclEnabled, "")
+	return StartConsulWith(logDir, ConsulOptions{ACL: aclEnabled})
 }
 
-func startConsul(logDir string, aclEnabled bool, dataDir string) (*ConsulAgent, error) {
+// StartConsulWith is StartConsul with options: ACLs, TLS or both.
+func StartConsulWith(logDir string, opts ConsulOptions) (*ConsulAgent, error) {
+	return startConsul(logDir, opts, "")
+}
+
+func startConsul(logDir string, opts ConsulOptions, dataDir string) (*ConsulAgent, error) {
 	consulBin, err := binary("consul")
 	if err != nil {
 		return nil, err
@@ -40,23 +71,38 @@ func startConsul(logDir string, aclEnabled bool, dataDir string) (*ConsulAgent, 
 		return nil, err
 	}
 	c := &ConsulAgent{
-		httpAddr:   fmt.Sprintf("127.0.0.1:%d", ports[0]),
-		grpcAddr:   fmt.Sprintf("127.0.0.1:%d", ports[4]),
-		aclEnabled: aclEnabled,
+		aclEnabled: opts.ACL,
 		dataDir:    dataDir,
 	}
-	// The plaintext gRPC port is where a gateway's Envoy (or consul-dataplane) asks for
-	// its xDS configuration.
+	// The HTTP API, and gRPC, where a gateway's Envoy (or consul-dataplane) asks for its
+	// xDS configuration: plaintext, or with TLS over TLS only. -1 turns a port off.
+	httpPort, httpsPort, grpcPort, grpcTLSPort := ports[0], -1, ports[4], -1
+	if opts.TLS {
+		httpPort, httpsPort, grpcPort, grpcTLSPort = -1, ports[0], -1, ports[4]
+		c.httpsAddr = fmt.Sprintf("127.0.0.1:%d", httpsPort)
+		c.grpcTLSAddr = fmt.Sprintf("127.0.0.1:%d", grpcTLSPort)
+	} else {
+		c.httpAddr = fmt.Sprintf("127.0.0.1:%d", httpPort)
+		c.grpcAddr = fmt.Sprintf("127.0.0.1:%d", grpcPort)
+	}
 	config := fmt.Sprintf(`ports {
   http = %d
+  https = %d
   serf_lan = %d
   serf_wan = %d
   server = %d
   grpc = %d
+  grpc_tls = %d
   dns = -1
-  grpc_tls = -1
-}`, ports[0], ports[1], ports[2], ports[3], ports[4])
-	if aclEnabled {
+}`, httpPort, httpsPort, ports[1], ports[2], ports[3], grpcPort, grpcTLSPort)
+	if opts.TLS {
+		tlsConfig, err := c.makeCertificates()
+		if err != nil {
+			return nil, err
+		}
+		config += tlsConfig
+	}
+	if opts.ACL {
 		if c.token, err = randomUUID(); err != nil {
 			return nil, err
 		}
@@ -78,7 +124,7 @@ connect { enabled = true }`
 	c.proc = &process{
 		name:    "consul",
 		path:    consulBin,
-		logPath: filepath.Join(logDir, consulLogName(aclEnabled, ports[0])),
+		logPath: filepath.Join(logDir, consulLogName(opts, ports[0])),
 		// Trace: only at this level does Consul log its API gateway controller's
 		// reconcile steps, which is what explains an entry it never judged.
 		args: append(append([]string{"agent"}, mode...), "-log-level=trace", "-bind=127.0.0.1", "-client=127.0.0.1", "-hcl="+config),
@@ -99,9 +145,65 @@ connect { enabled = true }`
 	return c, nil
 }
 
+// makeCertificates makes a CA and the agent's certificate, and returns the agent's tls
+// block that names their files. Start writes the files and removes them once the agent
+// has read them, so no private key stays on disk.
+func (c *ConsulAgent) makeCertificates() (string, error) {
+	ca, err := testcerts.NewCA("consul test CA")
+	if err != nil {
+		return "", err
+	}
+	cert, key, err := ca.Issue(ConsulServerName, "localhost", "127.0.0.1")
+	if err != nil {
+		return "", err
+	}
+	if c.tlsDir, err = os.MkdirTemp("", "consul-tls-"); err != nil {
+		return "", err
+	}
+	if err := os.Remove(c.tlsDir); err != nil {
+		return "", err
+	}
+	c.caPEM = ca.CertPEM
+	c.tlsFiles = map[string][]byte{"ca.pem": ca.CertPEM, "server.pem": cert, "server-key.pem": key}
+	return fmt.Sprintf(`
+tls {
+  defaults {
+    ca_file = %q
+    cert_file = %q
+    key_file = %q
+    verify_incoming = false
+  }
+}`, filepath.Join(c.tlsDir, "ca.pem"), filepath.Join(c.tlsDir, "server.pem"), filepath.Join(c.tlsDir, "server-key.pem")), nil
+}
+
+// writeTLSFiles writes the files of the agent's tls block, and returns what removes
+// them.
+func (c *ConsulAgent) writeTLSFiles() (func(), error) {
+	if c.tlsFiles == nil {
+		return func() {}, nil
+	}
+	remove := func() { _ = os.RemoveAll(c.tlsDir) }
+	if err := os.Mkdir(c.tlsDir, 0o700); err != nil {
+		return nil, err
+	}
+	for name, data := range c.tlsFiles {
+		if err := os.WriteFile(filepath.Join(c.tlsDir, name), data, 0o600); err != nil {
+			remove()
+			return nil, err
+		}
+	}
+	return remove, nil
+}
+
 // Start starts the agent (again) and waits until it has a leader and, with ACLs, until
 // the management token is accepted.
 func (c *ConsulAgent) Start() error {
+	removeTLSFiles, err := c.writeTLSFiles()
+	if err != nil {
+		return err
+	}
+	// Read at start: a ready agent holds its certificates in memory.
+	defer removeTLSFiles()
 	if err := c.proc.start(); err != nil {
 		return err
 	}
@@ -143,11 +245,34 @@ func (c *ConsulAgent) Stop() error { return c.proc.stop(10 * time.Second) }
 // Kill stops the agent with SIGKILL.
 func (c *ConsulAgent) Kill() error { return c.proc.kill() }
 
-// HTTPAddr is host:port of the agent's HTTP API.
+// HTTPAddr is host:port of the agent's plaintext HTTP API; "" with TLS, which turns it
+// off (HTTPSAddr).
 func (c *ConsulAgent) HTTPAddr() string { return c.httpAddr }
 
-// GRPCAddr is host:port of the agent's plaintext gRPC port, which serves xDS.
+// GRPCAddr is host:port of the agent's plaintext gRPC port, which serves xDS; "" with
+// TLS, which turns it off (GRPCTLSAddr).
 func (c *ConsulAgent) GRPCAddr() string { return c.grpcAddr }
+
+// HTTPSAddr is host:port of the agent's HTTPS API when it runs with TLS, and ""
+// otherwise.
+func (c *ConsulAgent) HTTPSAddr() string { return c.httpsAddr }
+
+// GRPCTLSAddr is host:port of the agent's gRPC TLS port, which serves xDS, when it runs
+// with TLS, and "" otherwise.
+func (c *ConsulAgent) GRPCTLSAddr() string { return c.grpcTLSAddr }
+
+// CACertPEM is the PEM certificate of the CA that issued the agent's certificate when
+// it runs with TLS, and nil otherwise.
+func (c *ConsulAgent) CACertPEM() []byte { return c.caPEM }
+
+// URL is the agent's HTTP API as scheme://host:port, as --consul-http-addr and
+// CONSUL_HTTP_ADDR take it: https:// with TLS.
+func (c *ConsulAgent) URL() string {
+	if c.httpsAddr != "" {
+		return "https://" + c.httpsAddr
+	}
+	return "http://" + c.httpAddr
+}
 
 // ManagementToken is the bootstrap token when ACLs are on, and "" otherwise.
 func (c *ConsulAgent) ManagementToken() string { return c.token }
@@ -157,7 +282,8 @@ func (c *ConsulAgent) Client() (*consulapi.Client, error) {
 	return c.ClientWithToken(c.token)
 }
 
-// ClientWithToken returns a consul/api client that authenticates with token.
+// ClientWithToken returns a consul/api client that authenticates with token. With TLS it
+// talks HTTPS and verifies the agent's certificate for 127.0.0.1 with the agent's CA.
 func (c *ConsulAgent) ClientWithToken(token string) (*consulapi.Client, error) {
 	cfg := consulapi.DefaultNonPooledConfig()
 	cfg.Address = c.httpAddr
@@ -166,6 +292,11 @@ func (c *ConsulAgent) ClientWithToken(token string) (*consulapi.Client, error) {
 	cfg.TokenFile = ""
 	cfg.TLSConfig = consulapi.TLSConfig{}
 	cfg.HttpAuth = nil
+	if c.httpsAddr != "" {
+		cfg.Address = c.httpsAddr
+		cfg.Scheme = "https"
+		cfg.TLSConfig = consulapi.TLSConfig{CAPem: c.caPEM}
+	}
 	return consulapi.NewClient(cfg)
 }
 
@@ -177,9 +308,14 @@ func randomUUID() (string, error) {
 	return fmt.Sprintf("%s-%s-%s-%s-%s", hex[0:8], hex[8:12], hex[12:16], hex[16:20], hex[20:32]), nil
 }
 
-func consulLogName(acl bool, port int) string {
-	if acl {
+func consulLogName(opts ConsulOptions, port int) string {
+	switch {
+	case opts.ACL && opts.TLS:
+		return fmt.Sprintf("consul-acl-tls-%d.log", port)
+	case opts.ACL:
 		return fmt.Sprintf("consul-acl-%d.log", port)
+	case opts.TLS:
+		return fmt.Sprintf("consul-tls-%d.log", port)
 	}
 	return "consul.log"
 }

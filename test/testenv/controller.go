@@ -84,6 +84,10 @@ type ControllerOptions struct {
 	// Output, when set, also receives everything the process writes (make run-local
 	// shows it on the terminal).
 	Output io.Writer
+	// Env is the process's environment (KEY=value) besides HOME and PATH, for example
+	// consul/api's CONSUL_CACERT and CONSUL_TLS_SERVER_NAME. Nothing else of the
+	// caller's environment reaches it.
+	Env []string
 }
 
 // HarnessFlags are the flags StartController sets on every process, in this order,
@@ -201,10 +205,10 @@ func (e *Env) startController(dir string, opts ControllerOptions) (*Controller, 
 	for _, flag := range HarnessFlags {
 		args = append(args, flag+"="+harness[flag])
 	}
-	return c, c.start(opts.Binary, append(args, opts.Args...), opts.Output)
+	return c, c.start(opts.Binary, append(args, opts.Args...), opts.Env, opts.Output)
 }
 
-func (c *Controller) start(binary string, args []string, output io.Writer) error {
+func (c *Controller) start(binary string, args, env []string, output io.Writer) error {
 	logFile, err := os.OpenFile(c.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
@@ -216,8 +220,9 @@ func (c *Controller) start(binary string, args []string, output io.Writer) error
 	}
 	c.logStart = info.Size()
 	c.cmd = exec.Command(binary, args...)
-	// Nothing from the caller's environment (CONSUL_HTTP_*, KUBECONFIG) reaches it.
-	c.cmd.Env = []string{"HOME=" + c.dir, "PATH=" + os.Getenv("PATH")}
+	// Nothing from the caller's environment (CONSUL_HTTP_*, KUBECONFIG) reaches it,
+	// only what the options say.
+	c.cmd.Env = append([]string{"HOME=" + c.dir, "PATH=" + os.Getenv("PATH")}, env...)
 	c.cmd.Stdout, c.cmd.Stderr = logFile, logFile
 	if output != nil {
 		c.cmd.Stdout = io.MultiWriter(logFile, output)

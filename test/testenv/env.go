@@ -90,7 +90,7 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 	if opts.ConsulDataDir {
 		consulData = filepath.Join(env.dir, "consul")
 	}
-	if env.Consul, err = startConsul(env.logDir, opts.ConsulACL, consulData); err != nil {
+	if env.Consul, err = startConsul(env.logDir, ConsulOptions{ACL: opts.ConsulACL}, consulData); err != nil {
 		return env, err
 	}
 	if err = InstallGatewayAPI(ctx, env.Kube.Config(AdminUser)); err != nil {

@@ -45,7 +45,12 @@ type Config struct {
 // serves (Watch) and returns the first complete configuration (Watcher.Config), or why
 // there is none: a broken stream, a response Envoy would refuse, an inconsistency.
 func Fetch(ctx context.Context, grpcAddr string, proxy Proxy, quiet time.Duration) (*Config, error) {
-	w := Watch(ctx, grpcAddr, proxy)
+	return FetchWith(ctx, grpcAddr, proxy, DialOptions{}, quiet)
+}
+
+// FetchWith is Fetch with dial options: a token, TLS or both (WatchWith).
+func FetchWith(ctx context.Context, grpcAddr string, proxy Proxy, opts DialOptions, quiet time.Duration) (*Config, error) {
+	w := WatchWith(ctx, grpcAddr, proxy, opts)
 	defer w.Close()
 	return w.Config(ctx, quiet)
 }

@@ -2,6 +2,7 @@ package envoy
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"maps"
@@ -14,6 +15,8 @@ import (
 	statuspb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	experimentalcreds "google.golang.org/grpc/experimental/credentials"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/types/known/structpb"
 )
 
@@ -43,10 +46,29 @@ type Watcher struct {
 	streamErr error
 }
 
-// Watch starts watching what Consul serves proxy at grpcAddr; it stops when ctx ends or
-// Close is called.
+// Watch starts watching what Consul serves proxy at grpcAddr, its plaintext gRPC port,
+// without a token; it stops when ctx ends or Close is called.
 func Watch(ctx context.Context, grpcAddr string, proxy Proxy) *Watcher {
-	return watch(ctx, grpcOpener(grpcAddr), proxy)
+	return WatchWith(ctx, grpcAddr, proxy, DialOptions{})
+}
+
+// DialOptions say how a Watcher reaches Consul's gRPC port and who it says it is.
+type DialOptions struct {
+	// Token is the ACL token sent with each stream as the gRPC metadata
+	// x-consul-token, as consul-dataplane sends the token of its login; empty sends
+	// none.
+	Token string
+	// TLS, when set, is the client side of a TLS connection to Consul's gRPC TLS port:
+	// its RootCAs verify the server's certificate, for its ServerName when set and for
+	// the address's host otherwise. Nil dials plaintext.
+	TLS *tls.Config
+}
+
+// WatchWith is Watch with dial options: a token, TLS or both. A connection that fails
+// (a certificate the CA did not issue, a token Consul refuses) fails the stream: Config
+// and Err return why while the Watcher keeps retrying.
+func WatchWith(ctx context.Context, grpcAddr string, proxy Proxy, opts DialOptions) *Watcher {
+	return watch(ctx, grpcOpener(grpcAddr, opts), proxy)
 }
 
 // adsStream is the client side of a Delta ADS stream.
@@ -65,13 +87,27 @@ func watch(ctx context.Context, open opener, proxy Proxy) *Watcher {
 	return w
 }
 
-// grpcOpener opens Delta ADS streams to Consul's plaintext gRPC address.
-func grpcOpener(grpcAddr string) opener {
+// grpcOpener opens Delta ADS streams to Consul's gRPC address, plaintext or TLS.
+func grpcOpener(grpcAddr string, opts DialOptions) opener {
+	creds := insecure.NewCredentials()
+	if opts.TLS != nil {
+		// Consul 1.15's gRPC TLS port negotiates no ALPN protocol, which grpc-go
+		// refuses since 1.67 ("missing selected ALPN property"); Envoy does not
+		// require it, and consul-dataplane's connection manager turns the check off
+		// the same way.
+		creds = experimentalcreds.NewTLSWithALPNDisabled(opts.TLS)
+	}
 	return func(ctx context.Context) (adsStream, func(), error) {
-		conn, err := grpc.NewClient(grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		conn, err := grpc.NewClient(grpcAddr, grpc.WithTransportCredentials(creds))
 		if err != nil {
 			return nil, nil, fmt.Errorf("dial consul gRPC %s: %w", grpcAddr, err)
 		}
+		if opts.Token != "" {
+			ctx = metadata.AppendToOutgoingContext(ctx, "x-consul-token", opts.Token)
+		}
+		// Not WaitForReady: a connection that cannot be made (refused, a failed TLS
+		// handshake) fails the stream at once with its cause, rather than waiting for
+		// a connection that will never come.
 		stream, err := discoveryv3.NewAggregatedDiscoveryServiceClient(conn).DeltaAggregatedResources(ctx)
 		if err != nil {
 			_ = conn.Close()
@@ -114,6 +150,15 @@ func (w *Watcher) Config(ctx context.Context, quiet time.Duration) (*Config, err
 			return nil, fmt.Errorf("xDS not complete (%s): %w", w.missing(), err)
 		}
 	}
+}
+
+// Err is why the stream is broken (a connection refused, a failed TLS handshake, a
+// token Consul refused), or nil while it is up and before the first attempt ends. The
+// Watcher keeps reopening a broken stream; Err stays set until a new one opens.
+func (w *Watcher) Err() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.streamErr
 }
 
 // Current returns the configuration as it stands once every subscribed resource has
