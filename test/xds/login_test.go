@@ -1,0 +1,324 @@
+package xds
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	consulapi "github.com/hashicorp/consul/api"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/consul/identity"
+	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
+	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
+	"github.com/consul-gateway-controller/consul-gateway-controller/test/xds/envoy"
+)
+
+// The login test's objects (testdata/login.yaml) and its own controller's names.
+const (
+	loginNamespace  = "login"
+	loginController = "test.example.com/login"
+	loginAuthMethod = "gateway-pods"
+	// loginCASecret is where the GatewayConfig tells gateway pods Consul's CA is.
+	loginCASecret = "consul-ca"
+)
+
+// TestGatewayPodLogin does what a gateway pod's consul-dataplane does, against a
+// default-deny Consul that speaks only TLS: it logs in through the Kubernetes auth
+// method with a token of the Gateway's ServiceAccount (checked by Consul against the
+// API server's TokenReview), and with the token it gets fetches the Gateway's xDS over
+// TLS, with the CA of the GatewayConfig's Secret. The same token gets nothing of
+// another Gateway's configuration, and may not take a backend's mesh identity or
+// define its service-defaults. Once the Gateway is
+// deleted, its binding rule, role and policy are gone and the login is refused.
+func TestGatewayPodLogin(t *testing.T) {
+	ctx := t.Context()
+	agent, admin := startLoginConsul(t)
+	controllerToken := loginControllerToken(t, admin)
+	if err := kubectlApply(filepath.Join("testdata", "login.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	env.Create(t, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: loginNamespace, Name: loginCASecret},
+		Data:       map[string][]byte{"ca.crt": agent.CACertPEM()},
+	})
+	caFile := filepath.Join(t.TempDir(), "consul-ca.pem")
+	if err := os.WriteFile(caFile, agent.CACertPEM(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env.RunController(t, testenv.ControllerOptions{
+		Name: "login", ConsulAddr: "https://" + agent.HTTPSAddr(), ConsulToken: controllerToken,
+		Env: []string{"CONSUL_CACERT=" + caFile},
+		Args: []string{
+			"--controller-name=" + loginController, "--cluster-id=login", "--leader-elect=false",
+			"--manage-service-defaults", "--gateway-auth-method=" + loginAuthMethod, "-v=4",
+		},
+	})
+	registerLoginBackend(t, admin)
+	awaitGatewayProgrammed(t, loginNamespace, "edge")
+
+	namer := identity.Namer{Ownership: translate.Ownership{Controller: loginController, ClusterID: "login"}}
+	edge := cache.ObjectName{Namespace: loginNamespace, Name: "edge"}
+	token := podLogin(t, admin, "edge-login")
+	if got := roleNames(token); !slices.Equal(got, []string{namer.Name(edge)}) {
+		t.Errorf("the pod's token has roles %v, want only its Gateway's %s", got, namer.Name(edge))
+	}
+	tlsConfig := caFromSecret(t)
+
+	// Its own Gateway's configuration: the listener of edge's port, routing to echo.
+	proxy := instanceOf(t, admin, "edge")
+	w := envoy.WatchWith(ctx, agent.GRPCTLSAddr(), proxy, envoy.DialOptions{Token: token.SecretID, TLS: tlsConfig})
+	defer w.Close()
+	fetchCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	cfg, err := w.Config(fetchCtx, 2*time.Second)
+	if err != nil {
+		t.Fatalf("the pod's token over TLS got no configuration for its gateway: %v", err)
+	}
+	if listenerOn(cfg, 8080) == nil || listenerOn(cfg, 9090) != nil {
+		t.Errorf("listeners served to edge's pod: %v, want the one on 8080 only", keys(cfg.Listeners))
+	}
+	if !slices.ContainsFunc(keys(cfg.Clusters), func(c string) bool { return strings.HasPrefix(c, "echo.") }) {
+		t.Errorf("clusters served to edge's pod: %v, want echo's", keys(cfg.Clusters))
+	}
+
+	// Another Gateway's configuration, with the same token: nothing. Consul 1.15 does
+	// not end the stream of a token that may not write the proxy's service; it serves
+	// it nothing (tls_test.go shows the same for a token of another service).
+	other := instanceOf(t, admin, "other")
+	wo := envoy.WatchWith(ctx, agent.GRPCTLSAddr(), other, envoy.DialOptions{Token: token.SecretID, TLS: tlsConfig})
+	defer wo.Close()
+	otherCtx, cancelOther := context.WithTimeout(ctx, 10*time.Second)
+	defer cancelOther()
+	if cfg, err := wo.Config(otherCtx, time.Second); err == nil {
+		t.Errorf("edge's token was served other's configuration: listeners %v", keys(cfg.Listeners))
+	} else if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("edge's token asking for other's configuration: %v (stream: %v), want nothing served", err, wo.Err())
+	}
+	// The positive control: other's own pod gets it.
+	otherToken := podLogin(t, admin, "other-login")
+	otherFetch, cancelOtherFetch := context.WithTimeout(ctx, 60*time.Second)
+	defer cancelOtherFetch()
+	if _, err := envoy.FetchWith(otherFetch, agent.GRPCTLSAddr(), other, envoy.DialOptions{Token: otherToken.SecretID, TLS: tlsConfig}, 2*time.Second); err != nil {
+		t.Errorf("other's own token got no configuration: %v", err)
+	}
+
+	// Acting as a backend, with the same token: its mesh identity (a leaf certificate
+	// of echo) and its service-defaults are refused. (A catalog registration needs
+	// node write, which no gateway token has, so it would say nothing of the service
+	// rules.)
+	asPod, err := agent.ClientWithToken(token.SecretID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := asPod.Agent().ConnectCALeaf("echo", nil); err == nil || !strings.Contains(err.Error(), "Permission denied") {
+		t.Errorf("edge's token asking for echo's leaf certificate: %v, want Permission denied", err)
+	}
+	if _, _, err := asPod.ConfigEntries().Set(&consulapi.ServiceConfigEntry{Kind: consulapi.ServiceDefaults, Name: "echo", Protocol: "tcp"}, nil); err == nil || !strings.Contains(err.Error(), "Permission denied") {
+		t.Errorf("edge's token writing echo's service-defaults: %v, want Permission denied", err)
+	}
+
+	// The Gateway goes: its identity goes, and a new login is refused.
+	if err := env.GatewayClient.GatewayV1().Gateways(loginNamespace).Delete(ctx, "edge", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 60*time.Second, "edge's binding rule, role and policy removed", func(context.Context) error {
+		return identityGone(admin, namer, edge)
+	})
+	// A pod that runs as a ServiceAccount of the same name afterwards (the Gateway's
+	// went with it, by garbage collection): Consul's TokenReview accepts its token,
+	// and no binding rule gives it anything.
+	testenv.Eventually(t, 60*time.Second, "the Gateway's ServiceAccount collected", func(ctx context.Context) error {
+		_, err := env.KubeClient.CoreV1().ServiceAccounts(loginNamespace).Get(ctx, "edge-login", metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("still there (%v)", err)
+	})
+	env.Create(t, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: loginNamespace, Name: "edge-login"}})
+	saToken, err := env.ServiceAccountToken(ctx, loginNamespace, "edge-login")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = admin.ACL().Login(&consulapi.ACLLoginParams{AuthMethod: loginAuthMethod, BearerToken: saToken}, nil)
+	if err == nil || !strings.Contains(err.Error(), "Permission denied") {
+		t.Errorf("a login as edge-login after its Gateway went: %v, want Permission denied", err)
+	}
+}
+
+func startLoginConsul(t *testing.T) (*testenv.ConsulAgent, *consulapi.Client) {
+	t.Helper()
+	agent, err := testenv.StartConsulWith(env.LogDir(), testenv.ConsulOptions{ACL: true, TLS: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = agent.Stop() })
+	admin, err := agent.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := env.CreateKubernetesAuthMethod(t.Context(), admin, loginAuthMethod); err != nil {
+		t.Fatal(err)
+	}
+	return agent, admin
+}
+
+// loginControllerToken is a token with the policies deploy/ documents for the managed
+// identities: consul-acl-policy.hcl and consul-acl-policy-identities.hcl.
+func loginControllerToken(t *testing.T, admin *consulapi.Client) string {
+	t.Helper()
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rules []string
+	for _, f := range []string{"consul-acl-policy.hcl", "consul-acl-policy-identities.hcl"} {
+		b, err := os.ReadFile(filepath.Join(root, "deploy", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rules = append(rules, string(b))
+	}
+	policy, _, err := admin.ACL().PolicyCreate(&consulapi.ACLPolicy{Name: "login-controller", Rules: strings.Join(rules, "\n")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	token, _, err := admin.ACL().TokenCreate(&consulapi.ACLToken{Policies: []*consulapi.ACLTokenPolicyLink{{ID: policy.ID}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return token.SecretID
+}
+
+// registerLoginBackend registers echo as consul-k8s registers a mesh pod: the service
+// and its sidecar proxy.
+func registerLoginBackend(t *testing.T, admin *consulapi.Client) {
+	t.Helper()
+	for _, svc := range []*consulapi.AgentService{
+		{ID: "echo", Service: "echo", Address: "10.2.1.1", Port: 8080},
+		{Kind: consulapi.ServiceKindConnectProxy, ID: "echo-sidecar-proxy", Service: "echo-sidecar-proxy", Address: "10.2.1.1", Port: 20000,
+			Proxy: &consulapi.AgentServiceConnectProxyConfig{DestinationServiceName: "echo", LocalServicePort: 8080}},
+	} {
+		if _, err := admin.Catalog().Register(&consulapi.CatalogRegistration{Node: "login-backends", Address: "10.2.1.254", Service: svc}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func awaitGatewayProgrammed(t *testing.T, ns, gateway string) {
+	t.Helper()
+	testenv.Eventually(t, 90*time.Second, "Gateway "+ns+"/"+gateway+" Programmed", func(ctx context.Context) error {
+		gw, err := env.GatewayClient.GatewayV1().Gateways(ns).Get(ctx, gateway, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if err := testenv.ConditionTrue(gw.Status.Conditions, "Programmed"); err != nil {
+			return fmt.Errorf("%w: %s", err, testenv.ConditionText(gw.Status.Conditions, "Programmed"))
+		}
+		return nil
+	})
+}
+
+// podLogin logs in as consul-dataplane does with -credential-type=login: the
+// ServiceAccount's token (here from the TokenRequest API, which kwok's pods lack) sent
+// to Consul's login endpoint.
+func podLogin(t *testing.T, client *consulapi.Client, serviceAccount string) *consulapi.ACLToken {
+	t.Helper()
+	saToken, err := env.ServiceAccountToken(t.Context(), loginNamespace, serviceAccount)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var token *consulapi.ACLToken
+	testenv.Eventually(t, 60*time.Second, "a login as ServiceAccount "+serviceAccount, func(context.Context) error {
+		token, _, err = client.ACL().Login(&consulapi.ACLLoginParams{AuthMethod: loginAuthMethod, BearerToken: saToken}, nil)
+		return err
+	})
+	return token
+}
+
+func roleNames(token *consulapi.ACLToken) []string {
+	var names []string
+	for _, r := range token.Roles {
+		names = append(names, r.Name)
+	}
+	return names
+}
+
+// caFromSecret is the TLS a gateway pod dials Consul with: the CA its GatewayConfig's
+// Secret holds.
+func caFromSecret(t *testing.T) *tls.Config {
+	t.Helper()
+	secret, err := env.KubeClient.CoreV1().Secrets(loginNamespace).Get(t.Context(), loginCASecret, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(secret.Data["ca.crt"]) {
+		t.Fatalf("Secret %s holds no CA certificate", loginCASecret)
+	}
+	return &tls.Config{RootCAs: pool, ServerName: testenv.ConsulServerName, MinVersion: tls.VersionTLS12}
+}
+
+// instanceOf waits for a passing catalog instance of the Gateway's pod.
+func instanceOf(t *testing.T, admin *consulapi.Client, gateway string) envoy.Proxy {
+	t.Helper()
+	service := translate.Naming{}.EntryName(loginNamespace, gateway)
+	var proxy envoy.Proxy
+	testenv.Eventually(t, 60*time.Second, "a passing catalog instance of "+service, func(ctx context.Context) error {
+		entries, _, err := admin.Health().Service(service, "", true, (&consulapi.QueryOptions{}).WithContext(ctx))
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			if e.Service.Kind == consulapi.ServiceKindAPIGateway {
+				proxy = envoy.Proxy{ID: e.Service.ID, Node: e.Node.Node}
+				return nil
+			}
+		}
+		return fmt.Errorf("%d passing instances, none a gateway pod's", len(entries))
+	})
+	return proxy
+}
+
+func identityGone(admin *consulapi.Client, namer identity.Namer, gw cache.ObjectName) error {
+	var left []string
+	if p, _, err := admin.ACL().PolicyReadByName(namer.Name(gw), nil); err != nil || p != nil {
+		left = append(left, fmt.Sprintf("policy (%v)", err))
+	}
+	if r, _, err := admin.ACL().RoleReadByName(namer.Name(gw), nil); err != nil || r != nil {
+		left = append(left, fmt.Sprintf("role (%v)", err))
+	}
+	rules, _, err := admin.ACL().BindingRuleList(loginAuthMethod, nil)
+	if err != nil {
+		return err
+	}
+	for _, r := range rules {
+		if owner, ok := namer.OwnerOf(r.Description); ok && owner == gw {
+			left = append(left, "binding rule "+r.ID)
+		}
+	}
+	if len(left) > 0 {
+		return errors.New("left: " + strings.Join(left, ", "))
+	}
+	return nil
+}
+
+func keys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
