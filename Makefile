@@ -161,8 +161,12 @@ image: ## OCI layout and docker tarball of the static controller in _output/imag
 	cd tools/image && $(GO) run . -binary $(IMAGE_DIR)/consul-gateway-controller -arch $(IMAGE_ARCH) -version $(IMAGE_VERSION) \
 	  -layout $(IMAGE_DIR)/layout -tarball $(IMAGE_DIR)/consul-gateway-controller.tar
 
-run-local: build $(KUBE_TOOLS) bin/kwok bin/consul ## local control plane with a fake Node, Consul and the controller, with examples/ applied
-	$(GO) run ./test/localstack -state-dir=_output/local -controller=$(CONTROLLER) -examples=examples
+# LOCAL_FLAGS=-secure runs Consul with ACLs (default deny) and TLS only, and the
+# controller with deploy/'s least-privilege token and --gateway-auth-method.
+LOCAL_FLAGS ?=
+
+run-local: build $(KUBE_TOOLS) bin/kwok bin/consul ## local control plane with a fake Node, Consul and the controller, with examples/ applied (LOCAL_FLAGS=-secure: ACLs and TLS)
+	$(GO) run ./test/localstack -state-dir=_output/local -controller=$(CONTROLLER) -examples=examples $(LOCAL_FLAGS)
 
 # The bench builds the controller itself (go build of this checkout) and starts its own
 # servers; BENCH_FLAGS='-sizes=100' is a smoke run. It rewrites docs/bench.md and docs/bench.svg.

@@ -9,14 +9,24 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
+	consulapi "github.com/hashicorp/consul/api"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/api/v1alpha1"
+	"github.com/consul-gateway-controller/consul-gateway-controller/consul/identity"
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
+	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
 	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
 )
 
@@ -25,14 +35,15 @@ func main() {
 	controller := flag.String("controller", "bin/consul-gateway-controller", "the controller binary to run")
 	examples := flag.String("examples", "examples", "manifests to apply once the controller runs")
 	verbosity := flag.Int("v", 2, "the controller's klog verbosity")
+	secure := flag.Bool("secure", false, "run Consul as production does, with ACLs (default deny) and TLS only; give the controller deploy/'s least-privilege token and --gateway-auth-method, and print the example Gateway's ACL role and policy")
 	flag.Parse()
-	if err := run(*stateDir, *controller, *examples, *verbosity); err != nil {
+	if err := run(*stateDir, *controller, *examples, *verbosity, *secure); err != nil {
 		fmt.Fprintf(os.Stderr, "run-local: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func run(stateDir, controller, examples string, verbosity int) error {
+func run(stateDir, controller, examples string, verbosity int, secure bool) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
@@ -42,7 +53,7 @@ func run(stateDir, controller, examples string, verbosity int) error {
 		return err
 	}
 	fmt.Println("starting etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok (one fake Node) and Consul...")
-	env, err := testenv.Start(ctx, testenv.Options{StateDir: stateDir, Nodes: 1})
+	env, err := testenv.Start(ctx, testenv.Options{StateDir: stateDir, Nodes: 1, ConsulACL: secure, ConsulTLS: secure})
 	if err != nil {
 		return err
 	}
@@ -60,10 +71,16 @@ func run(stateDir, controller, examples string, verbosity int) error {
 	// The controller runs as the tests run it (testenv), its output on the terminal as
 	// well as in the logs. The example's backend has no service-defaults of its own;
 	// without one saying protocol http, Consul refuses an http-route to it.
-	proc, err := env.StartController(testenv.ControllerOptions{
+	opts := testenv.ControllerOptions{
 		Binary: controller, Name: "local", Kubeconfig: kubeconfig, Output: os.Stdout,
 		Args: []string{fmt.Sprintf("-v=%d", verbosity), "--cluster-id=local", "--manage-service-defaults", "--leader-elect-resource-namespace=default"},
-	})
+	}
+	if secure {
+		if err := secureController(ctx, env, &opts); err != nil {
+			return err
+		}
+	}
+	proc, err := env.StartController(opts)
 	if err != nil {
 		return err
 	}
@@ -88,15 +105,23 @@ func run(stateDir, controller, examples string, verbosity int) error {
 	if err := apply.Run(); err != nil {
 		return fmt.Errorf("apply %s: %w", examples, err)
 	}
+	if secure {
+		if err := trustConsulCA(ctx, env); err != nil {
+			return err
+		}
+	}
 	printGatewayInstances(ctx, env)
+	if secure {
+		printGatewayIdentity(ctx, env)
+	}
 	fmt.Printf(`
 The local stack is up. Look at it with:
   %[1]s --kubeconfig %[2]s get gatewayclasses,gateways,httproutes -A
   %[1]s --kubeconfig %[2]s -n demo get deployments,pods,services -o wide
-  Consul UI: http://%[3]s/ui
+  Consul UI: %[3]s/ui
 Server logs are in %[4]s. Press Ctrl-C to stop everything.
 
-`, kubectl, kubeconfig, env.Consul.HTTPAddr(), filepath.Join(env.Dir(), "logs"))
+`, kubectl, kubeconfig, env.Consul.URL(), filepath.Join(env.Dir(), "logs"))
 
 	select {
 	case <-proc.Exited():
@@ -136,4 +161,89 @@ func printGatewayInstances(ctx context.Context, env *testenv.Env) {
 		time.Sleep(500 * time.Millisecond)
 	}
 	fmt.Printf("Consul catalog: no instance of %s yet\n", service)
+}
+
+// gatewayAuthMethod is the auth method the secure stack's gateway pods log in to.
+const gatewayAuthMethod = "consul-gateway-pods"
+
+// secureController sets up what deploy/README.md section 5 tells an operator to: the
+// Kubernetes auth method, and a controller token with deploy/'s policies; the
+// controller then manages the gateways' identities.
+func secureController(ctx context.Context, env *testenv.Env, opts *testenv.ControllerOptions) error {
+	if err := env.CreateKubernetesAuthMethod(ctx, env.ConsulClient, gatewayAuthMethod); err != nil {
+		return err
+	}
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		return err
+	}
+	var rules []string
+	for _, f := range []string{"consul-acl-policy.hcl", "consul-acl-policy-identities.hcl"} {
+		b, err := os.ReadFile(filepath.Join(root, "deploy", f))
+		if err != nil {
+			return err
+		}
+		rules = append(rules, string(b))
+	}
+	acl := env.ConsulClient.ACL()
+	policy, _, err := acl.PolicyCreate(&consulapi.ACLPolicy{Name: "consul-gateway-controller", Rules: strings.Join(rules, "\n")}, nil)
+	if err != nil {
+		return fmt.Errorf("create the controller's policy: %w", err)
+	}
+	token, _, err := acl.TokenCreate(&consulapi.ACLToken{Description: "consul-gateway-controller", Policies: []*consulapi.ACLTokenPolicyLink{{ID: policy.ID}}}, nil)
+	if err != nil {
+		return fmt.Errorf("create the controller's token: %w", err)
+	}
+	_, grpcPort, err := net.SplitHostPort(env.Consul.GRPCTLSAddr())
+	if err != nil {
+		return err
+	}
+	opts.ConsulToken = token.SecretID
+	opts.Args = append(opts.Args, "--gateway-auth-method="+gatewayAuthMethod, "--gateway-consul-grpc-port="+grpcPort)
+	fmt.Printf("Consul: ACLs on (default deny), TLS only; the controller's token holds deploy/'s policies; gateway pods log in to the auth method %s\n", gatewayAuthMethod)
+	return nil
+}
+
+// trustConsulCA gives the example's gateway pods Consul's CA, as an operator would: a
+// Secret in their namespace, named by the GatewayConfig.
+func trustConsulCA(ctx context.Context, env *testenv.Env) error {
+	const namespace, secret = "demo", "consul-ca"
+	if _, err := env.KubeClient.CoreV1().Secrets(namespace).Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: secret},
+		Data:       map[string][]byte{corev1.ServiceAccountRootCAKey: env.Consul.CACertPEM()},
+	}, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create Secret %s/%s: %w", namespace, secret, err)
+	}
+	configs := env.ConfigClient.GatewayConfigs(namespace)
+	config, err := configs.Get(ctx, "local", metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	config.Spec.Consul = &v1alpha1.ConsulConnection{TLS: &v1alpha1.ConsulTLS{CASecretName: secret, ServerName: testenv.ConsulServerName}}
+	_, err = configs.Update(ctx, config, metav1.UpdateOptions{})
+	return err
+}
+
+// printGatewayIdentity waits up to 30 s for the example Gateway's ACL objects, and
+// prints them: what its pods get when they log in.
+func printGatewayIdentity(ctx context.Context, env *testenv.Env) {
+	namer := identity.Namer{Ownership: translate.Ownership{Controller: string(gwsync.DefaultControllerName), ClusterID: "local"}}
+	name := namer.Name(cache.ObjectName{Namespace: "demo", Name: "edge"})
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		policy, _, perr := env.ConsulClient.ACL().PolicyReadByName(name, nil)
+		role, _, rerr := env.ConsulClient.ACL().RoleReadByName(name, nil)
+		rules, _, berr := env.ConsulClient.ACL().BindingRuleList(gatewayAuthMethod, nil)
+		if perr == nil && rerr == nil && berr == nil && policy != nil && role != nil {
+			for _, r := range rules {
+				if r.BindName == name {
+					fmt.Printf("Consul ACL: role %s (policy %s), bound by the auth method %s to %s\nPolicy %s:\n%s\n",
+						role.Name, policy.Name, gatewayAuthMethod, r.Selector, policy.Name, policy.Rules)
+					return
+				}
+			}
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	fmt.Printf("Consul ACL: no identity for demo/edge yet (role and policy %s)\n", name)
 }

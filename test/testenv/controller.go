@@ -68,7 +68,8 @@ type ControllerOptions struct {
 	Name string
 	// Kubeconfig authenticates the process; empty means AdminUser's.
 	Kubeconfig string
-	// ConsulAddr is the Consul HTTP address; empty means the Env's agent.
+	// ConsulAddr is the Consul HTTP address; empty means the Env's agent, whose CA
+	// the process then trusts when the agent speaks TLS.
 	ConsulAddr string
 	// ConsulToken is written to the file passed with --consul-token-file; empty means the
 	// Env's management token (itself empty when Consul runs without ACLs).
@@ -164,7 +165,14 @@ func (e *Env) startController(dir string, opts ControllerOptions) (*Controller, 
 		}
 	}
 	if opts.ConsulAddr == "" {
-		opts.ConsulAddr = e.Consul.HTTPAddr()
+		opts.ConsulAddr = e.Consul.URL()
+		if ca := e.Consul.CACertPEM(); ca != nil {
+			caFile := filepath.Join(dir, "consul-ca.pem")
+			if err := os.WriteFile(caFile, ca, 0o600); err != nil {
+				return nil, err
+			}
+			opts.Env = append([]string{"CONSUL_CACERT=" + caFile}, opts.Env...)
+		}
 	}
 	token := opts.ConsulToken
 	if token == "" {

@@ -33,6 +33,9 @@ type Options struct {
 	Users []string
 	// ConsulACL starts Consul with ACLs on (default deny) and a management token.
 	ConsulACL bool
+	// ConsulTLS starts Consul speaking only TLS (see ConsulOptions.TLS); a controller
+	// started with StartController then trusts its CA.
+	ConsulTLS bool
 	// StateDir keeps the servers' data, certificates and logs there and leaves it in
 	// place on Stop (for make run-local). Empty means a temp dir that Stop removes.
 	StateDir string
@@ -90,7 +93,7 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 	if opts.ConsulDataDir {
 		consulData = filepath.Join(env.dir, "consul")
 	}
-	if env.Consul, err = startConsul(env.logDir, ConsulOptions{ACL: opts.ConsulACL}, consulData); err != nil {
+	if env.Consul, err = startConsul(env.logDir, ConsulOptions{ACL: opts.ConsulACL, TLS: opts.ConsulTLS}, consulData); err != nil {
 		return env, err
 	}
 	if err = InstallGatewayAPI(ctx, env.Kube.Config(AdminUser)); err != nil {
