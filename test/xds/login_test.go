@@ -141,10 +141,13 @@ func TestGatewayPodLogin(t *testing.T) {
 	// and no binding rule gives it anything.
 	testenv.Eventually(t, 60*time.Second, "the Gateway's ServiceAccount collected", func(ctx context.Context) error {
 		_, err := env.KubeClient.CoreV1().ServiceAccounts(loginNamespace).Get(ctx, "edge-login", metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
+		switch {
+		case apierrors.IsNotFound(err):
 			return nil
+		case err != nil:
+			return err
 		}
-		return fmt.Errorf("still there (%v)", err)
+		return errors.New("still there")
 	})
 	env.Create(t, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: loginNamespace, Name: "edge-login"}})
 	saToken, err := env.ServiceAccountToken(ctx, loginNamespace, "edge-login")
