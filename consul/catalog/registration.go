@@ -52,14 +52,9 @@ type Config struct {
 // Accepted=True status the API server confirmed. It removes only instances it
 // registered (ownership meta) and never touches others. Only the leader runs it.
 type Registrar struct {
-	cfg   Config
-	queue kworkqueue.TypedRateLimitingInterface[cache.ObjectName]
-
-	mu       gosync.Mutex
-	gateways map[cache.ObjectName]*gatewayv1.Gateway
-	// known holds every Gateway a confirmation named, accepted or not, so its
-	// instances can be removed once it is gone.
-	known map[cache.ObjectName]bool
+	cfg      Config
+	queue    kworkqueue.TypedRateLimitingInterface[cache.ObjectName]
+	gateways *gwsync.AcceptedGateways
 }
 
 // NewRegistrar builds a registrar; nothing talks to Consul until Run.
@@ -67,27 +62,16 @@ func NewRegistrar(cfg Config) *Registrar {
 	return &Registrar{
 		cfg:      cfg,
 		queue:    workqueue.New[cache.ObjectName]("catalog"),
-		gateways: map[cache.ObjectName]*gatewayv1.Gateway{},
-		known:    map[cache.ObjectName]bool{},
+		gateways: gwsync.NewAcceptedGateways(),
 	}
 }
 
 // Publish implements the status pipeline's Publisher: a Gateway accepted at its
 // current generation has its pods registered; any other has none.
 func (r *Registrar) Publish(_ context.Context, c gwsync.Confirmation) {
-	if c.Kind != "Gateway" {
-		return
+	if key, ok := r.gateways.Record(c); ok {
+		r.queue.Add(key)
 	}
-	gw, ok := c.Object.(*gatewayv1.Gateway)
-	r.mu.Lock()
-	r.known[c.Key] = true
-	if ok && gwsync.AcceptedAtGeneration(gw) {
-		r.gateways[c.Key] = gw
-	} else {
-		delete(r.gateways, c.Key)
-	}
-	r.mu.Unlock()
-	r.queue.Add(c.Key)
 }
 
 // Enqueue asks for a Gateway's instances to be compared again, for example when one of
@@ -146,20 +130,9 @@ func (r *Registrar) watchCatalog(ctx context.Context) {
 }
 
 func (r *Registrar) enqueueAll() {
-	r.mu.Lock()
-	keys := slicesOfKeys(r.known)
-	r.mu.Unlock()
-	for _, k := range keys {
+	for _, k := range r.gateways.Known() {
 		r.queue.Add(k)
 	}
-}
-
-func slicesOfKeys(m map[cache.ObjectName]bool) []cache.ObjectName {
-	keys := make([]cache.ObjectName, 0, len(m))
-	for k := range maps.Keys(m) {
-		keys = append(keys, k)
-	}
-	return keys
 }
 
 // SyncOnce compares and writes one Gateway's instances now, as a worker would; tests
@@ -172,9 +145,7 @@ func (r *Registrar) SyncOnce(ctx context.Context, gateway cache.ObjectName) erro
 // the service's instances, registers what is missing or different, and deregisters
 // what is ours and no longer desired.
 func (r *Registrar) sync(ctx context.Context, key cache.ObjectName) error {
-	r.mu.Lock()
-	gw, known := r.gateways[key], r.known[key]
-	r.mu.Unlock()
+	gw, known := r.gateways.Get(key)
 	if !known {
 		// No confirmation named it yet (a pod event came first): nothing is known of
 		// what its instances should be, so none is touched.
@@ -202,7 +173,7 @@ func (r *Registrar) sync(ctx context.Context, key cache.ObjectName) error {
 		}
 	}
 	if gw == nil && len(errs) == 0 {
-		r.forgetIfGone(key)
+		r.gateways.ForgetIfGone(key)
 	}
 	for id, reg := range desired {
 		if sameInstance(current[id], reg) {
@@ -217,16 +188,6 @@ func (r *Registrar) sync(ctx context.Context, key cache.ObjectName) error {
 		klog.FromContext(ctx).V(2).Info("Registered gateway instance", "gateway", key, "service", service, "id", id, "status", reg.Check.Status)
 	}
 	return errors.Join(errs...)
-}
-
-// forgetIfGone drops a Gateway whose instances are all gone, unless a confirmation
-// made it accepted again meanwhile: nothing is left to compare for it.
-func (r *Registrar) forgetIfGone(key cache.ObjectName) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if _, accepted := r.gateways[key]; !accepted {
-		delete(r.known, key)
-	}
 }
 
 func (r *Registrar) deregister(ctx context.Context, gateway cache.ObjectName, e *consulapi.ServiceEntry) error {

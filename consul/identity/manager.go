@@ -22,7 +22,6 @@ import (
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/api/v1alpha1"
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
-	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/metrics"
 	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
 	"github.com/consul-gateway-controller/consul-gateway-controller/workqueue"
@@ -49,11 +48,11 @@ type Manager struct {
 	cfg   Config
 	queue kworkqueue.TypedRateLimitingInterface[cache.ObjectName]
 
-	mu       gosync.Mutex
-	gateways map[cache.ObjectName]*gatewayv1.Gateway
-	// known holds every Gateway a confirmation or an object of ours named, so the
-	// identity of one that is gone is removed.
-	known map[cache.ObjectName]bool
+	// gateways holds the confirmed Gateways, and those an object of ours names, so
+	// the identity of one that is gone is removed.
+	gateways *gwsync.AcceptedGateways
+
+	mu gosync.Mutex
 	// problems says, per accepted Gateway, why its identity is not what it should be.
 	problems  map[cache.ObjectName]string
 	onProblem func(cache.ObjectName)
@@ -64,8 +63,7 @@ func NewManager(cfg Config) *Manager {
 	return &Manager{
 		cfg:       cfg,
 		queue:     workqueue.New[cache.ObjectName]("identity"),
-		gateways:  map[cache.ObjectName]*gatewayv1.Gateway{},
-		known:     map[cache.ObjectName]bool{},
+		gateways:  gwsync.NewAcceptedGateways(),
 		problems:  map[cache.ObjectName]string{},
 		onProblem: func(cache.ObjectName) {},
 	}
@@ -86,19 +84,9 @@ func (m *Manager) Problem(gateway cache.ObjectName) string {
 // Publish implements the status pipeline's Publisher: a Gateway accepted at its
 // current generation has an identity; any other has none.
 func (m *Manager) Publish(_ context.Context, c gwsync.Confirmation) {
-	if c.Kind != gatewayapi.GatewayKind {
-		return
+	if key, ok := m.gateways.Record(c); ok {
+		m.queue.Add(key)
 	}
-	gw, ok := c.Object.(*gatewayv1.Gateway)
-	m.mu.Lock()
-	m.known[c.Key] = true
-	if ok && gwsync.AcceptedAtGeneration(gw) {
-		m.gateways[c.Key] = gw
-	} else {
-		delete(m.gateways, c.Key)
-	}
-	m.mu.Unlock()
-	m.queue.Add(c.Key)
 }
 
 // Enqueue asks for a Gateway's identity to be compared again, for example when its
@@ -130,9 +118,7 @@ func (m *Manager) SyncOnce(ctx context.Context, gateway cache.ObjectName) error 
 }
 
 func (m *Manager) sync(ctx context.Context, key cache.ObjectName) error {
-	m.mu.Lock()
-	gw, known := m.gateways[key], m.known[key]
-	m.mu.Unlock()
+	gw, known := m.gateways.Get(key)
 	if !known {
 		return nil
 	}
@@ -148,7 +134,7 @@ func (m *Manager) sync(ctx context.Context, key cache.ObjectName) error {
 	err := m.converge(ctx, key, want)
 	m.report(ctx, key, want != nil, err)
 	if err == nil && want == nil {
-		m.forgetIfGone(key)
+		m.gateways.ForgetIfGone(key)
 	}
 	var problem problemError
 	if errors.As(err, &problem) && !problem.retry {
@@ -201,14 +187,6 @@ func (m *Manager) report(ctx context.Context, key cache.ObjectName, wanted bool,
 	if changed {
 		klog.FromContext(ctx).V(2).Info("Gateway identity problem changed", "gateway", key, "problem", problem)
 		m.onProblem(key)
-	}
-}
-
-func (m *Manager) forgetIfGone(key cache.ObjectName) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if _, accepted := m.gateways[key]; !accepted {
-		delete(m.known, key)
 	}
 }
 
@@ -512,18 +490,12 @@ func (m *Manager) watch(ctx context.Context, list aclList) {
 
 // enqueueOwners queues every Gateway known, and every Gateway an object of ours names.
 func (m *Manager) enqueueOwners(descriptions []string) {
-	m.mu.Lock()
 	for _, d := range descriptions {
 		if owner, ok := m.cfg.Namer.OwnerOf(d); ok {
-			m.known[owner] = true
+			m.gateways.Know(owner)
 		}
 	}
-	keys := make([]cache.ObjectName, 0, len(m.known))
-	for k := range m.known {
-		keys = append(keys, k)
-	}
-	m.mu.Unlock()
-	for _, k := range keys {
+	for _, k := range m.gateways.Known() {
 		m.queue.Add(k)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"path/filepath"
 	"strings"
 	gosync "sync"
 	"testing"
@@ -31,42 +30,16 @@ import (
 	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
 )
 
-// aclToken creates a policy from rules and a token holding it.
-func aclToken(t *testing.T, client *consulapi.Client, name, rules string) string {
-	t.Helper()
-	policy, _, err := client.ACL().PolicyCreate(&consulapi.ACLPolicy{Name: name, Rules: rules}, nil)
-	if err != nil {
-		t.Fatalf("create policy %s: %v", name, err)
-	}
-	token, _, err := client.ACL().TokenCreate(&consulapi.ACLToken{Description: name, Policies: []*consulapi.ACLTokenPolicyLink{{ID: policy.ID}}}, nil)
-	if err != nil {
-		t.Fatalf("create token %s: %v", name, err)
-	}
-	return token.SecretID
-}
-
 // aclConsul starts a Consul agent of its own with ACLs on (default deny) for the test,
 // and returns it, a management client, and the documented policy of deploy/.
 func aclConsul(t *testing.T) (*testenv.ConsulAgent, *consulapi.Client, string) {
 	t.Helper()
-	agent, err := testenv.StartConsul(env.LogDir(), true)
+	agent, admin := testenv.StartConsulFor(t, env.LogDir(), testenv.ConsulOptions{ACL: true})
+	rules, err := testenv.DeployPolicies("consul-acl-policy.hcl")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = agent.Stop() })
-	admin, err := agent.Client()
-	if err != nil {
-		t.Fatal(err)
-	}
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rules, err := os.ReadFile(filepath.Join(root, "deploy", "consul-acl-policy.hcl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return agent, admin, string(rules)
+	return agent, admin, rules
 }
 
 // syncBuffer is a goroutine-safe log sink.
@@ -112,8 +85,8 @@ func verboseLogs(t *testing.T) *syncBuffer {
 // at -v=10 neither token nor private key reaches the log.
 func TestConsulACLs(t *testing.T) {
 	agent, admin, rules := aclConsul(t)
-	goodToken := aclToken(t, admin, "documented", rules)
-	readOnlyToken := aclToken(t, admin, "read-only", `mesh = "read"
+	goodToken := testenv.ACLToken(t, admin, "documented", rules)
+	readOnlyToken := testenv.ACLToken(t, admin, "read-only", `mesh = "read"
 agent_prefix "" { policy = "read" }`)
 
 	s := newConsulStack(t, "cs-acl")
@@ -222,7 +195,7 @@ func TestRegistrationACLs(t *testing.T) {
 	service := naming.EntryName(gw.Namespace, gw.Name)
 	register := func(t *testing.T, rules string) error {
 		t.Helper()
-		client, err := agent.ClientWithToken(aclToken(t, admin, "registration-"+t.Name()[len("TestRegistrationACLs/"):], rules))
+		client, err := agent.ClientWithToken(testenv.ACLToken(t, admin, "registration-"+t.Name()[len("TestRegistrationACLs/"):], rules))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -25,15 +25,7 @@ import (
 // client, and the agent's CA written to a file, as a CONSUL_CACERT is.
 func tlsConsul(t *testing.T) (*testenv.ConsulAgent, *consulapi.Client, string) {
 	t.Helper()
-	agent, err := testenv.StartConsulWith(env.LogDir(), testenv.ConsulOptions{ACL: true, TLS: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = agent.Stop() })
-	admin, err := agent.Client()
-	if err != nil {
-		t.Fatal(err)
-	}
+	agent, admin := testenv.StartConsulFor(t, env.LogDir(), testenv.ConsulOptions{ACL: true, TLS: true})
 	return agent, admin, writeFile(t, "consul-ca.pem", agent.CACertPEM())
 }
 

@@ -3,8 +3,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -39,17 +37,13 @@ func newIdentityStack(t *testing.T, ns string) identityStack {
 	if err := env.CreateKubernetesAuthMethod(t.Context(), admin, identityAuthMethod); err != nil {
 		t.Fatal(err)
 	}
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	identities, err := os.ReadFile(filepath.Join(root, "deploy", "consul-acl-policy-identities.hcl"))
+	identities, err := testenv.DeployPolicies("consul-acl-policy-identities.hcl")
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := identityStack{consulStack: newConsulStack(t, ns), agent: agent, admin: admin, rules: rules}
 	s.namer = identity.Namer{Ownership: translate.Ownership{Controller: string(s.Controller), ClusterID: ns}}
-	s.token = aclToken(t, admin, ns+"-controller", rules+"\n"+string(identities))
+	s.token = testenv.ACLToken(t, admin, ns+"-controller", rules+"\n"+identities)
 	return s
 }
 
@@ -217,7 +211,7 @@ func TestGatewayIdentities(t *testing.T) {
 // does not exist.
 func TestGatewayIdentityRefusals(t *testing.T) {
 	s := newIdentityStack(t, "identity-refused")
-	withoutACL := aclToken(t, s.admin, "identity-refused-no-acl", s.rules)
+	withoutACL := testenv.ACLToken(t, s.admin, "identity-refused-no-acl", s.rules)
 	p := s.run(t, "identity-no-acl", withoutACL)
 	s.awaitProgrammedMessage(t, "edge", "the missing acl permission reported", `lacks acl = "write"`)
 	if o, err := s.objects(t.Context(), "edge"); err != nil || o.policy != nil || o.role != nil || len(o.rules) != 0 {

@@ -14,11 +14,9 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
-	consulapi "github.com/hashicorp/consul/api"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
@@ -173,24 +171,11 @@ func secureController(ctx context.Context, env *testenv.Env, opts *testenv.Contr
 	if err := env.CreateKubernetesAuthMethod(ctx, env.ConsulClient, gatewayAuthMethod); err != nil {
 		return err
 	}
-	root, err := testenv.RepoRoot()
+	rules, err := testenv.DeployPolicies("consul-acl-policy.hcl", "consul-acl-policy-identities.hcl")
 	if err != nil {
 		return err
 	}
-	var rules []string
-	for _, f := range []string{"consul-acl-policy.hcl", "consul-acl-policy-identities.hcl"} {
-		b, err := os.ReadFile(filepath.Join(root, "deploy", f))
-		if err != nil {
-			return err
-		}
-		rules = append(rules, string(b))
-	}
-	acl := env.ConsulClient.ACL()
-	policy, _, err := acl.PolicyCreate(&consulapi.ACLPolicy{Name: "consul-gateway-controller", Rules: strings.Join(rules, "\n")}, nil)
-	if err != nil {
-		return fmt.Errorf("create the controller's policy: %w", err)
-	}
-	token, _, err := acl.TokenCreate(&consulapi.ACLToken{Description: "consul-gateway-controller", Policies: []*consulapi.ACLTokenPolicyLink{{ID: policy.ID}}}, nil)
+	token, err := testenv.CreateACLToken(env.ConsulClient, "consul-gateway-controller", rules)
 	if err != nil {
 		return fmt.Errorf("create the controller's token: %w", err)
 	}
@@ -198,7 +183,7 @@ func secureController(ctx context.Context, env *testenv.Env, opts *testenv.Contr
 	if err != nil {
 		return err
 	}
-	opts.ConsulToken = token.SecretID
+	opts.ConsulToken = token
 	opts.Args = append(opts.Args, "--gateway-auth-method="+gatewayAuthMethod, "--gateway-consul-grpc-port="+grpcPort)
 	fmt.Printf("Consul: ACLs on (default deny), TLS only; the controller's token holds deploy/'s policies; gateway pods log in to the auth method %s\n", gatewayAuthMethod)
 	return nil

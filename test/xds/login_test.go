@@ -162,15 +162,7 @@ func TestGatewayPodLogin(t *testing.T) {
 
 func startLoginConsul(t *testing.T) (*testenv.ConsulAgent, *consulapi.Client) {
 	t.Helper()
-	agent, err := testenv.StartConsulWith(env.LogDir(), testenv.ConsulOptions{ACL: true, TLS: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = agent.Stop() })
-	admin, err := agent.Client()
-	if err != nil {
-		t.Fatal(err)
-	}
+	agent, admin := testenv.StartConsulFor(t, env.LogDir(), testenv.ConsulOptions{ACL: true, TLS: true})
 	if err := env.CreateKubernetesAuthMethod(t.Context(), admin, loginAuthMethod); err != nil {
 		t.Fatal(err)
 	}
@@ -181,27 +173,11 @@ func startLoginConsul(t *testing.T) (*testenv.ConsulAgent, *consulapi.Client) {
 // identities: consul-acl-policy.hcl and consul-acl-policy-identities.hcl.
 func loginControllerToken(t *testing.T, admin *consulapi.Client) string {
 	t.Helper()
-	root, err := testenv.RepoRoot()
+	rules, err := testenv.DeployPolicies("consul-acl-policy.hcl", "consul-acl-policy-identities.hcl")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rules []string
-	for _, f := range []string{"consul-acl-policy.hcl", "consul-acl-policy-identities.hcl"} {
-		b, err := os.ReadFile(filepath.Join(root, "deploy", f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		rules = append(rules, string(b))
-	}
-	policy, _, err := admin.ACL().PolicyCreate(&consulapi.ACLPolicy{Name: "login-controller", Rules: strings.Join(rules, "\n")}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	token, _, err := admin.ACL().TokenCreate(&consulapi.ACLToken{Policies: []*consulapi.ACLTokenPolicyLink{{ID: policy.ID}}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return token.SecretID
+	return testenv.ACLToken(t, admin, "login-controller", rules)
 }
 
 // registerLoginBackend registers echo as consul-k8s registers a mesh pod: the service

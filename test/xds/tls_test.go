@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	consulapi "github.com/hashicorp/consul/api"
-
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/testcerts"
 	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
 	"github.com/consul-gateway-controller/consul-gateway-controller/test/xds/envoy"
@@ -44,7 +42,7 @@ func TestXDSOverTLS(t *testing.T) {
 	gw := registerChainFixture(t, admin)
 	writeEntry(t, admin, routeTo("web", "echo"))
 	awaitBound(t, admin, "web")
-	token := aclToken(t, admin, "gw", gatewayRules)
+	token := testenv.ACLToken(t, admin, "gw", gatewayRules)
 	good := &tls.Config{RootCAs: certPool(t, agent.CACertPEM()), ServerName: testenv.ConsulServerName}
 
 	w := envoy.WatchWith(t.Context(), agent.GRPCTLSAddr(), gw, envoy.DialOptions{Token: token, TLS: good})
@@ -119,7 +117,7 @@ func TestXDSOverTLS(t *testing.T) {
 	// gateway's leaf certificate. A least-privilege check has to look for that
 	// silence, not for an error.
 	t.Run("a token without service:write on the gateway gets nothing", func(t *testing.T) {
-		other := aclToken(t, admin, "other", strings.ReplaceAll(gatewayRules, `service "gw"`, `service "other"`))
+		other := testenv.ACLToken(t, admin, "other", strings.ReplaceAll(gatewayRules, `service "gw"`, `service "other"`))
 		for name, tok := range map[string]string{"another service's token": other, "no token": ""} {
 			w := envoy.WatchWith(t.Context(), agent.GRPCTLSAddr(), gw, envoy.DialOptions{Token: tok, TLS: good})
 			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
@@ -143,18 +141,4 @@ func certPool(t *testing.T, pemCerts []byte) *x509.CertPool {
 		t.Fatal("no certificate in the CA PEM")
 	}
 	return pool
-}
-
-// aclToken creates a policy called name with rules and a token holding it.
-func aclToken(t *testing.T, client *consulapi.Client, name, rules string) string {
-	t.Helper()
-	policy, _, err := client.ACL().PolicyCreate(&consulapi.ACLPolicy{Name: name, Rules: rules}, nil)
-	if err != nil {
-		t.Fatalf("create policy %s: %v", name, err)
-	}
-	token, _, err := client.ACL().TokenCreate(&consulapi.ACLToken{Description: name, Policies: []*consulapi.ACLTokenPolicyLink{{ID: policy.ID}}}, nil)
-	if err != nil {
-		t.Fatalf("create token %s: %v", name, err)
-	}
-	return token.SecretID
 }
