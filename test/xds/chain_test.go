@@ -82,16 +82,7 @@ func chainFixture(t *testing.T) (*consulapi.Client, *envoy.Watcher) {
 
 func startOwnConsul(t *testing.T) (*testenv.ConsulAgent, *consulapi.Client) {
 	t.Helper()
-	consul, err := testenv.StartConsul(t.TempDir(), false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = consul.Stop() })
-	client, err := consul.Client()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return consul, client
+	return testenv.StartConsulFor(t, t.TempDir(), testenv.ConsulOptions{})
 }
 
 // registerChainFixture writes an api-gateway "gw" with one HTTP listener on 8080, a

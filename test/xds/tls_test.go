@@ -30,15 +30,7 @@ mesh = "read"`
 // the cause; a token that may not write the gateway's service gets nothing at all.
 func TestXDSOverTLS(t *testing.T) {
 	// A Consul of the test's own, its log beside the Env's (kept when a test fails).
-	agent, err := testenv.StartConsulWith(env.LogDir(), testenv.ConsulOptions{ACL: true, TLS: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = agent.Stop() })
-	admin, err := agent.Client()
-	if err != nil {
-		t.Fatal(err)
-	}
+	agent, admin := testenv.StartConsulFor(t, env.LogDir(), testenv.ConsulOptions{ACL: true, TLS: true})
 	gw := registerChainFixture(t, admin)
 	writeEntry(t, admin, routeTo("web", "echo"))
 	awaitBound(t, admin, "web")
