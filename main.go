@@ -286,6 +286,8 @@ func (p *pipeline) addDataPlane(ctx context.Context, opts *options.Options, c cl
 		Pods:        p.owned.Pods.Lister(),
 		PodsSynced:  p.owned.Pods.Informer().HasSynced,
 		GatewayPods: dataplane.PodSelector,
+		OwnsPod:     dataplane.OwnsPod,
+		InstanceID:  dataplane.ProxyServiceID,
 		Workers:     opts.ConsulWorkers,
 	})
 	if defaults := opts.GatewayDefaults(); defaults.AuthMethod != "" {

@@ -2,11 +2,14 @@ package dataplane
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	gosync "sync"
 
 	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -238,21 +241,24 @@ func (c *Controller) applyServiceAccount(ctx context.Context, gw *gatewayv1.Gate
 	return apply(ctx, c, gw, "ServiceAccount", desired, *desired.Name,
 		c.cfg.Owned.ServiceAccounts.Lister().ServiceAccounts(gw.Namespace).Get,
 		corev1ac.ExtractServiceAccount,
-		c.cfg.Client.CoreV1().ServiceAccounts(gw.Namespace).Apply)
+		c.cfg.Client.CoreV1().ServiceAccounts(gw.Namespace).Apply,
+		c.cfg.Client.CoreV1().ServiceAccounts(gw.Namespace), func() *corev1.ServiceAccount { return &corev1.ServiceAccount{} })
 }
 
 func (c *Controller) applyDeployment(ctx context.Context, gw *gatewayv1.Gateway, desired *appsv1ac.DeploymentApplyConfiguration) error {
 	return apply(ctx, c, gw, "Deployment", desired, *desired.Name,
 		c.cfg.Owned.Deployments.Lister().Deployments(gw.Namespace).Get,
 		appsv1ac.ExtractDeployment,
-		c.cfg.Client.AppsV1().Deployments(gw.Namespace).Apply)
+		c.cfg.Client.AppsV1().Deployments(gw.Namespace).Apply,
+		c.cfg.Client.AppsV1().Deployments(gw.Namespace), func() *appsv1.Deployment { return &appsv1.Deployment{} })
 }
 
 func (c *Controller) applyService(ctx context.Context, gw *gatewayv1.Gateway, desired *corev1ac.ServiceApplyConfiguration) error {
 	return apply(ctx, c, gw, "Service", desired, *desired.Name,
 		c.cfg.Owned.Services.Lister().Services(gw.Namespace).Get,
 		corev1ac.ExtractService,
-		c.cfg.Client.CoreV1().Services(gw.Namespace).Apply)
+		c.cfg.Client.CoreV1().Services(gw.Namespace).Apply,
+		c.cfg.Client.CoreV1().Services(gw.Namespace), func() *corev1.Service { return &corev1.Service{} })
 }
 
 // apply writes desired with server-side apply unless the cached object already holds
@@ -263,10 +269,14 @@ func (c *Controller) applyService(ctx context.Context, gw *gatewayv1.Gateway, de
 // desired and never fought over.
 //
 // An existing object of the name that this Gateway does not control is never written.
+// The cache holds only objects with this controller's label, so an object it lacks is
+// created, not applied: a server-side apply would take over an unlabelled object of
+// the name (another team's Service, say) and make the Gateway its owner.
 func apply[T metav1.Object, AC any](ctx context.Context, c *Controller, gw *gatewayv1.Gateway, kind string, desired AC, name string,
 	cached func(name string) (T, error),
 	extract func(obj T, fieldManager string) (AC, error),
 	write func(ctx context.Context, config AC, opts metav1.ApplyOptions) (T, error),
+	live objectClient[T], newObject func() T,
 ) error {
 	existing, err := cached(name)
 	key := objectKey{kind, gw.Namespace, name}
@@ -280,6 +290,11 @@ func apply[T metav1.Object, AC any](ctx context.Context, c *Controller, gw *gate
 	}
 	switch {
 	case apierrors.IsNotFound(err):
+		created, err := create(ctx, c, gw, kind, desired, name, live, newObject)
+		if created || err != nil {
+			return err
+		}
+		// Ours, but not in the cache (its label was taken off): apply puts it back.
 	case err != nil:
 		return fmt.Errorf("get %s %s/%s from cache: %w", kind, gw.Namespace, name, err)
 	case !metav1.IsControlledBy(existing, gw):
@@ -301,14 +316,65 @@ func apply[T metav1.Object, AC any](ctx context.Context, c *Controller, gw *gate
 	if err != nil {
 		return fmt.Errorf("apply %s %s/%s: %w", kind, gw.Namespace, name, err)
 	}
+	c.remember(gateway, key, cachedVersion, desired)
+	klog.FromContext(ctx).V(2).Info("Applied gateway object", "kind", kind, "object", klog.KRef(gw.Namespace, name), "gateway", klog.KObj(gw))
+	return nil
+}
+
+// objectClient is the part of a typed client that create needs.
+type objectClient[T any] interface {
+	Create(ctx context.Context, obj T, opts metav1.CreateOptions) (T, error)
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error)
+}
+
+// create makes an object the cache does not hold. created is false, with no error,
+// when an object of the name exists and the Gateway controls it (its label was taken
+// off, so the cache lost it); one the Gateway does not control is a notOwnedError.
+func create[T metav1.Object, AC any](ctx context.Context, c *Controller, gw *gatewayv1.Gateway, kind string, desired AC, name string,
+	live objectClient[T], newObject func() T,
+) (created bool, err error) {
+	obj := newObject()
+	if err := convert(desired, obj); err != nil {
+		return false, fmt.Errorf("build %s %s/%s: %w", kind, gw.Namespace, name, err)
+	}
+	_, err = live.Create(ctx, obj, metav1.CreateOptions{FieldManager: c.cfg.FieldManager})
+	if apierrors.IsAlreadyExists(err) {
+		existing, err := live.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, fmt.Errorf("get %s %s/%s, which exists without this controller's label: %w", kind, gw.Namespace, name, err)
+		}
+		if !metav1.IsControlledBy(existing, gw) {
+			return false, notOwnedError{kind: kind, namespace: gw.Namespace, name: name, gateway: gw.Name}
+		}
+		return false, nil
+	}
+	metrics.GatewayObjectApplies.WithLabelValues(kind, metrics.Result(err)).Inc()
+	if err != nil {
+		return false, fmt.Errorf("create %s %s/%s: %w", kind, gw.Namespace, name, err)
+	}
+	c.remember(cache.MetaObjectToName(gw), objectKey{kind, gw.Namespace, name}, "", desired)
+	klog.FromContext(ctx).V(2).Info("Created gateway object", "kind", kind, "object", klog.KRef(gw.Namespace, name), "gateway", klog.KObj(gw))
+	return true, nil
+}
+
+// convert fills a typed object from an apply configuration of it: both have the same
+// JSON form.
+func convert(from, to any) error {
+	b, err := json.Marshal(from)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, to)
+}
+
+// remember records what was last written of an object (see cacheBehind).
+func (c *Controller) remember(gateway cache.ObjectName, key objectKey, cachedVersion string, desired any) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.applied[gateway] == nil {
 		c.applied[gateway] = map[objectKey]lastApply{}
 	}
 	c.applied[gateway][key] = lastApply{cachedVersion: cachedVersion, desired: desired}
-	c.mu.Unlock()
-	klog.FromContext(ctx).V(2).Info("Applied gateway object", "kind", kind, "object", klog.KRef(gw.Namespace, name), "gateway", klog.KObj(gw))
-	return nil
 }
 
 // cacheBehind reports whether the cache still holds the version an apply of this same

@@ -8,7 +8,9 @@ import (
 	"slices"
 	"strconv"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
@@ -159,6 +161,22 @@ func selectorLabels(gw *gatewayv1.Gateway) map[string]string {
 	return map[string]string{GatewayNameLabel: gw.Name, ManagedByLabel: ManagedByValue}
 }
 
+// ProxyServiceID is the ID of a gateway pod's instance in Consul's catalog, which its
+// consul-dataplane names with -proxy-service-id: "<pod>.<namespace>". Pods of every
+// namespace share the synthetic node of their Kubernetes node, so the pod's name alone
+// would let a pod of another namespace, named alike, replace the instance.
+func ProxyServiceID(pod *corev1.Pod) string { return pod.Name + "." + pod.Namespace }
+
+// OwnsPod reports whether pod is one of the Gateway's gateway pods: controlled by a
+// ReplicaSet of the Gateway's Deployment (named after it and the pod's template hash),
+// not merely labelled like one.
+func OwnsPod(gw *gatewayv1.Gateway, pod *corev1.Pod) bool {
+	ref := metav1.GetControllerOf(pod)
+	hash := pod.Labels[appsv1.DefaultDeploymentUniqueLabelKey]
+	return ref != nil && ref.APIVersion == appsv1.SchemeGroupVersion.String() && ref.Kind == "ReplicaSet" &&
+		hash != "" && ref.Name == Name(gw)+"-"+hash
+}
+
 // PodSelector selects a Gateway's pods within its namespace.
 func PodSelector(gateway cache.ObjectName) labels.Selector {
 	return labels.SelectorFromSet(map[string]string{GatewayNameLabel: gateway.Name, ManagedByLabel: ManagedByValue})
@@ -264,6 +282,7 @@ func container(in Gateway, spec v1alpha1.GatewayConfigSpec, defaults Defaults) *
 		WithArgs(dataplaneArgs(spec, defaults)...).
 		WithEnv(
 			fieldEnv("POD_NAME", "metadata.name"),
+			fieldEnv("POD_NAMESPACE", "metadata.namespace"),
 			fieldEnv("POD_IP", "status.podIP"),
 			fieldEnv("NODE_NAME", "spec.nodeName"),
 		).
@@ -300,7 +319,7 @@ func dataplaneArgs(spec v1alpha1.GatewayConfigSpec, defaults Defaults) []string 
 	args := []string{
 		"-addresses=" + orDefault(consul.Address, defaults.ConsulAddress),
 		"-grpc-port=" + strconv.Itoa(int(grpcPort)),
-		"-proxy-service-id=$(POD_NAME)",
+		"-proxy-service-id=$(POD_NAME).$(POD_NAMESPACE)",
 		"-service-node-name=$(NODE_NAME)-virtual",
 		"-log-level=" + orDefault(spec.LogLevel, "info"),
 		"-envoy-admin-bind-address=127.0.0.1",

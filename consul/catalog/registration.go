@@ -45,7 +45,12 @@ type Config struct {
 	PodsSynced cache.InformerSynced
 	// GatewayPods selects a Gateway's pods in its namespace.
 	GatewayPods func(gateway cache.ObjectName) labels.Selector
-	Workers     int
+	// OwnsPod tells a pod of the Gateway's own from one only labelled like it.
+	OwnsPod func(gw *gatewayv1.Gateway, pod *corev1.Pod) bool
+	// InstanceID is a pod's instance ID, unique on the synthetic node, which the
+	// pod's consul-dataplane names too.
+	InstanceID func(pod *corev1.Pod) string
+	Workers    int
 }
 
 // Registrar keeps Consul's catalog equal to the gateway pods of every Gateway whose
@@ -210,7 +215,9 @@ func (r *Registrar) ownInstance(meta map[string]string, gateway cache.ObjectName
 }
 
 // desired is the registration of each pod of an accepted Gateway that has a node and
-// an IP; a Gateway that is gone or not accepted has none.
+// an IP, by instance ID; a Gateway that is gone or not accepted has none. A pod that
+// only carries the Gateway's labels (anyone who may create pods in the namespace can
+// set them) is not one of its pods.
 func (r *Registrar) desired(key cache.ObjectName, gw *gatewayv1.Gateway) (map[string]*consulapi.CatalogRegistration, error) {
 	out := map[string]*consulapi.CatalogRegistration{}
 	if gw == nil {
@@ -224,7 +231,12 @@ func (r *Registrar) desired(key cache.ObjectName, gw *gatewayv1.Gateway) (map[st
 		if pod.Spec.NodeName == "" || pod.Status.PodIP == "" || pod.DeletionTimestamp != nil {
 			continue
 		}
-		out[pod.Name] = r.registration(gw, pod)
+		if !r.cfg.OwnsPod(gw, pod) {
+			klog.V(4).InfoS("Pod labelled as a gateway pod is not the Gateway's; not registered", "pod", klog.KObj(pod), "gateway", key)
+			continue
+		}
+		reg := r.registration(gw, pod)
+		out[reg.Service.ID] = reg
 	}
 	return out, nil
 }
@@ -232,6 +244,7 @@ func (r *Registrar) desired(key cache.ObjectName, gw *gatewayv1.Gateway) (map[st
 func (r *Registrar) registration(gw *gatewayv1.Gateway, pod *corev1.Pod) *consulapi.CatalogRegistration {
 	meta := r.cfg.Ownership.Meta(translate.Owner{Kind: "Gateway", Namespace: gw.Namespace, Name: gw.Name, UID: string(gw.UID)})
 	meta[metaPod] = pod.Name
+	id := r.cfg.InstanceID(pod)
 	status, output := consulapi.HealthCritical, fmt.Sprintf("Pod %s/%s is not Ready", pod.Namespace, pod.Name)
 	if pods.Ready(pod) {
 		status, output = consulapi.HealthPassing, "Pod is Ready"
@@ -245,7 +258,7 @@ func (r *Registrar) registration(gw *gatewayv1.Gateway, pod *corev1.Pod) *consul
 		Partition:      r.cfg.Naming.Partition,
 		Service: &consulapi.AgentService{
 			Kind:      consulapi.ServiceKindAPIGateway,
-			ID:        pod.Name,
+			ID:        id,
 			Service:   r.cfg.Naming.EntryName(gw.Namespace, gw.Name),
 			Address:   pod.Status.PodIP,
 			Meta:      meta,
@@ -257,7 +270,7 @@ func (r *Registrar) registration(gw *gatewayv1.Gateway, pod *corev1.Pod) *consul
 			Name:      readinessCheckName,
 			Status:    status,
 			Output:    output,
-			ServiceID: pod.Name,
+			ServiceID: id,
 			Namespace: namespace,
 			Partition: r.cfg.Naming.Partition,
 		},

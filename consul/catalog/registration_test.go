@@ -13,7 +13,10 @@ import (
 )
 
 func TestRegistrationOfPod(t *testing.T) {
-	r := NewRegistrar(Config{Naming: translate.Naming{Prefix: "k8s-"}, Ownership: translate.Ownership{Controller: "example.com/c", ClusterID: "one"}})
+	r := NewRegistrar(Config{
+		Naming: translate.Naming{Prefix: "k8s-"}, Ownership: translate.Ownership{Controller: "example.com/c", ClusterID: "one"},
+		InstanceID: func(pod *corev1.Pod) string { return pod.Name + "@" + pod.Namespace },
+	})
 	gw := &gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "edge", UID: "uid-edge"}}
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "edge-1"},
@@ -25,7 +28,7 @@ func TestRegistrationOfPod(t *testing.T) {
 	if reg.Node != "node-a-virtual" || reg.Address != "10.1.0.1" || reg.NodeMeta[metaSyntheticNode] != "true" || !reg.SkipNodeUpdate {
 		t.Errorf("node %s at %s, meta %v, skip %v", reg.Node, reg.Address, reg.NodeMeta, reg.SkipNodeUpdate)
 	}
-	if s := reg.Service; s.Kind != consulapi.ServiceKindAPIGateway || s.ID != "edge-1" || s.Service != "k8s-edge.apps" || s.Address != "10.244.0.7" {
+	if s := reg.Service; s.Kind != consulapi.ServiceKindAPIGateway || s.ID != "edge-1@apps" || s.Service != "k8s-edge.apps" || s.Address != "10.244.0.7" {
 		t.Errorf("service %+v", s)
 	}
 	if !r.ownInstance(reg.Service.Meta, cache.ObjectName{Namespace: "apps", Name: "edge"}) || r.ownInstance(reg.Service.Meta, cache.ObjectName{Namespace: "apps", Name: "other"}) {

@@ -109,7 +109,7 @@ func (g *gatewayCase) instancesMatchPods(service string, want int) {
 			return fmt.Errorf("%d pods, %d passing instances of ours", len(running), len(byID))
 		}
 		for _, p := range running {
-			e := byID[p.Name]
+			e := byID[dataplane.ProxyServiceID(&p)]
 			if e == nil {
 				return fmt.Errorf("pod %s has no passing instance", p.Name)
 			}

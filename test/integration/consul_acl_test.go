@@ -205,7 +205,9 @@ func TestRegistrationACLs(t *testing.T) {
 			GatewayPods: func(cache.ObjectName) labels.Selector {
 				return labels.SelectorFromSet(map[string]string{"gateway": "edge"})
 			},
-			Workers: 1,
+			OwnsPod:    func(*gatewayv1.Gateway, *corev1.Pod) bool { return true },
+			InstanceID: func(pod *corev1.Pod) string { return pod.Name },
+			Workers:    1,
 		})
 		r.Publish(t.Context(), gwsync.Confirmation{Kind: "Gateway", Key: cache.MetaObjectToName(gw), Object: gw})
 		return r.SyncOnce(t.Context(), cache.MetaObjectToName(gw))
