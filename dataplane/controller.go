@@ -2,14 +2,11 @@ package dataplane
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	gosync "sync"
 
 	"github.com/google/go-cmp/cmp"
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -242,7 +239,7 @@ func (c *Controller) applyServiceAccount(ctx context.Context, gw *gatewayv1.Gate
 		c.cfg.Owned.ServiceAccounts.Lister().ServiceAccounts(gw.Namespace).Get,
 		corev1ac.ExtractServiceAccount,
 		c.cfg.Client.CoreV1().ServiceAccounts(gw.Namespace).Apply,
-		c.cfg.Client.CoreV1().ServiceAccounts(gw.Namespace), func() *corev1.ServiceAccount { return &corev1.ServiceAccount{} })
+		c.cfg.Client.CoreV1().ServiceAccounts(gw.Namespace))
 }
 
 func (c *Controller) applyDeployment(ctx context.Context, gw *gatewayv1.Gateway, desired *appsv1ac.DeploymentApplyConfiguration) error {
@@ -250,7 +247,7 @@ func (c *Controller) applyDeployment(ctx context.Context, gw *gatewayv1.Gateway,
 		c.cfg.Owned.Deployments.Lister().Deployments(gw.Namespace).Get,
 		appsv1ac.ExtractDeployment,
 		c.cfg.Client.AppsV1().Deployments(gw.Namespace).Apply,
-		c.cfg.Client.AppsV1().Deployments(gw.Namespace), func() *appsv1.Deployment { return &appsv1.Deployment{} })
+		c.cfg.Client.AppsV1().Deployments(gw.Namespace))
 }
 
 func (c *Controller) applyService(ctx context.Context, gw *gatewayv1.Gateway, desired *corev1ac.ServiceApplyConfiguration) error {
@@ -258,7 +255,7 @@ func (c *Controller) applyService(ctx context.Context, gw *gatewayv1.Gateway, de
 		c.cfg.Owned.Services.Lister().Services(gw.Namespace).Get,
 		corev1ac.ExtractService,
 		c.cfg.Client.CoreV1().Services(gw.Namespace).Apply,
-		c.cfg.Client.CoreV1().Services(gw.Namespace), func() *corev1.Service { return &corev1.Service{} })
+		c.cfg.Client.CoreV1().Services(gw.Namespace))
 }
 
 // apply writes desired with server-side apply unless the cached object already holds
@@ -269,14 +266,13 @@ func (c *Controller) applyService(ctx context.Context, gw *gatewayv1.Gateway, de
 // desired and never fought over.
 //
 // An existing object of the name that this Gateway does not control is never written.
-// The cache holds only objects with this controller's label, so an object it lacks is
-// created, not applied: a server-side apply would take over an unlabelled object of
-// the name (another team's Service, say) and make the Gateway its owner.
+// The cache holds only objects with this controller's label; see absentFromCache for
+// one it lacks.
 func apply[T metav1.Object, AC any](ctx context.Context, c *Controller, gw *gatewayv1.Gateway, kind string, desired AC, name string,
 	cached func(name string) (T, error),
 	extract func(obj T, fieldManager string) (AC, error),
 	write func(ctx context.Context, config AC, opts metav1.ApplyOptions) (T, error),
-	live objectClient[T], newObject func() T,
+	live objectGetter[T],
 ) error {
 	existing, err := cached(name)
 	key := objectKey{kind, gw.Namespace, name}
@@ -288,13 +284,12 @@ func apply[T metav1.Object, AC any](ctx context.Context, c *Controller, gw *gate
 	if c.cacheBehind(gateway, key, cachedVersion, desired) {
 		return nil // the cache has not seen our last apply of this very object yet; its event requeues the Gateway
 	}
+	force := true
 	switch {
 	case apierrors.IsNotFound(err):
-		created, err := create(ctx, c, gw, kind, desired, name, live, newObject)
-		if created || err != nil {
+		if force, err = absentFromCache(ctx, gw, kind, name, live); err != nil {
 			return err
 		}
-		// Ours, but not in the cache (its label was taken off): apply puts it back.
 	case err != nil:
 		return fmt.Errorf("get %s %s/%s from cache: %w", kind, gw.Namespace, name, err)
 	case !metav1.IsControlledBy(existing, gw):
@@ -311,7 +306,7 @@ func apply[T metav1.Object, AC any](ctx context.Context, c *Controller, gw *gate
 			logger.V(4).Info("Gateway object differs from its desired state", "kind", kind, "object", klog.KRef(gw.Namespace, name), "diff", cmp.Diff(current, desired))
 		}
 	}
-	_, err = write(ctx, desired, metav1.ApplyOptions{FieldManager: c.cfg.FieldManager, Force: true})
+	_, err = write(ctx, desired, metav1.ApplyOptions{FieldManager: c.cfg.FieldManager, Force: force})
 	metrics.GatewayObjectApplies.WithLabelValues(kind, metrics.Result(err)).Inc()
 	if err != nil {
 		return fmt.Errorf("apply %s %s/%s: %w", kind, gw.Namespace, name, err)
@@ -321,50 +316,29 @@ func apply[T metav1.Object, AC any](ctx context.Context, c *Controller, gw *gate
 	return nil
 }
 
-// objectClient is the part of a typed client that create needs.
-type objectClient[T any] interface {
-	Create(ctx context.Context, obj T, opts metav1.CreateOptions) (T, error)
+// objectGetter reads an object from the API server.
+type objectGetter[T any] interface {
 	Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error)
 }
 
-// create makes an object the cache does not hold. created is false, with no error,
-// when an object of the name exists and the Gateway controls it (its label was taken
-// off, so the cache lost it); one the Gateway does not control is a notOwnedError.
-func create[T metav1.Object, AC any](ctx context.Context, c *Controller, gw *gatewayv1.Gateway, kind string, desired AC, name string,
-	live objectClient[T], newObject func() T,
-) (created bool, err error) {
-	obj := newObject()
-	if err := convert(desired, obj); err != nil {
-		return false, fmt.Errorf("build %s %s/%s: %w", kind, gw.Namespace, name, err)
-	}
-	_, err = live.Create(ctx, obj, metav1.CreateOptions{FieldManager: c.cfg.FieldManager})
-	if apierrors.IsAlreadyExists(err) {
-		existing, err := live.Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, fmt.Errorf("get %s %s/%s, which exists without this controller's label: %w", kind, gw.Namespace, name, err)
-		}
-		if !metav1.IsControlledBy(existing, gw) {
-			return false, notOwnedError{kind: kind, namespace: gw.Namespace, name: name, gateway: gw.Name}
-		}
+// absentFromCache decides about an object the cache lacks. The cache holds only
+// objects with this controller's label, so one of the name may exist: another team's
+// Service, say, which a forced apply would take over (its selector replaced, the
+// Gateway made its owner, and garbage-collected with it). A live read tells: none, and
+// the apply creates it without force, so that one made meanwhile by someone else
+// conflicts instead of being taken over; one the Gateway controls (its label was taken
+// off) is applied as usual; any other is never written.
+func absentFromCache[T metav1.Object](ctx context.Context, gw *gatewayv1.Gateway, kind, name string, live objectGetter[T]) (force bool, err error) {
+	existing, err := live.Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
 		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("get %s %s/%s, which the cache lacks: %w", kind, gw.Namespace, name, err)
+	case !metav1.IsControlledBy(existing, gw):
+		return false, notOwnedError{kind: kind, namespace: gw.Namespace, name: name, gateway: gw.Name}
 	}
-	metrics.GatewayObjectApplies.WithLabelValues(kind, metrics.Result(err)).Inc()
-	if err != nil {
-		return false, fmt.Errorf("create %s %s/%s: %w", kind, gw.Namespace, name, err)
-	}
-	c.remember(cache.MetaObjectToName(gw), objectKey{kind, gw.Namespace, name}, "", desired)
-	klog.FromContext(ctx).V(2).Info("Created gateway object", "kind", kind, "object", klog.KRef(gw.Namespace, name), "gateway", klog.KObj(gw))
 	return true, nil
-}
-
-// convert fills a typed object from an apply configuration of it: both have the same
-// JSON form.
-func convert(from, to any) error {
-	b, err := json.Marshal(from)
-	if err != nil {
-		return err
-	}
-	return json.Unmarshal(b, to)
 }
 
 // remember records what was last written of an object (see cacheBehind).

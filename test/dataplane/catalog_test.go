@@ -147,7 +147,10 @@ func TestNotReadyGatewayPodIsCritical(t *testing.T) {
 	}
 	g.waitPodReady(failing, corev1.ConditionFalse)
 
-	want := map[string]string{failing: consulapi.HealthCritical, ready: consulapi.HealthPassing}
+	want := map[string]string{
+		dataplane.ProxyServiceID(&pods.Items[0]): consulapi.HealthCritical,
+		dataplane.ProxyServiceID(&pods.Items[1]): consulapi.HealthPassing,
+	}
 	testenv.Eventually(t, 60*time.Second, fmt.Sprintf("the not-Ready pod %s's instance critical, the Ready pod %s's passing", failing, ready), func(ctx context.Context) error {
 		got, err := readinessChecks(ctx, service)
 		if err != nil {
