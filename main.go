@@ -344,8 +344,9 @@ func (p *pipeline) synced() []cache.InformerSynced {
 }
 
 // lead runs the writers until ctx is done, and returns once all of them have stopped:
-// the Events sink, the status controller, the Consul syncer and, when the controller
-// deploys gateways, the deployer and the registrar. leading is true meanwhile.
+// the Events sink, the status controller, the Consul syncer, when the controller
+// deploys gateways the deployer and the registrar, and with --gateway-auth-method the
+// identity manager. leading is true meanwhile.
 func (p *pipeline) lead(ctx context.Context, eventBroadcaster events.EventBroadcaster, leading *atomic.Bool) error {
 	leading.Store(true)
 	defer leading.Store(false)
