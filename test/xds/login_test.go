@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -87,10 +88,10 @@ func TestGatewayPodLogin(t *testing.T) {
 		t.Fatalf("the pod's token over TLS got no configuration for its gateway: %v", err)
 	}
 	if listenerOn(cfg, 8080) == nil || listenerOn(cfg, 9090) != nil {
-		t.Errorf("listeners served to edge's pod: %v, want the one on 8080 only", keys(cfg.Listeners))
+		t.Errorf("listeners served to edge's pod: %v, want the one on 8080 only", slices.Sorted(maps.Keys(cfg.Listeners)))
 	}
-	if !slices.ContainsFunc(keys(cfg.Clusters), func(c string) bool { return strings.HasPrefix(c, "echo.") }) {
-		t.Errorf("clusters served to edge's pod: %v, want echo's", keys(cfg.Clusters))
+	if !slices.ContainsFunc(slices.Sorted(maps.Keys(cfg.Clusters)), func(c string) bool { return strings.HasPrefix(c, "echo.") }) {
+		t.Errorf("clusters served to edge's pod: %v, want echo's", slices.Sorted(maps.Keys(cfg.Clusters)))
 	}
 
 	// Another Gateway's configuration, with the same token: nothing. Consul 1.15 does
@@ -102,7 +103,7 @@ func TestGatewayPodLogin(t *testing.T) {
 	otherCtx, cancelOther := context.WithTimeout(ctx, 10*time.Second)
 	defer cancelOther()
 	if cfg, err := wo.Config(otherCtx, time.Second); err == nil {
-		t.Errorf("edge's token was served other's configuration: listeners %v", keys(cfg.Listeners))
+		t.Errorf("edge's token was served other's configuration: listeners %v", slices.Sorted(maps.Keys(cfg.Listeners)))
 	} else if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("edge's token asking for other's configuration: %v (stream: %v), want nothing served", err, wo.Err())
 	}
@@ -291,13 +292,4 @@ func identityGone(admin *consulapi.Client, namer identity.Namer, gw cache.Object
 		return errors.New("left: " + strings.Join(left, ", "))
 	}
 	return nil
-}
-
-func keys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }
