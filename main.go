@@ -226,17 +226,18 @@ func newPipeline(ctx context.Context, opts *options.Options, c clients, recorder
 		}
 	}
 	controller, err := gwsync.NewController(ctx, gwsync.Config{
-		ControllerName: gatewayv1.GatewayController(opts.ControllerName),
-		Capabilities:   consullimits.Consul115,
-		Informers:      gwsync.InformersOf(inf),
-		GatewayClient:  c.gateway,
-		Publisher:      publishers,
-		Verdicts:       p.syncer,
-		Deployments:    deployments,
-		Workers:        gwsync.Workers{GatewayClasses: 1, Gateways: opts.GatewayWorkers, Routes: opts.RouteWorkers},
-		BundleVersion:  p.bundle.Get,
-		Clock:          clock.RealClock{},
-		Events:         recorder,
+		ControllerName:     gatewayv1.GatewayController(opts.ControllerName),
+		Capabilities:       consullimits.Consul115,
+		Informers:          gwsync.InformersOf(inf),
+		GatewayClient:      c.gateway,
+		Publisher:          publishers,
+		Verdicts:           p.syncer,
+		Deployments:        deployments,
+		InfrastructureKeys: opts.Gateway.InfrastructureKeys,
+		Workers:            gwsync.Workers{GatewayClasses: 1, Gateways: opts.GatewayWorkers, Routes: opts.RouteWorkers},
+		BundleVersion:      p.bundle.Get,
+		Clock:              clock.RealClock{},
+		Events:             recorder,
 	})
 	if err != nil {
 		return nil, err

@@ -20,6 +20,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/api/v1alpha1"
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 )
 
 // Labels of every object this package writes, and of the gateway pods. The Gateway API
@@ -64,6 +65,9 @@ type Defaults struct {
 	// AuthMethod is the Kubernetes auth method the pods log in to Consul with; ""
 	// means no login (ACLs off, or tokens given by other means).
 	AuthMethod string
+	// InfrastructureKeys are the prefixed keys of spec.infrastructure labels and
+	// annotations the operator lets reach the objects; the others are left out.
+	InfrastructureKeys gatewayapi.KeyAllowlist
 }
 
 // AuthMethod is the Kubernetes auth method the pods of a Gateway deployed with config
@@ -113,8 +117,8 @@ func Name(gateway *gatewayv1.Gateway) string {
 func Desired(in Gateway, defaults Defaults) Objects {
 	gw := in.Gateway
 	name := Name(gw)
-	labels := objectLabels(in)
-	annotations := infrastructureAnnotations(gw)
+	labels := objectLabels(in, defaults.InfrastructureKeys)
+	annotations := infrastructureAnnotations(gw, defaults.InfrastructureKeys)
 	owner := metav1ac.OwnerReference().
 		WithAPIVersion(gatewayv1.GroupVersion.String()).WithKind("Gateway").
 		WithName(gw.Name).WithUID(gw.UID).
@@ -130,7 +134,7 @@ func Desired(in Gateway, defaults Defaults) Objects {
 	return Objects{
 		ServiceAccount: sa,
 		Deployment:     d,
-		Service:        service(in, name, labels, owner, spec).WithAnnotations(controller),
+		Service:        service(in, name, labels, owner, spec, defaults.InfrastructureKeys).WithAnnotations(controller),
 	}
 }
 
@@ -141,14 +145,13 @@ func configSpec(config *v1alpha1.GatewayConfig) v1alpha1.GatewayConfigSpec {
 	return config.Spec
 }
 
-// objectLabels are the Gateway's spec.infrastructure.labels, then the labels that say
-// which Gateway an object serves: those win over a user's label of the same key.
-func objectLabels(in Gateway) map[string]string {
+// objectLabels are the Gateway's spec.infrastructure.labels that allowed lets
+// through, then the labels that say which Gateway an object serves: those win over a
+// user's label of the same key.
+func objectLabels(in Gateway, allowed gatewayapi.KeyAllowlist) map[string]string {
 	labels := map[string]string{}
 	if infra := in.Gateway.Spec.Infrastructure; infra != nil {
-		for k, v := range infra.Labels {
-			labels[string(k)] = string(v)
-		}
+		labels, _ = allowed.Filter(gatewayapi.StringMap(infra.Labels))
 	}
 	maps.Copy(labels, selectorLabels(in.Gateway))
 	labels[GatewayClassLabel] = string(in.Gateway.Spec.GatewayClassName)
@@ -182,14 +185,14 @@ func PodSelector(gateway cache.ObjectName) labels.Selector {
 	return labels.SelectorFromSet(map[string]string{GatewayNameLabel: gateway.Name, ManagedByLabel: ManagedByValue})
 }
 
-func infrastructureAnnotations(gw *gatewayv1.Gateway) map[string]string {
-	out := map[string]string{}
+// infrastructureAnnotations are the Gateway's spec.infrastructure.annotations that
+// allowed lets through.
+func infrastructureAnnotations(gw *gatewayv1.Gateway, allowed gatewayapi.KeyAllowlist) map[string]string {
 	if infra := gw.Spec.Infrastructure; infra != nil {
-		for k, v := range infra.Annotations {
-			out[string(k)] = string(v)
-		}
+		out, _ := allowed.Filter(gatewayapi.StringMap(infra.Annotations))
+		return out
 	}
-	return out
+	return map[string]string{}
 }
 
 func deployment(in Gateway, name string, labels, annotations map[string]string, owner *metav1ac.OwnerReferenceApplyConfiguration, spec v1alpha1.GatewayConfigSpec, defaults Defaults) *appsv1ac.DeploymentApplyConfiguration {
@@ -354,7 +357,7 @@ func fieldEnv(name, path string) *corev1ac.EnvVarApplyConfiguration {
 
 // service exposes one port per distinct listener port; listeners sharing a port share
 // the Service port (Consul's api-gateway serves them on one Envoy listener).
-func service(in Gateway, name string, labels map[string]string, owner *metav1ac.OwnerReferenceApplyConfiguration, spec v1alpha1.GatewayConfigSpec) *corev1ac.ServiceApplyConfiguration {
+func service(in Gateway, name string, labels map[string]string, owner *metav1ac.OwnerReferenceApplyConfiguration, spec v1alpha1.GatewayConfigSpec, allowed gatewayapi.KeyAllowlist) *corev1ac.ServiceApplyConfiguration {
 	gw := in.Gateway
 	serviceType := corev1.ServiceTypeLoadBalancer
 	if spec.Service != nil && spec.Service.Type != nil {
@@ -384,16 +387,17 @@ func service(in Gateway, name string, labels map[string]string, owner *metav1ac.
 		WithLabels(labels).
 		WithOwnerReferences(owner).
 		WithSpec(serviceSpec)
-	if annotations := serviceAnnotations(gw, spec); len(annotations) > 0 {
+	if annotations := serviceAnnotations(gw, spec, allowed); len(annotations) > 0 {
 		svc.WithAnnotations(annotations)
 	}
 	return svc
 }
 
-// serviceAnnotations are the infrastructure annotations and the Gateway's own
-// annotations the GatewayConfig says to copy.
-func serviceAnnotations(gw *gatewayv1.Gateway, spec v1alpha1.GatewayConfigSpec) map[string]string {
-	out := infrastructureAnnotations(gw)
+// serviceAnnotations are the allowed infrastructure annotations and the Gateway's own
+// annotations the GatewayConfig says to copy (only a class's may say so, see
+// sync.GatewayConfigFor).
+func serviceAnnotations(gw *gatewayv1.Gateway, spec v1alpha1.GatewayConfigSpec, allowed gatewayapi.KeyAllowlist) map[string]string {
+	out := infrastructureAnnotations(gw, allowed)
 	if spec.Service == nil {
 		return out
 	}

@@ -58,9 +58,13 @@ func TestDesired(t *testing.T) {
 	}
 	withInfra := testGateway("infra", listener("http", 80, gatewayv1.HTTPProtocolType))
 	withInfra.Spec.Infrastructure = &gatewayv1.GatewayInfrastructure{
-		Labels:      map[gatewayv1.LabelKey]gatewayv1.LabelValue{"team": "web", GatewayNameLabel: "not-this"},
-		Annotations: map[gatewayv1.AnnotationKey]gatewayv1.AnnotationValue{"example.com/owner": "web"},
+		Labels: map[gatewayv1.LabelKey]gatewayv1.LabelValue{"team": "web", GatewayNameLabel: "not-this"},
+		Annotations: map[gatewayv1.AnnotationKey]gatewayv1.AnnotationValue{
+			"example.com/owner": "web", "iam.gke.io/gcp-service-account": "admin@project.iam.gserviceaccount.com", "note": "kept",
+		},
 	}
+	allowExample := testDefaults
+	allowExample.InfrastructureKeys = []string{"example.com/*"}
 	configured := testGateway("configured", listener("https", 443, gatewayv1.HTTPSProtocolType), listener("tcp", 5432, gatewayv1.TCPProtocolType))
 	configured.Annotations = map[string]string{"lb.example.com/internal": "true", "not.copied/key": "x"}
 	autoscaled := testGateway("autoscaled", listener("http", 8080, gatewayv1.HTTPProtocolType))
@@ -68,23 +72,30 @@ func TestDesired(t *testing.T) {
 	requested := testGateway("requested", listener("http", 80, gatewayv1.HTTPProtocolType))
 	requested.Spec.Addresses = []gatewayv1.GatewaySpecAddress{{Value: "203.0.113.9"}}
 	for _, tc := range []struct {
-		name string
-		in   Gateway
+		name     string
+		in       Gateway
+		defaults *Defaults // nil: testDefaults
 	}{
 		{"defaults", Gateway{Gateway: testGateway("web",
 			listener("http", 80, gatewayv1.HTTPProtocolType),
 			listener("http-other-host", 80, gatewayv1.HTTPProtocolType),
-			listener("https", 443, gatewayv1.HTTPSProtocolType)), Class: class}},
-		{"full_config", Gateway{Gateway: configured, Class: class, Config: full}},
-		{"infrastructure", Gateway{Gateway: withInfra, Class: class}},
-		{"autoscaled", Gateway{Gateway: autoscaled, Class: class}},
-		{"requested_address", Gateway{Gateway: requested, Class: class}},
+			listener("https", 443, gatewayv1.HTTPSProtocolType)), Class: class}, nil},
+		{"full_config", Gateway{Gateway: configured, Class: class, Config: full}, nil},
+		// Prefixed keys reach the objects only when the operator allows them.
+		{"infrastructure", Gateway{Gateway: withInfra, Class: class}, nil},
+		{"infrastructure_allowed", Gateway{Gateway: withInfra, Class: class}, &allowExample},
+		{"autoscaled", Gateway{Gateway: autoscaled, Class: class}, nil},
+		{"requested_address", Gateway{Gateway: requested, Class: class}, nil},
 		// A ListenerSet port besides the Gateway's; one they share is declared once.
 		{"listenerset_ports", Gateway{Gateway: testGateway("merged", listener("http", 80, gatewayv1.HTTPProtocolType)), Class: class,
-			ListenerSetPorts: []gatewayv1.PortNumber{8443, 80}}},
+			ListenerSetPorts: []gatewayv1.PortNumber{8443, 80}}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := goldenForm(t, Desired(tc.in, testDefaults))
+			defaults := testDefaults
+			if tc.defaults != nil {
+				defaults = *tc.defaults
+			}
+			got := goldenForm(t, Desired(tc.in, defaults))
 			path := filepath.Join("testdata", tc.name+".golden.yaml")
 			if *update {
 				if err := os.WriteFile(path, got, 0o644); err != nil {

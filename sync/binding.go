@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 )
 
 // gatewayVerdict is the decision on a Gateway of one of our classes.
@@ -59,19 +61,15 @@ func (d *decider) judgeGateway(gw *gatewayv1.Gateway, class *gatewayv1.GatewayCl
 		v.reason, v.message = gatewayv1.GatewayReasonInvalid, fmt.Sprintf("GatewayClass %s is not accepted: %s", class.Name, classParams.problem)
 		return v, nil
 	}
-	own, named, err := d.gatewayParameters(gw)
+	params, named, err := d.gatewayParameters(gw, classParams.config)
 	if err != nil {
 		return gatewayVerdict{}, err
 	}
-	if named && own.problem != "" {
-		v.reason, v.message = gatewayv1.GatewayReasonInvalidParameters, "spec.infrastructure.parametersRef: "+own.problem
+	if named && params.problem != "" {
+		v.reason, v.message = gatewayv1.GatewayReasonInvalidParameters, "spec.infrastructure.parametersRef: "+params.problem
 		return v, nil
 	}
-	config := classParams.config
-	if named {
-		config = own.config
-	}
-	if why := requestedAddressProblem(gw.Spec.Addresses, d.deployments != nil, config); why != "" {
+	if why := requestedAddressProblem(gw.Spec.Addresses, d.deployments != nil, params.config); why != "" {
 		v.reason, v.message = gatewayv1.GatewayReasonUnsupportedAddress, why
 		return v, nil
 	}
@@ -91,7 +89,20 @@ func (d *decider) judgeGateway(gw *gatewayv1.Gateway, class *gatewayv1.GatewayCl
 	default:
 		v.reason, v.message = gatewayv1.GatewayReasonListenersNotValid, "no listener is valid"
 	}
+	if refused := d.refusedInfrastructureKeys(gw); len(refused) > 0 {
+		v.message += fmt.Sprintf("; spec.infrastructure keys %s are not propagated: the controller's --gateway-infrastructure-keys does not allow them", strings.Join(refused, ", "))
+	}
 	return v, nil
+}
+
+// refusedInfrastructureKeys are the keys of gw's spec.infrastructure labels and
+// annotations left off its deployed objects; none when this controller deploys none.
+func (d *decider) refusedInfrastructureKeys(gw *gatewayv1.Gateway) []string {
+	infra := gw.Spec.Infrastructure
+	if d.deployments == nil || infra == nil {
+		return nil
+	}
+	return d.infrastructureKeys.RefusedInfrastructureKeys(gatewayapi.StringMap(infra.Labels), gatewayapi.StringMap(infra.Annotations))
 }
 
 // routeView is what binding needs to know of a route of any kind.

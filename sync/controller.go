@@ -44,6 +44,9 @@ type Config struct {
 	// Deployments reports the gateway pods and Services this controller deploys; nil
 	// when it deploys none.
 	Deployments GatewayDeployments
+	// InfrastructureKeys are the spec.infrastructure keys the deployed objects get
+	// (dataplane.Defaults); a Gateway's Accepted message names the others.
+	InfrastructureKeys gatewayapi.KeyAllowlist
 	// BundleVersion returns the bundle-version annotation of the installed Gateway API
 	// CRDs, "" when unknown.
 	BundleVersion func() string
@@ -115,18 +118,19 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 	inf := cfg.Informers
 	c := &Controller{
 		decider: decider{
-			controllerName: cfg.ControllerName,
-			caps:           cfg.Capabilities,
-			verdicts:       cfg.Verdicts,
-			deployments:    cfg.Deployments,
-			classes:        inf.GatewayClasses.Lister(),
-			gateways:       inf.Gateways.Lister(),
-			listenerSets:   inf.ListenerSets.Informer().GetIndexer(),
-			namespaces:     inf.Namespaces.Lister(),
-			services:       inf.Services.Lister(),
-			configs:        listers.New[*v1alpha1.GatewayConfig](inf.GatewayConfigs.GetIndexer(), v1alpha1.Resource("gatewayconfigs")),
-			refs:           listenerRefs{secrets: inf.Secrets.Lister(), grants: inf.ReferenceGrants.Lister()},
-			routeIndexers:  make(map[gatewayv1.Kind]cache.Indexer, len(gatewayapi.Routes)),
+			controllerName:     cfg.ControllerName,
+			caps:               cfg.Capabilities,
+			verdicts:           cfg.Verdicts,
+			deployments:        cfg.Deployments,
+			infrastructureKeys: cfg.InfrastructureKeys,
+			classes:            inf.GatewayClasses.Lister(),
+			gateways:           inf.Gateways.Lister(),
+			listenerSets:       inf.ListenerSets.Informer().GetIndexer(),
+			namespaces:         inf.Namespaces.Lister(),
+			services:           inf.Services.Lister(),
+			configs:            listers.New[*v1alpha1.GatewayConfig](inf.GatewayConfigs.GetIndexer(), v1alpha1.Resource("gatewayconfigs")),
+			refs:               listenerRefs{secrets: inf.Secrets.Lister(), grants: inf.ReferenceGrants.Lister()},
+			routeIndexers:      make(map[gatewayv1.Kind]cache.Indexer, len(gatewayapi.Routes)),
 		},
 		client:            cfg.GatewayClient,
 		publisher:         cfg.Publisher,

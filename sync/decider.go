@@ -29,6 +29,8 @@ type decider struct {
 	verdicts       ConsulVerdicts
 	// deployments is nil when this controller does not deploy gateways.
 	deployments GatewayDeployments
+	// infrastructureKeys are the spec.infrastructure keys the deployed objects get.
+	infrastructureKeys gatewayapi.KeyAllowlist
 
 	classes  gatewaylisters.GatewayClassLister
 	gateways gatewaylisters.GatewayLister

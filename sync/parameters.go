@@ -33,30 +33,43 @@ func classParameters(configs listers.ResourceIndexer[*v1alpha1.GatewayConfig], c
 	return resolveParameters(configs, ref)
 }
 
-// GatewayConfigFor returns the GatewayConfig a Gateway of class is deployed with: the
-// one its own spec.infrastructure.parametersRef names, else its class's; nil when
-// neither names one. problem says why a named one cannot be used, as the Gateway's or
-// the class's Accepted condition says it.
+// GatewayConfigFor returns the GatewayConfig a Gateway of class is deployed with: its
+// class's, with what the Gateway's own spec.infrastructure.parametersRef may change
+// on top (effectiveConfig); nil when neither names one. problem says why a named one
+// cannot be used, as the Gateway's or the class's Accepted condition says it.
 func GatewayConfigFor(configs listers.ResourceIndexer[*v1alpha1.GatewayConfig], gw *gatewayv1.Gateway, class *gatewayv1.GatewayClass) (config *v1alpha1.GatewayConfig, problem string, err error) {
 	p, err := classParameters(configs, class)
 	if err != nil || p.problem != "" {
 		return nil, p.problem, err
 	}
-	if ref, ok := gatewayapi.GatewayParameters(gw); ok {
-		p, err = resolveParameters(configs, ref)
+	own, _, err := gatewayParameters(configs, gw, p.config)
+	if err != nil || own.problem != "" {
+		return nil, own.problem, err
 	}
-	return p.config, p.problem, err
+	return own.config, "", nil
 }
 
-// gatewayParameters judges a Gateway's own spec.infrastructure.parametersRef; a
-// Gateway without one is deployed with its class's parameters.
-func (d *decider) gatewayParameters(gw *gatewayv1.Gateway) (parameters, bool, error) {
+// gatewayParameters judges a Gateway's own spec.infrastructure.parametersRef against
+// its class's GatewayConfig (nil for none). The result's config is the one the Gateway
+// is deployed with: the class's when the Gateway names none. named is false then.
+func (d *decider) gatewayParameters(gw *gatewayv1.Gateway, classConfig *v1alpha1.GatewayConfig) (parameters, bool, error) {
+	return gatewayParameters(d.configs, gw, classConfig)
+}
+
+func gatewayParameters(configs listers.ResourceIndexer[*v1alpha1.GatewayConfig], gw *gatewayv1.Gateway, classConfig *v1alpha1.GatewayConfig) (parameters, bool, error) {
 	ref, ok := gatewayapi.GatewayParameters(gw)
 	if !ok {
-		return parameters{}, false, nil
+		return parameters{config: classConfig}, false, nil
 	}
-	p, err := resolveParameters(d.configs, ref)
-	return p, true, err
+	p, err := resolveParameters(configs, ref)
+	if err != nil || p.problem != "" {
+		return p, true, err
+	}
+	config, problem := effectiveConfig(classConfig, p.config)
+	if problem != "" {
+		return parameters{problem: fmt.Sprintf("GatewayConfig %s %s", ref.Config, problem)}, true, nil
+	}
+	return parameters{config: config}, true, nil
 }
 
 // resolveParameters finds and validates the GatewayConfig ref names. A missing config
@@ -77,4 +90,102 @@ func resolveParameters(configs listers.ResourceIndexer[*v1alpha1.GatewayConfig],
 		return parameters{problem: fmt.Sprintf("GatewayConfig %s is invalid: %s", ref.Config, strings.Join(problems, "; "))}, nil
 	}
 	return parameters{config: config}, nil
+}
+
+// MaxGatewayReplicas bounds the replicas a Gateway's own GatewayConfig may ask for
+// when its class's GatewayConfig sets no max (consul-k8s's default maxInstances).
+const MaxGatewayReplicas = 8
+
+// effectiveConfig is the GatewayConfig a Gateway with its own GatewayConfig is deployed
+// with: the class's (nil for none), with the fields a Gateway may choose taken from
+// its own. Whoever may create a GatewayConfig in a namespace is a tenant there; the
+// class's GatewayConfig is its owner's. So a Gateway's may not choose what the pods
+// run or where they connect (image, consul: address, TLS, auth method), nor which of
+// the Gateway's own annotations are copied to its Service, and asks for replicas within
+// the class's bounds. problem says which rule own breaks.
+func effectiveConfig(class, own *v1alpha1.GatewayConfig) (*v1alpha1.GatewayConfig, string) {
+	if locked := classOnlyFields(own.Spec); len(locked) > 0 {
+		return nil, fmt.Sprintf("sets %s, which only its GatewayClass's GatewayConfig may set", strings.Join(locked, " and "))
+	}
+	var spec v1alpha1.GatewayConfigSpec
+	if class != nil {
+		spec = *class.Spec.DeepCopy()
+	}
+	o := own.Spec.DeepCopy()
+	if o.Replicas != nil {
+		r, problem := boundedReplicas(spec.Replicas, o.Replicas)
+		if problem != "" {
+			return nil, problem
+		}
+		spec.Replicas = r
+	}
+	if o.Resources != nil {
+		spec.Resources = o.Resources
+	}
+	if o.NodeSelector != nil {
+		spec.NodeSelector = o.NodeSelector
+	}
+	if o.Tolerations != nil {
+		spec.Tolerations = o.Tolerations
+	}
+	if o.LogLevel != "" {
+		spec.LogLevel = o.LogLevel
+	}
+	if o.Service != nil && o.Service.Type != nil {
+		if spec.Service == nil {
+			spec.Service = &v1alpha1.ServiceConfig{}
+		}
+		spec.Service.Type = o.Service.Type
+	}
+	config := own.DeepCopy()
+	config.Spec = spec
+	return config, ""
+}
+
+// classOnlyFields are the fields of a Gateway's own GatewayConfig that only a class's
+// may set.
+func classOnlyFields(spec v1alpha1.GatewayConfigSpec) []string {
+	var fields []string
+	if spec.Image != "" {
+		fields = append(fields, "spec.image")
+	}
+	if spec.Consul != nil {
+		fields = append(fields, "spec.consul")
+	}
+	if spec.Service != nil && len(spec.Service.CopyAnnotations) > 0 {
+		fields = append(fields, "spec.service.copyAnnotations")
+	}
+	return fields
+}
+
+// boundedReplicas is what a Gateway's own GatewayConfig asks for, within its class's
+// min and max (MaxGatewayReplicas when the class sets none); problem names the
+// request outside them.
+func boundedReplicas(class, own *v1alpha1.Replicas) (*v1alpha1.Replicas, string) {
+	lo, hi := int32(0), int32(MaxGatewayReplicas)
+	if class != nil && class.Min != nil {
+		lo = *class.Min
+	}
+	if class != nil && class.Max != nil {
+		hi = *class.Max
+	}
+	for _, f := range []struct {
+		name string
+		n    *int32
+	}{{"default", own.Default}, {"min", own.Min}, {"max", own.Max}} {
+		if f.n != nil && (*f.n < lo || *f.n > hi) {
+			return nil, fmt.Sprintf("asks for spec.replicas.%s %d; its class allows %d to %d", f.name, *f.n, lo, hi)
+		}
+	}
+	r := own.DeepCopy()
+	if r.Min == nil {
+		r.Min = &lo
+	}
+	if r.Max == nil {
+		r.Max = &hi
+	}
+	if r.Default == nil && class != nil && class.Default != nil {
+		r.Default = new(*class.Default)
+	}
+	return r, ""
 }

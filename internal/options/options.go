@@ -152,6 +152,7 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 	fs.StringVar(&o.Gateway.Image, "gateway-image", o.Gateway.Image, "consul-dataplane image of gateway pods whose GatewayConfig names none.")
 	fs.StringVar(&o.Gateway.ConsulAddress, "gateway-consul-address", o.Gateway.ConsulAddress, "Consul server address of gateway pods whose GatewayConfig names none (consul-dataplane -addresses). Empty means the host of the Consul HTTP address.")
 	fs.Int32Var(&o.Gateway.GRPCPort, "gateway-consul-grpc-port", o.Gateway.GRPCPort, "Consul servers' gRPC port for gateway pods whose GatewayConfig names none.")
+	fs.StringSliceVar((*[]string)(&o.Gateway.InfrastructureKeys), "gateway-infrastructure-keys", o.Gateway.InfrastructureKeys, "Prefixed label and annotation keys of a Gateway's spec.infrastructure that reach its ServiceAccount, Deployment, pods and Service: a key, \"prefix/*\" or \"*\". Keys without a prefix always do. Others are left out and named in the Gateway's Accepted message: a Gateway's author could otherwise set cloud load-balancer or workload-identity annotations.")
 	fs.StringVar(&o.Gateway.AuthMethod, "gateway-auth-method", o.Gateway.AuthMethod, "Kubernetes auth method in Consul that gateway pods log in to, unless their GatewayConfig names another. Setting it makes the controller manage each Gateway's ACL policy, role and binding rule in the auth method its pods use, so each gateway may act as its own Consul service only; the controller's Consul token then needs acl = \"write\" (deploy/README.md). Empty: no ACL objects are written, and pods log in only where a GatewayConfig names an auth method.")
 
 	var klogFlags flag.FlagSet
@@ -206,6 +207,9 @@ func (o *Options) Validate() error {
 	}
 	if o.Gateway.AuthMethod != "" && !o.DeployGateways {
 		errs = append(errs, errors.New("--gateway-auth-method needs --deploy-gateways: it manages the identity of the gateway pods the controller deploys"))
+	}
+	for _, problem := range o.Gateway.InfrastructureKeys.Validate() {
+		errs = append(errs, fmt.Errorf("--gateway-infrastructure-keys %s", problem))
 	}
 	if o.Gateway.GRPCPort < 1 || o.Gateway.GRPCPort > 65535 {
 		errs = append(errs, fmt.Errorf("--gateway-consul-grpc-port %d: want a port", o.Gateway.GRPCPort))

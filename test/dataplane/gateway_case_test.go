@@ -33,7 +33,15 @@ func newGatewayCase(t *testing.T, prefix string, serviceType corev1.ServiceType)
 	ns := env.NewNamespace(t, prefix)
 	controllerName := gatewayv1.GatewayController("consul-gateway-controller.github.io/" + ns)
 	g := &gatewayCase{t: t, ns: ns, class: ns}
-	createClass(t, ns, controllerName, nil)
+	// Which of the Gateway's annotations its Service gets is the class's choice; the
+	// Gateway's own GatewayConfig sets what a tenant may (sync.GatewayConfigFor).
+	env.Create(t, &v1alpha1.GatewayConfig{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "class"},
+		Spec:       v1alpha1.GatewayConfigSpec{Service: &v1alpha1.ServiceConfig{CopyAnnotations: []string{"lb.example.com/scheme"}}},
+	})
+	createClass(t, ns, controllerName, &gatewayv1.ParametersReference{
+		Group: v1alpha1.GroupName, Kind: v1alpha1.GatewayConfigKind, Name: "class", Namespace: new(gatewayv1.Namespace(ns)),
+	})
 	g.controller = startController(t, ns, controllerName)
 	cert, key := testenv.SelfSigned(t, "secure.example.com")
 	env.Create(t, testenv.TLSSecret(ns, "tls", cert, key))
@@ -41,7 +49,7 @@ func newGatewayCase(t *testing.T, prefix string, serviceType corev1.ServiceType)
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "edge"},
 		Spec: v1alpha1.GatewayConfigSpec{
 			Replicas: &v1alpha1.Replicas{Default: new(int32(2))},
-			Service:  &v1alpha1.ServiceConfig{Type: &serviceType, CopyAnnotations: []string{"lb.example.com/scheme"}},
+			Service:  &v1alpha1.ServiceConfig{Type: &serviceType},
 		},
 	})
 	gw := testenv.Gateway(ns, "edge", ns, testenv.HTTPListener("http", 80), testenv.HTTPSListener("https", 443, gatewayv1.SecretObjectReference{Name: "tls"}))
