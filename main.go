@@ -18,6 +18,8 @@ import (
 
 	consulapi "github.com/hashicorp/consul/api"
 	"github.com/spf13/pflag"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/listers"
 	"k8s.io/client-go/metadata"
@@ -80,6 +82,9 @@ func main() {
 func run(ctx context.Context, opts *options.Options) error {
 	c, err := newClients(ctx, opts)
 	if err != nil {
+		return err
+	}
+	if err := resolveClusterID(ctx, opts, c.kube); err != nil {
 		return err
 	}
 	// Events are writes: they reach the API server only while this replica leads.
@@ -154,6 +159,31 @@ func newClients(ctx context.Context, opts *options.Options) (clients, error) {
 		return c, fmt.Errorf("create consul client: %w", err)
 	}
 	return c, nil
+}
+
+// resolveClusterID sets an unset --cluster-id to one unique to this cluster: the UID
+// of its kube-system Namespace, which lives as long as the cluster. Two clusters
+// sharing a Consul then never take each other's entries for their own, which a
+// shared default name would make them do. It is read with list, which the
+// Namespace informer's grant already allows.
+func resolveClusterID(ctx context.Context, opts *options.Options, kube kubernetes.Interface) error {
+	logger := klog.FromContext(ctx)
+	if opts.ClusterID != "" {
+		if opts.ClusterID == options.SharedClusterID && opts.Naming.Prefix == "" {
+			logger.Info("Warning: --cluster-id=default with no --consul-entry-prefix: another cluster sharing this Consul with the same settings would change and delete this cluster's entries; leave --cluster-id unset to derive a unique one")
+		}
+		return nil
+	}
+	list, err := kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", metav1.NamespaceSystem).String()})
+	if err != nil {
+		return fmt.Errorf("derive --cluster-id from the %s Namespace: %w", metav1.NamespaceSystem, err)
+	}
+	if len(list.Items) != 1 || list.Items[0].UID == "" {
+		return fmt.Errorf("derive --cluster-id: Namespace %s not found; set --cluster-id", metav1.NamespaceSystem)
+	}
+	opts.ClusterID = "k8s-" + string(list.Items[0].UID)
+	logger.Info("Derived the cluster ID from the kube-system Namespace", "clusterID", opts.ClusterID)
+	return nil
 }
 
 // checkAPIs checks that the API server at host answers, and serves the Gateway API and
@@ -289,6 +319,7 @@ func (p *pipeline) addDataPlane(ctx context.Context, opts *options.Options, c cl
 		GatewayPods: dataplane.PodSelector,
 		OwnsPod:     dataplane.OwnsPod,
 		InstanceID:  dataplane.ProxyServiceID,
+		NodeName:    func(node string) string { return dataplane.SyntheticNode(opts.SyntheticNodePrefix(), node) },
 		Workers:     opts.ConsulWorkers,
 	})
 	if defaults := opts.GatewayDefaults(); defaults.AuthMethod != "" {

@@ -65,6 +65,12 @@ type Defaults struct {
 	// AuthMethod is the Kubernetes auth method the pods log in to Consul with; ""
 	// means no login (ACLs off, or tokens given by other means).
 	AuthMethod string
+	// NodePrefix starts the name of the Consul node each pod is registered on:
+	// SyntheticNode(NodePrefix, node). Empty means SyntheticNodePrefix.
+	NodePrefix string
+	// TLS makes the pods speak TLS to Consul (with their system roots) when their
+	// GatewayConfig says nothing of it; false disables TLS then.
+	TLS bool
 	// InfrastructureKeys are the prefixed keys of spec.infrastructure labels and
 	// annotations the operator lets reach the objects; the others are left out.
 	InfrastructureKeys gatewayapi.KeyAllowlist
@@ -162,6 +168,21 @@ func objectLabels(in Gateway, allowed gatewayapi.KeyAllowlist) map[string]string
 // Deployment's selector is immutable): a class change relabels, but does not reselect.
 func selectorLabels(gw *gatewayv1.Gateway) map[string]string {
 	return map[string]string{GatewayNameLabel: gw.Name, ManagedByLabel: ManagedByValue}
+}
+
+// SyntheticNodePrefix starts the name of every Consul node gateway pods are
+// registered on, after the --consul-entry-prefix.
+const SyntheticNodePrefix = "gateway-"
+
+// SyntheticNode is the Consul node that gateway pods on the Kubernetes node are
+// registered on, and that their consul-dataplane names: prefix then the node's name.
+// A fixed prefix lets the controller's ACL token write only these nodes
+// (node_prefix), where a suffix ("<node>-virtual") needed write on every node.
+func SyntheticNode(prefix, node string) string {
+	if prefix == "" {
+		prefix = SyntheticNodePrefix
+	}
+	return prefix + node
 }
 
 // ProxyServiceID is the ID of a gateway pod's instance in Consul's catalog, which its
@@ -276,7 +297,7 @@ func consulTLS(spec v1alpha1.GatewayConfigSpec) *v1alpha1.ConsulTLS {
 
 // container runs consul-dataplane as the gateway's proxy: it logs in to Consul when an
 // auth method is set, asks Consul's xDS server for the configuration of the catalog
-// instance named like the pod (registered on the node "<node>-virtual"), and starts
+// instance named like the pod (registered on the node SyntheticNode names), and starts
 // Envoy with it.
 func container(in Gateway, spec v1alpha1.GatewayConfigSpec, defaults Defaults) *corev1ac.ContainerApplyConfiguration {
 	c := corev1ac.Container().
@@ -323,16 +344,17 @@ func dataplaneArgs(spec v1alpha1.GatewayConfigSpec, defaults Defaults) []string 
 		"-addresses=" + orDefault(consul.Address, defaults.ConsulAddress),
 		"-grpc-port=" + strconv.Itoa(int(grpcPort)),
 		"-proxy-service-id=$(POD_NAME).$(POD_NAMESPACE)",
-		"-service-node-name=$(NODE_NAME)-virtual",
+		"-service-node-name=" + SyntheticNode(defaults.NodePrefix, "$(NODE_NAME)"),
 		"-log-level=" + orDefault(spec.LogLevel, "info"),
 		"-envoy-admin-bind-address=127.0.0.1",
 		"-envoy-admin-bind-port=" + strconv.Itoa(adminPort),
 		"-envoy-ready-bind-address=$(POD_IP)",
 		"-envoy-ready-bind-port=" + strconv.Itoa(readyPort),
 	}
-	if tls := consul.TLS; tls == nil {
+	switch tls := consul.TLS; {
+	case tls == nil && !defaults.TLS:
 		args = append(args, "-tls-disabled")
-	} else {
+	case tls != nil:
 		if tls.ServerName != "" {
 			args = append(args, "-tls-server-name="+tls.ServerName)
 		}

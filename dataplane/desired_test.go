@@ -65,6 +65,8 @@ func TestDesired(t *testing.T) {
 	}
 	allowExample := testDefaults
 	allowExample.InfrastructureKeys = []string{"example.com/*"}
+	overTLS := testDefaults
+	overTLS.TLS = true
 	configured := testGateway("configured", listener("https", 443, gatewayv1.HTTPSProtocolType), listener("tcp", 5432, gatewayv1.TCPProtocolType))
 	configured.Annotations = map[string]string{"lb.example.com/internal": "true", "not.copied/key": "x"}
 	autoscaled := testGateway("autoscaled", listener("http", 8080, gatewayv1.HTTPProtocolType))
@@ -85,6 +87,8 @@ func TestDesired(t *testing.T) {
 		{"infrastructure", Gateway{Gateway: withInfra, Class: class}, nil},
 		{"infrastructure_allowed", Gateway{Gateway: withInfra, Class: class}, &allowExample},
 		{"autoscaled", Gateway{Gateway: autoscaled, Class: class}, nil},
+		// The controller talks TLS to Consul: so do the pods, with their system roots.
+		{"tls_by_default", Gateway{Gateway: testGateway("secure", listener("http", 80, gatewayv1.HTTPProtocolType)), Class: class}, &overTLS},
 		{"requested_address", Gateway{Gateway: requested, Class: class}, nil},
 		// A ListenerSet port besides the Gateway's; one they share is declared once.
 		{"listenerset_ports", Gateway{Gateway: testGateway("merged", listener("http", 80, gatewayv1.HTTPProtocolType)), Class: class,

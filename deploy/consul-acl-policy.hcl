@@ -16,17 +16,26 @@ mesh = "write"
 # rule below grants it.
 
 # Register the gateway pods in the catalog: each is an api-gateway instance named like
-# its Gateway's api-gateway entry (with --consul-entry-prefix, narrow this rule to that
-# prefix), on a synthetic node "<kubernetes node>-virtual". Consul authorizes a
-# registration by node:write on the node and service:write on the service; node names
-# cannot be narrowed by a suffix, so the node rule covers every node. This replaces the
-# service read rule above: write includes read. It also lets the controller write the
-# service-defaults of consul_gateway_controller_blackhole, where refused requests go
-# (see docs/consul.md, "The blackhole").
+# its Gateway's api-gateway entry, on a synthetic node "gateway-<kubernetes node>".
+# Consul authorizes a registration by node:write on the node and service:write on the
+# service. It also lets the controller write the service-defaults of
+# consul_gateway_controller_blackhole, where refused requests go (see docs/consul.md,
+# "The blackhole").
+#
+# Scope it with --consul-entry-prefix=P: every entry, every gateway service and every
+# synthetic node ("Pgateway-<node>") then starts with P. Replace the service rule below
+# with read on "" and write on "P" and on "consul_gateway_controller_blackhole", and the
+# node rule's prefix with "Pgateway-". Without a prefix the gateway services are named
+# after their namespaces, so the service rule must cover every service.
 service_prefix "" {
   policy = "write"
 }
+# Read every node (Consul hides instances on nodes a token cannot read); write only the
+# synthetic nodes.
 node_prefix "" {
+  policy = "read"
+}
+node_prefix "gateway-" {
   policy = "write"
 }
 

@@ -86,8 +86,9 @@ type ConsulConnection struct {
 	// +kubebuilder:validation:Maximum=65535
 	GRPCPort *int32 `json:"grpcPort,omitempty"`
 
-	// TLS, when set, makes the gateway pods speak TLS to the servers; unset means
-	// plaintext.
+	// TLS, when set, makes the gateway pods speak TLS to the servers. Unset means
+	// TLS with the pods' system roots when the controller talks to Consul over TLS,
+	// and plaintext when it does not (on loopback, or with --consul-allow-plaintext).
 	// +optional
 	TLS *ConsulTLS `json:"tls,omitempty"`
 

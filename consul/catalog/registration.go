@@ -50,7 +50,10 @@ type Config struct {
 	// InstanceID is a pod's instance ID, unique on the synthetic node, which the
 	// pod's consul-dataplane names too.
 	InstanceID func(pod *corev1.Pod) string
-	Workers    int
+	// NodeName is the synthetic Consul node of a Kubernetes node, which the pods'
+	// consul-dataplane names too.
+	NodeName func(node string) string
+	Workers  int
 }
 
 // Registrar keeps Consul's catalog equal to the gateway pods of every Gateway whose
@@ -172,10 +175,14 @@ func (r *Registrar) sync(ctx context.Context, key cache.ObjectName) error {
 		if e.Service == nil || !r.ownInstance(e.Service.Meta, key) {
 			continue // another writer's instance: never touched
 		}
-		current[e.Service.ID] = e
-		if _, ok := desired[e.Service.ID]; !ok {
+		// An instance no pod stands for goes, and so does one on a node named otherwise
+		// (an earlier version's "<node>-virtual"): the same ID on two nodes is two
+		// instances.
+		if reg, ok := desired[e.Service.ID]; !ok || e.Node == nil || e.Node.Node != reg.Node {
 			errs = append(errs, r.deregister(ctx, key, e))
+			continue
 		}
+		current[e.Service.ID] = e
 	}
 	if gw == nil && len(errs) == 0 {
 		r.gateways.ForgetIfGone(key)
@@ -251,7 +258,7 @@ func (r *Registrar) registration(gw *gatewayv1.Gateway, pod *corev1.Pod) *consul
 	}
 	namespace := r.cfg.Naming.Namespace(gw.Namespace)
 	return &consulapi.CatalogRegistration{
-		Node:           pod.Spec.NodeName + "-virtual",
+		Node:           r.cfg.NodeName(pod.Spec.NodeName),
 		Address:        pod.Status.HostIP,
 		NodeMeta:       map[string]string{metaSyntheticNode: "true"},
 		SkipNodeUpdate: true,

@@ -16,6 +16,7 @@ func TestRegistrationOfPod(t *testing.T) {
 	r := NewRegistrar(Config{
 		Naming: translate.Naming{Prefix: "k8s-"}, Ownership: translate.Ownership{Controller: "example.com/c", ClusterID: "one"},
 		InstanceID: func(pod *corev1.Pod) string { return pod.Name + "@" + pod.Namespace },
+		NodeName:   func(node string) string { return "k8s-gateway-" + node },
 	})
 	gw := &gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "edge", UID: "uid-edge"}}
 	pod := &corev1.Pod{
@@ -25,7 +26,7 @@ func TestRegistrationOfPod(t *testing.T) {
 			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
 	}
 	reg := r.registration(gw, pod)
-	if reg.Node != "node-a-virtual" || reg.Address != "10.1.0.1" || reg.NodeMeta[metaSyntheticNode] != "true" || !reg.SkipNodeUpdate {
+	if reg.Node != "k8s-gateway-node-a" || reg.Address != "10.1.0.1" || reg.NodeMeta[metaSyntheticNode] != "true" || !reg.SkipNodeUpdate {
 		t.Errorf("node %s at %s, meta %v, skip %v", reg.Node, reg.Address, reg.NodeMeta, reg.SkipNodeUpdate)
 	}
 	if s := reg.Service; s.Kind != consulapi.ServiceKindAPIGateway || s.ID != "edge-1@apps" || s.Service != "k8s-edge.apps" || s.Address != "10.244.0.7" {

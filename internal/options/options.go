@@ -49,6 +49,9 @@ type Options struct {
 	ConsulHTTPAddr  string
 	ConsulTokenFile string
 	ConsulCACert    string
+	// ConsulAllowPlaintext lets the controller and its gateway pods talk to a Consul
+	// that is not on loopback without TLS.
+	ConsulAllowPlaintext bool
 	Naming          translate.Naming
 	Translation     translate.Options
 	// ServiceDefaultsGrace keeps owned service-defaults of an existing Service a while
@@ -64,6 +67,10 @@ type Options struct {
 	Gateway dataplane.Defaults
 }
 
+// SharedClusterID is the --cluster-id earlier versions defaulted to, and the kustomize
+// base set: every cluster installed with defaults had it.
+const SharedClusterID = "default"
+
 // New returns the defaults.
 func New() *Options {
 	return &Options{
@@ -77,7 +84,6 @@ func New() *Options {
 		DeployGateways:         true,
 		DataplaneWorkers:       2,
 		Gateway:                dataplane.Defaults{Image: v1alpha1.DefaultImage, GRPCPort: v1alpha1.DefaultGRPCPort},
-		ClusterID:              "default",
 		LeaderElect:            true,
 		MetricsBindAddress:     ":8080",
 		HealthProbeBindAddress: ":8081",
@@ -136,8 +142,9 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 	fs.StringVar(&o.ConsulHTTPAddr, "consul-http-addr", o.ConsulHTTPAddr, "Consul HTTP API address (scheme://host:port). Overrides CONSUL_HTTP_ADDR.")
 	fs.StringVar(&o.ConsulTokenFile, "consul-token-file", o.ConsulTokenFile, "File holding the Consul ACL token. Overrides CONSUL_HTTP_TOKEN_FILE and CONSUL_HTTP_TOKEN.")
 	fs.StringVar(&o.ConsulCACert, "consul-cacert", o.ConsulCACert, "CA certificate to verify Consul's TLS certificate. Overrides CONSUL_CACERT.")
+	fs.BoolVar(&o.ConsulAllowPlaintext, "consul-allow-plaintext", o.ConsulAllowPlaintext, "Allow talking to Consul without TLS when it is not on loopback. Without TLS the controller's ACL token, every listener's private key and the gateway pods' logins cross the network in clear; the controller refuses to start unless this is set.")
 	fs.IntVar(&o.ConsulWorkers, "consul-workers", o.ConsulWorkers, "Workers writing Consul config entries.")
-	fs.StringVar(&o.ClusterID, "cluster-id", o.ClusterID, "Names this cluster in the ownership meta of Consul entries. Clusters sharing a Consul need different ids.")
+	fs.StringVar(&o.ClusterID, "cluster-id", o.ClusterID, "Names this cluster in the ownership meta of Consul entries, so clusters sharing a Consul never change or delete each other's. Empty: \"k8s-\" and the UID of the cluster's kube-system Namespace. Keep it once entries are written: entries with another id are not this controller's.")
 	fs.StringVar(&o.Naming.Prefix, "consul-entry-prefix", o.Naming.Prefix, "Prefix of every Consul config entry name.")
 	fs.StringVar(&o.Naming.Partition, "consul-partition", o.Naming.Partition, "Consul Enterprise admin partition of every entry.")
 	fs.StringVar(&o.Naming.DestinationNamespace, "consul-destination-namespace", o.Naming.DestinationNamespace, "Consul Enterprise namespace of every entry.")
@@ -191,8 +198,11 @@ func (o *Options) Validate() error {
 	if o.KubeAPIQPS <= 0 {
 		errs = append(errs, fmt.Errorf("--kube-api-qps %v: want more than 0", o.KubeAPIQPS))
 	}
-	if err := (translate.Ownership{Controller: o.ControllerName, ClusterID: o.ClusterID}).Validate(); err != nil {
-		errs = append(errs, fmt.Errorf("--cluster-id: %w", err))
+	// An empty cluster ID is derived at start (main.resolveClusterID).
+	if o.ClusterID != "" {
+		if err := (translate.Ownership{Controller: o.ControllerName, ClusterID: o.ClusterID}).Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("--cluster-id: %w", err))
+		}
 	}
 	if o.LeaderElect {
 		if err := o.LeaderConfig().Validate(); err != nil {
@@ -207,6 +217,9 @@ func (o *Options) Validate() error {
 	}
 	if o.Gateway.AuthMethod != "" && !o.DeployGateways {
 		errs = append(errs, errors.New("--gateway-auth-method needs --deploy-gateways: it manages the identity of the gateway pods the controller deploys"))
+	}
+	if host, plaintext := plaintextConsul(o.ConsulConfig()); plaintext && !o.ConsulAllowPlaintext {
+		errs = append(errs, fmt.Errorf("consul at %s is plaintext: use https (with --consul-cacert), or accept the risk with --consul-allow-plaintext", host))
 	}
 	for _, problem := range o.Gateway.InfrastructureKeys.Validate() {
 		errs = append(errs, fmt.Errorf("--gateway-infrastructure-keys %s", problem))
@@ -234,13 +247,46 @@ func (o *Options) ConsulConfig() *consulapi.Config {
 }
 
 // GatewayDefaults are the defaults of gateway pods; the Consul address falls back to
-// the host the controller's own Consul client talks to.
+// the host the controller's own Consul client talks to, and the pods speak TLS unless
+// the controller itself talks to Consul in clear (on loopback, or allowed).
 func (o *Options) GatewayDefaults() dataplane.Defaults {
 	d := o.Gateway
+	cfg := o.ConsulConfig()
 	if d.ConsulAddress == "" {
-		d.ConsulAddress = consulHost(o.ConsulConfig().Address)
+		d.ConsulAddress = consulHost(cfg.Address)
 	}
+	d.TLS = consulScheme(cfg) == "https"
+	d.NodePrefix = o.SyntheticNodePrefix()
 	return d
+}
+
+// SyntheticNodePrefix starts the names of the Consul nodes gateway pods are registered
+// on: the entry prefix, so one ACL rule (node_prefix) covers a controller's nodes.
+func (o *Options) SyntheticNodePrefix() string {
+	return o.Naming.Prefix + dataplane.SyntheticNodePrefix
+}
+
+// consulScheme is the scheme consul/api uses for cfg: the address's own prefix, else
+// cfg.Scheme (from CONSUL_HTTP_SSL and the like).
+func consulScheme(cfg *consulapi.Config) string {
+	if scheme, _, ok := strings.Cut(cfg.Address, "://"); ok {
+		return scheme
+	}
+	return cfg.Scheme
+}
+
+// plaintextConsul reports whether cfg talks to Consul over the network without TLS:
+// neither https nor a unix socket, and not on loopback. host is the address's host.
+func plaintextConsul(cfg *consulapi.Config) (host string, plaintext bool) {
+	host = consulHost(cfg.Address)
+	if scheme := consulScheme(cfg); scheme == "https" || scheme == "unix" {
+		return host, false
+	}
+	if host == "localhost" {
+		return host, false
+	}
+	ip := net.ParseIP(host)
+	return host, ip == nil || !ip.IsLoopback()
 }
 
 // consulHost is the host of a Consul HTTP address (scheme://host:port or host:port).

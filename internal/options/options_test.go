@@ -55,10 +55,20 @@ func TestValidate(t *testing.T) {
 		{[]string{"--route-workers=0"}, "--route-workers 0"},
 		{[]string{"--consul-workers=-1"}, "--consul-workers -1"},
 		{[]string{"--kube-api-qps=0"}, "--kube-api-qps"},
-		{[]string{"--cluster-id="}, "--cluster-id"},
+		{[]string{"--cluster-id=" + strings.Repeat("x", 513)}, "--cluster-id"},
 		{[]string{"--consul-mirror-namespaces", "--consul-destination-namespace=x"}, "choose one"},
 		{[]string{"--consul-mirror-namespaces-prefix=k8s-"}, "needs --consul-mirror-namespaces"},
 		{[]string{"--consul-mirror-namespaces", "--consul-mirror-namespaces-prefix=k8s-", "--manage-service-defaults"}, ""},
+		// Plaintext to Consul only on loopback, or when the operator says so.
+		{[]string{"--consul-http-addr=http://consul-server.consul.svc:8500"}, "consul at consul-server.consul.svc is plaintext"},
+		{[]string{"--consul-http-addr=consul-server.consul.svc:8500"}, "is plaintext"},
+		{[]string{"--consul-http-addr=http://consul-server.consul.svc:8500", "--consul-allow-plaintext"}, ""},
+		{[]string{"--consul-http-addr=https://consul-server.consul.svc:8501"}, ""},
+		{[]string{"--consul-http-addr=http://127.0.0.1:8500"}, ""},
+		{[]string{"--consul-http-addr=http://[::1]:8500"}, ""},
+		{[]string{"--consul-http-addr=localhost:8500"}, ""},
+		{[]string{"--gateway-infrastructure-keys=example.com/*,*"}, ""},
+		{[]string{"--gateway-infrastructure-keys=example.*"}, "--gateway-infrastructure-keys"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
@@ -70,6 +80,19 @@ func TestValidate(t *testing.T) {
 				t.Errorf("Validate() = %v, want an error mentioning %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// Gateway pods speak TLS to Consul when the controller does.
+func TestGatewayDefaultsFollowTheControllersTLS(t *testing.T) {
+	for addr, want := range map[string]bool{"https://consul:8501": true, "http://127.0.0.1:8500": false, "127.0.0.1:8500": false} {
+		if got := parse(t, "--consul-http-addr="+addr).GatewayDefaults().TLS; got != want {
+			t.Errorf("Consul at %s: gateway TLS %v, want %v", addr, got, want)
+		}
+	}
+	t.Setenv("CONSUL_HTTP_SSL", "true")
+	if !parse(t, "--consul-http-addr=consul:8501").GatewayDefaults().TLS {
+		t.Error("CONSUL_HTTP_SSL=true: gateway TLS off")
 	}
 }
 

@@ -21,7 +21,7 @@ import (
 )
 
 // Each gateway pod is an api-gateway instance in Consul's catalog, named like the
-// Gateway's api-gateway entry, on the synthetic node "<node>-virtual", with a passing
+// Gateway's api-gateway entry, on the synthetic node "gateway-<node>", with a passing
 // check while the pod is Ready. The catalog follows the pods, keeps other writers'
 // instances, survives a Consul that lost its data, and a restarted controller writes
 // nothing to it.
@@ -31,6 +31,10 @@ func TestGatewayPodsRegistered(t *testing.T) {
 	service := translate.Naming{}.EntryName(g.ns, "edge")
 
 	g.instancesMatchPods(service, 2)
+
+	// An instance an earlier version registered on "<node>-virtual", with the same ID
+	// and meta as a current one, is deregistered.
+	g.earlierNodeInstanceGoes(t, service)
 
 	// Another writer's instance of the same service is never touched.
 	foreign := &consulapi.CatalogRegistration{
@@ -68,6 +72,34 @@ func TestGatewayPodsRegistered(t *testing.T) {
 
 // checkForeignKept fails t unless the instance "foreign" of service, another writer's,
 // is still in the catalog after what happened.
+func (g *gatewayCase) earlierNodeInstanceGoes(t *testing.T, service string) {
+	t.Helper()
+	entries, _, err := env.ConsulClient.Health().Service(service, "", true, nil)
+	if err != nil || len(entries) == 0 {
+		t.Fatalf("instances of %s: %v, %v", service, entries, err)
+	}
+	e := entries[0]
+	old := e.Node.Node[len(dataplane.SyntheticNodePrefix):] + "-virtual"
+	if _, err := env.ConsulClient.Catalog().Register(&consulapi.CatalogRegistration{
+		Node: old, Address: e.Node.Address, SkipNodeUpdate: true, Service: e.Service,
+	}, nil); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 30*time.Second, "the instance on "+old+" is deregistered", func(ctx context.Context) error {
+		services, _, err := env.ConsulClient.Catalog().Service(service, "", (&consulapi.QueryOptions{}).WithContext(ctx))
+		if err != nil {
+			return err
+		}
+		for _, s := range services {
+			if s.Node == old {
+				return fmt.Errorf("%s still on %s", s.ServiceID, old)
+			}
+		}
+		return nil
+	})
+	g.instancesMatchPods(service, len(entries))
+}
+
 func checkForeignKept(t *testing.T, service, after string) {
 	t.Helper()
 	services, _, err := env.ConsulClient.Catalog().Service(service, "", nil)
@@ -113,7 +145,7 @@ func (g *gatewayCase) instancesMatchPods(service string, want int) {
 			if e == nil {
 				return fmt.Errorf("pod %s has no passing instance", p.Name)
 			}
-			if e.Service.Kind != consulapi.ServiceKindAPIGateway || e.Service.Address != p.Status.PodIP || e.Node.Node != p.Spec.NodeName+"-virtual" || e.Node.Meta["synthetic-node"] != "true" {
+			if e.Service.Kind != consulapi.ServiceKindAPIGateway || e.Service.Address != p.Status.PodIP || e.Node.Node != dataplane.SyntheticNode("", p.Spec.NodeName) || e.Node.Meta["synthetic-node"] != "true" {
 				return fmt.Errorf("instance %s: kind %q, address %s, node %s %v", p.Name, e.Service.Kind, e.Service.Address, e.Node.Node, e.Node.Meta)
 			}
 		}

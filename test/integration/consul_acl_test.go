@@ -26,6 +26,7 @@ import (
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul"
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul/catalog"
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
+	"github.com/consul-gateway-controller/consul-gateway-controller/dataplane"
 	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
 	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
 )
@@ -170,7 +171,7 @@ func assertNoSecrets(t *testing.T, log string, key []byte, tokens map[string]str
 // registration is refused (each grant is needed).
 func TestRegistrationACLs(t *testing.T) {
 	agent, admin, documented := aclConsul(t)
-	withoutNodeWrite := strings.Replace(documented, "node_prefix \"\" {\n  policy = \"write\"\n}", "", 1)
+	withoutNodeWrite := strings.Replace(documented, "node_prefix \"gateway-\" {\n  policy = \"write\"\n}", "", 1)
 	withoutServiceWrite := strings.Replace(documented, "service_prefix \"\" {\n  policy = \"write\"\n}", "service_prefix \"\" {\n  policy = \"read\"\n}", 1)
 	if withoutNodeWrite == documented || withoutServiceWrite == documented {
 		t.Fatal("the policy no longer has the node_prefix and service_prefix write rules this test removes")
@@ -193,6 +194,7 @@ func TestRegistrationACLs(t *testing.T) {
 	}
 	naming := translate.Naming{}
 	service := naming.EntryName(gw.Namespace, gw.Name)
+	nodeName := func(node string) string { return dataplane.SyntheticNode("", node) }
 	register := func(t *testing.T, rules string) error {
 		t.Helper()
 		client, err := agent.ClientWithToken(testenv.ACLToken(t, admin, "registration-"+t.Name()[len("TestRegistrationACLs/"):], rules))
@@ -207,6 +209,7 @@ func TestRegistrationACLs(t *testing.T) {
 			},
 			OwnsPod:    func(*gatewayv1.Gateway, *corev1.Pod) bool { return true },
 			InstanceID: func(pod *corev1.Pod) string { return pod.Name },
+			NodeName:   nodeName,
 			Workers:    1,
 		})
 		r.Publish(t.Context(), gwsync.Confirmation{Kind: "Gateway", Key: cache.MetaObjectToName(gw), Object: gw})
@@ -221,11 +224,19 @@ func TestRegistrationACLs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(entries) != 1 || entries[0].Service.ID != "edge-pod" || entries[0].Node.Node != "node-1-virtual" {
-			t.Fatalf("passing instances %v, want edge-pod on node-1-virtual", entries)
+		if len(entries) != 1 || entries[0].Service.ID != "edge-pod" || entries[0].Node.Node != "gateway-node-1" {
+			t.Fatalf("passing instances %v, want edge-pod on gateway-node-1", entries)
 		}
-		if _, err := admin.Catalog().Deregister(&consulapi.CatalogDeregistration{Node: "node-1-virtual"}, nil); err != nil {
+		if _, err := admin.Catalog().Deregister(&consulapi.CatalogDeregistration{Node: "gateway-node-1"}, nil); err != nil {
 			t.Fatal(err)
+		}
+	})
+	// The node rule is scoped: a node outside the synthetic prefix cannot be written.
+	t.Run("node outside the prefix", func(t *testing.T) {
+		nodeName = func(node string) string { return node + "-virtual" }
+		defer func() { nodeName = func(node string) string { return dataplane.SyntheticNode("", node) } }()
+		if err := register(t, documented); err == nil || !strings.Contains(err.Error(), "Permission denied") {
+			t.Fatalf("registration on node-1-virtual: %v, want Permission denied", err)
 		}
 	})
 	for name, rules := range map[string]string{"without node write": withoutNodeWrite, "without service write": withoutServiceWrite} {

@@ -231,3 +231,26 @@ func TestQuietAtV0(t *testing.T) {
 		t.Errorf("%d lines at -v=0 to start and converge one route, want a few lifecycle lines:\n%s", lines, settled)
 	}
 }
+
+// Without --cluster-id the binary names its cluster after the kube-system Namespace's
+// UID, so two clusters sharing a Consul never own each other's entries by default.
+func TestClusterIDDerived(t *testing.T) {
+	s := newConsulStack(t, "clusterid")
+	env.Create(t, s.Route("web"))
+	kubeSystem, err := env.KubeClient.CoreV1().Namespaces().Get(t.Context(), metav1.NamespaceSystem, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "k8s-" + string(kubeSystem.UID)
+	p := env.RunController(t, testenv.ControllerOptions{Name: "clusterid", Args: []string{
+		"--controller-name=" + string(s.Controller), "--deploy-gateways=false",
+		"--leader-elect-resource-namespace=" + s.Namespace,
+	}})
+	route := s.waitEntry(t, consulapi.HTTPRoute, s.naming.EntryName(s.Namespace, "web"), "http-route entry written", present)
+	if got := route.GetMeta()["gateway-controller-cluster"]; got != want {
+		t.Errorf("entry written for cluster %q, want %q (kube-system's UID)", got, want)
+	}
+	if !strings.Contains(p.Output(), `"Derived the cluster ID from the kube-system Namespace" clusterID="`+want+`"`) {
+		t.Errorf("the derived cluster ID is not logged:\n%s", p.Output())
+	}
+}

@@ -129,14 +129,15 @@ func kubectl(t *testing.T, kubeconfig string, args ...string) (string, error) {
 // processArgs are the Deployment's container args as the kubelet would expand them
 // for a pod named pod: $(VAR) from the container's env (the rendered ConfigMap, the
 // downward API), minus the flags the harness sets itself (testenv.HarnessFlags): the
-// servers, token file, ports and identity of the test's process. overrides replace the
+// servers, token file, ports and identity of the test's process, and the CA file of the
+// Consul the base points at (the harness's Consul is its own). overrides replace the
 // Deployment's flags of the same name, or are added.
 func (r renderedDeploy) processArgs(t *testing.T, pod string, overrides ...string) []string {
 	t.Helper()
 	var args []string
 	for _, arg := range r.expandedArgs(t, pod) {
 		name, _, _ := strings.Cut(arg, "=")
-		if slices.Contains(testenv.HarnessFlags, name) || slices.ContainsFunc(overrides, func(o string) bool { return strings.HasPrefix(o, name+"=") }) {
+		if slices.Contains(testenv.HarnessFlags, name) || name == "--consul-cacert" || slices.ContainsFunc(overrides, func(o string) bool { return strings.HasPrefix(o, name+"=") }) {
 			continue
 		}
 		args = append(args, arg)

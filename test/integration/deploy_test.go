@@ -197,27 +197,16 @@ func checkDeploymentSpec(t *testing.T, r renderedDeploy) {
 		}
 	}
 	check(hostname, "HOSTNAME (the leader identity) from metadata.name")
-	// The token file is the one key of the operator's Secret, mounted read-only.
-	tokenFile := ""
-	for _, arg := range c.Args {
-		if v, ok := strings.CutPrefix(arg, "--consul-token-file="); ok {
-			tokenFile = v
-		}
-	}
-	mounted := false
-	for _, v := range spec.Volumes {
-		if v.Secret == nil || v.Secret.SecretName != deployTokenSecret {
-			continue
-		}
-		for _, m := range c.VolumeMounts {
-			for _, item := range v.Secret.Items {
-				if m.Name == v.Name && m.ReadOnly && item.Key == "token" && filepath.Join(m.MountPath, item.Path) == tokenFile {
-					mounted = true
-				}
-			}
-		}
-	}
-	check(tokenFile != "" && mounted, "--consul-token-file is key token of Secret "+deployTokenSecret+", mounted read-only")
+	// The token file is the one key of the operator's Secret, mounted read-only; the
+	// CA file the key of consul-k8s's CA Secret, and Consul is spoken to over TLS.
+	tokenFile := flagValue(c.Args, "--consul-token-file")
+	check(tokenFile != "" && tokenFile == mountedSecretKey(spec, c, deployTokenSecret, "token"),
+		"--consul-token-file is key token of Secret "+deployTokenSecret+", mounted read-only")
+	caFile := flagValue(c.Args, "--consul-cacert")
+	check(caFile != "" && caFile == mountedSecretKey(spec, c, "consul-ca-cert", "tls.crt"),
+		"--consul-cacert is key tls.crt of Secret consul-ca-cert, mounted read-only")
+	check(strings.HasPrefix(r.configMap.Data["CONSUL_HTTP_ADDR"], "https://"), "CONSUL_HTTP_ADDR over https")
+	check(!slices.Contains(c.Args, "--consul-allow-plaintext"), "no --consul-allow-plaintext")
 	for _, obj := range r.objects {
 		check(obj.GetKind() != "Secret", "no Secret shipped in the base")
 	}
@@ -238,6 +227,35 @@ func checkDeploymentSpec(t *testing.T, r renderedDeploy) {
 	if len(problems) > 0 {
 		t.Errorf("the rendered deploy/ lacks: %s", strings.Join(problems, "; "))
 	}
+}
+
+// flagValue is the value of the last --name=value in args, "" for none.
+func flagValue(args []string, name string) string {
+	value := ""
+	for _, arg := range args {
+		if v, ok := strings.CutPrefix(arg, name+"="); ok {
+			value = v
+		}
+	}
+	return value
+}
+
+// mountedSecretKey is the path where c reads key of Secret secret from a read-only
+// mount, "" when it does not.
+func mountedSecretKey(spec corev1.PodSpec, c corev1.Container, secret, key string) string {
+	for _, v := range spec.Volumes {
+		if v.Secret == nil || v.Secret.SecretName != secret {
+			continue
+		}
+		for _, m := range c.VolumeMounts {
+			for _, item := range v.Secret.Items {
+				if m.Name == v.Name && m.ReadOnly && item.Key == key {
+					return filepath.Join(m.MountPath, item.Path)
+				}
+			}
+		}
+	}
+	return ""
 }
 
 func containerPort(c corev1.Container, name string) int32 {

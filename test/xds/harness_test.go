@@ -176,7 +176,7 @@ func gatewayProxy(t *testing.T, ns, gateway string) envoy.Proxy {
 			return err
 		}
 		for _, e := range entries {
-			if e.Service.Kind == consulapi.ServiceKindAPIGateway && strings.HasSuffix(e.Node.Node, "-virtual") {
+			if e.Service.Kind == consulapi.ServiceKindAPIGateway && strings.HasPrefix(e.Node.Node, dataplane.SyntheticNodePrefix) {
 				proxy = envoy.Proxy{ID: e.Service.ID, Node: e.Node.Node}
 				return nil
 			}
