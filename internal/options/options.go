@@ -52,8 +52,8 @@ type Options struct {
 	// ConsulAllowPlaintext lets the controller and its gateway pods talk to a Consul
 	// that is not on loopback without TLS.
 	ConsulAllowPlaintext bool
-	Naming          translate.Naming
-	Translation     translate.Options
+	Naming               translate.Naming
+	Translation          translate.Options
 	// ServiceDefaultsGrace keeps owned service-defaults of an existing Service a while
 	// after their last route (consul.ServiceDefaultsGrace says why).
 	ServiceDefaultsGrace time.Duration
