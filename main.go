@@ -264,6 +264,7 @@ func newPipeline(ctx context.Context, opts *options.Options, c clients, recorder
 		Verdicts:           p.syncer,
 		Deployments:        deployments,
 		InfrastructureKeys: opts.Gateway.InfrastructureKeys,
+		SharedConsulNames:  !opts.Naming.MirrorNamespaces,
 		Workers:            gwsync.Workers{GatewayClasses: 1, Gateways: opts.GatewayWorkers, Routes: opts.RouteWorkers},
 		BundleVersion:      p.bundle.Get,
 		Clock:              clock.RealClock{},

@@ -106,9 +106,9 @@ func New(kube kubernetes.Interface, gateway gatewayclient.Interface, configs cli
 // an indexer conflict, so only the controller's own indexes are added here.
 func (i *Informers) addIndexers() {
 	routeIndexers := cache.Indexers{
-		RouteParentGatewayIndex:     IndexRouteParentGateways,
-		RouteBackendServiceIndex:    IndexRouteBackendServices,
-		RouteParentListenerSetIndex: IndexRouteParentListenerSets,
+		RouteParentGatewayIndex:      IndexRouteParentGateways,
+		RouteBackendServiceNameIndex: IndexRouteBackendServiceNames,
+		RouteParentListenerSetIndex:  IndexRouteParentListenerSets,
 	}
 	mustAddIndexers(i.GatewayClasses.Informer(), cache.Indexers{
 		GatewayClassParametersIndex: IndexGatewayClassParameters,
@@ -128,7 +128,7 @@ func (i *Informers) addIndexers() {
 	}
 	mustAddIndexers(i.ReferenceGrants.Informer(), nil)
 	mustAddIndexers(i.Namespaces.Informer(), nil)
-	mustAddIndexers(i.Services.Informer(), nil)
+	mustAddIndexers(i.Services.Informer(), cache.Indexers{ServiceNameIndex: IndexServiceName})
 	mustAddIndexers(i.Secrets.Informer(), nil)
 }
 

@@ -213,7 +213,7 @@ func TestDropManagedFields(t *testing.T) {
 
 func TestNewInstallsIndexers(t *testing.T) {
 	i := New(kubefake.NewClientset(), gatewayfake.NewClientset(), configfake.NewClientset(), 0)
-	routes := []string{cache.NamespaceIndex, RouteParentGatewayIndex, RouteBackendServiceIndex, RouteParentListenerSetIndex}
+	routes := []string{cache.NamespaceIndex, RouteParentGatewayIndex, RouteBackendServiceNameIndex, RouteParentListenerSetIndex}
 	type indexes struct {
 		informer cache.SharedIndexInformer
 		want     []string
@@ -229,7 +229,7 @@ func TestNewInstallsIndexers(t *testing.T) {
 		"GatewayConfig":  {i.GatewayConfigs, []string{cache.NamespaceIndex}},
 		"ReferenceGrant": {i.ReferenceGrants.Informer(), []string{cache.NamespaceIndex}},
 		"Namespace":      {i.Namespaces.Informer(), []string{cache.NamespaceIndex}},
-		"Service":        {i.Services.Informer(), []string{cache.NamespaceIndex}},
+		"Service":        {i.Services.Informer(), []string{cache.NamespaceIndex, ServiceNameIndex}},
 		"Secret":         {i.Secrets.Informer(), []string{cache.NamespaceIndex}},
 	}
 	if len(i.Routes) != len(gatewayapi.Routes) {

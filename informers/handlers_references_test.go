@@ -94,8 +94,14 @@ func referenceEventCases() []eventCase {
 			want:  enqueued{HTTPRoutes: []string{"infra/admin"}},
 		},
 		{
+			// Without namespace mirroring Consul knows it as the same service as apps/web-svc.
+			name:  "Service of a routed name in another namespace",
+			event: func(h eventHandlers) { h.services.OnAdd(testenv.Service("other", "web-svc"), false) },
+			want:  enqueued{HTTPRoutes: []string{"apps/web"}, GRPCRoutes: []string{"apps/rpc"}},
+		},
+		{
 			name:  "Service no route names",
-			event: func(h eventHandlers) { h.services.OnAdd(testenv.Service("apps", "db"), false) },
+			event: func(h eventHandlers) { h.services.OnAdd(testenv.Service("apps", "unnamed"), false) },
 			want:  enqueued{},
 		},
 

@@ -2,7 +2,10 @@ package informers
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -17,9 +20,14 @@ const (
 	// RouteParentGatewayIndex is on every route kind's informer: the
 	// "namespace/name" of every Gateway the route names in a parentRef.
 	RouteParentGatewayIndex = "routeParentGateway"
-	// RouteBackendServiceIndex is on every route kind's informer: the
-	// "namespace/name" of every Service the route names in a rule's backendRef.
-	RouteBackendServiceIndex = "routeBackendService"
+	// RouteBackendServiceNameIndex is on every route kind's informer: the name alone of
+	// every Service the route names in a backendRef. Without Consul namespace mirroring
+	// Consul knows the Services of one name in every namespace as one service, so a
+	// Service of that name anywhere can change the route's ResolvedRefs.
+	RouteBackendServiceNameIndex = "routeBackendServiceName"
+	// ServiceNameIndex is on Services: the name alone, to find the Services of other
+	// namespaces that share a Consul name.
+	ServiceNameIndex = "serviceName"
 	// GatewayClassNameIndex is on Gateways: spec.gatewayClassName.
 	GatewayClassNameIndex = "gatewayClassName"
 	// GatewayCertificateSecretIndex is on Gateways: the "namespace/name" of every Secret
@@ -59,14 +67,40 @@ func IndexRouteParentGateways(obj any) ([]string, error) {
 	return nameStrings(names), err
 }
 
-// IndexRouteBackendServices is the index function of RouteBackendServiceIndex.
+// IndexRouteBackendServices returns the "namespace/name" of every Service a route names
+// in a rule's backendRef.
 func IndexRouteBackendServices(obj any) ([]string, error) {
 	kind, ok := gatewayapi.RouteOf(obj)
 	if !ok {
-		return nil, unexpectedType(RouteBackendServiceIndex, obj)
+		return nil, unexpectedType(RouteBackendServiceNameIndex, obj)
 	}
 	names, err := kind.BackendServices(obj)
 	return nameStrings(names), err
+}
+
+// IndexRouteBackendServiceNames is the index function of RouteBackendServiceNameIndex.
+func IndexRouteBackendServiceNames(obj any) ([]string, error) {
+	services, err := IndexRouteBackendServices(obj)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, s := range services {
+		_, name, _ := strings.Cut(s, "/")
+		if !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	return out, nil
+}
+
+// IndexServiceName is the index function of ServiceNameIndex.
+func IndexServiceName(obj any) ([]string, error) {
+	svc, ok := obj.(*corev1.Service)
+	if !ok {
+		return nil, unexpectedType(ServiceNameIndex, obj)
+	}
+	return []string{svc.Name}, nil
 }
 
 // IndexGatewayClassName is the index function of GatewayClassNameIndex.

@@ -217,7 +217,8 @@ func TestIndexGatewaySelectsNamespaces(t *testing.T) {
 func TestIndexFuncsRejectOtherTypes(t *testing.T) {
 	funcs := map[string]func(any) ([]string, error){
 		RouteParentGatewayIndex:       IndexRouteParentGateways,
-		RouteBackendServiceIndex:      IndexRouteBackendServices,
+		RouteBackendServiceNameIndex:  IndexRouteBackendServiceNames,
+		ServiceNameIndex:              func(obj any) ([]string, error) { return IndexServiceName(&gatewayv1.Gateway{}) },
 		GatewayClassNameIndex:         IndexGatewayClassName,
 		GatewayCertificateSecretIndex: IndexGatewayCertificateSecrets,
 		GatewaySelectsNamespacesIndex: IndexGatewaySelectsNamespaces,

@@ -131,10 +131,11 @@ func (m *KeyMapper) namespaceChanged(namespace cache.ObjectName) {
 	}
 }
 
-// serviceChanged enqueues every route with the service as a backend: its
-// ResolvedRefs condition depends on the service existing.
+// serviceChanged enqueues every route with a Service of that name as a backend: its
+// ResolvedRefs condition depends on the Service existing and, where Consul names
+// Services after their name alone, on the Services of that name elsewhere.
 func (m *KeyMapper) serviceChanged(service cache.ObjectName) {
-	m.enqueueRoutesIndexed(RouteBackendServiceIndex, service.String())
+	m.enqueueRoutesIndexed(RouteBackendServiceNameIndex, service.Name)
 }
 
 // secretChanged enqueues every gateway with the secret as a listener certificate, with

@@ -49,7 +49,10 @@ var unsupportedAppProtocols = map[gatewayv1.Kind][]string{
 // The checks run in that order on purpose: the grant is checked before the Service is
 // looked up, so a route without permission learns nothing about what exists in the
 // other namespace.
-func resolveBackendRef(routeKind gatewayv1.Kind, routeNamespace string, ref gatewayv1.BackendObjectReference, services corelisters.ServiceLister, grants gatewaylisters.ReferenceGrantLister) (*backendProblem, error) {
+//
+// sameName, when Consul names Services after their name alone (no namespace mirroring),
+// returns the Services of a name in every namespace; nil when names are not shared.
+func resolveBackendRef(routeKind gatewayv1.Kind, routeNamespace string, ref gatewayv1.BackendObjectReference, services corelisters.ServiceLister, grants gatewaylisters.ReferenceGrantLister, sameName func(name string) ([]*corev1.Service, error)) (*backendProblem, error) {
 	referent := gatewayapi.Referent(routeNamespace, ref.Namespace, ref.Name)
 	namespace, name := referent.Namespace, referent.String()
 
@@ -78,7 +81,50 @@ func resolveBackendRef(routeKind gatewayv1.Kind, routeNamespace string, ref gate
 	if err != nil {
 		return nil, fmt.Errorf("get Service %s: %w", name, err)
 	}
-	return servicePortProblem(routeKind, svc, ref.Port, name), nil
+	if p := servicePortProblem(routeKind, svc, ref.Port, name); p != nil {
+		return p, nil
+	}
+	return sharedNameProblem(routeKind, routeNamespace, svc, name, grants, sameName)
+}
+
+// sharedNameProblem refuses a Service whose Consul service is also another
+// namespace's Service that the route may not refer to. Without namespace mirroring
+// consul-k8s registers the pods of every Service "web" as the one Consul service
+// "web", and Consul balances a route's traffic over all of them: naming its own
+// namespace's "web" would reach another namespace's pods, which ReferenceGrant exists
+// to prevent.
+func sharedNameProblem(routeKind gatewayv1.Kind, routeNamespace string, svc *corev1.Service, name string, grants gatewaylisters.ReferenceGrantLister, sameName func(string) ([]*corev1.Service, error)) (*backendProblem, error) {
+	if sameName == nil {
+		return nil, nil
+	}
+	others, err := sameName(svc.Name)
+	if err != nil {
+		return nil, fmt.Errorf("find Services named %s: %w", svc.Name, err)
+	}
+	var refused []string
+	for _, other := range others {
+		if other.Namespace == svc.Namespace || other.Namespace == routeNamespace {
+			continue
+		}
+		permitted, err := referencePermitted(grants,
+			referenceFrom{Group: gatewayv1.GroupName, Kind: string(routeKind), Namespace: routeNamespace},
+			referenceTo{Group: gatewayapi.CoreGroup, Kind: gatewayapi.ServiceKind, Namespace: other.Namespace, Name: other.Name})
+		if err != nil {
+			return nil, err
+		}
+		if !permitted {
+			refused = append(refused, other.Namespace)
+		}
+	}
+	if len(refused) == 0 {
+		return nil, nil
+	}
+	slices.Sort(refused)
+	return &backendProblem{
+		Reason: gatewayv1.RouteReasonRefNotPermitted,
+		Message: fmt.Sprintf("backendRef %s is the Consul service %q, which the Services %s of namespaces %s are too (Consul namespaces are not mirrored); no ReferenceGrant there allows %s from namespace %s to refer to them: rename the Service, or grant the reference",
+			name, svc.Name, svc.Name, strings.Join(refused, ", "), routeKind, routeNamespace),
+	}, nil
 }
 
 // backendKindProblem accepts only core Services, defaulting group and kind the way the

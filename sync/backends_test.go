@@ -187,7 +187,7 @@ func TestResolveBackendRef(t *testing.T) {
 	grants := grantListerOf(t, grant)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := resolveBackendRef(tt.routeKind, "apps", tt.ref, services, grants)
+			got, err := resolveBackendRef(tt.routeKind, "apps", tt.ref, services, grants, nil)
 			if err != nil {
 				t.Fatalf("resolveBackendRef: %v", err)
 			}
@@ -218,7 +218,7 @@ func TestResolveBackendRefListerErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := resolveBackendRef("HTTPRoute", "apps", tt.ref, tt.services, failingGrantLister{err: boom})
+			got, err := resolveBackendRef("HTTPRoute", "apps", tt.ref, tt.services, failingGrantLister{err: boom}, nil)
 			if !errors.Is(err, boom) {
 				t.Errorf("error = %v, want %v", err, boom)
 			}
@@ -226,5 +226,48 @@ func TestResolveBackendRefListerErrors(t *testing.T) {
 				t.Errorf("problem = %+v, want nil with an error", got)
 			}
 		})
+	}
+}
+
+// Without namespace mirroring every Service "web" is the Consul service "web": a route
+// may name its own "web" only if it may name every other one too.
+func TestSharedConsulName(t *testing.T) {
+	own := testService("apps", "web", corev1.ServicePort{Port: 80})
+	granted := testService("granted", "web", corev1.ServicePort{Port: 80})
+	foreign := testService("payments", "web", corev1.ServicePort{Port: 80})
+	grant := refGrant("granted", "routes",
+		[]gatewayv1.ReferenceGrantFrom{{Group: gatewayv1.GroupName, Kind: "HTTPRoute", Namespace: "apps"}},
+		[]gatewayv1.ReferenceGrantTo{{Kind: "Service"}})
+	all := []*corev1.Service{own, granted, foreign}
+	named := func(name string) ([]*corev1.Service, error) {
+		var out []*corev1.Service
+		for _, s := range all {
+			if s.Name == name {
+				out = append(out, s)
+			}
+		}
+		return out, nil
+	}
+	ref := gatewayv1.BackendObjectReference{Name: "web", Port: new(gatewayv1.PortNumber(80))}
+	services, grants := serviceListerOf(t, all...), grantListerOf(t, grant)
+
+	got, err := resolveBackendRef("HTTPRoute", "apps", ref, services, grants, named)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &backendProblem{Reason: gatewayv1.RouteReasonRefNotPermitted,
+		Message: `backendRef apps/web is the Consul service "web", which the Services web of namespaces payments are too (Consul namespaces are not mirrored); no ReferenceGrant there allows HTTPRoute from namespace apps to refer to them: rename the Service, or grant the reference`}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("shared with an ungranted namespace (-want +got):\n%s", diff)
+	}
+
+	// Granted everywhere, or names not shared (mirroring): resolved.
+	all = []*corev1.Service{own, granted}
+	if got, err := resolveBackendRef("HTTPRoute", "apps", ref, services, grants, named); err != nil || got != nil {
+		t.Errorf("shared with a granted namespace only: %v, %v; want resolved", got, err)
+	}
+	all = []*corev1.Service{own, granted, foreign}
+	if got, err := resolveBackendRef("HTTPRoute", "apps", ref, services, grants, nil); err != nil || got != nil {
+		t.Errorf("names not shared: %v, %v; want resolved", got, err)
 	}
 }

@@ -3,6 +3,7 @@ package sync
 import (
 	"context"
 	"fmt"
+	corev1 "k8s.io/api/core/v1"
 	"slices"
 	gosync "sync"
 
@@ -44,6 +45,10 @@ type Config struct {
 	// Deployments reports the gateway pods and Services this controller deploys; nil
 	// when it deploys none.
 	Deployments GatewayDeployments
+	// SharedConsulNames says that Consul knows the Services of one name in every
+	// namespace as one service (no namespace mirroring): a route may then name a
+	// Service only if it may name every Service of that name (sharedNameProblem).
+	SharedConsulNames bool
 	// InfrastructureKeys are the spec.infrastructure keys the deployed objects get
 	// (dataplane.Defaults); a Gateway's Accepted message names the others.
 	InfrastructureKeys gatewayapi.KeyAllowlist
@@ -70,6 +75,27 @@ type Informers struct {
 	// Secrets holds the listeners' certificates (kubernetes.io/tls Secrets only).
 	Secrets        coreinformers.TypedSecretInformer
 	GatewayConfigs cache.SharedIndexInformer
+}
+
+// servicesNamed looks the Services of a name up in every namespace; nil when Consul
+// names are not shared.
+func servicesNamed(services cache.Indexer, shared bool) func(string) ([]*corev1.Service, error) {
+	if !shared {
+		return nil
+	}
+	return func(name string) ([]*corev1.Service, error) {
+		objs, err := services.ByIndex(informers.ServiceNameIndex, name)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]*corev1.Service, 0, len(objs))
+		for _, obj := range objs {
+			if svc, ok := obj.(*corev1.Service); ok {
+				out = append(out, svc)
+			}
+		}
+		return out, nil
+	}
 }
 
 // InformersOf returns the informers of inf the controller reads.
@@ -123,6 +149,7 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 			verdicts:           cfg.Verdicts,
 			deployments:        cfg.Deployments,
 			infrastructureKeys: cfg.InfrastructureKeys,
+			servicesNamed:      servicesNamed(inf.Services.Informer().GetIndexer(), cfg.SharedConsulNames),
 			classes:            inf.GatewayClasses.Lister(),
 			gateways:           inf.Gateways.Lister(),
 			listenerSets:       inf.ListenerSets.Informer().GetIndexer(),

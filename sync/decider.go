@@ -2,6 +2,7 @@ package sync
 
 import (
 	"fmt"
+	corev1 "k8s.io/api/core/v1"
 	"sort"
 	"strings"
 
@@ -39,8 +40,11 @@ type decider struct {
 	listenerSets cache.Indexer
 	namespaces   corelisters.NamespaceLister
 	services     corelisters.ServiceLister
-	configs      listers.ResourceIndexer[*v1alpha1.GatewayConfig]
-	refs         listenerRefs
+	// servicesNamed returns the Services of a name in every namespace when Consul
+	// names Services after their name alone; nil when it mirrors namespaces.
+	servicesNamed func(name string) ([]*corev1.Service, error)
+	configs       listers.ResourceIndexer[*v1alpha1.GatewayConfig]
+	refs          listenerRefs
 	// routeIndexers hold each route kind's cache, indexed by
 	// informers.RouteParentGatewayIndex.
 	routeIndexers map[gatewayv1.Kind]cache.Indexer
@@ -448,7 +452,7 @@ func ruleProblems[R any, Rule any](rules func(R) []Rule, problem func(int, Rule,
 // backendRef is checked, not only up to the first unresolved one: the others still
 // receive traffic, and the Consul translation must know which they are.
 func (d *decider) checkBackend(rules *routeRules, index BackendRefIndex, kind gatewayv1.Kind, namespace string, ref gatewayv1.BackendObjectReference) error {
-	problem, err := resolveBackendRef(kind, namespace, ref, d.services, d.refs.grants)
+	problem, err := resolveBackendRef(kind, namespace, ref, d.services, d.refs.grants, d.servicesNamed)
 	if err != nil || problem == nil {
 		return err
 	}

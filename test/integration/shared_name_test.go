@@ -1,0 +1,73 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	consulapi "github.com/hashicorp/consul/api"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
+)
+
+// Without Consul namespace mirroring the Services of one name in every namespace are
+// one Consul service. A route that names its own namespace's Service may not reach
+// another namespace's pods through that name unless a ReferenceGrant there allows it:
+// the binary (which sets that mode from its flags) refuses the backend, naming the
+// other namespace, and writes no traffic to it; the grant resolves it.
+func TestSharedConsulNameNeedsAGrant(t *testing.T) {
+	s := newConsulStack(t, "shared")
+	other := env.NewNamespace(t, "shared-other")
+	env.Create(t, testenv.Service(other, s.Backend, testenv.BackendPort))
+	env.Create(t, s.Route("web"))
+	env.RunController(t, testenv.ControllerOptions{Name: "shared", Args: []string{
+		"--controller-name=" + string(s.Controller), "--cluster-id=shared", "--deploy-gateways=false",
+		"--leader-elect-resource-namespace=" + s.Namespace,
+	}})
+	routeName := s.naming.EntryName(s.Namespace, "web")
+	resolvedRefs := func(want string) {
+		t.Helper()
+		testenv.Eventually(t, 30*time.Second, "ResolvedRefs "+want, func(ctx context.Context) error {
+			r, err := env.GatewayClient.GatewayV1().HTTPRoutes(s.Namespace).Get(ctx, "web", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			p := testenv.ParentOf(r.Status.Parents, s.Controller)
+			if p == nil {
+				return fmt.Errorf("no status of ours")
+			}
+			if got := testenv.ConditionText(p.Conditions, "ResolvedRefs"); !strings.HasPrefix(got, want) {
+				return fmt.Errorf("ResolvedRefs %q", got)
+			}
+			return nil
+		})
+	}
+	routedTo := func(e consulapi.ConfigEntry) []string {
+		var names []string
+		if r, ok := e.(*consulapi.HTTPRouteConfigEntry); ok {
+			for _, rule := range r.Rules {
+				for _, svc := range rule.Services {
+					names = append(names, svc.Name)
+				}
+			}
+		}
+		return names
+	}
+
+	resolvedRefs("False/RefNotPermitted: backendRef " + s.Namespace + "/" + s.Backend + ` is the Consul service "` + s.Backend + `", which the Services ` + s.Backend + " of namespaces " + other + " are too")
+	s.waitEntry(t, consulapi.HTTPRoute, routeName, "the route's traffic goes nowhere near the shared name", func(e consulapi.ConfigEntry) bool {
+		return e != nil && !slices.Contains(routedTo(e), s.Backend)
+	})
+
+	env.Create(t, testenv.ReferenceGrant(other, "routes", "Service",
+		gatewayv1.ReferenceGrantFrom{Group: gatewayv1.GroupName, Kind: "HTTPRoute", Namespace: gatewayv1.Namespace(s.Namespace)}))
+	resolvedRefs("True/ResolvedRefs")
+	s.waitEntry(t, consulapi.HTTPRoute, routeName, "the route sends to the shared name once granted", func(e consulapi.ConfigEntry) bool {
+		return slices.Contains(routedTo(e), s.Backend)
+	})
+}
