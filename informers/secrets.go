@@ -65,6 +65,13 @@ const (
 // pipeline treats as "try again later", and when the watch lists, the handlers are
 // told, as by a resync (an update when the Secret exists, a deletion tombstone when it
 // does not), so the referrers are judged again at once rather than after a backoff.
+//
+// Cost: each named Secret is one watch on the API server and a few goroutines here,
+// and, against an API server without WatchList, one LIST through the client's rate
+// limiter when its watch starts. References are counted whatever the Gateway's class
+// and whatever the ReferenceGrants: a Secret named across namespaces without a grant
+// is cached but never read (the grant is checked first), and following grants would
+// make every grant change recompute references.
 type SecretCache struct {
 	client       kubernetes.Interface
 	resync       time.Duration
@@ -169,15 +176,22 @@ func (c *SecretCache) setReferences(r secretReferrer, secrets []cache.ObjectName
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	previous := c.referrers[r]
+	acquired, released := 0, 0
 	for _, key := range secrets {
 		if !slices.Contains(previous, key) {
 			c.acquireLocked(key)
+			acquired++
 		}
 	}
 	for _, key := range previous {
 		if !slices.Contains(secrets, key) {
 			c.releaseLocked(key)
+			released++
 		}
+	}
+	if acquired+released > 0 {
+		c.logger.V(4).Info("Listener certificate references changed", "kind", r.kind, "object", klog.KRef(r.name.Namespace, r.name.Name),
+			"named", acquired, "dropped", released, "watches", len(c.watches))
 	}
 	if len(secrets) == 0 {
 		delete(c.referrers, r)
