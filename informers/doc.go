@@ -8,5 +8,10 @@
 // the keys it affects (keys.go); the status controller registers them on the informers
 // it reads. StartWithContext runs the informers. Workers wait for HasSynced: a decision
 // made on a half-filled cache reports objects missing that merely have not arrived yet.
-// Only kubernetes.io/tls Secrets are cached, and no cached object keeps managedFields.
+//
+// Secrets are not an informer over the cluster: SecretCache (secrets.go) holds only the
+// kubernetes.io/tls Secrets that a Gateway or ListenerSet listener names, one watch per
+// Secret, started and stopped as the Gateway and ListenerSet events add and drop
+// references, so Secrets nobody refers to cost nothing however many or large they are.
+// No cached object keeps managedFields.
 package informers

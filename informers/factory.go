@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	kubeinformers "k8s.io/client-go/informers"
 	coreinformers "k8s.io/client-go/informers/core/v1"
@@ -24,10 +23,10 @@ import (
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 )
 
-// tlsSecretSelector limits the Secret informer to kubernetes.io/tls Secrets: the only
-// type a listener certificateRef may name, and a small part of every Secret in the
-// cluster. A Secret's type is immutable, so no Secret ever moves in or out of it.
-var tlsSecretSelector = fields.OneTermEqualSelector("type", string(corev1.SecretTypeTLS)).String()
+// tlsSecretSelector limits every Secret watch to kubernetes.io/tls Secrets: the only
+// type a listener certificateRef may name. A Secret's type is immutable, so no Secret
+// ever moves in or out of it.
+var tlsSecretSelector = fields.OneTermEqualSelector("type", string(corev1.SecretTypeTLS))
 
 // Informers holds the shared informers of every kind the controller reads. Listers and
 // indexers come from these fields; nothing else in the controller builds an informer.
@@ -40,15 +39,15 @@ type Informers struct {
 	ReferenceGrants gatewayinformers.ReferenceGrantInformer
 	Namespaces      coreinformers.TypedNamespaceInformer
 	Services        coreinformers.TypedServiceInformer
-	// Secrets caches only kubernetes.io/tls Secrets. A certificateRef to a Secret of
-	// any other type finds nothing here, and is invalid either way.
-	Secrets coreinformers.TypedSecretInformer
+	// Secrets caches only the kubernetes.io/tls Secrets a Gateway or ListenerSet
+	// listener names (SecretCache). A certificateRef to a Secret of any other type
+	// finds nothing here, and is invalid either way.
+	Secrets *SecretCache
 	// GatewayConfigs caches the project's own parameters kind.
 	GatewayConfigs cache.SharedIndexInformer
 
 	gatewayFactory gatewayfactory.SharedInformerFactory
 	coreFactory    kubeinformers.SharedInformerFactory
-	secretFactory  kubeinformers.SharedInformerFactory
 	// own holds the informers no factory starts, and ownDone their goroutines.
 	own     []cache.SharedIndexInformer
 	ownDone sync.WaitGroup
@@ -67,14 +66,6 @@ func New(kube kubernetes.Interface, gateway gatewayclient.Interface, configs cli
 		gatewayfactory.WithTransform(dropManagedFields))
 	coreFactory := kubeinformers.NewSharedInformerFactoryWithOptions(kube, resync,
 		kubeinformers.WithTransform(dropManagedFields))
-	// Secrets get a factory of their own because a factory's list options apply to
-	// every informer it makes, and Namespaces and Services must not be filtered.
-	secretFactory := kubeinformers.NewSharedInformerFactoryWithOptions(kube, resync,
-		kubeinformers.WithTransform(dropManagedFields),
-		kubeinformers.WithTweakListOptions(func(options *metav1.ListOptions) {
-			options.FieldSelector = tlsSecretSelector
-		}))
-
 	gatewayV1 := gatewayFactory.Gateway().V1()
 	coreV1 := coreFactory.Core().V1()
 	i := &Informers{
@@ -85,10 +76,8 @@ func New(kube kubernetes.Interface, gateway gatewayclient.Interface, configs cli
 		ReferenceGrants: gatewayV1.ReferenceGrants(),
 		Namespaces:      coreV1.Namespaces(),
 		Services:        coreV1.Services(),
-		Secrets:         secretFactory.Core().V1().Secrets(),
 		gatewayFactory:  gatewayFactory,
 		coreFactory:     coreFactory,
-		secretFactory:   secretFactory,
 		GatewayConfigs:  newGatewayConfigInformer(configs, resync),
 	}
 	i.own = []cache.SharedIndexInformer{i.GatewayConfigs}
@@ -96,7 +85,59 @@ func New(kube kubernetes.Interface, gateway gatewayclient.Interface, configs cli
 		i.Routes[kind.Kind] = kind.Informer(gatewayV1)
 	}
 	i.addIndexers()
+	i.Secrets = newSecretCache(kube, resync, i.certificateReferenced)
+	i.mustTrackCertificateReferences()
 	return i
+}
+
+// mustTrackCertificateReferences has the Secret cache follow the certificateRefs of
+// every Gateway's and ListenerSet's listeners. It panics on failure: the informers are
+// fresh and not started, so none is possible.
+func (i *Informers) mustTrackCertificateReferences() {
+	for _, err := range []error{
+		i.Secrets.trackReferrers(gatewayapi.GatewayKind, i.Gateways.Informer(), gatewaySecrets),
+		i.Secrets.trackReferrers(gatewayapi.ListenerSetKind, i.ListenerSets.Informer(), listenerSetSecrets),
+	} {
+		if err != nil {
+			panic(fmt.Sprintf("informers: %v", err))
+		}
+	}
+}
+
+// gatewaySecrets are the Secrets a Gateway's listeners name as certificates (kind
+// Secret of the core group, the Gateway's namespace by default): the same reading as
+// GatewayCertificateSecretIndex, which certificateReferenced relies on.
+func gatewaySecrets(obj any) []cache.ObjectName {
+	if gw, ok := obj.(*gatewayv1.Gateway); ok {
+		return gatewayapi.CertificateSecrets(gw)
+	}
+	return nil
+}
+
+// listenerSetSecrets is gatewaySecrets for a ListenerSet, the same reading as
+// ListenerSetCertificateSecretIndex.
+func listenerSetSecrets(obj any) []cache.ObjectName {
+	if set, ok := obj.(*gatewayv1.ListenerSet); ok {
+		return gatewayapi.CertificateSecretsOf(set.Namespace, set.Spec.Listeners)
+	}
+	return nil
+}
+
+// certificateReferenced reports whether a cached Gateway or ListenerSet names the
+// Secret as a listener certificate, from the certificate indexes.
+func (i *Informers) certificateReferenced(secret cache.ObjectName) bool {
+	for _, lookup := range []struct {
+		indexer cache.Indexer
+		index   string
+	}{
+		{i.Gateways.Informer().GetIndexer(), GatewayCertificateSecretIndex},
+		{i.ListenerSets.Informer().GetIndexer(), ListenerSetCertificateSecretIndex},
+	} {
+		if keys, err := lookup.indexer.IndexKeys(lookup.index, secret.String()); err == nil && len(keys) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // addIndexers installs the indexers of indexers.go. It also registers every informer
@@ -129,7 +170,6 @@ func (i *Informers) addIndexers() {
 	mustAddIndexers(i.ReferenceGrants.Informer(), nil)
 	mustAddIndexers(i.Namespaces.Informer(), nil)
 	mustAddIndexers(i.Services.Informer(), cache.Indexers{ServiceNameIndex: IndexServiceName})
-	mustAddIndexers(i.Secrets.Informer(), nil)
 }
 
 // mustAddIndexers panics on failure: the informers are fresh and not started, so the
@@ -144,24 +184,27 @@ func mustAddIndexers(informer cache.SharedIndexInformer, indexers cache.Indexers
 }
 
 // StartWithContext starts every informer; they stop when ctx is done. The Secret
-// informer's requests log with a logger that never reaches client-go's body logging
-// (verbosity 8 and up), so no private key is written to the log at any -v.
+// watches' requests log with a logger that never reaches client-go's body logging
+// (verbosity 8 and up), so no private key is written to the log at any -v. The Secret
+// cache starts first, so the watches the Gateway and ListenerSet events ask for run at
+// once.
 func (i *Informers) StartWithContext(ctx context.Context) {
+	i.Secrets.Start(withoutBodyLogging(ctx))
 	i.gatewayFactory.StartWithContext(ctx)
 	i.coreFactory.StartWithContext(ctx)
-	i.secretFactory.StartWithContext(withoutBodyLogging(ctx))
 	for _, informer := range i.own {
 		i.ownDone.Go(func() { informer.RunWithContext(ctx) })
 	}
 }
 
 // Shutdown blocks until every informer goroutine has returned. End the context given
-// to StartWithContext first, or Shutdown waits forever.
+// to StartWithContext first, or Shutdown waits forever. The Secret cache goes last:
+// Gateway and ListenerSet events start its watches until their informers stop.
 func (i *Informers) Shutdown() {
 	i.gatewayFactory.Shutdown()
 	i.coreFactory.Shutdown()
-	i.secretFactory.Shutdown()
 	i.ownDone.Wait()
+	i.Secrets.Shutdown()
 }
 
 // HasSynced lists every informer's HasSynced and, once AddEventHandlers has run, every
@@ -178,7 +221,7 @@ func (i *Informers) HasSynced() []cache.InformerSynced {
 		i.ReferenceGrants.Informer().HasSynced,
 		i.Namespaces.Informer().HasSynced,
 		i.Services.Informer().HasSynced,
-		i.Secrets.Informer().HasSynced,
+		i.Secrets.HasSynced,
 		i.GatewayConfigs.HasSynced,
 	}
 	for _, informer := range i.Routes {

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -61,19 +62,20 @@ func recordFieldSelectors(fake *k8stesting.Fake) *fieldSelectors {
 	return f
 }
 
-// The Secret informer must ask the API server for TLS Secrets only, and the Namespace
-// and Service informers, from the other core factory, for everything.
-func TestSecretInformerSelectsTLSSecrets(t *testing.T) {
+// Each Secret watch must ask the API server for its one Secret, and only if it is a
+// kubernetes.io/tls Secret; the Namespace and Service informers, for everything.
+func TestSecretWatchesSelectOneTLSSecret(t *testing.T) {
 	kube := kubefake.NewClientset()
 	selectors := recordFieldSelectors(&kube.Fake)
-	startInformers(t, New(kube, gatewayfake.NewClientset(), configfake.NewClientset(), 0))
+	gateway := newGatewayClientset(t, gateway("infra", "public", "consul", "", gatewayv1.SecretObjectReference{Name: "cert"}))
+	startInformers(t, New(kube, gateway, configfake.NewClientset(), 0))
 
 	// The watch starts after the list that syncs the cache; wait for it too.
 	waitFor(t, "the Secret watch", func() bool { return len(selectors.get("watch", "secrets")) > 0 })
 
 	for _, call := range []struct{ verb, resource, want string }{
-		{"list", "secrets", "type=kubernetes.io/tls"},
-		{"watch", "secrets", "type=kubernetes.io/tls"},
+		{"list", "secrets", "metadata.name=cert,type=kubernetes.io/tls"},
+		{"watch", "secrets", "metadata.name=cert,type=kubernetes.io/tls"},
 		{"list", "services", ""},
 		{"list", "namespaces", ""},
 	} {
@@ -114,6 +116,7 @@ func TestInformersDropManagedFields(t *testing.T) {
 	}
 
 	kube := kubefake.NewClientset(kubeObjects...)
+	serveFieldSelectors(kube)
 	gateway := newGatewayClientset(t, gatewayObjects...)
 	// The fakes must serve managedFields, or this test proves nothing.
 	served, err := kube.CoreV1().Services("apps").Get(context.Background(), "web-svc", metav1.GetOptions{})
@@ -133,18 +136,21 @@ func TestInformersDropManagedFields(t *testing.T) {
 
 	i := startInformers(t, New(kube, gateway, configfake.NewClientset(), 0))
 
-	for kind, informer := range map[string]cache.SharedIndexInformer{
-		"GatewayClass":   i.GatewayClasses.Informer(),
-		"Gateway":        i.Gateways.Informer(),
-		"HTTPRoute":      i.Routes["HTTPRoute"],
-		"TCPRoute":       i.Routes["TCPRoute"],
-		"GRPCRoute":      i.Routes["GRPCRoute"],
-		"ReferenceGrant": i.ReferenceGrants.Informer(),
-		"Namespace":      i.Namespaces.Informer(),
-		"Service":        i.Services.Informer(),
-		"Secret":         i.Secrets.Informer(),
+	secrets, err := i.Secrets.Lister().List(labels.Everything())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for kind, objs := range map[string][]any{
+		"GatewayClass":   i.GatewayClasses.Informer().GetStore().List(),
+		"Gateway":        i.Gateways.Informer().GetStore().List(),
+		"HTTPRoute":      i.Routes["HTTPRoute"].GetStore().List(),
+		"TCPRoute":       i.Routes["TCPRoute"].GetStore().List(),
+		"GRPCRoute":      i.Routes["GRPCRoute"].GetStore().List(),
+		"ReferenceGrant": i.ReferenceGrants.Informer().GetStore().List(),
+		"Namespace":      i.Namespaces.Informer().GetStore().List(),
+		"Service":        i.Services.Informer().GetStore().List(),
+		"Secret":         anys(secrets),
 	} {
-		objs := informer.GetStore().List()
 		if len(objs) == 0 {
 			t.Errorf("%s: cache is empty", kind)
 		}
@@ -158,6 +164,14 @@ func TestInformersDropManagedFields(t *testing.T) {
 			}
 		}
 	}
+}
+
+func anys[T any](list []T) []any {
+	out := make([]any, len(list))
+	for i, v := range list {
+		out[i] = v
+	}
+	return out
 }
 
 // isCore reports whether obj is served by the core clientset.
@@ -230,7 +244,6 @@ func TestNewInstallsIndexers(t *testing.T) {
 		"ReferenceGrant": {i.ReferenceGrants.Informer(), []string{cache.NamespaceIndex}},
 		"Namespace":      {i.Namespaces.Informer(), []string{cache.NamespaceIndex}},
 		"Service":        {i.Services.Informer(), []string{cache.NamespaceIndex, ServiceNameIndex}},
-		"Secret":         {i.Secrets.Informer(), []string{cache.NamespaceIndex}},
 	}
 	if len(i.Routes) != len(gatewayapi.Routes) {
 		t.Errorf("%d route informers for %d route kinds", len(i.Routes), len(gatewayapi.Routes))
@@ -299,7 +312,7 @@ func TestAddEventHandlersOnRunningInformers(t *testing.T) {
 	select {
 	case <-secretWatch:
 	case <-time.After(10 * time.Second):
-		t.Fatal("the Secret informer never watched")
+		t.Fatal("the Secret cache never watched")
 	}
 	want := enqueued{Gateways: []string{"infra/public"}, HTTPRoutes: []string{"apps/web"}}
 	ctx := context.Background()

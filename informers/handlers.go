@@ -143,6 +143,13 @@ func (m *KeyMapper) GatewayConfigHandler() cache.ResourceEventHandler {
 	return m.forEachName(m.gatewayConfigChanged)
 }
 
+// EventSource is what event handlers are registered on: a shared informer, or the
+// SecretCache.
+type EventSource interface {
+	AddEventHandler(handler cache.ResourceEventHandler) (cache.ResourceEventHandlerRegistration, error)
+	HasSynced() bool
+}
+
 // AddEventHandlers registers on every informer of i the handler KeyMapper makes for it,
 // feeding q, and adds the handlers' HasSynced to HasSynced. The status controller
 // registers the same handlers itself, on the informers its Config names
@@ -154,9 +161,9 @@ func (m *KeyMapper) GatewayConfigHandler() cache.ResourceEventHandler {
 func (i *Informers) AddEventHandlers(ctx context.Context, q Queues) error {
 	h := i.eventHandlers(ctx, q)
 	type registration struct {
-		kind     gatewayv1.Kind
-		informer cache.SharedIndexInformer
-		handler  cache.ResourceEventHandler
+		kind    gatewayv1.Kind
+		source  EventSource
+		handler cache.ResourceEventHandler
 	}
 	registrations := []registration{
 		{gatewayapi.GatewayClassKind, i.GatewayClasses.Informer(), h.gatewayClasses},
@@ -165,7 +172,7 @@ func (i *Informers) AddEventHandlers(ctx context.Context, q Queues) error {
 		{gatewayapi.ReferenceGrantKind, i.ReferenceGrants.Informer(), h.referenceGrants},
 		{"Namespace", i.Namespaces.Informer(), h.namespaces},
 		{gatewayapi.ServiceKind, i.Services.Informer(), h.services},
-		{gatewayapi.SecretKind, i.Secrets.Informer(), h.secrets},
+		{gatewayapi.SecretKind, i.Secrets, h.secrets},
 		{v1alpha1.GatewayConfigKind, i.GatewayConfigs, h.gatewayConfigs},
 	}
 	for _, kind := range gatewayapi.Routes {
@@ -173,7 +180,7 @@ func (i *Informers) AddEventHandlers(ctx context.Context, q Queues) error {
 	}
 	synced := make([]cache.InformerSynced, 0, len(registrations))
 	for _, r := range registrations {
-		registration, err := r.informer.AddEventHandler(r.handler)
+		registration, err := r.source.AddEventHandler(r.handler)
 		if err != nil {
 			return fmt.Errorf("add %s event handler: %w", r.kind, err)
 		}

@@ -157,8 +157,6 @@ func informerOf(t *testing.T, i *Informers, obj runtime.Object) cache.SharedInde
 		return i.Namespaces.Informer()
 	case *corev1.Service:
 		return i.Services.Informer()
-	case *corev1.Secret:
-		return i.Secrets.Informer()
 	}
 	t.Fatalf("no informer for %T", obj)
 	return nil

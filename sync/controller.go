@@ -72,8 +72,9 @@ type Informers struct {
 	ReferenceGrants gatewayinformers.ReferenceGrantInformer
 	Namespaces      coreinformers.TypedNamespaceInformer
 	Services        coreinformers.TypedServiceInformer
-	// Secrets holds the listeners' certificates (kubernetes.io/tls Secrets only).
-	Secrets        coreinformers.TypedSecretInformer
+	// Secrets holds the listeners' certificates: the kubernetes.io/tls Secrets some
+	// listener names, and only those.
+	Secrets        *informers.SecretCache
 	GatewayConfigs cache.SharedIndexInformer
 }
 
@@ -202,9 +203,9 @@ func (c *Controller) addEventHandlers(ctx context.Context) error {
 		Routes:         c.routeIndexers,
 	}, c.queues())
 	type registration struct {
-		kind     gatewayv1.Kind
-		informer cache.SharedIndexInformer
-		handler  cache.ResourceEventHandler
+		kind    gatewayv1.Kind
+		source  informers.EventSource
+		handler cache.ResourceEventHandler
 	}
 	registrations := []registration{
 		{gatewayapi.GatewayClassKind, inf.GatewayClasses.Informer(), keys.GatewayClassHandler()},
@@ -213,18 +214,18 @@ func (c *Controller) addEventHandlers(ctx context.Context) error {
 		{gatewayapi.ReferenceGrantKind, inf.ReferenceGrants.Informer(), keys.ReferenceGrantHandler()},
 		{"Namespace", inf.Namespaces.Informer(), keys.NamespaceHandler()},
 		{gatewayapi.ServiceKind, inf.Services.Informer(), keys.ServiceHandler()},
-		{gatewayapi.SecretKind, inf.Secrets.Informer(), keys.SecretHandler()},
+		{gatewayapi.SecretKind, inf.Secrets, keys.SecretHandler()},
 		{v1alpha1.GatewayConfigKind, inf.GatewayConfigs, keys.GatewayConfigHandler()},
 	}
 	for _, kind := range gatewayapi.Routes {
 		registrations = append(registrations, registration{kind.Kind, inf.Routes[kind.Kind], keys.RouteHandler(kind)})
 	}
 	for _, r := range registrations {
-		registration, err := r.informer.AddEventHandler(r.handler)
+		registration, err := r.source.AddEventHandler(r.handler)
 		if err != nil {
 			return fmt.Errorf("add %s event handler: %w", r.kind, err)
 		}
-		c.synced = append(c.synced, r.informer.HasSynced, registration.HasSynced)
+		c.synced = append(c.synced, r.source.HasSynced, registration.HasSynced)
 	}
 	return nil
 }

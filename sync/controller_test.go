@@ -2,6 +2,7 @@ package sync
 
 import (
 	"context"
+	"errors"
 	gosync "sync"
 	"testing"
 	"time"
@@ -111,6 +112,27 @@ func TestSyncGatewayConflictRequeuesWithoutGetOrPublish(t *testing.T) {
 	}
 	if len(pub.seen) != 0 {
 		t.Errorf("published %d confirmations after a conflict, want none", len(pub.seen))
+	}
+}
+
+// A certificate Secret whose watch has not listed yet is not judged missing: the sync
+// fails, to be retried, and writes and publishes nothing, so no listener flaps to
+// InvalidCertificateRef and none leaves Consul for a moment.
+func TestSyncGatewayWaitsForItsSecretsWatch(t *testing.T) {
+	gw := gateway("infra", "gw", httpsListener("https", 443, "", "cert"))
+	// The Gateway is in the caches, but the Secret cache never started: it watches
+	// nothing yet.
+	c, client, pub := newTestController(t, ourClass(), gw)
+
+	err := c.syncGateway(t.Context(), cache.MetaObjectToName(gw))
+	if !errors.Is(err, informers.ErrSecretNotSynced) {
+		t.Fatalf("syncGateway returned %v, want informers.ErrSecretNotSynced, to be retried", err)
+	}
+	if n := len(client.Actions()); n != 0 {
+		t.Errorf("%d API calls, want none: %v", n, client.Actions())
+	}
+	if len(pub.seen) != 0 {
+		t.Errorf("published %+v, want nothing", pub.seen)
 	}
 }
 

@@ -2,6 +2,7 @@ package sync
 
 import (
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -13,7 +14,9 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewaylisters "sigs.k8s.io/gateway-api/pkg/client/listers/apis/v1"
 
+	"github.com/consul-gateway-controller/consul-gateway-controller/informers"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
+	"github.com/consul-gateway-controller/consul-gateway-controller/workqueue"
 )
 
 // routeKindsByProtocol are the route kinds each supported listener protocol serves.
@@ -72,7 +75,9 @@ func (l *listenerState) servesRefs() bool {
 
 // listenerRefs are the caches a listener's references are resolved in.
 type listenerRefs struct {
-	secrets corelisters.SecretLister // holds only kubernetes.io/tls Secrets
+	// secrets holds only the kubernetes.io/tls Secrets listeners name; a Get may answer
+	// informers.ErrSecretNotSynced.
+	secrets corelisters.SecretLister
 	grants  gatewaylisters.ReferenceGrantLister
 }
 
@@ -236,6 +241,12 @@ func checkCertificateRef(owner listenerOwner, ref gatewayv1.SecretObjectReferenc
 	secret, err := refs.secrets.Secrets(namespace).Get(string(ref.Name))
 	if apierrors.IsNotFound(err) {
 		return gatewayv1.ListenerReasonInvalidCertificateRef, fmt.Sprintf("Secret %s does not exist or is not of type %s", name, corev1.SecretTypeTLS), nil
+	}
+	if errors.Is(err, informers.ErrSecretNotSynced) {
+		// Not known yet, so not missing: judging now could write a condition, and send
+		// Consul a listener, that the next sync takes back. The cache enqueues the
+		// owner again when the Secret's watch has listed.
+		return "", "", workqueue.Expected(fmt.Errorf("wait for Secret %s: %w", name, err))
 	}
 	if err != nil {
 		return "", "", fmt.Errorf("get Secret %s: %w", name, err)

@@ -118,6 +118,22 @@ var (
 		Help: "Entries the drift watch compared in full with the desired state; an entry whose index and desired state are unchanged since it last matched is not compared again.",
 	})
 
+	// CachedSecrets is how many Secrets the listener certificate cache holds
+	// (informers.SecretCache), summed over the caches of the process: one in the
+	// controller. Only Secrets a listener names are cached, so this follows the
+	// Gateways, not the cluster's Secrets.
+	CachedSecrets = prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: namespace, Name: "informer_cached_secrets",
+		Help: "kubernetes.io/tls Secrets held in the controller's cache: only those a Gateway or ListenerSet listener names as a certificate.",
+	})
+
+	// SecretWatches is how many Secrets the certificate cache watches, one watch
+	// each, whether the Secret exists or not.
+	SecretWatches = prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: namespace, Name: "informer_secret_watches",
+		Help: "Watches the controller holds on single Secrets, one per Secret a Gateway or ListenerSet listener names as a certificate, existing or not.",
+	})
+
 	// Leader is 1 while this replica holds the Lease.
 	Leader = prometheus.NewGauge(prometheus.GaugeOpts{
 		Namespace: namespace, Name: "leader",
@@ -130,7 +146,7 @@ func init() {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		StatusWrites, GatewayObjectApplies, GatewayObjectDeletions, ConsulCatalogWrites, ConsulACLWrites, ConsulWrites, DriftCorrections, GCDeletions, SyncDuration, Leader,
-		TranslateDuration, TranslatedObjects, ConsulRequestDuration, ConsulEntriesCompared,
+		TranslateDuration, TranslatedObjects, ConsulRequestDuration, ConsulEntriesCompared, CachedSecrets, SecretWatches,
 	)
 	// The series of every kind exist from the start, whether gateways are deployed or
 	// not, so a rate over them is defined.

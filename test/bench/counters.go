@@ -17,6 +17,7 @@ const (
 	seriesLeader       = "consul_gateway_controller_leader"
 	seriesRequests     = "rest_client_requests_total"
 	seriesCPU          = "process_cpu_seconds_total"
+	seriesSecrets      = "consul_gateway_controller_informer_cached_secrets"
 )
 
 // counters are one controller process's totals from one scrape.
@@ -32,6 +33,8 @@ type counters struct {
 	apiRequests     float64
 	apiByMethod     map[string]float64
 	cpu             float64
+	// cachedSecrets is how many Secrets the controller's cache holds at the scrape.
+	cachedSecrets float64
 }
 
 func countersOf(m scrape) counters {
@@ -47,6 +50,7 @@ func countersOf(m scrape) counters {
 		apiRequests:     m.sum(seriesRequests, nil),
 		apiByMethod:     map[string]float64{},
 		cpu:             m.sum(seriesCPU, nil),
+		cachedSecrets:   m.sum(seriesSecrets, nil),
 	}
 	for _, kind := range m.labelValues(seriesStatusWrites, "kind") {
 		c.statusByKind[kind] = m.sum(seriesStatusWrites, map[string]string{"kind": kind})

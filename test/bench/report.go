@@ -217,5 +217,7 @@ logs are kept under ` + "`_output/bench/<time>/`" + `.
 - **Memory:** peak RSS at each size, with 0 routes as the baseline, and at the largest
   size with the unrelated Secrets (half Opaque, half ` + "`kubernetes.io/tls`" + ` with 1 KiB
   dummy ` + "`tls.crt`" + `/` + "`tls.key`" + `) created in the routes' namespace before the controller
-  starts (at QPS 1000/1000, compared with the same cold start without them).
+  starts (at QPS 1000/1000, compared with the same cold start without them). The
+  controller caches only the Secrets a listener names, so its
+  ` + "`consul_gateway_controller_informer_cached_secrets`" + ` gauge, reported with them, is 0 there.
 `
