@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -76,9 +77,9 @@ func main() {
 	klog.Flush()
 }
 
-// run connects to the API server and Consul, wires the pipeline, serves the probes and
-// starts the informers, and runs the writers while this replica leads (throughout,
-// without leader election).
+// run connects to the API server and Consul, wires the pipeline, serves the health
+// checks, metrics and profiles, starts the informers, and runs the writers while this
+// replica leads (throughout, without leader election).
 func run(ctx context.Context, opts *options.Options) error {
 	c, err := newClients(ctx, opts)
 	if err != nil {
@@ -103,7 +104,7 @@ func run(ctx context.Context, opts *options.Options) error {
 	p.start(ctx)
 	var leading atomic.Bool
 	synced := p.synced()
-	serveProbes(ctx, opts, func() error { return ready(synced, c.consul, leading.Load()) })
+	serveEndpoints(ctx, opts, c.side.reviews, func() error { return ready(synced, c.consul, leading.Load()) })
 	if !cache.WaitForNamedCacheSyncWithContext(ctx, p.bundle.HasSynced) {
 		return fmt.Errorf("gateway-api CRD cache did not sync: %w", context.Cause(ctx))
 	}
@@ -405,18 +406,30 @@ func (p *pipeline) lead(ctx context.Context, eventBroadcaster events.EventBroadc
 	return errors.Join(err, <-syncerDone, <-deployerDone, <-registrarDone, <-identitiesDone)
 }
 
-// serveProbes serves the metrics and the health checks, /readyz answering ready, on
-// both addresses until ctx is done. They answer from the start: /readyz says why the
-// process is not ready yet (for example RBAC that keeps a cache from syncing) instead
-// of refusing connections.
-func serveProbes(ctx context.Context, opts *options.Options, ready func() error) {
-	handler := metrics.Handler(ready, opts.Profiling)
-	for _, addr := range []string{opts.MetricsBindAddress, opts.HealthProbeBindAddress} {
+// serveEndpoints serves, each on its own address until ctx is done: the health
+// checks (/readyz answering ready), /metrics behind --metrics-auth, and with
+// --profiling the profiles. They answer from the start: /readyz says why the process
+// is not ready yet (for example RBAC that keeps a cache from syncing) instead of
+// refusing connections. reviews is the client of /metrics' token and access reviews.
+func serveEndpoints(ctx context.Context, opts *options.Options, reviews kubernetes.Interface, ready func() error) {
+	logger := klog.FromContext(ctx)
+	guard := metrics.Open
+	if opts.MetricsAuth == options.MetricsAuthKubernetes {
+		guard = metrics.NewDelegatedAuth(metrics.DelegatedAuthConfig{Client: reviews}).Wrap
+	} else if opts.MetricsBindAddress != "0" {
+		logger.Info("Serving /metrics without authentication (--metrics-auth=none)", "address", opts.MetricsBindAddress)
+	}
+	serve := func(what, addr string, handler http.Handler) {
 		go func() {
-			if err := metrics.Serve(ctx, addr, handler); err != nil {
-				klog.FromContext(ctx).Error(err, "Serving metrics and health checks failed", "address", addr)
+			if err := metrics.Serve(ctx, what, addr, handler); err != nil {
+				logger.Error(err, "Serving failed", "what", what, "address", addr)
 			}
 		}()
+	}
+	serve("health checks", opts.HealthProbeBindAddress, metrics.HealthHandler(ready))
+	serve("metrics", opts.MetricsBindAddress, metrics.MetricsHandler(guard))
+	if opts.Profiling {
+		serve("profiles", opts.ProfilingBindAddress, metrics.ProfilingHandler())
 	}
 }
 
@@ -432,12 +445,19 @@ const fieldManager = "consul-gateway-controller"
 type sideClients struct {
 	leaderElection kubernetes.Interface
 	events         kubernetes.Interface
+	// reviews checks /metrics' callers; whoever reaches the metrics address can make
+	// it call, so it must not take the status writes' budget.
+	reviews kubernetes.Interface
 }
 
 // Renewals come every retry period, so a small budget of their own suffices. Events
 // follow status writes (about one per changed object), so they get a budget as large
-// as the status writes', in a bucket of their own.
-const leaderElectionQPS, leaderElectionBurst = 5, 10
+// as the status writes', in a bucket of their own. A scraper costs two reviews per
+// cache time (10 s), so the reviews' small budget serves dozens of scrapers.
+const (
+	leaderElectionQPS, leaderElectionBurst = 5, 10
+	reviewsQPS, reviewsBurst               = 5, 10
+)
 
 func newSideClients(cfg *rest.Config) (sideClients, error) {
 	client := func(agent string, qps float32, burst int) (kubernetes.Interface, error) {
@@ -457,22 +477,28 @@ func newSideClients(cfg *rest.Config) (sideClients, error) {
 	if sc.leaderElection, err = client("leader-election", leaderElectionQPS, leaderElectionBurst); err != nil {
 		return sc, err
 	}
-	sc.events, err = client("events", cfg.QPS, cfg.Burst)
+	if sc.events, err = client("events", cfg.QPS, cfg.Burst); err != nil {
+		return sc, err
+	}
+	sc.reviews, err = client("metrics-auth", reviewsQPS, reviewsBurst)
 	return sc, err
 }
 
-// ready is /readyz: the caches have synced and, while leading, Consul answers.
+// ready is /readyz: the caches have synced and, while leading, Consul answers. Its
+// errors are metrics.NotReadyErrors, whose reason alone /readyz answers.
 func ready(caches []cache.InformerSynced, consul *consulapi.Client, leading bool) error {
 	for _, synced := range caches {
 		if !synced() {
-			return errors.New("the caches have not synced")
+			return metrics.NotReady("the caches have not synced", nil)
 		}
 	}
 	if !leading {
 		return nil
 	}
+	// Consul's error names its address, server name and certificates: the log gets it,
+	// the probe's caller only the reason.
 	if _, err := consul.Status().Leader(); err != nil {
-		return fmt.Errorf("consul does not answer: %w", err)
+		return metrics.NotReady("consul does not answer", err)
 	}
 	return nil
 }

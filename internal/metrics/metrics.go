@@ -1,5 +1,6 @@
 // Package metrics owns the controller's Prometheus series and the HTTP endpoints that
-// serve them and the health checks: /metrics, /healthz and /readyz.
+// serve them, the health checks and the profiles, each on an address of its own:
+// /metrics (behind DelegatedAuth), /healthz and /readyz, and /debug/pprof/.
 package metrics
 
 import (

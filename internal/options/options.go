@@ -38,7 +38,14 @@ type Options struct {
 
 	MetricsBindAddress     string
 	HealthProbeBindAddress string
-	Profiling              bool
+	// MetricsAuth is how /metrics checks its callers: MetricsAuthKubernetes or
+	// MetricsAuthNone.
+	MetricsAuth string
+	// Profiling serves pprof on ProfilingBindAddress, which Validate requires to be a
+	// loopback address unless ProfilingAllowNonLoopback.
+	Profiling                 bool
+	ProfilingBindAddress      string
+	ProfilingAllowNonLoopback bool
 
 	LeaderElect bool
 	Leader      leader.Config
@@ -87,6 +94,8 @@ func New() *Options {
 		LeaderElect:            true,
 		MetricsBindAddress:     ":8080",
 		HealthProbeBindAddress: ":8081",
+		MetricsAuth:            MetricsAuthKubernetes,
+		ProfilingBindAddress:   "127.0.0.1:6060",
 		// kube-controller-manager's timing: 5s of margin for writers to stop.
 		Leader: leader.Config{
 			Namespace:     "consul-gateway-controller",
@@ -97,6 +106,16 @@ func New() *Options {
 		},
 	}
 }
+
+// The values of --metrics-auth.
+const (
+	// MetricsAuthKubernetes serves /metrics only to a bearer token the API server
+	// authenticates (TokenReview) for a user allowed to get the non-resource URL
+	// /metrics (SubjectAccessReview), as kube components do.
+	MetricsAuthKubernetes = "kubernetes"
+	// MetricsAuthNone serves /metrics to anyone who reaches the address.
+	MetricsAuthNone = "none"
+)
 
 // LeaderConfig is the election's configuration; an unset identity is the pod name in a
 // cluster ($HOSTNAME), else the host name. It is resolved here, not as the flag's
@@ -125,9 +144,12 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 	fs.IntVar(&o.GatewayWorkers, "gateway-workers", o.GatewayWorkers, "Status workers for Gateways (GatewayClasses get one).")
 	fs.IntVar(&o.RouteWorkers, "route-workers", o.RouteWorkers, "Status workers for each route kind (HTTPRoute, TCPRoute, GRPCRoute, TLSRoute, UDPRoute).")
 
-	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Address serving /metrics (Prometheus). \"0\" disables it.")
-	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "Address serving /healthz and /readyz. \"0\" disables it.")
-	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "Serve Go's pprof profiles under /debug/pprof/ on the metrics and health addresses.")
+	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Address serving /metrics (Prometheus), and nothing else. \"0\" disables it.")
+	fs.StringVar(&o.MetricsAuth, "metrics-auth", o.MetricsAuth, "How /metrics checks its callers. kubernetes: a bearer token the API server authenticates (TokenReview) for a user it allows to get the non-resource URL /metrics (SubjectAccessReview), as kube components do; 401 without or with an invalid token, 403 without the grant; decisions are cached 10s. The controller then needs create on tokenreviews and subjectaccessreviews (deploy/clusterrole.yaml), scrapers the ClusterRole consul-gateway-controller-metrics-reader. none: no check, anyone who reaches the address is served; for local runs, or behind a NetworkPolicy that admits only the scrapers.")
+	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "Address serving /healthz and /readyz, and nothing else, without authentication. /readyz answers a short fixed reason; the detail goes to the log. \"0\" disables it.")
+	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "Serve Go's pprof profiles under /debug/pprof/ on --profiling-bind-address, never on the metrics or health addresses: they have no authentication, show the command line, goroutine stacks and allocation sites, and a CPU profile or trace loads the process while it runs.")
+	fs.StringVar(&o.ProfilingBindAddress, "profiling-bind-address", o.ProfilingBindAddress, "Address serving the profiles with --profiling, and nothing else. Must be a loopback address (reach it with kubectl port-forward) unless --profiling-allow-non-loopback; any other address is refused at start.")
+	fs.BoolVar(&o.ProfilingAllowNonLoopback, "profiling-allow-non-loopback", o.ProfilingAllowNonLoopback, "Let --profiling-bind-address be an address other hosts reach. Anyone who reaches it can then read the profiles and load the process: protect it by other means.")
 
 	fs = fss.FlagSet("leader election")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Run the writers only while holding a Lease, so replicas never write at once. Disable only for a single replica.")
@@ -224,10 +246,42 @@ func (o *Options) Validate() error {
 	for _, problem := range o.Gateway.InfrastructureKeys.Validate() {
 		errs = append(errs, fmt.Errorf("--gateway-infrastructure-keys %s", problem))
 	}
+	if o.MetricsAuth != MetricsAuthKubernetes && o.MetricsAuth != MetricsAuthNone {
+		errs = append(errs, fmt.Errorf("--metrics-auth %q: want %s or %s", o.MetricsAuth, MetricsAuthKubernetes, MetricsAuthNone))
+	}
+	if err := o.validateProfiling(); err != nil {
+		errs = append(errs, err)
+	}
 	if o.Gateway.GRPCPort < 1 || o.Gateway.GRPCPort > 65535 {
 		errs = append(errs, fmt.Errorf("--gateway-consul-grpc-port %d: want a port", o.Gateway.GRPCPort))
 	}
 	return errors.Join(errs...)
+}
+
+// validateProfiling refuses to serve the profiles on an address other hosts reach,
+// unless the operator says so with --profiling-allow-non-loopback.
+func (o *Options) validateProfiling() error {
+	if !o.Profiling || o.ProfilingBindAddress == "0" || o.ProfilingAllowNonLoopback {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(o.ProfilingBindAddress)
+	if err != nil {
+		return fmt.Errorf("--profiling-bind-address %q: %w", o.ProfilingBindAddress, err)
+	}
+	if !isLoopback(host) {
+		return fmt.Errorf("--profiling-bind-address %q is not a loopback address: the profiles have no authentication; bind 127.0.0.1 or [::1] and use kubectl port-forward, or add --profiling-allow-non-loopback", o.ProfilingBindAddress)
+	}
+	return nil
+}
+
+// isLoopback reports whether host, of an address to listen on, is loopback only: a
+// loopback IP or "localhost". An empty host means every interface.
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // ConsulConfig is consul/api's configuration from the environment, with the flags

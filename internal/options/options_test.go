@@ -69,6 +69,23 @@ func TestValidate(t *testing.T) {
 		{[]string{"--consul-http-addr=localhost:8500"}, ""},
 		{[]string{"--gateway-infrastructure-keys=example.com/*,*"}, ""},
 		{[]string{"--gateway-infrastructure-keys=example.*"}, "--gateway-infrastructure-keys"},
+		{[]string{"--metrics-auth=none"}, ""},
+		{[]string{"--metrics-auth=kubernetes"}, ""},
+		{[]string{"--metrics-auth=token"}, "--metrics-auth"},
+		{[]string{"--profiling"}, ""},
+		{[]string{"--profiling", "--profiling-bind-address=127.0.0.1:0"}, ""},
+		{[]string{"--profiling", "--profiling-bind-address=[::1]:6060"}, ""},
+		{[]string{"--profiling", "--profiling-bind-address=localhost:6060"}, ""},
+		{[]string{"--profiling", "--profiling-bind-address=0"}, ""},
+		{[]string{"--profiling", "--profiling-bind-address=:6060"}, "not a loopback address"},
+		{[]string{"--profiling", "--profiling-bind-address=0.0.0.0:6060"}, "not a loopback address"},
+		{[]string{"--profiling", "--profiling-bind-address=10.0.0.7:6060"}, "not a loopback address"},
+		{[]string{"--profiling", "--profiling-bind-address=[::]:6060"}, "not a loopback address"},
+		{[]string{"--profiling", "--profiling-bind-address=pod.example:6060"}, "not a loopback address"},
+		{[]string{"--profiling", "--profiling-bind-address=6060"}, "--profiling-bind-address"},
+		{[]string{"--profiling", "--profiling-bind-address=:6060", "--profiling-allow-non-loopback"}, ""},
+		// Without --profiling nothing listens there.
+		{[]string{"--profiling-bind-address=:6060"}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

@@ -82,28 +82,34 @@ type rbacCase struct {
 	name      string
 	removed   *grant
 	watchList bool // false: through startWatchListOffProxy
+	// scraper is a token allowed to get /metrics: a scraper polls the case's
+	// controller with it, so the grants of /metrics' reviews are put to the test.
+	scraper string
 }
 
 // TestDeployRBACIsLeastPrivilege removes each grant of the ClusterRole and the Role
 // that deploy/ renders, one per case, and runs the controller binary with what is left
-// against an example that provokes every grant: each removal must show as a refusal
-// of exactly that grant within a bounded time, and the full roles
-// must show none. A grant whose removal shows nothing is a grant the controller does
-// not need.
+// against an example that provokes every grant, while a scraper bound to deploy/'s
+// metrics-reader ClusterRole polls its /metrics: each removal must show as a refusal
+// of exactly that grant within a bounded time, and the full roles must show none and
+// serve the scraper. A grant whose removal shows nothing is a grant the controller
+// does not need.
 func TestDeployRBACIsLeastPrivilege(t *testing.T) {
 	start := time.Now()
 	r := renderDeploy(t)
 	checkLeaseRule(t, r.role)
 	ensureNamespace(t, r.role.Namespace)
+	scraperName := "rbac-metrics-" + utilrand.String(4)
+	scraper := metricsScraper(t, r.role.Namespace, scraperName, metricsReaderRole(t, r, scraperName))
 
 	cases := []rbacCase{
-		{name: "full roles", watchList: true},
-		{name: "full roles, API server without WatchList", watchList: false},
+		{name: "full roles", watchList: true, scraper: scraper},
+		{name: "full roles, API server without WatchList", watchList: false, scraper: scraper},
 	}
 	for _, g := range append(grants("ClusterRole", r.clusterRole.Rules), grants("Role", r.role.Rules)...) {
 		// Informers list only where the API server lacks WatchList (see
 		// startWatchListOffProxy); there, and only there, is a list grant needed.
-		cases = append(cases, rbacCase{name: "without " + g.String(), removed: &g, watchList: g.verb != "list"})
+		cases = append(cases, rbacCase{name: "without " + g.String(), removed: &g, watchList: g.verb != "list", scraper: scraper})
 	}
 	t.Cleanup(func() { t.Logf("%d cases, wall time %s", len(cases), time.Since(start).Round(time.Millisecond)) })
 	for i, c := range cases {
@@ -205,11 +211,17 @@ func runRBACCase(t *testing.T, r renderedDeploy, c rbacCase, id string) {
 		"--leader-elect-resource-name="+id,
 	)
 	kubeconfig, _ := serviceAccountKubeconfig(t, x.ns, id, proxy)
-	p := env.RunController(t, testenv.ControllerOptions{Name: id, Kubeconfig: kubeconfig, Args: args})
+	p := env.RunController(t, testenv.ControllerOptions{Name: id, Kubeconfig: kubeconfig, Args: args, MetricsToken: c.scraper})
+	go scrapeUntilDone(t.Context(), p)
 	started := time.Now()
 	if c.removed == nil {
 		waitConverged(t, p, x, controller, 90*time.Second)
 		t.Logf("converged in %s with no refusal", time.Since(started).Round(time.Millisecond))
+		testenv.Eventually(t, 10*time.Second, "the scraper is served /metrics", func(ctx context.Context) error {
+			_, err := p.Metrics(ctx)
+			return err
+		})
+		assertNoRefusal(t, p)
 		if proxy != nil && (proxy.refused.Load() == 0 || proxy.lists.Load() == 0) {
 			t.Errorf("through the proxy: %d watch-lists refused, %d lists: the informers did not take the LIST path", proxy.refused.Load(), proxy.lists.Load())
 		}
@@ -218,6 +230,22 @@ func runRBACCase(t *testing.T, r renderedDeploy, c rbacCase, id string) {
 	outcome := awaitDegradation(t, p, *c.removed, 45*time.Second)
 	t.Logf("%s: %s after %s", c.removed, outcome, time.Since(started).Round(time.Millisecond))
 	_ = p.Kill() // decided: free the CPU for the other cases
+}
+
+// scrapeUntilDone scrapes p's /metrics every half second, as Prometheus would, until
+// ctx is done: each scrape makes p review the scraper's token and access (once per
+// cache time), which its RBAC must allow.
+func scrapeUntilDone(ctx context.Context, p *testenv.Controller) {
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		_, _ = p.Metrics(ctx) // what it answers shows in p's log
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
 }
 
 func serviceaccountUser(namespace, name string) string {

@@ -25,26 +25,30 @@ import (
 
 // What deploy/ installs, as its manifests name it.
 const (
-	deployNamespace   = "consul-gateway-controller"
-	deployName        = "consul-gateway-controller"
-	deployTokenSecret = "consul-gateway-controller-consul-token"
-	deployImage       = "ghcr.io/consul-gateway-controller/consul-gateway-controller:v0.1.0"
+	deployNamespace     = "consul-gateway-controller"
+	deployName          = "consul-gateway-controller"
+	deployTokenSecret   = "consul-gateway-controller-consul-token"
+	deployImage         = "ghcr.io/consul-gateway-controller/consul-gateway-controller:v0.1.0"
+	deployMetricsReader = "consul-gateway-controller-metrics-reader"
 )
 
-// deployKinds are the kinds `kubectl kustomize deploy` must render.
-var deployKinds = []string{
-	"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
-	"ConfigMap", "Deployment", "PodDisruptionBudget", "Service", "GatewayClass",
+// deployKinds are the kinds `kubectl kustomize deploy` must render, and how many of
+// each.
+var deployKinds = map[string]int{
+	"Namespace": 1, "ServiceAccount": 1, "ClusterRole": 2, "ClusterRoleBinding": 1, "Role": 1, "RoleBinding": 1,
+	"ConfigMap": 1, "Deployment": 1, "PodDisruptionBudget": 1, "Service": 1, "GatewayClass": 1,
 }
 
 // renderedDeploy is `kubectl kustomize deploy`, parsed.
 type renderedDeploy struct {
 	dir         string
 	objects     []*unstructured.Unstructured
-	clusterRole rbacv1.ClusterRole
-	role        rbacv1.Role
-	deployment  appsv1.Deployment
-	configMap   corev1.ConfigMap
+	clusterRole rbacv1.ClusterRole // the controller's
+	// metricsReader is the scrapers' ClusterRole: get on /metrics.
+	metricsReader rbacv1.ClusterRole
+	role          rbacv1.Role
+	deployment    appsv1.Deployment
+	configMap     corev1.ConfigMap
 }
 
 func renderDeploy(t *testing.T) renderedDeploy {
@@ -68,10 +72,15 @@ func renderKustomization(t *testing.T, dir string) renderedDeploy {
 		t.Fatalf("parse the rendered %s: %v", dir, err)
 	}
 	for kind, into := range map[string]any{
-		"ClusterRole": &r.clusterRole, "Role": &r.role, "Deployment": &r.deployment, "ConfigMap": &r.configMap,
+		"Role": &r.role, "Deployment": &r.deployment, "ConfigMap": &r.configMap,
 	} {
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(r.only(t, kind).Object, into); err != nil {
 			t.Fatalf("rendered %s: %v", kind, err)
+		}
+	}
+	for name, into := range map[string]*rbacv1.ClusterRole{deployName: &r.clusterRole, deployMetricsReader: &r.metricsReader} {
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(r.named(t, "ClusterRole", name).Object, into); err != nil {
+			t.Fatalf("rendered ClusterRole %s: %v", name, err)
 		}
 	}
 	return r
@@ -95,19 +104,35 @@ func decodeObjects(text string) ([]*unstructured.Unstructured, error) {
 }
 
 // only is the one rendered object of kind.
-
 func (r renderedDeploy) only(t *testing.T, kind string) *unstructured.Unstructured {
 	t.Helper()
+	found := r.ofKind(kind)
+	if len(found) != 1 {
+		t.Fatalf("deploy/ renders %d objects of kind %s, want 1", len(found), kind)
+	}
+	return found[0]
+}
+
+// named is the rendered object of kind named name.
+func (r renderedDeploy) named(t *testing.T, kind, name string) *unstructured.Unstructured {
+	t.Helper()
+	for _, obj := range r.ofKind(kind) {
+		if obj.GetName() == name {
+			return obj
+		}
+	}
+	t.Fatalf("deploy/ renders no %s named %s", kind, name)
+	return nil
+}
+
+func (r renderedDeploy) ofKind(kind string) []*unstructured.Unstructured {
 	var found []*unstructured.Unstructured
 	for _, obj := range r.objects {
 		if obj.GetKind() == kind {
 			found = append(found, obj)
 		}
 	}
-	if len(found) != 1 {
-		t.Fatalf("deploy/ renders %d objects of kind %s, want 1", len(found), kind)
-	}
-	return found[0]
+	return found
 }
 
 // kubectl runs the kubectl built for the harness; kubeconfig "" runs it without one.

@@ -23,11 +23,14 @@ import (
 // TestDeployAppliesAndRunsWithItsOwnRBAC applies deploy/ as an operator would, then
 // runs the controller binary with the Deployment's flags and its ServiceAccount's token
 // (leader election on, in the deploy namespace) until an example set converges in the
-// API server and in Consul, with no RBAC refusal at all.
+// API server and in Consul, with no RBAC refusal at all, and serves /metrics to a
+// scraper bound to the metrics-reader ClusterRole deploy/ installed.
 func TestDeployAppliesAndRunsWithItsOwnRBAC(t *testing.T) {
 	r := renderDeploy(t)
-	for _, kind := range deployKinds {
-		r.only(t, kind)
+	for kind, n := range deployKinds {
+		if got := len(r.ofKind(kind)); got != n {
+			t.Errorf("deploy/ renders %d objects of kind %s, want %d", got, kind, n)
+		}
 	}
 	checkDeploymentSpec(t, r)
 
@@ -62,11 +65,12 @@ func TestDeployAppliesAndRunsWithItsOwnRBAC(t *testing.T) {
 	waitAuthorized(t, user, r.role.Rules[0], deployNamespace)
 	kubeconfig, _ := serviceAccountKubeconfig(t, deployNamespace, deployName, nil)
 	suffix := utilrand.String(5)
+	scraper := metricsScraper(t, deployNamespace, "prometheus-"+suffix, deployMetricsReader)
 	x := newDeployExample("deploy-"+suffix, "consul")
 	x.create(t)
 	const pod = "consul-gateway-controller-0"
 	args := r.processArgs(t, pod, "--cluster-id=deploy-"+suffix, "--manage-service-defaults")
-	p := env.RunController(t, testenv.ControllerOptions{Name: pod, Kubeconfig: kubeconfig, Args: args})
+	p := env.RunController(t, testenv.ControllerOptions{Name: pod, Kubeconfig: kubeconfig, Args: args, MetricsToken: scraper})
 	t.Logf("running %s %s", pod, strings.Join(args, " "))
 
 	start := time.Now()
@@ -74,6 +78,9 @@ func TestDeployAppliesAndRunsWithItsOwnRBAC(t *testing.T) {
 	t.Logf("example converged in %s", time.Since(start).Round(time.Millisecond))
 	if err := p.WaitReady(t.Context(), 10*time.Second); err != nil {
 		t.Fatal(err)
+	}
+	if _, err := p.Metrics(t.Context()); err != nil {
+		t.Errorf("a scraper bound to %s: %v", deployMetricsReader, err)
 	}
 
 	// SIGTERM as the kubelet sends it: the leader drains and releases the Lease well
@@ -190,6 +197,8 @@ func checkDeploymentSpec(t *testing.T, r renderedDeploy) {
 	check(containerPort(c, "metrics") == 8080, "container port metrics 8080")
 	check(slices.Contains(c.Args, "--leader-elect=true"), "--leader-elect=true")
 	check(slices.Contains(c.Args, "--health-probe-bind-address=:8081") && slices.Contains(c.Args, "--metrics-bind-address=:8080"), "metrics :8080, probes :8081")
+	check(slices.Contains(c.Args, "--metrics-auth=kubernetes") && !slices.Contains(c.Args, "--metrics-auth=none"), "--metrics-auth=kubernetes")
+	check(!slices.ContainsFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, "--profiling") }), "no --profiling flags (pprof stays off)")
 	hostname := false
 	for _, e := range c.Env {
 		if e.Name == "HOSTNAME" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.name" {

@@ -89,25 +89,35 @@ type ControllerOptions struct {
 	// consul/api's CONSUL_CACERT and CONSUL_TLS_SERVER_NAME. Nothing else of the
 	// caller's environment reaches it.
 	Env []string
+	// MetricsToken, when set, runs the process with --metrics-auth=kubernetes (as
+	// deploy/ does) and is the bearer token Metrics presents; the API server must
+	// authenticate it for a user allowed to get /metrics. Empty runs the process with
+	// --metrics-auth=none, so scrapes need no grant and keep working while the API
+	// server is down.
+	MetricsToken string
 }
 
 // HarnessFlags are the flags StartController sets on every process, in this order,
 // before ControllerOptions.Args: the servers, the token file, free loopback ports for
-// metrics and probes, and the leader identity.
+// metrics, probes and profiles (used with --profiling), the metrics authentication
+// (ControllerOptions.MetricsToken) and the leader identity.
 var HarnessFlags = []string{
 	"--kubeconfig", "--consul-http-addr", "--consul-token-file",
-	"--metrics-bind-address", "--health-probe-bind-address", "--leader-elect-identity",
+	"--metrics-bind-address", "--health-probe-bind-address", "--profiling-bind-address",
+	"--metrics-auth", "--leader-elect-identity",
 }
 
 // Controller is the controller binary running as its own process, the way a pod runs
 // it: metrics and health on free loopback ports, its output in a log file.
 type Controller struct {
-	name        string
-	logPath     string
-	logStart    int64 // the log's size when the process started
-	metricsAddr string
-	healthAddr  string
-	dir         string
+	name          string
+	logPath       string
+	logStart      int64 // the log's size when the process started
+	metricsAddr   string
+	healthAddr    string
+	profilingAddr string
+	metricsToken  string
+	dir           string
 
 	cmd     *exec.Cmd
 	exited  chan struct{}
@@ -183,7 +193,7 @@ func (e *Env) startController(dir string, opts ControllerOptions) (*Controller, 
 	if err := os.WriteFile(tokenFile, []byte(token), 0o600); err != nil {
 		return nil, err
 	}
-	ports, err := freePorts(2)
+	ports, err := freePorts(3)
 	if err != nil {
 		return nil, err
 	}
@@ -194,12 +204,18 @@ func (e *Env) startController(dir string, opts ControllerOptions) (*Controller, 
 		opts.LogName = "controller-" + opts.Name + ".log"
 	}
 	c := &Controller{
-		name:        opts.Name,
-		logPath:     filepath.Join(opts.LogDir, opts.LogName),
-		metricsAddr: fmt.Sprintf("127.0.0.1:%d", ports[0]),
-		healthAddr:  fmt.Sprintf("127.0.0.1:%d", ports[1]),
-		dir:         dir,
-		exited:      make(chan struct{}),
+		name:          opts.Name,
+		logPath:       filepath.Join(opts.LogDir, opts.LogName),
+		metricsAddr:   fmt.Sprintf("127.0.0.1:%d", ports[0]),
+		healthAddr:    fmt.Sprintf("127.0.0.1:%d", ports[1]),
+		profilingAddr: fmt.Sprintf("127.0.0.1:%d", ports[2]),
+		metricsToken:  opts.MetricsToken,
+		dir:           dir,
+		exited:        make(chan struct{}),
+	}
+	metricsAuth := "none"
+	if opts.MetricsToken != "" {
+		metricsAuth = "kubernetes"
 	}
 	harness := map[string]string{
 		"--kubeconfig":                opts.Kubeconfig,
@@ -207,6 +223,8 @@ func (e *Env) startController(dir string, opts ControllerOptions) (*Controller, 
 		"--consul-token-file":         tokenFile,
 		"--metrics-bind-address":      c.metricsAddr,
 		"--health-probe-bind-address": c.healthAddr,
+		"--profiling-bind-address":    c.profilingAddr,
+		"--metrics-auth":              metricsAuth,
 		"--leader-elect-identity":     opts.Name,
 	}
 	args := make([]string, 0, len(HarnessFlags)+len(opts.Args))
@@ -265,6 +283,9 @@ func (c *Controller) MetricsAddr() string { return c.metricsAddr }
 
 // HealthAddr is host:port of /healthz and /readyz.
 func (c *Controller) HealthAddr() string { return c.healthAddr }
+
+// ProfilingAddr is host:port of /debug/pprof/, served when Args hold --profiling.
+func (c *Controller) ProfilingAddr() string { return c.profilingAddr }
 
 // Exited is closed once the process has exited.
 func (c *Controller) Exited() <-chan struct{} { return c.exited }
@@ -371,9 +392,9 @@ func (c *Controller) exitCode() int {
 	return 0
 }
 
-// Metrics returns the /metrics text.
+// Metrics returns the /metrics text, asked for with ControllerOptions.MetricsToken.
 func (c *Controller) Metrics(ctx context.Context) (string, error) {
-	code, body, err := httpGet(ctx, "http://"+c.metricsAddr+"/metrics")
+	code, body, err := HTTPGet(ctx, "http://"+c.metricsAddr+"/metrics", c.metricsToken)
 	if err != nil {
 		return "", fmt.Errorf("%s /metrics: %w", c.name, err)
 	}
@@ -385,7 +406,7 @@ func (c *Controller) Metrics(ctx context.Context) (string, error) {
 
 // Readyz is /readyz's answer: its status code and body.
 func (c *Controller) Readyz(ctx context.Context) (int, string, error) {
-	return httpGet(ctx, "http://"+c.healthAddr+"/readyz")
+	return HTTPGet(ctx, "http://"+c.healthAddr+"/readyz", "")
 }
 
 // Ready reports whether /readyz answers 200.
@@ -419,12 +440,17 @@ func (c *Controller) WaitReady(ctx context.Context, timeout time.Duration) error
 	}
 }
 
-func httpGet(ctx context.Context, url string) (int, string, error) {
+// HTTPGet GETs url, with token as its bearer token unless empty, and returns the
+// status code and the body.
+func HTTPGet(ctx context.Context, url, token string) (int, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return 0, "", err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -62,6 +62,10 @@ func (e *Env) create(ctx context.Context, obj runtime.Object) (deleteFn func(con
 		err = into(o)(core.ServiceAccounts(o.Namespace).Create(ctx, o, create))
 	case *appsv1.Deployment:
 		err = into(o)(e.KubeClient.AppsV1().Deployments(o.Namespace).Create(ctx, o, create))
+	case *rbacv1.ClusterRole:
+		rbac := e.KubeClient.RbacV1().ClusterRoles()
+		err = into(o)(rbac.Create(ctx, o, create))
+		deleteFn = func(ctx context.Context) error { return rbac.Delete(ctx, o.Name, del) }
 	case *rbacv1.ClusterRoleBinding:
 		rbac := e.KubeClient.RbacV1().ClusterRoleBindings()
 		err = into(o)(rbac.Create(ctx, o, create))

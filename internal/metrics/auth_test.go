@@ -1,0 +1,217 @@
+package metrics
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/textlogger"
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+// The tokens the fake API server knows, and what it answers for them.
+const (
+	readerToken   = "token-of-the-reader-2f7c"   // authenticated, may get /metrics
+	strangerToken = "token-of-a-stranger-81ad"   // authenticated, may not
+	expiredToken  = "token-that-expired-4c0e"    // not authenticated
+	forbidToken   = "token-review-forbidden-9b3" // the TokenReview itself is refused
+	sarFailsToken = "token-sar-forbidden-d51e"   // authenticated; the SubjectAccessReview is refused
+)
+
+// reviewer is a fake API server's TokenReview and SubjectAccessReview endpoints.
+type reviewer struct {
+	client *fake.Clientset
+	sars   []authorizationv1.SubjectAccessReviewSpec
+}
+
+func newReviewer() *reviewer {
+	rv := &reviewer{client: fake.NewClientset()}
+	rv.client.PrependReactor("create", "tokenreviews", rv.tokenReview)
+	rv.client.PrependReactor("create", "subjectaccessreviews", rv.accessReview)
+	return rv
+}
+
+func (rv *reviewer) tokenReview(action k8stesting.Action) (bool, runtime.Object, error) {
+	review := action.(k8stesting.CreateAction).GetObject().(*authenticationv1.TokenReview).DeepCopy()
+	users := map[string]string{readerToken: "reader", strangerToken: "stranger", sarFailsToken: "sar-fails"}
+	switch token := review.Spec.Token; {
+	case token == forbidToken:
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "authentication.k8s.io", Resource: "tokenreviews"}, "",
+			fmt.Errorf(`User "system:serviceaccount:ns:controller" cannot create resource "tokenreviews" in API group "authentication.k8s.io" at the cluster scope`))
+	case users[token] != "":
+		review.Status = authenticationv1.TokenReviewStatus{Authenticated: true, User: authenticationv1.UserInfo{
+			Username: "system:serviceaccount:ns:" + users[token], UID: "uid-" + users[token],
+			Groups: []string{"system:serviceaccounts", "system:authenticated"},
+			Extra:  map[string]authenticationv1.ExtraValue{"authentication.kubernetes.io/pod-name": {"pod-1"}},
+		}}
+	default:
+		review.Status = authenticationv1.TokenReviewStatus{Error: "invalid bearer token"}
+	}
+	return true, review, nil
+}
+
+func (rv *reviewer) accessReview(action k8stesting.Action) (bool, runtime.Object, error) {
+	review := action.(k8stesting.CreateAction).GetObject().(*authorizationv1.SubjectAccessReview).DeepCopy()
+	rv.sars = append(rv.sars, review.Spec)
+	attrs := review.Spec.NonResourceAttributes
+	switch {
+	case review.Spec.User == "system:serviceaccount:ns:sar-fails":
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "authorization.k8s.io", Resource: "subjectaccessreviews"}, "",
+			fmt.Errorf(`User "system:serviceaccount:ns:controller" cannot create resource "subjectaccessreviews" in API group "authorization.k8s.io" at the cluster scope`))
+	case review.Spec.User == "system:serviceaccount:ns:reader" && attrs != nil && attrs.Path == "/metrics" && attrs.Verb == "get":
+		review.Status = authorizationv1.SubjectAccessReviewStatus{Allowed: true, Reason: "RBAC: allowed by ClusterRoleBinding"}
+	default:
+		review.Status = authorizationv1.SubjectAccessReviewStatus{Reason: "no RBAC policy matched"}
+	}
+	return true, review, nil
+}
+
+// reviews counts the reviews the fake API server was asked for, by resource.
+func (rv *reviewer) reviews() map[string]int {
+	n := map[string]int{}
+	for _, a := range rv.client.Actions() {
+		n[a.GetResource().Resource]++
+	}
+	return n
+}
+
+// scrape is one GET /metrics with authorization (the whole header; "" for none),
+// logging at -v=10 into log.
+func scrape(h http.Handler, authorization string, log *bytes.Buffer) (int, string) {
+	logger := textlogger.NewLogger(textlogger.NewConfig(textlogger.Verbosity(10), textlogger.Output(log)))
+	req := httptest.NewRequestWithContext(klog.NewContext(context.Background(), logger), http.MethodGet, "/metrics", nil)
+	if authorization != "" {
+		req.Header.Set("Authorization", authorization)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec.Code, rec.Body.String()
+}
+
+func TestDelegatedAuthDecides(t *testing.T) {
+	tests := []struct {
+		name          string
+		authorization string
+		want          int
+		reviews       map[string]int
+	}{
+		{"no Authorization header", "", http.StatusUnauthorized, map[string]int{}},
+		{"another scheme", "Basic " + readerToken, http.StatusUnauthorized, map[string]int{}},
+		{"an empty bearer token", "Bearer ", http.StatusUnauthorized, map[string]int{}},
+		{"a token the API server does not accept", "Bearer " + expiredToken, http.StatusUnauthorized, map[string]int{"tokenreviews": 1}},
+		{"a user without get on /metrics", "Bearer " + strangerToken, http.StatusForbidden, map[string]int{"tokenreviews": 1, "subjectaccessreviews": 1}},
+		{"a user with get on /metrics", "Bearer " + readerToken, http.StatusOK, map[string]int{"tokenreviews": 1, "subjectaccessreviews": 1}},
+		{"the scheme in lower case", "bearer " + readerToken, http.StatusOK, map[string]int{"tokenreviews": 1, "subjectaccessreviews": 1}},
+		{"the TokenReview refused", "Bearer " + forbidToken, http.StatusInternalServerError, map[string]int{"tokenreviews": 1}},
+		{"the SubjectAccessReview refused", "Bearer " + sarFailsToken, http.StatusInternalServerError, map[string]int{"tokenreviews": 1, "subjectaccessreviews": 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rv := newReviewer()
+			h := MetricsHandler(NewDelegatedAuth(DelegatedAuthConfig{Client: rv.client}).Wrap)
+			var log bytes.Buffer
+			code, body := scrape(h, tt.authorization, &log)
+			if code != tt.want {
+				t.Errorf("code %d, want %d (body %q)", code, tt.want, body)
+			}
+			if diff := cmp.Diff(tt.reviews, rv.reviews()); diff != "" {
+				t.Errorf("reviews (-want +got):\n%s", diff)
+			}
+			if code == http.StatusOK && !strings.Contains(body, "consul_gateway_controller_leader") {
+				t.Errorf("200 without the series: %q", body)
+			}
+			if code != http.StatusOK && strings.TrimSpace(body) != http.StatusText(code) {
+				t.Errorf("body %q: a refusal says its status and nothing else", body)
+			}
+			for _, token := range []string{readerToken, strangerToken, expiredToken, forbidToken, sarFailsToken} {
+				if strings.Contains(log.String(), token) {
+					t.Errorf("the -v=10 log holds a token:\n%s", log.String())
+				}
+			}
+			if code == http.StatusInternalServerError && !strings.Contains(log.String(), "cannot create resource") {
+				t.Errorf("the log does not say why the review failed:\n%s", log.String())
+			}
+		})
+	}
+}
+
+// TestDelegatedAuthAsksForGetOnThePath checks the SubjectAccessReview: the user as the
+// TokenReview named it, and get on the non-resource URL /metrics.
+func TestDelegatedAuthAsksForGetOnThePath(t *testing.T) {
+	rv := newReviewer()
+	h := MetricsHandler(NewDelegatedAuth(DelegatedAuthConfig{Client: rv.client}).Wrap)
+	if code, _ := scrape(h, "Bearer "+readerToken, &bytes.Buffer{}); code != http.StatusOK {
+		t.Fatalf("code %d, want 200", code)
+	}
+	want := []authorizationv1.SubjectAccessReviewSpec{{
+		User: "system:serviceaccount:ns:reader", UID: "uid-reader", Groups: []string{"system:serviceaccounts", "system:authenticated"},
+		Extra:                 map[string]authorizationv1.ExtraValue{"authentication.kubernetes.io/pod-name": {"pod-1"}},
+		NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: "/metrics", Verb: "get"},
+	}}
+	if diff := cmp.Diff(want, rv.sars); diff != "" {
+		t.Errorf("SubjectAccessReviews (-want +got):\n%s", diff)
+	}
+}
+
+// TestDelegatedAuthCaches checks that a scraper costs two reviews per TTL, not per
+// scrape, for allowed and refused tokens alike; that failed reviews are asked again;
+// and that a full cache of fresh decisions stops caching instead of growing.
+func TestDelegatedAuthCaches(t *testing.T) {
+	rv := newReviewer()
+	clock := clocktesting.NewFakePassiveClock(time.Now())
+	auth := NewDelegatedAuth(DelegatedAuthConfig{Client: rv.client, Clock: clock})
+	h := MetricsHandler(auth.Wrap)
+	expect := func(when string, authorization string, code int, reviews map[string]int) {
+		t.Helper()
+		if got, _ := scrape(h, authorization, &bytes.Buffer{}); got != code {
+			t.Errorf("%s: code %d, want %d", when, got, code)
+		}
+		if diff := cmp.Diff(reviews, rv.reviews()); diff != "" {
+			t.Errorf("%s: reviews (-want +got):\n%s", when, diff)
+		}
+	}
+	expect("first scrape", "Bearer "+readerToken, 200, map[string]int{"tokenreviews": 1, "subjectaccessreviews": 1})
+	clock.SetTime(clock.Now().Add(DefaultAuthTTL - time.Second))
+	expect("within the TTL", "Bearer "+readerToken, 200, map[string]int{"tokenreviews": 1, "subjectaccessreviews": 1})
+	expect("a stranger", "Bearer "+strangerToken, 403, map[string]int{"tokenreviews": 2, "subjectaccessreviews": 2})
+	expect("the stranger again", "Bearer "+strangerToken, 403, map[string]int{"tokenreviews": 2, "subjectaccessreviews": 2})
+	expect("an unknown token", "Bearer "+expiredToken, 401, map[string]int{"tokenreviews": 3, "subjectaccessreviews": 2})
+	expect("the unknown token again", "Bearer "+expiredToken, 401, map[string]int{"tokenreviews": 3, "subjectaccessreviews": 2})
+	expect("a failed review", "Bearer "+forbidToken, 500, map[string]int{"tokenreviews": 4, "subjectaccessreviews": 2})
+	expect("a failed review again", "Bearer "+forbidToken, 500, map[string]int{"tokenreviews": 5, "subjectaccessreviews": 2})
+	clock.SetTime(clock.Now().Add(time.Second))
+	expect("after the TTL", "Bearer "+readerToken, 200, map[string]int{"tokenreviews": 6, "subjectaccessreviews": 3})
+
+	// Fill the cache with made-up tokens: a new one is then reviewed every time.
+	for i := len(auth.decisions); i < maxDecisions; i++ {
+		scrape(h, fmt.Sprintf("Bearer made-up-%d", i), &bytes.Buffer{})
+	}
+	before := rv.reviews()["tokenreviews"]
+	scrape(h, "Bearer one-too-many", &bytes.Buffer{})
+	scrape(h, "Bearer one-too-many", &bytes.Buffer{})
+	if got := rv.reviews()["tokenreviews"] - before; got != 2 || len(auth.decisions) != maxDecisions {
+		t.Errorf("a full cache: %d reviews for two requests and %d decisions, want 2 and %d", got, len(auth.decisions), maxDecisions)
+	}
+	// Once they expire, they make room.
+	clock.SetTime(clock.Now().Add(DefaultAuthTTL))
+	before = rv.reviews()["tokenreviews"]
+	scrape(h, "Bearer one-too-many", &bytes.Buffer{})
+	scrape(h, "Bearer one-too-many", &bytes.Buffer{})
+	if got := rv.reviews()["tokenreviews"] - before; got != 1 || len(auth.decisions) != 1 {
+		t.Errorf("after the TTL: %d reviews for two requests and %d decisions, want 1 and 1", got, len(auth.decisions))
+	}
+}
