@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -35,6 +36,7 @@ const (
 var deployKinds = []string{
 	"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
 	"ConfigMap", "Deployment", "PodDisruptionBudget", "Service", "GatewayClass",
+	"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
 }
 
 // renderedDeploy is `kubectl kustomize deploy`, parsed.
@@ -45,6 +47,8 @@ type renderedDeploy struct {
 	role        rbacv1.Role
 	deployment  appsv1.Deployment
 	configMap   corev1.ConfigMap
+	policy      admissionregistrationv1.ValidatingAdmissionPolicy
+	binding     admissionregistrationv1.ValidatingAdmissionPolicyBinding
 }
 
 func renderDeploy(t *testing.T) renderedDeploy {
@@ -69,6 +73,7 @@ func renderKustomization(t *testing.T, dir string) renderedDeploy {
 	}
 	for kind, into := range map[string]any{
 		"ClusterRole": &r.clusterRole, "Role": &r.role, "Deployment": &r.deployment, "ConfigMap": &r.configMap,
+		"ValidatingAdmissionPolicy": &r.policy, "ValidatingAdmissionPolicyBinding": &r.binding,
 	} {
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(r.only(t, kind).Object, into); err != nil {
 			t.Fatalf("rendered %s: %v", kind, err)
