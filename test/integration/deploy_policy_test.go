@@ -89,16 +89,16 @@ func TestDeployPolicyRefusesForeignWorkloads(t *testing.T) {
 	if out, err := kubectl(t, admin, "apply", "-k", r.dir); err != nil {
 		t.Fatalf("kubectl apply -k deploy: %v\n%s", err, out)
 	}
-	waitPolicyInEffect(t, r)
-	checkPolicyTypes(t, r.policy.Name)
-
-	ns := "policy-" + utilrand.String(5)
-	env.Create(t, testenv.Namespace(ns, nil))
 	user := serviceaccountUser(deployNamespace, deployName)
 	for _, rule := range r.clusterRole.Rules {
 		waitAuthorized(t, user, rule, "")
 	}
 	controller := serviceAccountClient(t, deployNamespace, deployName)
+	waitPolicyInEffect(t, r, controller)
+	checkPolicyTypes(t, r.policy.Name)
+
+	ns := "policy-" + utilrand.String(5)
+	env.Create(t, testenv.Namespace(ns, nil))
 	// Another identity with exactly the controller's grants: what tells the two apart
 	// is the policy's match on the ServiceAccount, not RBAC.
 	env.Create(t, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "workloads"}})
@@ -201,6 +201,7 @@ func TestDeployPolicyRefusesForeignWorkloads(t *testing.T) {
 			return c.CoreV1().ServiceAccounts(g.sa.Namespace).Delete(ctx, g.sa.Name, metav1.DeleteOptions{})
 		},
 	}}
+	denied := policyDenials(t, r.policy.Name)
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			g := newPolicyGateway(t, ns, fmt.Sprintf("gw-%d", i), "policy")
@@ -215,6 +216,11 @@ func TestDeployPolicyRefusesForeignWorkloads(t *testing.T) {
 				t.Errorf("as another ServiceAccount with the same ClusterRole: %v; want it admitted", err)
 			}
 		})
+	}
+	// The API server counts the refusals (one per failed rule): the other deploy
+	// tests' "no refusal" rests on this count.
+	if denied = policyDenials(t, r.policy.Name) - denied; denied < float64(len(cases)) {
+		t.Errorf("the API server counted %v refusals by the policy, want at least %d", denied, len(cases))
 	}
 
 	// "<gateway>-<class>" longer than a Service's 63 characters is cut and hashed
@@ -294,8 +300,16 @@ func mergePatchService(ctx context.Context, c kubernetes.Interface, svc *corev1.
 func serviceAccountClient(t *testing.T, namespace, name string) kubernetes.Interface {
 	t.Helper()
 	_, token := serviceAccountKubeconfig(t, namespace, name, nil)
+	return tokenClient(token)
+}
+
+// tokenClient is a clientset that authenticates with token, with no client-side rate
+// limit: a poll's last request would otherwise end in the limiter's refusal to wait
+// past the deadline rather than in the API server's answer.
+func tokenClient(token string) kubernetes.Interface {
 	cfg := rest.CopyConfig(env.Kube.Config(testenv.AdminUser))
 	cfg.BearerToken = token
+	cfg.RateLimiter = flowcontrol.NewFakeAlwaysRateLimiter()
 	return kubernetes.NewForConfigOrDie(cfg)
 }
 
@@ -345,7 +359,7 @@ func installPolicy(t *testing.T, r renderedDeploy) {
 	if err != nil {
 		t.Fatalf("install the ValidatingAdmissionPolicyBinding: %v", err)
 	}
-	waitPolicyInEffect(t, r)
+	waitPolicyInEffect(t, r, nil)
 }
 
 func updateSpec[T any](ctx context.Context, get func(context.Context, string, metav1.GetOptions) (T, error),
@@ -359,24 +373,25 @@ func updateSpec[T any](ctx context.Context, get func(context.Context, string, me
 	return err
 }
 
-// waitPolicyInEffect waits until the API server enforces the policy: a policy takes a
-// moment to load after it is written. The probe is a dry run, so nothing is created
-// while it is not yet in effect, by the admin impersonating a ServiceAccount of the
-// controller's name as system:masters, so RBAC lets the request reach admission
-// whatever the grants.
-func waitPolicyInEffect(t *testing.T, r renderedDeploy) {
+// waitPolicyInEffect waits until the API server enforces the policy on client's
+// requests: a policy takes a moment to load after it is written. The probe is a dry
+// run, so nothing is created while it is not yet in effect. A nil client probes as
+// the admin impersonating a ServiceAccount of the controller's name in group
+// system:masters, which RBAC lets reach admission whatever the grants.
+func waitPolicyInEffect(t *testing.T, r renderedDeploy, client kubernetes.Interface) {
 	t.Helper()
-	cfg := rest.CopyConfig(env.Kube.Config(testenv.AdminUser))
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: serviceaccountUser("policy-probe", deployName),
-		Groups: []string{"system:masters", "system:authenticated"}}
-	// No client-side rate limit: its refusal near the deadline would hide the answer.
-	cfg.RateLimiter = flowcontrol.NewFakeAlwaysRateLimiter()
-	probe := kubernetes.NewForConfigOrDie(cfg)
+	if client == nil {
+		cfg := rest.CopyConfig(env.Kube.Config(testenv.AdminUser))
+		cfg.Impersonate = rest.ImpersonationConfig{UserName: serviceaccountUser("policy-probe", deployName),
+			Groups: []string{"system:masters", "system:authenticated"}}
+		cfg.RateLimiter = flowcontrol.NewFakeAlwaysRateLimiter() // as tokenClient's
+		client = kubernetes.NewForConfigOrDie(cfg)
+	}
 	want := r.policyMessage(t, "namespace")
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "policy-probe"}}
 	start := time.Now()
 	testenv.Eventually(t, 30*time.Second, "the ValidatingAdmissionPolicy in effect", func(ctx context.Context) error {
-		_, err := probe.CoreV1().ServiceAccounts(sa.Namespace).Create(ctx, sa, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		_, err := client.CoreV1().ServiceAccounts(sa.Namespace).Create(ctx, sa, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		switch {
 		case err == nil:
 			return errors.New("an unlabelled ServiceAccount in kube-system was admitted")
@@ -386,4 +401,17 @@ func waitPolicyInEffect(t *testing.T, r renderedDeploy) {
 		return nil
 	})
 	t.Logf("the policy refuses the controller's ServiceAccount after %s", time.Since(start).Round(time.Millisecond))
+}
+
+// policyDenials is the API server's count of the policy's refusals, one per rule
+// that failed in a refused request. It also serves
+// cleanups, which run after t's context ends.
+func policyDenials(t *testing.T, policy string) float64 {
+	t.Helper()
+	text, err := env.KubeClient.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	if err != nil {
+		t.Fatalf("the API server's metrics: %v", err)
+	}
+	return testenv.MetricSum(string(text), "apiserver_validating_admission_policy_check_total",
+		`policy="`+policy+`"`, `enforcement_action="deny"`)
 }

@@ -1,6 +1,8 @@
 package integration
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,11 +13,14 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/consul-gateway-controller/consul-gateway-controller/dataplane"
 	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
 	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
 )
@@ -23,7 +28,9 @@ import (
 // TestDeployAppliesAndRunsWithItsOwnRBAC applies deploy/ as an operator would, then
 // runs the controller binary with the Deployment's flags and its ServiceAccount's token
 // (leader election on, in the deploy namespace) until an example set converges in the
-// API server and in Consul, with no RBAC refusal at all.
+// API server and in Consul, with no RBAC refusal at all and no refusal by deploy/'s
+// ValidatingAdmissionPolicy, which is in effect before the controller starts; then its
+// Gateway leaves the class and the controller deletes what it deployed.
 func TestDeployAppliesAndRunsWithItsOwnRBAC(t *testing.T) {
 	r := renderDeploy(t)
 	for _, kind := range deployKinds {
@@ -55,17 +62,19 @@ func TestDeployAppliesAndRunsWithItsOwnRBAC(t *testing.T) {
 		t.Errorf("the second apply changed objects (resourceVersions -first +second):\n%s", diff)
 	}
 
-	// The API server's RBAC cache must hold the new bindings before the controller
-	// starts, or a refusal would only show that race.
+	// The API server's RBAC cache must hold the new bindings, and its admission the
+	// policy, before the controller starts, or a refusal would only show that race.
 	user := serviceaccountUser(deployNamespace, deployName)
 	waitAuthorized(t, user, r.clusterRole.Rules[0], "")
 	waitAuthorized(t, user, r.role.Rules[0], deployNamespace)
-	kubeconfig, _ := serviceAccountKubeconfig(t, deployNamespace, deployName, nil)
+	kubeconfig, token := serviceAccountKubeconfig(t, deployNamespace, deployName, nil)
+	waitPolicyInEffect(t, r, tokenClient(token))
 	suffix := utilrand.String(5)
 	x := newDeployExample("deploy-"+suffix, "consul")
 	x.create(t)
 	const pod = "consul-gateway-controller-0"
 	args := r.processArgs(t, pod, "--cluster-id=deploy-"+suffix, "--manage-service-defaults")
+	denied := policyDenials(t, r.policy.Name)
 	p := env.RunController(t, testenv.ControllerOptions{Name: pod, Kubeconfig: kubeconfig, Args: args})
 	t.Logf("running %s %s", pod, strings.Join(args, " "))
 
@@ -74,6 +83,11 @@ func TestDeployAppliesAndRunsWithItsOwnRBAC(t *testing.T) {
 	t.Logf("example converged in %s", time.Since(start).Round(time.Millisecond))
 	if err := p.WaitReady(t.Context(), 10*time.Second); err != nil {
 		t.Fatal(err)
+	}
+	leaveClass(t, p, x)
+	// Also no refusal that the controller retried without logging it at -v=2.
+	if denied = policyDenials(t, r.policy.Name) - denied; denied != 0 {
+		t.Errorf("the policy refused requests of the controller (%v failed rules)", denied)
 	}
 
 	// SIGTERM as the kubelet sends it: the leader drains and releases the Lease well
@@ -247,4 +261,49 @@ func containerPort(c corev1.Container, name string) int32 {
 		}
 	}
 	return 0
+}
+
+// leaveClass moves the example's Gateway edge, which the controller deployed under
+// the policy, out of its class, and waits until the controller has deleted its
+// ServiceAccount, Deployment and Service: the Gateway stays, so the garbage collector
+// does not. The policy must let the controller delete what it made.
+func leaveClass(t *testing.T, p *testenv.Controller, x deployExample) {
+	t.Helper()
+	gateways := env.GatewayClient.GatewayV1().Gateways(x.ns)
+	edge, err := gateways.Get(t.Context(), "edge", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := dataplane.Name(edge)
+	core, apps, get := env.KubeClient.CoreV1(), env.KubeClient.AppsV1(), metav1.GetOptions{}
+	objects := func(ctx context.Context) map[string]error {
+		return map[string]error{
+			"ServiceAccount": ignoreResult(core.ServiceAccounts(x.ns).Get(ctx, name, get)),
+			"Deployment":     ignoreResult(apps.Deployments(x.ns).Get(ctx, name, get)),
+			"Service":        ignoreResult(core.Services(x.ns).Get(ctx, name, get)),
+		}
+	}
+	for kind, err := range objects(t.Context()) {
+		if err != nil {
+			t.Fatalf("%s %s/%s of the programmed Gateway edge: %v", kind, x.ns, name, err)
+		}
+	}
+	testenv.Update(t, gateways.Get, gateways.Update, "edge", func(gw *gatewayv1.Gateway) {
+		gw.Spec.GatewayClassName = gatewayv1.ObjectName(x.class + "-gone")
+	})
+	start := time.Now()
+	testenv.Eventually(t, 60*time.Second, "the objects of Gateway edge deleted after it left the class", func(ctx context.Context) error {
+		assertNoRefusal(t, p)
+		var left []string
+		for kind, err := range objects(ctx) {
+			if !apierrors.IsNotFound(err) {
+				left = append(left, fmt.Sprintf("%s: %v", kind, err))
+			}
+		}
+		if len(left) > 0 {
+			return fmt.Errorf("still there: %s", strings.Join(left, "; "))
+		}
+		return nil
+	})
+	t.Logf("Gateway edge left its class; its objects were deleted in %s", time.Since(start).Round(time.Millisecond))
 }
