@@ -120,28 +120,7 @@ func TestDeployAppliesAndRunsWithItsOwnRBAC(t *testing.T) {
 // and checks that it changes what the README says it changes.
 func TestDeployReadmeOverlay(t *testing.T) {
 	base := renderDeploy(t)
-	readme, err := os.ReadFile(filepath.Join(base.dir, "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	const header = "```yaml\n# my-cluster/kustomization.yaml\n"
-	_, rest, found := strings.Cut(string(readme), header)
-	overlay, _, closed := strings.Cut(rest, "```")
-	if !found || !closed {
-		t.Fatalf("deploy/README.md has no block starting %q", header)
-	}
-	// The overlay names ../deploy: lay it out next to a link to deploy/.
-	dir := t.TempDir()
-	if err := os.Symlink(base.dir, filepath.Join(dir, "deploy")); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Mkdir(filepath.Join(dir, "my-cluster"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "my-cluster", "kustomization.yaml"), []byte(overlay), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	r := renderKustomization(t, filepath.Join(dir, "my-cluster"))
+	r := renderKustomization(t, readmeOverlay(t, base, "my-cluster"))
 
 	if got, want := r.deployment.Spec.Template.Spec.Containers[0].Image, "registry.example.com/consul-gateway-controller:v0.1.1"; got != want {
 		t.Errorf("image %q, want %q", got, want)
@@ -158,6 +137,67 @@ func TestDeployReadmeOverlay(t *testing.T) {
 	if len(r.objects) != len(base.objects) {
 		t.Errorf("the overlay renders %d objects, the base %d", len(r.objects), len(base.objects))
 	}
+}
+
+// TestDeployReadmeOverlayWithoutPolicy renders the overlay deploy/README.md shows for
+// turning the admission policy off: it must drop the policy and its binding, and
+// nothing else.
+func TestDeployReadmeOverlayWithoutPolicy(t *testing.T) {
+	base := renderDeploy(t)
+	dir := readmeOverlay(t, base, "no-admission-policy")
+	out, err := kubectl(t, "", "kustomize", dir)
+	if err != nil {
+		t.Fatalf("kubectl kustomize %s: %v\n%s", dir, err, out)
+	}
+	objects, err := decodeObjects(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := func(objects []*unstructured.Unstructured) []string {
+		var out []string
+		for _, obj := range objects {
+			out = append(out, obj.GetKind()+" "+obj.GetName())
+		}
+		slices.Sort(out)
+		return out
+	}
+	want := slices.DeleteFunc(names(base.objects), func(name string) bool {
+		return strings.HasPrefix(name, "ValidatingAdmissionPolicy")
+	})
+	if len(want) != len(base.objects)-2 {
+		t.Fatalf("the base renders %d objects of the policy's kinds, want 2", len(base.objects)-len(want))
+	}
+	if diff := cmp.Diff(want, names(objects)); diff != "" {
+		t.Errorf("the overlay renders (-want +got):\n%s", diff)
+	}
+}
+
+// readmeOverlay writes the overlay that deploy/README.md shows in a block opening
+// with "# <name>/kustomization.yaml" next to a link to deploy/ (it names ../deploy),
+// and returns its directory.
+func readmeOverlay(t *testing.T, base renderedDeploy, name string) string {
+	t.Helper()
+	readme, err := os.ReadFile(filepath.Join(base.dir, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	header := "```yaml\n# " + name + "/kustomization.yaml\n"
+	_, rest, found := strings.Cut(string(readme), header)
+	overlay, _, closed := strings.Cut(rest, "```")
+	if !found || !closed {
+		t.Fatalf("deploy/README.md has no block starting %q", header)
+	}
+	dir := t.TempDir()
+	if err := os.Symlink(base.dir, filepath.Join(dir, "deploy")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, name), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name, "kustomization.yaml"), []byte(overlay), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(dir, name)
 }
 
 // checkDeploymentSpec checks what the rendered Deployment and its companions promise
