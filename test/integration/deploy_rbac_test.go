@@ -93,12 +93,16 @@ type rbacCase struct {
 // metrics-reader ClusterRole polls its /metrics: each removal must show as a refusal
 // of exactly that grant within a bounded time, and the full roles must show none and
 // serve the scraper. A grant whose removal shows nothing is a grant the controller
-// does not need.
+// does not need. deploy/'s ValidatingAdmissionPolicy, which narrows the workload
+// grants, is in effect for every case (each runs as a ServiceAccount of the
+// controller's name): the full roles converging with no refusal shows that it takes
+// nothing the controller needs.
 func TestDeployRBACIsLeastPrivilege(t *testing.T) {
 	start := time.Now()
 	r := renderDeploy(t)
 	checkLeaseRule(t, r.role)
 	ensureNamespace(t, r.role.Namespace)
+	installPolicy(t, r)
 	scraperName := "rbac-metrics-" + utilrand.String(4)
 	scraper := metricsScraper(t, r.role.Namespace, scraperName, metricsReaderRole(t, r, scraperName))
 
@@ -111,7 +115,15 @@ func TestDeployRBACIsLeastPrivilege(t *testing.T) {
 		// startWatchListOffProxy); there, and only there, is a list grant needed.
 		cases = append(cases, rbacCase{name: "without " + g.String(), removed: &g, watchList: g.verb != "list", scraper: scraper})
 	}
-	t.Cleanup(func() { t.Logf("%d cases, wall time %s", len(cases), time.Since(start).Round(time.Millisecond)) })
+	denied := policyDenials(t, r.policy.Name)
+	t.Cleanup(func() {
+		t.Logf("%d cases, wall time %s", len(cases), time.Since(start).Round(time.Millisecond))
+		// A removed grant makes a write fail in RBAC, never turns it into one the
+		// policy refuses; the log checks see a refusal only where they look.
+		if denied = policyDenials(t, r.policy.Name) - denied; denied != 0 {
+			t.Errorf("the ValidatingAdmissionPolicy refused requests of the cases' controllers (%v failed rules)", denied)
+		}
+	})
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -150,7 +162,9 @@ func ensureNamespace(t *testing.T, name string) {
 
 // runRBACCase gives a fresh ServiceAccount copies of the roles without c.removed (the
 // Role's Lease renamed to the case's own), creates the example for a fresh
-// GatewayClass, and runs the controller with the ServiceAccount's token.
+// GatewayClass, and runs the controller with the ServiceAccount's token. The
+// ServiceAccount has the controller's name, so the policy holds it to its rules, in a
+// namespace of its own, as the controller's is (the policy refuses writes there).
 func runRBACCase(t *testing.T, r renderedDeploy, c rbacCase, id string) {
 	ctx := t.Context()
 	controller := gatewayv1.GatewayController("example.com/" + id)
@@ -159,10 +173,12 @@ func runRBACCase(t *testing.T, r renderedDeploy, c rbacCase, id string) {
 	x.create(t)
 
 	core, rbac := env.KubeClient.CoreV1(), env.KubeClient.RbacV1()
-	if _, err := core.ServiceAccounts(x.ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: id}}, metav1.CreateOptions{}); err != nil {
+	saNamespace := id + "-controller"
+	ensureNamespace(t, saNamespace)
+	if _, err := core.ServiceAccounts(saNamespace).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: deployName}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	subjects := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: id, Namespace: x.ns}}
+	subjects := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: deployName, Namespace: saNamespace}}
 	clusterRules := without(r.clusterRole.Rules, "ClusterRole", c.removed)
 	roleRules := without(r.role.Rules, "Role", c.removed)
 	for i := range roleRules {
@@ -195,7 +211,7 @@ func runRBACCase(t *testing.T, r renderedDeploy, c rbacCase, id string) {
 		_ = rbac.Roles(leaseNS).Delete(ctx, id, del)
 		_ = env.KubeClient.CoordinationV1().Leases(leaseNS).Delete(ctx, id, del)
 	})
-	user := serviceaccountUser(x.ns, id)
+	user := serviceaccountUser(saNamespace, deployName)
 	waitAuthorized(t, user, clusterRules[0], "")
 	waitAuthorized(t, user, roleRules[0], leaseNS)
 
@@ -210,7 +226,7 @@ func runRBACCase(t *testing.T, r renderedDeploy, c rbacCase, id string) {
 		"--leader-elect-resource-namespace="+leaseNS,
 		"--leader-elect-resource-name="+id,
 	)
-	kubeconfig, _ := serviceAccountKubeconfig(t, x.ns, id, proxy)
+	kubeconfig, _ := serviceAccountKubeconfig(t, saNamespace, deployName, proxy)
 	p := env.RunController(t, testenv.ControllerOptions{Name: id, Kubeconfig: kubeconfig, Args: args, MetricsToken: c.scraper})
 	go scrapeUntilDone(t.Context(), p)
 	started := time.Now()

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -37,6 +38,7 @@ const (
 var deployKinds = map[string]int{
 	"Namespace": 1, "ServiceAccount": 1, "ClusterRole": 2, "ClusterRoleBinding": 1, "Role": 1, "RoleBinding": 1,
 	"ConfigMap": 1, "Deployment": 1, "PodDisruptionBudget": 1, "Service": 1, "GatewayClass": 1,
+	"ValidatingAdmissionPolicy": 1, "ValidatingAdmissionPolicyBinding": 1,
 }
 
 // renderedDeploy is `kubectl kustomize deploy`, parsed.
@@ -49,6 +51,8 @@ type renderedDeploy struct {
 	role          rbacv1.Role
 	deployment    appsv1.Deployment
 	configMap     corev1.ConfigMap
+	policy        admissionregistrationv1.ValidatingAdmissionPolicy
+	binding       admissionregistrationv1.ValidatingAdmissionPolicyBinding
 }
 
 func renderDeploy(t *testing.T) renderedDeploy {
@@ -73,6 +77,7 @@ func renderKustomization(t *testing.T, dir string) renderedDeploy {
 	}
 	for kind, into := range map[string]any{
 		"Role": &r.role, "Deployment": &r.deployment, "ConfigMap": &r.configMap,
+		"ValidatingAdmissionPolicy": &r.policy, "ValidatingAdmissionPolicyBinding": &r.binding,
 	} {
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(r.only(t, kind).Object, into); err != nil {
 			t.Fatalf("rendered %s: %v", kind, err)

@@ -1,6 +1,8 @@
 package integration
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,11 +13,14 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/consul-gateway-controller/consul-gateway-controller/dataplane"
 	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
 	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
 )
@@ -23,8 +28,11 @@ import (
 // TestDeployAppliesAndRunsWithItsOwnRBAC applies deploy/ as an operator would, then
 // runs the controller binary with the Deployment's flags and its ServiceAccount's token
 // (leader election on, in the deploy namespace) until an example set converges in the
-// API server and in Consul, with no RBAC refusal at all, and serves /metrics to a
-// scraper bound to the metrics-reader ClusterRole deploy/ installed.
+// API server and in Consul, with no RBAC refusal at all and no refusal by deploy/'s
+// ValidatingAdmissionPolicy, which is in effect before the controller starts, and
+// serves /metrics to a scraper bound to the metrics-reader ClusterRole deploy/
+// installed; then its Gateway leaves the class and the controller deletes what it
+// deployed.
 func TestDeployAppliesAndRunsWithItsOwnRBAC(t *testing.T) {
 	r := renderDeploy(t)
 	for kind, n := range deployKinds {
@@ -58,18 +66,20 @@ func TestDeployAppliesAndRunsWithItsOwnRBAC(t *testing.T) {
 		t.Errorf("the second apply changed objects (resourceVersions -first +second):\n%s", diff)
 	}
 
-	// The API server's RBAC cache must hold the new bindings before the controller
-	// starts, or a refusal would only show that race.
+	// The API server's RBAC cache must hold the new bindings, and its admission the
+	// policy, before the controller starts, or a refusal would only show that race.
 	user := serviceaccountUser(deployNamespace, deployName)
 	waitAuthorized(t, user, r.clusterRole.Rules[0], "")
 	waitAuthorized(t, user, r.role.Rules[0], deployNamespace)
-	kubeconfig, _ := serviceAccountKubeconfig(t, deployNamespace, deployName, nil)
+	kubeconfig, token := serviceAccountKubeconfig(t, deployNamespace, deployName, nil)
+	waitPolicyInEffect(t, r, tokenClient(token))
 	suffix := utilrand.String(5)
 	scraper := metricsScraper(t, deployNamespace, "prometheus-"+suffix, deployMetricsReader)
 	x := newDeployExample("deploy-"+suffix, "consul")
 	x.create(t)
 	const pod = "consul-gateway-controller-0"
 	args := r.processArgs(t, pod, "--cluster-id=deploy-"+suffix, "--manage-service-defaults")
+	denied := policyDenials(t, r.policy.Name)
 	p := env.RunController(t, testenv.ControllerOptions{Name: pod, Kubeconfig: kubeconfig, Args: args, MetricsToken: scraper})
 	t.Logf("running %s %s", pod, strings.Join(args, " "))
 
@@ -81,6 +91,11 @@ func TestDeployAppliesAndRunsWithItsOwnRBAC(t *testing.T) {
 	}
 	if _, err := p.Metrics(t.Context()); err != nil {
 		t.Errorf("a scraper bound to %s: %v", deployMetricsReader, err)
+	}
+	leaveClass(t, p, x)
+	// Also no refusal that the controller retried without logging it at -v=2.
+	if denied = policyDenials(t, r.policy.Name) - denied; denied != 0 {
+		t.Errorf("the policy refused requests of the controller (%v failed rules)", denied)
 	}
 
 	// SIGTERM as the kubelet sends it: the leader drains and releases the Lease well
@@ -113,28 +128,7 @@ func TestDeployAppliesAndRunsWithItsOwnRBAC(t *testing.T) {
 // and checks that it changes what the README says it changes.
 func TestDeployReadmeOverlay(t *testing.T) {
 	base := renderDeploy(t)
-	readme, err := os.ReadFile(filepath.Join(base.dir, "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	const header = "```yaml\n# my-cluster/kustomization.yaml\n"
-	_, rest, found := strings.Cut(string(readme), header)
-	overlay, _, closed := strings.Cut(rest, "```")
-	if !found || !closed {
-		t.Fatalf("deploy/README.md has no block starting %q", header)
-	}
-	// The overlay names ../deploy: lay it out next to a link to deploy/.
-	dir := t.TempDir()
-	if err := os.Symlink(base.dir, filepath.Join(dir, "deploy")); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Mkdir(filepath.Join(dir, "my-cluster"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "my-cluster", "kustomization.yaml"), []byte(overlay), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	r := renderKustomization(t, filepath.Join(dir, "my-cluster"))
+	r := renderKustomization(t, readmeOverlay(t, base, "my-cluster"))
 
 	if got, want := r.deployment.Spec.Template.Spec.Containers[0].Image, "registry.example.com/consul-gateway-controller:v0.1.1"; got != want {
 		t.Errorf("image %q, want %q", got, want)
@@ -151,6 +145,67 @@ func TestDeployReadmeOverlay(t *testing.T) {
 	if len(r.objects) != len(base.objects) {
 		t.Errorf("the overlay renders %d objects, the base %d", len(r.objects), len(base.objects))
 	}
+}
+
+// TestDeployReadmeOverlayWithoutPolicy renders the overlay deploy/README.md shows for
+// turning the admission policy off: it must drop the policy and its binding, and
+// nothing else.
+func TestDeployReadmeOverlayWithoutPolicy(t *testing.T) {
+	base := renderDeploy(t)
+	dir := readmeOverlay(t, base, "no-admission-policy")
+	out, err := kubectl(t, "", "kustomize", dir)
+	if err != nil {
+		t.Fatalf("kubectl kustomize %s: %v\n%s", dir, err, out)
+	}
+	objects, err := decodeObjects(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := func(objects []*unstructured.Unstructured) []string {
+		var out []string
+		for _, obj := range objects {
+			out = append(out, obj.GetKind()+" "+obj.GetName())
+		}
+		slices.Sort(out)
+		return out
+	}
+	want := slices.DeleteFunc(names(base.objects), func(name string) bool {
+		return strings.HasPrefix(name, "ValidatingAdmissionPolicy")
+	})
+	if len(want) != len(base.objects)-2 {
+		t.Fatalf("the base renders %d objects of the policy's kinds, want 2", len(base.objects)-len(want))
+	}
+	if diff := cmp.Diff(want, names(objects)); diff != "" {
+		t.Errorf("the overlay renders (-want +got):\n%s", diff)
+	}
+}
+
+// readmeOverlay writes the overlay that deploy/README.md shows in a block opening
+// with "# <name>/kustomization.yaml" next to a link to deploy/ (it names ../deploy),
+// and returns its directory.
+func readmeOverlay(t *testing.T, base renderedDeploy, name string) string {
+	t.Helper()
+	readme, err := os.ReadFile(filepath.Join(base.dir, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	header := "```yaml\n# " + name + "/kustomization.yaml\n"
+	_, rest, found := strings.Cut(string(readme), header)
+	overlay, _, closed := strings.Cut(rest, "```")
+	if !found || !closed {
+		t.Fatalf("deploy/README.md has no block starting %q", header)
+	}
+	dir := t.TempDir()
+	if err := os.Symlink(base.dir, filepath.Join(dir, "deploy")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, name), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name, "kustomization.yaml"), []byte(overlay), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(dir, name)
 }
 
 // checkDeploymentSpec checks what the rendered Deployment and its companions promise
@@ -274,4 +329,49 @@ func containerPort(c corev1.Container, name string) int32 {
 		}
 	}
 	return 0
+}
+
+// leaveClass moves the example's Gateway edge, which the controller deployed under
+// the policy, out of its class, and waits until the controller has deleted its
+// ServiceAccount, Deployment and Service: the Gateway stays, so the garbage collector
+// does not. The policy must let the controller delete what it made.
+func leaveClass(t *testing.T, p *testenv.Controller, x deployExample) {
+	t.Helper()
+	gateways := env.GatewayClient.GatewayV1().Gateways(x.ns)
+	edge, err := gateways.Get(t.Context(), "edge", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := dataplane.Name(edge)
+	core, apps, get := env.KubeClient.CoreV1(), env.KubeClient.AppsV1(), metav1.GetOptions{}
+	objects := func(ctx context.Context) map[string]error {
+		return map[string]error{
+			"ServiceAccount": ignoreResult(core.ServiceAccounts(x.ns).Get(ctx, name, get)),
+			"Deployment":     ignoreResult(apps.Deployments(x.ns).Get(ctx, name, get)),
+			"Service":        ignoreResult(core.Services(x.ns).Get(ctx, name, get)),
+		}
+	}
+	for kind, err := range objects(t.Context()) {
+		if err != nil {
+			t.Fatalf("%s %s/%s of the programmed Gateway edge: %v", kind, x.ns, name, err)
+		}
+	}
+	testenv.Update(t, gateways.Get, gateways.Update, "edge", func(gw *gatewayv1.Gateway) {
+		gw.Spec.GatewayClassName = gatewayv1.ObjectName(x.class + "-gone")
+	})
+	start := time.Now()
+	testenv.Eventually(t, 60*time.Second, "the objects of Gateway edge deleted after it left the class", func(ctx context.Context) error {
+		assertNoRefusal(t, p)
+		var left []string
+		for kind, err := range objects(ctx) {
+			if !apierrors.IsNotFound(err) {
+				left = append(left, fmt.Sprintf("%s: %v", kind, err))
+			}
+		}
+		if len(left) > 0 {
+			return fmt.Errorf("still there: %s", strings.Join(left, "; "))
+		}
+		return nil
+	})
+	t.Logf("Gateway edge left its class; its objects were deleted in %s", time.Since(start).Round(time.Millisecond))
 }

@@ -1,0 +1,417 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/dataplane"
+	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
+)
+
+// The ValidatingAdmissionPolicy of deploy/ (validatingadmissionpolicy.yaml), which
+// narrows the controller's cluster-wide write on Deployments, Services and
+// ServiceAccounts to the data-plane objects it makes for Gateways.
+
+// policyGateway is a Gateway and the ServiceAccount, Deployment and Service that
+// dataplane.Desired makes for it: what the controller writes, and what the policy must
+// let it write.
+type policyGateway struct {
+	gateway *gatewayv1.Gateway
+	sa      *corev1.ServiceAccount
+	deploy  *appsv1.Deployment
+	svc     *corev1.Service
+}
+
+// newPolicyGateway creates the Gateway ns/name of class, which no controller serves.
+func newPolicyGateway(t *testing.T, ns, name, class string) policyGateway {
+	t.Helper()
+	gw := testenv.Gateway(ns, name, class, testenv.HTTPListener("http", 8080))
+	env.Create(t, gw)
+	gwClass := &gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: class},
+		Spec: gatewayv1.GatewayClassSpec{ControllerName: "example.com/policy"}}
+	desired := dataplane.Desired(dataplane.Gateway{Gateway: gw, Class: gwClass},
+		dataplane.Defaults{Image: "example.invalid/consul-dataplane:1", ConsulAddress: "consul.invalid", GRPCPort: 8502})
+	g := policyGateway{gateway: gw, sa: &corev1.ServiceAccount{}, deploy: &appsv1.Deployment{}, svc: &corev1.Service{}}
+	for from, into := range map[any]any{desired.ServiceAccount: g.sa, desired.Deployment: g.deploy, desired.Service: g.svc} {
+		data, err := json.Marshal(from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(data, into); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g.deploy.Spec.Replicas = new(int32(0)) // no pods: only the objects are judged
+	return g
+}
+
+// policyCase is one request the policy must refuse the controller and let another
+// user with the same RBAC make.
+type policyCase struct {
+	name string
+	rule string // the rule whose message the refusal must carry
+	// setup makes, as the admin, what the request needs.
+	setup   func(t *testing.T, g policyGateway)
+	request func(ctx context.Context, c kubernetes.Interface, g policyGateway) error
+}
+
+// TestDeployPolicyRefusesForeignWorkloads applies deploy/ and acts as the controller's
+// ServiceAccount, with the token and ClusterRole deploy/ gives it: each write that is
+// not one of its Gateways' own objects, as dataplane.Desired makes them, is refused by
+// the policy with the message of the rule that refused, and the same request by
+// another ServiceAccount bound to the same ClusterRole is admitted. The objects the
+// controller does make are created, changed and deleted.
+func TestDeployPolicyRefusesForeignWorkloads(t *testing.T) {
+	r := renderDeploy(t)
+	admin := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := env.Kube.WriteKubeconfig(admin, testenv.AdminUser); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := kubectl(t, admin, "apply", "-k", r.dir); err != nil {
+		t.Fatalf("kubectl apply -k deploy: %v\n%s", err, out)
+	}
+	user := serviceaccountUser(deployNamespace, deployName)
+	for _, rule := range r.clusterRole.Rules {
+		waitAuthorized(t, user, rule, "")
+	}
+	controller := serviceAccountClient(t, deployNamespace, deployName)
+	waitPolicyInEffect(t, r, controller)
+	checkPolicyTypes(t, r.policy.Name)
+
+	ns := "policy-" + utilrand.String(5)
+	env.Create(t, testenv.Namespace(ns, nil))
+	// Another identity with exactly the controller's grants: what tells the two apart
+	// is the policy's match on the ServiceAccount, not RBAC.
+	env.Create(t, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "workloads"}})
+	env.Create(t, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: ns + "-workloads"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: r.clusterRole.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "workloads"}},
+	})
+	for _, rule := range r.clusterRole.Rules {
+		waitAuthorized(t, serviceaccountUser(ns, "workloads"), rule, "")
+	}
+	other := serviceAccountClient(t, ns, "workloads")
+
+	create := metav1.CreateOptions{}
+	// inNamespace moves the Deployment to namespace (kube-system, the controller's
+	// own), deleted there when the test ends: the other user's create succeeds.
+	inNamespace := func(t *testing.T, d *appsv1.Deployment, namespace string) {
+		d.Namespace = namespace
+		t.Cleanup(func() {
+			_ = env.KubeClient.AppsV1().Deployments(namespace).Delete(context.Background(), d.Name, metav1.DeleteOptions{})
+		})
+	}
+	createDeployment := func(edit func(t *testing.T, d *appsv1.Deployment)) func(context.Context, kubernetes.Interface, policyGateway) error {
+		return func(ctx context.Context, c kubernetes.Interface, g policyGateway) error {
+			d := g.deploy.DeepCopy()
+			edit(t, d)
+			_, err := c.AppsV1().Deployments(d.Namespace).Create(ctx, d, create)
+			return err
+		}
+	}
+	cases := []policyCase{{
+		name: "create an unlabelled Deployment in kube-system", rule: "namespace",
+		request: func(ctx context.Context, c kubernetes.Interface, g policyGateway) error {
+			d := g.deploy.DeepCopy()
+			d.Labels, d.OwnerReferences, d.Annotations = map[string]string{"app": "x"}, nil, nil
+			inNamespace(t, d, "kube-system")
+			_, err := c.AppsV1().Deployments(d.Namespace).Create(ctx, d, create)
+			return err
+		},
+	}, {
+		name: "create a Gateway's Deployment in the controller's own namespace", rule: "namespace",
+		request: createDeployment(func(t *testing.T, d *appsv1.Deployment) { inNamespace(t, d, deployNamespace) }),
+	}, {
+		name: "create a Deployment without the managed-by label", rule: "managed-by",
+		request: createDeployment(func(_ *testing.T, d *appsv1.Deployment) {
+			delete(d.Labels, dataplane.ManagedByLabel)
+		}),
+	}, {
+		name: "create a Deployment without a Gateway owner", rule: "gateway-owner",
+		request: createDeployment(func(_ *testing.T, d *appsv1.Deployment) { d.OwnerReferences = nil }),
+	}, {
+		// A Deployment named "default" would run as the namespace's default
+		// ServiceAccount and still pass pod-serviceaccount.
+		name: "create a Deployment named after no Gateway", rule: "name",
+		request: createDeployment(func(_ *testing.T, d *appsv1.Deployment) {
+			d.Name, d.Spec.Template.Spec.ServiceAccountName = "default", "default"
+		}),
+	}, {
+		name: "create a Deployment whose pods run as another ServiceAccount", rule: "pod-serviceaccount",
+		request: createDeployment(func(_ *testing.T, d *appsv1.Deployment) { d.Spec.Template.Spec.ServiceAccountName = "default" }),
+	}, {
+		name: "create a Deployment whose pods mount the node's filesystem", rule: "pod-host",
+		request: createDeployment(func(_ *testing.T, d *appsv1.Deployment) {
+			d.Spec.Template.Spec.Volumes = append(d.Spec.Template.Spec.Volumes, corev1.Volume{Name: "root",
+				VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}})
+		}),
+	}, {
+		name: "create a Service that selects other pods", rule: "selector",
+		request: func(ctx context.Context, c kubernetes.Interface, g policyGateway) error {
+			s := g.svc.DeepCopy()
+			s.Spec.Selector = map[string]string{"app": "payments"}
+			_, err := c.CoreV1().Services(s.Namespace).Create(ctx, s, create)
+			return err
+		},
+	}, {
+		// Another team's Service of the name a Gateway's takes, made the Gateway's
+		// as a forced apply would.
+		name: "patch an unlabelled Service into the Gateway's", rule: "existing-object",
+		setup: func(t *testing.T, g policyGateway) {
+			env.Create(t, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: g.svc.Namespace, Name: g.svc.Name},
+				Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "payments"}, Ports: []corev1.ServicePort{{Port: 9000}}}})
+		},
+		request: func(ctx context.Context, c kubernetes.Interface, g policyGateway) error {
+			return mergePatchService(ctx, c, g.svc, map[string]any{"metadata": map[string]any{
+				"labels": g.svc.Labels, "ownerReferences": g.svc.OwnerReferences}})
+		},
+	}, {
+		name: "patch a Gateway's Service to drop the managed-by label", rule: "managed-by",
+		setup: func(t *testing.T, g policyGateway) { env.Create(t, g.svc.DeepCopy()) },
+		request: func(ctx context.Context, c kubernetes.Interface, g policyGateway) error {
+			return mergePatchService(ctx, c, g.svc, map[string]any{"metadata": map[string]any{
+				"labels": map[string]any{dataplane.ManagedByLabel: nil}}})
+		},
+	}, {
+		name: "delete an unlabelled ServiceAccount", rule: "existing-object",
+		setup: func(t *testing.T, g policyGateway) {
+			env.Create(t, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: g.sa.Namespace, Name: g.sa.Name}})
+		},
+		request: func(ctx context.Context, c kubernetes.Interface, g policyGateway) error {
+			return c.CoreV1().ServiceAccounts(g.sa.Namespace).Delete(ctx, g.sa.Name, metav1.DeleteOptions{})
+		},
+	}}
+	denied := policyDenials(t, r.policy.Name)
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			g := newPolicyGateway(t, ns, fmt.Sprintf("gw-%d", i), "policy")
+			if c.setup != nil {
+				c.setup(t, g)
+			}
+			want := r.policyMessage(t, c.rule)
+			if err := c.request(t.Context(), controller, g); !isPolicyDenial(err, r.policy.Name, want) {
+				t.Errorf("as the controller: %v; want the policy's refusal %q", err, want)
+			}
+			if err := c.request(t.Context(), other, g); err != nil {
+				t.Errorf("as another ServiceAccount with the same ClusterRole: %v; want it admitted", err)
+			}
+		})
+	}
+	// The API server counts the refusals (one per failed rule): the other deploy
+	// tests' "no refusal" rests on this count.
+	if denied = policyDenials(t, r.policy.Name) - denied; denied < float64(len(cases)) {
+		t.Errorf("the API server counted %v refusals by the policy, want at least %d", denied, len(cases))
+	}
+
+	// "<gateway>-<class>" longer than a Service's 63 characters is cut and hashed
+	// (dataplane.Name).
+	for i, class := range []string{"policy", "policy-" + strings.Repeat("x", 50)} {
+		t.Run("the Gateway's own objects are created, changed and deleted/"+class, func(t *testing.T) {
+			g := newPolicyGateway(t, ns, fmt.Sprintf("own-%d-%s", i, strings.Repeat("y", 20)), class)
+			if shortened := g.deploy.Name != g.gateway.Name+"-"+class; shortened != (i == 1) {
+				t.Fatalf("dataplane.Name gave %q: this case is about a name shortened only for the long class", g.deploy.Name)
+			}
+			ownObjects(t, controller, g)
+		})
+	}
+}
+
+// ownObjects creates, patches and deletes g's objects as client, which must be
+// admitted every time.
+func ownObjects(t *testing.T, client kubernetes.Interface, g policyGateway) {
+	t.Helper()
+	ctx, ns, create, del := t.Context(), g.gateway.Namespace, metav1.CreateOptions{}, metav1.DeleteOptions{}
+	core, apps := client.CoreV1(), client.AppsV1()
+	step := func(what string, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s as the controller: %v", what, err)
+		}
+	}
+	_, err := core.ServiceAccounts(ns).Create(ctx, g.sa, create)
+	step("create the ServiceAccount", err)
+	_, err = apps.Deployments(ns).Create(ctx, g.deploy, create)
+	step("create the Deployment", err)
+	_, err = core.Services(ns).Create(ctx, g.svc, create)
+	step("create the Service", err)
+	annotate := []byte(`{"metadata":{"annotations":{"example.com/changed":"true"}}}`)
+	_, err = apps.Deployments(ns).Patch(ctx, g.deploy.Name, types.MergePatchType, annotate, metav1.PatchOptions{})
+	step("patch the Deployment", err)
+	_, err = core.Services(ns).Patch(ctx, g.svc.Name, types.MergePatchType, annotate, metav1.PatchOptions{})
+	step("patch the Service", err)
+	_, err = core.ServiceAccounts(ns).Patch(ctx, g.sa.Name, types.MergePatchType, annotate, metav1.PatchOptions{})
+	step("patch the ServiceAccount", err)
+	step("delete the Deployment", apps.Deployments(ns).Delete(ctx, g.deploy.Name, del))
+	step("delete the Service", core.Services(ns).Delete(ctx, g.svc.Name, del))
+	step("delete the ServiceAccount", core.ServiceAccounts(ns).Delete(ctx, g.sa.Name, del))
+}
+
+// checkPolicyTypes waits for kube-controller-manager to type-check the policy against
+// the kinds it matches, and fails on any warning: a field misspelt in an expression
+// would otherwise only show as a refusal at run time.
+func checkPolicyTypes(t *testing.T, name string) {
+	t.Helper()
+	testenv.Eventually(t, 30*time.Second, "the policy type-checked", func(ctx context.Context) error {
+		p, err := env.KubeClient.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if p.Status.ObservedGeneration != p.Generation || p.Status.TypeChecking == nil {
+			return fmt.Errorf("status of generation %d, policy at %d", p.Status.ObservedGeneration, p.Generation)
+		}
+		for _, w := range p.Status.TypeChecking.ExpressionWarnings {
+			t.Errorf("type checking %s: %s", w.FieldRef, w.Warning)
+		}
+		return nil
+	})
+}
+
+func mergePatchService(ctx context.Context, c kubernetes.Interface, svc *corev1.Service, patch map[string]any) error {
+	data, err := json.Marshal(patch)
+	if err != nil {
+		return err
+	}
+	_, err = c.CoreV1().Services(svc.Namespace).Patch(ctx, svc.Name, types.MergePatchType, data, metav1.PatchOptions{})
+	return err
+}
+
+// serviceAccountClient is a clientset with a TokenRequest token of the ServiceAccount
+// namespace/name.
+func serviceAccountClient(t *testing.T, namespace, name string) kubernetes.Interface {
+	t.Helper()
+	_, token := serviceAccountKubeconfig(t, namespace, name, nil)
+	return tokenClient(token)
+}
+
+// tokenClient is a clientset that authenticates with token, with no client-side rate
+// limit: a poll's last request would otherwise end in the limiter's refusal to wait
+// past the deadline rather than in the API server's answer.
+func tokenClient(token string) kubernetes.Interface {
+	cfg := rest.CopyConfig(env.Kube.Config(testenv.AdminUser))
+	cfg.BearerToken = token
+	cfg.RateLimiter = flowcontrol.NewFakeAlwaysRateLimiter()
+	return kubernetes.NewForConfigOrDie(cfg)
+}
+
+// policyMessage is the message of the policy's validation of rule: every message
+// starts with "rule <name>:".
+func (r renderedDeploy) policyMessage(t *testing.T, rule string) string {
+	t.Helper()
+	var found []string
+	for _, v := range r.policy.Spec.Validations {
+		if strings.HasPrefix(v.Message, "rule "+rule+": ") {
+			found = append(found, v.Message)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("the policy has %d validations of rule %q, want 1", len(found), rule)
+	}
+	return found[0]
+}
+
+// isPolicyDenial reports whether err is the refusal of the named policy with message.
+func isPolicyDenial(err error, policy, message string) bool {
+	return apierrors.IsForbidden(err) &&
+		strings.Contains(err.Error(), "ValidatingAdmissionPolicy '"+policy+"'") &&
+		strings.Contains(err.Error(), message)
+}
+
+// installPolicy creates (or updates) the policy and binding deploy/ renders, as the
+// admin, and waits until they are in effect.
+func installPolicy(t *testing.T, r renderedDeploy) {
+	t.Helper()
+	ctx, admission := t.Context(), env.KubeClient.AdmissionregistrationV1()
+	policy, binding := r.policy.DeepCopy(), r.binding.DeepCopy()
+	policy.Namespace, binding.Namespace = "", "" // cluster-scoped; kustomize sets one anyway
+	_, err := admission.ValidatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		err = updateSpec(ctx, admission.ValidatingAdmissionPolicies().Get, admission.ValidatingAdmissionPolicies().Update, policy.Name,
+			func(p *admissionregistrationv1.ValidatingAdmissionPolicy) { p.Spec = policy.Spec })
+	}
+	if err != nil {
+		t.Fatalf("install the ValidatingAdmissionPolicy: %v", err)
+	}
+	_, err = admission.ValidatingAdmissionPolicyBindings().Create(ctx, binding, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		err = updateSpec(ctx, admission.ValidatingAdmissionPolicyBindings().Get, admission.ValidatingAdmissionPolicyBindings().Update, binding.Name,
+			func(b *admissionregistrationv1.ValidatingAdmissionPolicyBinding) { b.Spec = binding.Spec })
+	}
+	if err != nil {
+		t.Fatalf("install the ValidatingAdmissionPolicyBinding: %v", err)
+	}
+	waitPolicyInEffect(t, r, nil)
+}
+
+func updateSpec[T any](ctx context.Context, get func(context.Context, string, metav1.GetOptions) (T, error),
+	update func(context.Context, T, metav1.UpdateOptions) (T, error), name string, edit func(T)) error {
+	obj, err := get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	edit(obj)
+	_, err = update(ctx, obj, metav1.UpdateOptions{})
+	return err
+}
+
+// waitPolicyInEffect waits until the API server enforces the policy on client's
+// requests: a policy takes a moment to load after it is written. The probe is a dry
+// run, so nothing is created while it is not yet in effect. A nil client probes as
+// the admin impersonating a ServiceAccount of the controller's name in group
+// system:masters, which RBAC lets reach admission whatever the grants.
+func waitPolicyInEffect(t *testing.T, r renderedDeploy, client kubernetes.Interface) {
+	t.Helper()
+	if client == nil {
+		cfg := rest.CopyConfig(env.Kube.Config(testenv.AdminUser))
+		cfg.Impersonate = rest.ImpersonationConfig{UserName: serviceaccountUser("policy-probe", deployName),
+			Groups: []string{"system:masters", "system:authenticated"}}
+		cfg.RateLimiter = flowcontrol.NewFakeAlwaysRateLimiter() // as tokenClient's
+		client = kubernetes.NewForConfigOrDie(cfg)
+	}
+	want := r.policyMessage(t, "namespace")
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "policy-probe"}}
+	start := time.Now()
+	testenv.Eventually(t, 30*time.Second, "the ValidatingAdmissionPolicy in effect", func(ctx context.Context) error {
+		_, err := client.CoreV1().ServiceAccounts(sa.Namespace).Create(ctx, sa, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		switch {
+		case err == nil:
+			return errors.New("an unlabelled ServiceAccount in kube-system was admitted")
+		case !isPolicyDenial(err, r.policy.Name, want):
+			return err
+		}
+		return nil
+	})
+	t.Logf("the policy refuses the controller's ServiceAccount after %s", time.Since(start).Round(time.Millisecond))
+}
+
+// policyDenials is the API server's count of the policy's refusals, one per rule
+// that failed in a refused request. It also serves
+// cleanups, which run after t's context ends.
+func policyDenials(t *testing.T, policy string) float64 {
+	t.Helper()
+	text, err := env.KubeClient.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	if err != nil {
+		t.Fatalf("the API server's metrics: %v", err)
+	}
+	return testenv.MetricSum(string(text), "apiserver_validating_admission_policy_check_total",
+		`policy="`+policy+`"`, `enforcement_action="deny"`)
+}
