@@ -105,7 +105,7 @@ func (s *scenario) convergenceProblems(ctx context.Context) ([]string, error) {
 	}
 	live[consulapi.InlineCertificate+"/"+certSecret] = secret.UID
 	problems = append(problems, entrySetProblems(wantedEntries(routes, gateways, grant), entries, live)...)
-	problems = append(problems, routeEntryProblems(routes, gateways, grant, entries)...)
+	problems = append(problems, routeEntryProblems(s.world, routes, gateways, grant, entries)...)
 	problems = append(problems, s.tcpEntryProblems(ctx, entries[consulapi.TCPRoute+"/"+tcpRoute])...)
 	problems = append(problems, certificateProblems(secret, entries[consulapi.InlineCertificate+"/"+certSecret])...)
 	problems = append(problems, blackholeProblems(entries[blackholeKey])...)
@@ -181,14 +181,14 @@ func entrySetProblems(want map[string]int, entries map[string]consulapi.ConfigEn
 // routeEntryProblems: each http-route entry of ours sends its requests where the
 // route's backend and the ReferenceGrant say: to its Service in our namespace, to the
 // remote Service while the grant permits it, else to the blackhole alone.
-func routeEntryProblems(routes map[string]routeModel, gateways map[string]gatewayModel, grant bool, entries map[string]consulapi.ConfigEntry) []string {
+func routeEntryProblems(w *world, routes map[string]routeModel, gateways map[string]gatewayModel, grant bool, entries map[string]consulapi.ConfigEntry) []string {
 	var problems []string
 	for name, r := range routes {
 		e, ok := entries[consulapi.HTTPRoute+"/"+name].(*consulapi.HTTPRouteConfigEntry)
 		if !ok || !gateways[r.parent].ours {
 			continue
 		}
-		want := routeBackend(r, grant)
+		want := routeBackend(w, r, grant)
 		if got := httpRouteServices(e); !slices.Equal(got, []string{want}) {
 			problems = append(problems, fmt.Sprintf("consul entry for HTTPRoute %s sends requests to %v, want [%s] (remote backend %t, grant %t)", name, got, want, r.remote, grant))
 		}
@@ -197,14 +197,14 @@ func routeEntryProblems(routes map[string]routeModel, gateways map[string]gatewa
 }
 
 // routeBackend is the Consul service a route's requests go to.
-func routeBackend(r routeModel, grant bool) string {
+func routeBackend(w *world, r routeModel, grant bool) string {
 	switch {
 	case r.remote && grant:
-		return remoteSvc
+		return w.service(remoteSvc)
 	case r.remote:
 		return translate.Naming{}.BlackholeService()
 	default:
-		return "svc-" + strconv.Itoa(r.marker%serviceCount)
+		return w.service("svc-" + strconv.Itoa(r.marker%serviceCount))
 	}
 }
 

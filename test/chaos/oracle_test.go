@@ -59,7 +59,7 @@ var (
 	pathMarker = regexp.MustCompile(`^/m(\d+)$`)
 	hostMarker = regexp.MustCompile(`^g(\d+)\.chaos\.test$`)
 	certMarker = regexp.MustCompile(`^c(\d+)\.chaos\.test$`)
-	tcpMarker  = regexp.MustCompile(`^tcp-(\d+)$`)
+	tcpMarker  = regexp.MustCompile(`-tcp-(\d+)$`) // the world's Service tcp-N (world.service)
 )
 
 func newOracle(env *scenarioEnv) *oracle {

@@ -24,7 +24,7 @@ func (w *world) moveTCPBackend(ctx context.Context) error {
 		return err
 	}
 	left := string(route.Spec.Rules[0].BackendRefs[0].Name)
-	name := fmt.Sprintf("tcp-%d", w.next())
+	name := w.service(fmt.Sprintf("tcp-%d", w.next()))
 	// The Service first: a route to a Service not there yet is left out of Consul.
 	if err := w.createService(ctx, w.ns, name); err != nil {
 		return err

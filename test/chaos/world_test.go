@@ -93,11 +93,11 @@ func (w *world) create(ctx context.Context) error {
 		}
 	}
 	for i := range serviceCount {
-		if err := w.createService(ctx, w.ns, "svc-"+strconv.Itoa(i)); err != nil {
+		if err := w.createService(ctx, w.ns, w.service("svc-"+strconv.Itoa(i))); err != nil {
 			return err
 		}
 	}
-	if err := w.createService(ctx, w.remoteNS, remoteSvc); err != nil {
+	if err := w.createService(ctx, w.remoteNS, w.service(remoteSvc)); err != nil {
 		return err
 	}
 	if err := w.writeCertificate(ctx, true); err != nil {
@@ -121,6 +121,12 @@ func (w *world) create(ctx context.Context) error {
 	}
 	return w.createTCPRoute(ctx)
 }
+
+// service is the name of the world's Service base. Without Consul namespace mirroring
+// Consul knows Services of one name in every namespace as one service, and the
+// controller refuses a backend another namespace shares without a grant: the worlds
+// of a run share the API server and Consul, so each names its Services after itself.
+func (w *world) service(base string) string { return w.ns + "-" + base }
 
 func (w *world) createService(ctx context.Context, ns, name string) error {
 	svc := &corev1.Service{
@@ -183,9 +189,9 @@ func (w *world) createGateway(ctx context.Context, name string, ours bool) error
 }
 
 func (w *world) routeSpec(parent string, marker int, remote bool) gatewayv1.HTTPRouteSpec {
-	backend := gatewayv1.BackendObjectReference{Name: gatewayv1.ObjectName("svc-" + strconv.Itoa(marker%serviceCount)), Port: ptr.To(gatewayv1.PortNumber(80))}
+	backend := gatewayv1.BackendObjectReference{Name: gatewayv1.ObjectName(w.service("svc-" + strconv.Itoa(marker%serviceCount))), Port: ptr.To(gatewayv1.PortNumber(80))}
 	if remote {
-		backend = gatewayv1.BackendObjectReference{Name: remoteSvc, Namespace: ptr.To(gatewayv1.Namespace(w.remoteNS)), Port: ptr.To(gatewayv1.PortNumber(80))}
+		backend = gatewayv1.BackendObjectReference{Name: gatewayv1.ObjectName(w.service(remoteSvc)), Namespace: ptr.To(gatewayv1.Namespace(w.remoteNS)), Port: ptr.To(gatewayv1.PortNumber(80))}
 	}
 	return gatewayv1.HTTPRouteSpec{
 		CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: []gatewayv1.ParentReference{
@@ -214,7 +220,7 @@ func (w *world) createTCPRoute(ctx context.Context) error {
 		ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: tcpRoute},
 		Spec: gatewayv1.TCPRouteSpec{
 			CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: []gatewayv1.ParentReference{{Name: gatewayv1.ObjectName(gatewayName(0)), SectionName: ptr.To(gatewayv1.SectionName("tcp"))}}},
-			Rules:           []gatewayv1.TCPRouteRule{{BackendRefs: []gatewayv1.BackendRef{{BackendObjectReference: gatewayv1.BackendObjectReference{Name: "svc-0", Port: ptr.To(gatewayv1.PortNumber(5432))}}}}},
+			Rules:           []gatewayv1.TCPRouteRule{{BackendRefs: []gatewayv1.BackendRef{{BackendObjectReference: gatewayv1.BackendObjectReference{Name: gatewayv1.ObjectName(w.service("svc-0")), Port: ptr.To(gatewayv1.PortNumber(5432))}}}}},
 		},
 	}
 	_, err := w.env.gw.GatewayV1().TCPRoutes(w.ns).Create(ctx, r, metav1.CreateOptions{})
