@@ -77,7 +77,7 @@ func TestGatewayPodLogin(t *testing.T) {
 	}
 	tlsConfig := caFromSecret(t)
 
-	// Its own Gateway's configuration: the listener of edge's port, routing to echo.
+	// Its own Gateway's configuration: the listener of edge's port, routing to login-echo.
 	proxy := instanceOf(t, admin, "edge")
 	w := envoy.WatchWith(ctx, agent.GRPCTLSAddr(), proxy, envoy.DialOptions{Token: token.SecretID, TLS: tlsConfig})
 	defer w.Close()
@@ -90,7 +90,7 @@ func TestGatewayPodLogin(t *testing.T) {
 	if listenerOn(cfg, 8080) == nil || listenerOn(cfg, 9090) != nil {
 		t.Errorf("listeners served to edge's pod: %v, want the one on 8080 only", slices.Sorted(maps.Keys(cfg.Listeners)))
 	}
-	if !slices.ContainsFunc(slices.Sorted(maps.Keys(cfg.Clusters)), func(c string) bool { return strings.HasPrefix(c, "echo.") }) {
+	if !slices.ContainsFunc(slices.Sorted(maps.Keys(cfg.Clusters)), func(c string) bool { return strings.HasPrefix(c, "login-echo.") }) {
 		t.Errorf("clusters served to edge's pod: %v, want echo's", slices.Sorted(maps.Keys(cfg.Clusters)))
 	}
 
@@ -116,17 +116,17 @@ func TestGatewayPodLogin(t *testing.T) {
 	}
 
 	// Acting as a backend, with the same token: its mesh identity (a leaf certificate
-	// of echo) and its service-defaults are refused. (A catalog registration needs
+	// of login-echo) and its service-defaults are refused. (A catalog registration needs
 	// node write, which no gateway token has, so it would say nothing of the service
 	// rules.)
 	asPod, err := agent.ClientWithToken(token.SecretID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := asPod.Agent().ConnectCALeaf("echo", nil); err == nil || !strings.Contains(err.Error(), "Permission denied") {
+	if _, _, err := asPod.Agent().ConnectCALeaf("login-echo", nil); err == nil || !strings.Contains(err.Error(), "Permission denied") {
 		t.Errorf("edge's token asking for echo's leaf certificate: %v, want Permission denied", err)
 	}
-	if _, _, err := asPod.ConfigEntries().Set(&consulapi.ServiceConfigEntry{Kind: consulapi.ServiceDefaults, Name: "echo", Protocol: "tcp"}, nil); err == nil || !strings.Contains(err.Error(), "Permission denied") {
+	if _, _, err := asPod.ConfigEntries().Set(&consulapi.ServiceConfigEntry{Kind: consulapi.ServiceDefaults, Name: "login-echo", Protocol: "tcp"}, nil); err == nil || !strings.Contains(err.Error(), "Permission denied") {
 		t.Errorf("edge's token writing echo's service-defaults: %v, want Permission denied", err)
 	}
 
@@ -181,14 +181,14 @@ func loginControllerToken(t *testing.T, admin *consulapi.Client) string {
 	return testenv.ACLToken(t, admin, "login-controller", rules)
 }
 
-// registerLoginBackend registers echo as consul-k8s registers a mesh pod: the service
+// registerLoginBackend registers login-echo as consul-k8s registers a mesh pod: the service
 // and its sidecar proxy.
 func registerLoginBackend(t *testing.T, admin *consulapi.Client) {
 	t.Helper()
 	for _, svc := range []*consulapi.AgentService{
-		{ID: "echo", Service: "echo", Address: "10.2.1.1", Port: 8080},
-		{Kind: consulapi.ServiceKindConnectProxy, ID: "echo-sidecar-proxy", Service: "echo-sidecar-proxy", Address: "10.2.1.1", Port: 20000,
-			Proxy: &consulapi.AgentServiceConnectProxyConfig{DestinationServiceName: "echo", LocalServicePort: 8080}},
+		{ID: "login-echo", Service: "login-echo", Address: "10.2.1.1", Port: 8080},
+		{Kind: consulapi.ServiceKindConnectProxy, ID: "login-echo-sidecar-proxy", Service: "login-echo-sidecar-proxy", Address: "10.2.1.1", Port: 20000,
+			Proxy: &consulapi.AgentServiceConnectProxyConfig{DestinationServiceName: "login-echo", LocalServicePort: 8080}},
 	} {
 		if _, err := admin.Catalog().Register(&consulapi.CatalogRegistration{Node: "login-backends", Address: "10.2.1.254", Service: svc}, nil); err != nil {
 			t.Fatal(err)
