@@ -38,8 +38,19 @@ func watchBackoff() wait.Backoff {
 }
 
 // listOptions are the options of a list of every entry of ours, blocking from index.
+//
+// A list from index 0 (the first, and the first after an error) is consistent. A
+// Consul server that restarts restores its last snapshot and applies the rest of its
+// log only once it leads again, and a read in the default mode can be answered in
+// between, with entries at older states than were read before: Consul replaying its
+// history. Their verdicts would reach status, older ones after newer, until Consul's
+// next verdict (measured by test/chaos, docs/reliability.md). A consistent read waits
+// until the leader has applied its whole log. A blocking list from a later index then
+// needs no more: Consul answers it with a state past that index, which holds every
+// write the earlier answer held, or with a lower index when it waited in vain, which
+// the watch takes as a start from 0.
 func (s *Syncer) listOptions(ctx context.Context, index uint64) *consulapi.QueryOptions {
-	q := (&consulapi.QueryOptions{WaitIndex: index, WaitTime: watchWait, Partition: s.cfg.Naming.Partition}).WithContext(ctx)
+	q := (&consulapi.QueryOptions{WaitIndex: index, WaitTime: watchWait, Partition: s.cfg.Naming.Partition, RequireConsistent: index == 0}).WithContext(ctx)
 	if s.cfg.Naming.MirrorNamespaces || s.cfg.Naming.DestinationNamespace != "" {
 		q.Namespace = "*"
 	}
@@ -49,8 +60,9 @@ func (s *Syncer) listOptions(ctx context.Context, index uint64) *consulapi.Query
 // readVerdicts records, once, Consul's verdicts on the entries it already holds, before
 // the status workers judge anything (HasSynced). A new leader then writes the status a
 // converged system already has instead of Pending followed by the same verdict again.
-// A verdict read here is as current as Consul: an entry an earlier leader wrote for an
-// older spec keeps its verdict until Consul judges the new one, as after any write.
+// A verdict read here is as current as Consul (the reads are consistent, see
+// listOptions): an entry an earlier leader wrote for an older spec keeps its verdict
+// until Consul judges the new one, as after any write.
 func (s *Syncer) readVerdicts(ctx context.Context) {
 	defer s.verdictsRead.Store(true)
 	logger := klog.FromContext(ctx)
@@ -103,7 +115,8 @@ func (s *Syncer) HasSynced() bool { return s.verdictsRead.Load() }
 // watchKind follows every entry of kind with blocking queries and queues what differs
 // from the desired state: an owned entry that drifted or is no longer desired, and a
 // desired entry that is missing. After an error, and when Consul's index goes back (it
-// lost its data), the next answer is treated as a fresh start: everything is compared.
+// lost its data, or the answer came from a server replaying its log), the kind is read
+// again from 0, consistently, and that answer is a fresh start: everything is compared.
 func (s *Syncer) watchKind(ctx context.Context, kind string) {
 	logger := klog.FromContext(ctx).WithValues("kind", kind)
 	backoff := watchBackoff()
@@ -120,19 +133,21 @@ func (s *Syncer) watchKind(ctx context.Context, kind string) {
 			sleep(ctx, backoff.Step())
 			continue
 		}
+		backoff = watchBackoff()
+		if meta.LastIndex < index {
+			// Consul lost its data, or this answer came from a server that has not
+			// applied its whole log (listOptions): nothing in it is acted on, and the
+			// kind is read again from 0, consistently.
+			logger.Info("Consul's index went back; its data was reset or it is replaying its log, reading everything again", "from", index, "to", meta.LastIndex)
+			index = 0
+			continue
+		}
 		fresh := index == 0
 		if fresh {
 			// A fresh start or a reconnect: the server may have been replaced, and its
 			// indexes with it.
 			s.checkVersion(ctx)
 			s.forgetKind(kind)
-		}
-		backoff = watchBackoff()
-		if meta.LastIndex < index {
-			logger.Info("Consul's index went back; its data was reset, comparing everything", "from", index, "to", meta.LastIndex)
-			s.forgetKind(kind)
-			meta.LastIndex = 0
-			fresh = true
 		}
 		s.compareKind(ctx, kind, entries)
 		s.refreshChainsOf(ctx, kind, entries, fresh)

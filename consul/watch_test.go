@@ -1,14 +1,20 @@
 package consul
 
 import (
+	"context"
+	"encoding/json"
 	"io"
 	"log"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	gosync "sync"
 	"testing"
 	"time"
 
 	consulapi "github.com/hashicorp/consul/api"
+	"k8s.io/client-go/tools/cache"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
 // A Consul whose certificate the client does not trust stays untrusted for the life of
@@ -56,5 +62,117 @@ func TestReadVerdictsGivesUpOnAnUntrustedCertificate(t *testing.T) {
 		if got := isCertificateError(tc.err); got != tc.want {
 			t.Errorf("isCertificateError(%s: %v) = %v, want %v", tc.name, tc.err, got, tc.want)
 		}
+	}
+}
+
+// A restarted Consul server restores its last snapshot and applies the rest of its log
+// once it leads again; a read in the default mode can be answered in between, with
+// entries at older states than were read before (docs/reliability.md measured their
+// verdicts reaching status). The watch's first list, and the first after an error,
+// is consistent, which waits for the whole log; an answer whose index went back is not
+// acted on, and the kind is read again, consistently. So the older verdict in the
+// second answer below never reaches the status pipeline.
+func TestWatchTakesNoVerdictFromAnOlderState(t *testing.T) {
+	judged := func(modifyIndex uint64, status consulapi.ConditionStatus, reason string) []byte {
+		e := webRouteEntry()
+		e.ModifyIndex = modifyIndex
+		e.Status = consulapi.ConfigEntryStatus{Conditions: []consulapi.Condition{{Type: "Accepted", Status: status, Reason: reason}}}
+		data, err := json.Marshal([]consulapi.ConfigEntry{e})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}
+	answers := []struct {
+		wantIndex      string
+		wantConsistent bool
+		index          string
+		body           []byte
+	}{
+		{"", true, "100", judged(90, consulapi.ConditionStatusTrue, "Accepted")},
+		// A server replaying its log: the entry as it was at index 40.
+		{"100", false, "60", judged(40, consulapi.ConditionStatusFalse, "InvalidDiscoveryChain")},
+		{"", true, "120", judged(90, consulapi.ConditionStatusTrue, "Accepted")},
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var mu gosync.Mutex
+	served := 0
+	consul := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/config/"+consulapi.HTTPRoute {
+			http.NotFound(w, r)
+			return
+		}
+		mu.Lock()
+		n := served
+		served++
+		mu.Unlock()
+		if n >= len(answers) {
+			cancel()
+			<-r.Context().Done()
+			return
+		}
+		a := answers[n]
+		if got := r.URL.Query().Get("index"); got != a.wantIndex {
+			t.Errorf("list %d asked from index %q, want %q", n+1, got, a.wantIndex)
+		}
+		if got := r.URL.Query().Has("consistent"); got != a.wantConsistent {
+			t.Errorf("list %d from index %q: consistent is %t, want %t", n+1, a.wantIndex, got, a.wantConsistent)
+		}
+		w.Header().Set("X-Consul-Index", a.index)
+		_, _ = w.Write(a.body)
+	}))
+	t.Cleanup(consul.Close)
+	client, err := consulapi.NewClient(&consulapi.Config{Address: consul.Listener.Addr().String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewSyncer(Config{Client: client, Ownership: testOwnership})
+	route := cache.ObjectName{Namespace: "apps", Name: "web"}
+	var seen []string
+	s.statusChanged = func(kind gatewayv1.Kind, key cache.ObjectName) {
+		if v := s.Verdict(kind, key); key == route {
+			seen = append(seen, v.Reason)
+		}
+	}
+	s.watchKind(ctx, consulapi.HTTPRoute)
+	mu.Lock()
+	defer mu.Unlock()
+	if served <= len(answers) {
+		t.Fatalf("the watch made %d lists, want more than %d", served, len(answers))
+	}
+	if slices.Contains(seen, "InvalidDiscoveryChain") {
+		t.Errorf("the verdicts the watch reported were %q: it took one from the answer whose index went back", seen)
+	}
+	if v := s.Verdict("HTTPRoute", route); !v.Programmed {
+		t.Errorf("the verdict after the watch is %+v, want Consul's Accepted", v)
+	}
+}
+
+// The verdicts read before the status workers start are consistent too: a new leader
+// must not start from the middle of a Consul's replay either.
+func TestReadVerdictsReadsConsistently(t *testing.T) {
+	var mu gosync.Mutex
+	var lists []string
+	consul := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		lists = append(lists, r.URL.Path)
+		mu.Unlock()
+		if !r.URL.Query().Has("consistent") {
+			t.Errorf("%s read without consistent", r.URL.Path)
+		}
+		w.Header().Set("X-Consul-Index", "1")
+		_, _ = w.Write([]byte("[]"))
+	}))
+	t.Cleanup(consul.Close)
+	client, err := consulapi.NewClient(&consulapi.Config{Address: consul.Listener.Addr().String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	NewSyncer(Config{Client: client, Ownership: testOwnership}).readVerdicts(t.Context())
+	mu.Lock()
+	defer mu.Unlock()
+	if len(lists) != 3 {
+		t.Errorf("readVerdicts listed %v, want the three kinds Consul judges", lists)
 	}
 }
