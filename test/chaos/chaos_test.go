@@ -253,6 +253,7 @@ func runScenario(t *testing.T, r run) summary {
 	s.referee(t, ctx)
 	s.oracle.checkSingleWriter(s.writes.all())
 	s.oracle.checkCheckAndSet(s.writes.all())
+	s.oracle.checkStepBacks()
 	s.checkNoLostDelete(t, ctx)
 	select {
 	case err := <-startErrs:

@@ -22,6 +22,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayinformers "sigs.k8s.io/gateway-api/pkg/client/informers/externalversions"
+
+	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
 )
 
 // oracle watches everything the scenario can change, while it runs, and checks the
@@ -46,6 +48,8 @@ type oracle struct {
 	consulEpoch    int // bumped when Consul lost its data on purpose
 	// Lease terms, in the order observed.
 	terms []term
+	// steps back from Consul's Accepted, and the changes that explain them.
+	verdicts verdicts
 }
 
 type term struct {
@@ -67,6 +71,7 @@ func newOracle(env *scenarioEnv) *oracle {
 		env: env, checks: map[string]int{},
 		statusGen: map[types.UID]map[string]int64{}, entryMarker: map[string]int{},
 		foreignSeen: map[types.UID]int{}, foreignEntries: map[string]string{},
+		verdicts: newVerdicts(),
 	}
 }
 
@@ -136,9 +141,9 @@ func (o *oracle) observeKube(obj any) {
 	case *gatewayv1.Gateway:
 		o.observeGateway(obj)
 	case *gatewayv1.HTTPRoute:
-		o.observeRoute(obj.UID, obj.Name, obj.Status.Parents)
+		o.observeRoute(obj.UID, "HTTPRoute/"+obj.Name, obj.Status.Parents)
 	case *gatewayv1.TCPRoute:
-		o.observeRoute(obj.UID, obj.Name, obj.Status.Parents)
+		o.observeRoute(obj.UID, "TCPRoute/"+obj.Name, obj.Status.Parents)
 	case *coordinationv1.Lease:
 		o.observeLease(obj)
 	}
@@ -196,8 +201,9 @@ func (o *oracle) observeGateway(gw *gatewayv1.Gateway) {
 	o.expectForeign(gw.UID, what, slices.ContainsFunc(gw.Status.Conditions, func(c metav1.Condition) bool { return c.Type == foreignCondition }))
 }
 
-func (o *oracle) observeRoute(uid types.UID, name string, parents []gatewayv1.RouteParentStatus) {
-	what := "route " + name
+// observeRoute checks a route's status; route is its kind and name ("HTTPRoute/r-1").
+func (o *oracle) observeRoute(uid types.UID, route string, parents []gatewayv1.RouteParentStatus) {
+	what := "route " + route
 	conds := map[string]int64{}
 	foreign := false
 	for _, p := range parents {
@@ -209,6 +215,11 @@ func (o *oracle) observeRoute(uid types.UID, name string, parents []gatewayv1.Ro
 			}
 			for _, c := range p.Conditions {
 				conds[string(p.ParentRef.Name)+"/"+c.Type] = c.ObservedGeneration
+				if c.Type == gwsync.ConsulAcceptedCondition {
+					o.mu.Lock()
+					o.observeVerdict(uid, route, string(p.ParentRef.Name), c)
+					o.mu.Unlock()
+				}
 			}
 		case foreignController:
 			foreign = true
@@ -293,6 +304,9 @@ func (o *oracle) watchConsul(ctx context.Context, kind string) {
 func (o *oracle) observeEntries(kind string, entries []consulapi.ConfigEntry) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if kind == consulapi.HTTPRoute || kind == consulapi.TCPRoute {
+		o.observeRouteEntries(kind, entries)
+	}
 	present := map[string]bool{}
 	for _, e := range entries {
 		key := kind + "/" + e.GetName()
