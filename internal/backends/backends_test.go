@@ -106,9 +106,9 @@ func TestTrim(t *testing.T) {
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: "apps", Name: "web-1", ResourceVersion: "7", UID: "u", DeletionTimestamp: &now,
-			Labels:        map[string]string{"app": "web"},
-			Annotations:   map[string]string{ServiceAnnotation: "api", "kubectl.kubernetes.io/last-applied-configuration": strings.Repeat("x", 1000)},
-			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}},
+			Labels:          map[string]string{"app": "web"},
+			Annotations:     map[string]string{ServiceAnnotation: "api", "kubectl.kubernetes.io/last-applied-configuration": strings.Repeat("x", 1000)},
+			ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "kubectl"}},
 			OwnerReferences: []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "web-1234"}},
 		},
 		Spec: corev1.PodSpec{
