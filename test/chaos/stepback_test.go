@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -10,24 +11,30 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/consul-gateway-controller/consul-gateway-controller/consul"
 	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
 )
 
 // A route's ConsulAccepted condition carries Consul's verdict on the route's entry. At
 // one generation it may step back from Accepted only because something changed in
-// Consul: the entry was rewritten (drift, data loss, a grant or a backend going), or
-// Consul judged it again (it writes its verdict into the entry, as a new version). A
-// verdict read from an older state of Consul, such as a restarted server answering
-// before it has replayed its log, would show as a step back with nothing behind it.
+// Consul: the entry was rewritten (drift, data loss, a grant or a backend going, a
+// foreign writer), or Consul itself stopped accepting it. A verdict read from an older
+// state of Consul, such as a restarted server answering before it has replayed its
+// log, would show as a step back with neither behind it.
 //
-// The oracle keeps the moments its consistent watch saw each route's entries change,
-// and every step back from Accepted; after the run, each step back must have a change
-// of that route's entries near it. The slack covers the controller's lag from Consul
-// to status on one side and the oracle's watch lag on the other, so a step back that
-// follows a change by more than that is a violation even when the change was real:
-// the slack is generous (faults add latency) at the cost of missing a step back that
-// happens to fall near an unrelated change of the same route.
-const stepBackSlack = 8 * time.Second
+// The oracle's consistent watch records, per route, the moments the content of its
+// entries changed (anything but the status Consul writes into them: Consul judging an
+// entry again is not a change of it) and the moments it saw one of them not accepted
+// by Consul. After the run, each step back needs one of those while the route parent
+// was Accepted at that generation: from the moment the oracle saw it Accepted to the
+// moment it saw it leave. The writes that led to the Accepted verdict come before it
+// and do not count, nor do the writes of the next generation, which the controller
+// makes only after it has written that generation's status. verdictLag extends the
+// interval past the step back by the oracle's own lag: its Consul watch may see a
+// change a little after the controller acted on it. A step back to ConsulWriteFailed
+// is the controller's own report of a write that failed, which Consul never saw: it is
+// counted, not checked.
+const verdictLag = time.Second
 
 // verdictKey is one parent of ours on one route.
 type verdictKey struct {
@@ -53,14 +60,16 @@ type stepBack struct {
 type verdicts struct {
 	accepted  map[verdictKey]accepted
 	stepBacks []stepBack
-	// entries is, per Consul kind and route ("HTTPRoute/r-1"), the versions of its
-	// entries last seen ("name@modifyIndex", sorted); changes the moments they changed.
-	entries map[string]map[string]string
-	changes map[string][]time.Time
+	// entries is, per Consul kind and route ("HTTPRoute/r-1"), the content of its
+	// entries last seen, Consul's status left out; changes the moments it changed, and
+	// refusals the moments one of them was seen not accepted by Consul.
+	entries  map[string]map[string]string
+	changes  map[string][]time.Time
+	refusals map[string][]time.Time
 }
 
 func newVerdicts() verdicts {
-	return verdicts{accepted: map[verdictKey]accepted{}, entries: map[string]map[string]string{}, changes: map[string][]time.Time{}}
+	return verdicts{accepted: map[verdictKey]accepted{}, entries: map[string]map[string]string{}, changes: map[string][]time.Time{}, refusals: map[string][]time.Time{}}
 }
 
 // observeVerdict follows one route parent's ConsulAccepted condition; o.mu is held.
@@ -83,24 +92,27 @@ func (o *oracle) observeVerdict(uid types.UID, route, parent string, c metav1.Co
 	}
 }
 
-// observeRouteEntries notes which routes' entries of one Consul kind changed since the
-// last read; o.mu is held.
+// observeRouteEntries notes which routes' entries of one Consul kind changed content
+// since the last read, and which are not accepted by Consul now; o.mu is held.
 func (o *oracle) observeRouteEntries(kind string, entries []consulapi.ConfigEntry) {
 	versions := map[string][]string{}
+	now := time.Now()
 	for _, e := range entries {
 		meta := e.GetMeta()
 		if !o.env.owns(meta) {
 			continue
 		}
 		route := meta["k8s-kind"] + "/" + meta["k8s-name"]
-		versions[route] = append(versions[route], fmt.Sprintf("%s@%d", e.GetName(), e.GetModifyIndex()))
+		versions[route] = append(versions[route], e.GetName()+"="+entryContent(e))
+		if !acceptedAndBound(e) {
+			o.verdicts.refusals[route] = append(o.verdicts.refusals[route], now)
+		}
 	}
 	seen := o.verdicts.entries[kind]
 	if seen == nil {
 		seen = map[string]string{}
 		o.verdicts.entries[kind] = seen
 	}
-	now := time.Now()
 	for route, vs := range versions {
 		slices.Sort(vs)
 		v := strings.Join(vs, ",")
@@ -117,21 +129,61 @@ func (o *oracle) observeRouteEntries(kind string, entries []consulapi.ConfigEntr
 	}
 }
 
-// checkStepBacks runs after the run: each step back from Accepted needs a change of its
-// route's entries within stepBackSlack of the time it was Accepted and the time it left.
+// acceptedAndBound reports whether Consul accepted a route entry and bound it to every
+// parent it names.
+func acceptedAndBound(e consulapi.ConfigEntry) bool {
+	if c := consul.AcceptedCondition(e); c == nil || c.Status != consulapi.ConditionStatusTrue {
+		return false
+	}
+	for _, c := range consul.EntryStatus(e).Conditions {
+		if c.Type == string(consulapi.RouteConditionBound) && c.Status != consulapi.ConditionStatusTrue {
+			return false
+		}
+	}
+	return true
+}
+
+// entryContent is what was written of a route entry: everything but the status and
+// the indexes Consul keeps, which change when Consul judges the entry again.
+func entryContent(e consulapi.ConfigEntry) string {
+	var v any
+	switch r := e.(type) {
+	case *consulapi.HTTPRouteConfigEntry:
+		c := *r
+		c.Status, c.CreateIndex, c.ModifyIndex = consulapi.ConfigEntryStatus{}, 0, 0
+		v = c
+	case *consulapi.TCPRouteConfigEntry:
+		c := *r
+		c.Status, c.CreateIndex, c.ModifyIndex = consulapi.ConfigEntryStatus{}, 0, 0
+		v = c
+	default:
+		return fmt.Sprint(e.GetModifyIndex())
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(e.GetModifyIndex())
+	}
+	return string(b)
+}
+
+// checkStepBacks runs after the run: each step back from Accepted, other than to
+// ConsulWriteFailed, needs a change of its route's entries, or one of them seen not
+// accepted by Consul, while it was Accepted (and verdictLag after).
 func (o *oracle) checkStepBacks() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for _, b := range o.verdicts.stepBacks {
 		o.checks["no regression (verdict): steps back from Accepted"]++
-		from, to := b.accepted.Add(-stepBackSlack), b.leftAt.Add(stepBackSlack)
-		changed := slices.ContainsFunc(o.verdicts.changes[b.route], func(t time.Time) bool {
-			return !t.Before(from) && !t.After(to)
-		})
-		if !changed {
-			o.violations = append(o.violations, fmt.Sprintf("%s no regression (verdict): %s parent %s left %s=True at generation %d for %s %q (Accepted since %s) with no change of its Consul entries from %s to %s",
-				b.leftAt.Format("15:04:05.000"), b.route, b.parent, gwsync.ConsulAcceptedCondition, b.gen, b.reason, b.message,
-				b.accepted.Format("15:04:05.000"), from.Format("15:04:05.000"), to.Format("15:04:05.000")))
+		if b.reason == consul.ReasonWriteFailed {
+			continue
 		}
+		from, to := b.accepted, b.leftAt.Add(verdictLag)
+		near := func(t time.Time) bool { return !t.Before(from) && !t.After(to) }
+		if slices.ContainsFunc(o.verdicts.changes[b.route], near) || slices.ContainsFunc(o.verdicts.refusals[b.route], near) {
+			continue
+		}
+		o.violations = append(o.violations, fmt.Sprintf("%s no regression (verdict): %s parent %s left %s=True at generation %d for %s %q (Accepted since %s) while Consul accepted its unchanged entries from %s to %s",
+			b.leftAt.Format("15:04:05.000"), b.route, b.parent, gwsync.ConsulAcceptedCondition, b.gen, b.reason, b.message,
+			b.accepted.Format("15:04:05.000"), from.Format("15:04:05.000"), to.Format("15:04:05.000")))
 	}
 }
