@@ -209,7 +209,9 @@ func checkAPIs(ctx context.Context, kube kubernetes.Interface, host string) erro
 // deployer and the catalog registrar. The informers run in every replica, the writers
 // only in the leader (lead).
 type pipeline struct {
-	informers  *informers.Informers
+	informers *informers.Informers
+	// meta reads the consistent lists a new leader's caches must catch up with.
+	meta       metadata.Interface
 	bundle     *informers.BundleVersion
 	syncer     *consul.Syncer
 	controller *gwsync.Controller
@@ -229,6 +231,7 @@ func newPipeline(ctx context.Context, opts *options.Options, c clients, recorder
 	inf := informers.New(c.kube, c.gateway, c.configs, 0)
 	p := &pipeline{
 		informers: inf,
+		meta:      c.meta,
 		bundle:    informers.NewBundleVersion(c.meta, 0),
 		syncer: consul.NewSyncer(consul.Config{
 			Client:      c.consul,
@@ -384,6 +387,14 @@ func (p *pipeline) synced() []cache.InformerSynced {
 func (p *pipeline) lead(ctx context.Context, eventBroadcaster events.EventBroadcaster, leading *atomic.Bool) error {
 	leading.Store(true)
 	defer leading.Store(false)
+	// A standby's caches may lag what the previous leader saw and wrote; nothing is
+	// written from them until they hold what the API server holds now.
+	if err := informers.WaitCaughtUp(ctx, p.meta, p.informers.ConsistentCaches()); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
 	if err := eventBroadcaster.StartRecordingToSinkWithContext(ctx); err != nil {
 		return fmt.Errorf("start recording events: %w", err)
 	}
