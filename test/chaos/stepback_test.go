@@ -146,23 +146,18 @@ func acceptedAndBound(e consulapi.ConfigEntry) bool {
 // entryContent is what was written of a route entry: everything but the status and
 // the indexes Consul keeps, which change when Consul judges the entry again.
 func entryContent(e consulapi.ConfigEntry) string {
-	var v any
-	switch r := e.(type) {
-	case *consulapi.HTTPRouteConfigEntry:
-		c := *r
-		c.Status, c.CreateIndex, c.ModifyIndex = consulapi.ConfigEntryStatus{}, 0, 0
-		v = c
-	case *consulapi.TCPRouteConfigEntry:
-		c := *r
-		c.Status, c.CreateIndex, c.ModifyIndex = consulapi.ConfigEntryStatus{}, 0, 0
-		v = c
-	default:
-		return fmt.Sprint(e.GetModifyIndex())
-	}
-	b, err := json.Marshal(v)
+	b, err := json.Marshal(e)
 	if err != nil {
 		return fmt.Sprint(e.GetModifyIndex())
 	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(b, &fields); err != nil {
+		return fmt.Sprint(e.GetModifyIndex())
+	}
+	delete(fields, "Status")
+	delete(fields, "CreateIndex")
+	delete(fields, "ModifyIndex")
+	b, _ = json.Marshal(fields) // map keys marshal sorted
 	return string(b)
 }
 
