@@ -27,6 +27,8 @@ import (
 // until its caches hold at least what the API server held after it took the lease.
 
 // ConsistentCache is a cache and the resource it caches, which a consistent list reads.
+// The informer must cache every object of the resource, in every namespace and without
+// a selector: the list it is compared with is of them all.
 type ConsistentCache struct {
 	Resource schema.GroupVersionResource
 	Informer cache.SharedIndexInformer

@@ -37,7 +37,9 @@ func TestWaitCaughtUpWaitsForALaggingCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	gate := make(chan struct{})
-	listWatch := cache.NewListWatchFromClient(kube.CoreV1().RESTClient(), "services", ns, fields.Everything())
+	// Every namespace, as the controller's caches are: the list it is compared with is
+	// of every namespace.
+	listWatch := cache.NewListWatchFromClient(kube.CoreV1().RESTClient(), "services", metav1.NamespaceAll, fields.Everything())
 	held := &cache.ListWatch{
 		ListWithContextFunc: listWatch.ListWithContextFunc,
 		WatchFuncWithContext: func(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
