@@ -40,9 +40,8 @@ type ConsistentCache struct {
 // watched one by one, and an older certificate is replaced as soon as the watch
 // delivers the newer one.
 func (i *Informers) ConsistentCaches() []ConsistentCache {
-	v1 := func(resource string) schema.GroupVersionResource {
-		return gatewayv1.SchemeGroupVersion.WithResource(resource)
-	}
+	gatewayV1 := schema.GroupVersion{Group: gatewayv1.GroupName, Version: "v1"}
+	v1 := func(resource string) schema.GroupVersionResource { return gatewayV1.WithResource(resource) }
 	caches := []ConsistentCache{
 		{v1("gatewayclasses"), i.GatewayClasses.Informer()},
 		{v1("gateways"), i.Gateways.Informer()},
@@ -53,7 +52,7 @@ func (i *Informers) ConsistentCaches() []ConsistentCache {
 		{v1alpha1.SchemeGroupVersion.WithResource("gatewayconfigs"), i.GatewayConfigs},
 	}
 	for _, kind := range gatewayapi.Routes {
-		plural, _ := meta.UnsafeGuessKindToResource(gatewayv1.SchemeGroupVersion.WithKind(string(kind.Kind)))
+		plural, _ := meta.UnsafeGuessKindToResource(gatewayV1.WithKind(string(kind.Kind)))
 		caches = append(caches, ConsistentCache{plural, i.Routes[kind.Kind]})
 	}
 	return caches
