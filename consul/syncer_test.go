@@ -146,3 +146,52 @@ func TestWriteFailureClearsOnceConsulHoldsTheEntry(t *testing.T) {
 		t.Errorf("once Consul holds the entry the verdict is %+v; want Consul's InvalidDiscoveryChain", v)
 	}
 }
+
+// Consul's verdict is on an entry as it exists. An entry created again (its route lost
+// its backend and got it back, or Consul lost it) has not been judged yet: the verdict
+// on the entry that was there before must not carry over to it. test/chaos caught a
+// route reported Accepted 13 ms after its entry was created, then Pending, then
+// Accepted again.
+func TestCreatedEntryStartsWithoutAVerdict(t *testing.T) {
+	entry := webRouteEntry()
+	var puts int
+	consul := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.Method {
+		case http.MethodGet:
+			http.Error(w, "Config entry not found", http.StatusNotFound)
+		case http.MethodPut:
+			puts++
+			if r.URL.Query().Get("cas") != "0" {
+				t.Errorf("create without cas=0: %s", r.URL)
+			}
+			_, _ = w.Write([]byte("true"))
+		default:
+			t.Errorf("unexpected %s %s", r.Method, r.URL.Path)
+		}
+	}))
+	t.Cleanup(consul.Close)
+	client, err := consulapi.NewClient(&consulapi.Config{Address: consul.Listener.Addr().String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewSyncer(Config{Client: client, Ownership: testOwnership})
+	key := translate.KeyOf(entry)
+	s.desired.Entries[key] = entry
+	route := cache.ObjectName{Namespace: "apps", Name: "web"}
+
+	judged := *entry
+	judged.Status = consulapi.ConfigEntryStatus{Conditions: []consulapi.Condition{{Type: "Accepted", Status: consulapi.ConditionStatusTrue, Reason: "Accepted"}}}
+	s.verdicts.observe(key, &judged, true, nil) // the entry before it went
+	if v := s.Verdict("HTTPRoute", route); !v.Programmed {
+		t.Fatalf("the watch's Accepted was not recorded: %+v", v)
+	}
+	if err := s.syncEntry(t.Context(), key); err != nil {
+		t.Fatal(err)
+	}
+	if puts != 1 {
+		t.Fatalf("the absent entry was written %d times; want one create", puts)
+	}
+	if v := s.Verdict("HTTPRoute", route); v.Known {
+		t.Errorf("right after its entry was created the route's verdict is %+v; want none until Consul judges it", v)
+	}
+}

@@ -291,6 +291,23 @@ func bindingVerdict(key translate.EntryKey, c consulapi.Condition) gwsync.Bindin
 	}
 }
 
+// absent records that Consul holds no entry under key: it was deleted, or is about to
+// be created. What Consul said before was about an entry that no longer exists, and a
+// verdict kept from it would report a new entry as accepted before Consul judged it.
+func (v *verdicts) absent(key translate.EntryKey, meta map[string]string, changed func(gatewayv1.Kind, cache.ObjectName)) {
+	if !judgedKinds[key.Kind] {
+		return
+	}
+	owner, ok := reportedOwner(meta)
+	if !ok {
+		return
+	}
+	v.update(owner, changed, func(o *ownerState) {
+		o.consulKnown, o.consulAccepted, o.consulReason, o.consulMessage = false, false, "", ""
+		o.bindings = nil
+	})
+}
+
 // written records a successful write of key, or its delete.
 func (v *verdicts) written(key translate.EntryKey, desiredMeta map[string]string, changed func(gatewayv1.Kind, cache.ObjectName)) {
 	v.settled(key, changed)

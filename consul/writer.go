@@ -71,6 +71,7 @@ func (s *Syncer) syncEntry(ctx context.Context, key translate.EntryKey) error {
 			return err
 		}
 		metrics.GCDeletions.WithLabelValues(key.Kind).Inc()
+		s.verdicts.absent(key, actual.GetMeta(), s.statusChanged)
 		s.matched.forget(key)
 		s.view.deleted(key)
 		s.held.forget(key)
@@ -135,6 +136,9 @@ func (s *Syncer) writeWithoutReading(ctx context.Context, logger klog.Logger, ke
 func (s *Syncer) put(ctx context.Context, logger klog.Logger, verb string, key translate.EntryKey, desired consulapi.ConfigEntry, index uint64) error {
 	if err := s.dependenciesWritten(ctx, desired); err != nil {
 		return err
+	}
+	if index == 0 {
+		s.verdicts.absent(key, desired.GetMeta(), s.statusChanged)
 	}
 	drift := s.held.held(key, desired)
 	err := s.write(ctx, logger, verb, key, desired.GetMeta(), func(w *consulapi.WriteOptions) (bool, error) {
