@@ -24,8 +24,12 @@ import (
 //
 // The oracle's consistent watch records, per route, the moments the content of its
 // entries changed (anything but the status Consul writes into them: Consul judging an
-// entry again is not a change of it) and the moments it saw one of them not accepted
-// by Consul. After the run, each step back needs one of those while the route parent
+// entry again is not a change of it) and the moments one of them was not accepted by
+// Consul: when the watch saw it so, and when a refusal it did not see ended. Consul
+// stamps a condition with the time it last changed (lastTransitionTime), so an
+// Accepted or Bound condition that is True since a moment says it was not just
+// before; a refusal that lasted less than the watch's pause between two answers is
+// seen only that way. After the run, each step back needs one of those while the route parent
 // was Accepted at that generation: from the moment the oracle saw it Accepted to the
 // moment it saw it leave. The writes that led to the Accepted verdict come before it
 // and do not count, nor do the writes of the next generation, which the controller
@@ -107,6 +111,11 @@ func (o *oracle) observeRouteEntries(kind string, entries []consulapi.ConfigEntr
 		if !acceptedAndBound(e) {
 			o.verdicts.refusals[route] = append(o.verdicts.refusals[route], now)
 		}
+		for _, ended := range refusalsEnded(e) {
+			if !slices.ContainsFunc(o.verdicts.refusals[route], ended.Equal) {
+				o.verdicts.refusals[route] = append(o.verdicts.refusals[route], ended)
+			}
+		}
 	}
 	seen := o.verdicts.entries[kind]
 	if seen == nil {
@@ -141,6 +150,20 @@ func acceptedAndBound(e consulapi.ConfigEntry) bool {
 		}
 	}
 	return true
+}
+
+// refusalsEnded are the moments the Accepted and Bound conditions of a route entry
+// became True, as Consul stamped them: each ended a time the entry was not accepted or
+// not bound, which the oracle's watch may not have seen.
+func refusalsEnded(e consulapi.ConfigEntry) []time.Time {
+	var ended []time.Time
+	for _, c := range consul.EntryStatus(e).Conditions {
+		accepted := c.Type == "Accepted" || c.Type == string(consulapi.RouteConditionBound)
+		if accepted && c.Status == consulapi.ConditionStatusTrue && c.LastTransitionTime != nil {
+			ended = append(ended, *c.LastTransitionTime)
+		}
+	}
+	return ended
 }
 
 // entryContent is what was written of a route entry: everything but the status and
