@@ -78,14 +78,20 @@ func webRouteEntry() *consulapi.HTTPRouteConfigEntry {
 // read with answer and where any write is a test failure: the entry needs none.
 func syncerReading(t *testing.T, entry consulapi.ConfigEntry, answer func(http.ResponseWriter)) (*Syncer, translate.EntryKey) {
 	t.Helper()
-	consul := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return syncerAgainst(t, entry, func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet {
 			t.Errorf("unexpected %s %s: the entry is already as desired", r.Method, r.URL.Path)
 		}
 		answer(w)
-	}))
-	t.Cleanup(consul.Close)
-	client, err := consulapi.NewClient(&consulapi.Config{Address: consul.Listener.Addr().String()})
+	})
+}
+
+// syncerAgainst is a syncer that desires entry, against a Consul served by consul.
+func syncerAgainst(t *testing.T, entry consulapi.ConfigEntry, consul http.HandlerFunc) (*Syncer, translate.EntryKey) {
+	t.Helper()
+	server := httptest.NewServer(consul)
+	t.Cleanup(server.Close)
+	client, err := consulapi.NewClient(&consulapi.Config{Address: server.Listener.Addr().String()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +161,7 @@ func TestWriteFailureClearsOnceConsulHoldsTheEntry(t *testing.T) {
 func TestCreatedEntryStartsWithoutAVerdict(t *testing.T) {
 	entry := webRouteEntry()
 	var puts int
-	consul := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s, key := syncerAgainst(t, entry, func(w http.ResponseWriter, r *http.Request) {
 		switch r.Method {
 		case http.MethodGet:
 			http.Error(w, "Config entry not found", http.StatusNotFound)
@@ -168,15 +174,7 @@ func TestCreatedEntryStartsWithoutAVerdict(t *testing.T) {
 		default:
 			t.Errorf("unexpected %s %s", r.Method, r.URL.Path)
 		}
-	}))
-	t.Cleanup(consul.Close)
-	client, err := consulapi.NewClient(&consulapi.Config{Address: consul.Listener.Addr().String()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := NewSyncer(Config{Client: client, Ownership: testOwnership})
-	key := translate.KeyOf(entry)
-	s.desired.Entries[key] = entry
+	})
 	route := cache.ObjectName{Namespace: "apps", Name: "web"}
 
 	judged := *entry
