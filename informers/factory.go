@@ -45,6 +45,9 @@ type Informers struct {
 	Secrets *SecretCache
 	// GatewayConfigs caches the project's own parameters kind.
 	GatewayConfigs cache.SharedIndexInformer
+	// InjectedPods caches the pods consul-k8s injected, trimmed to what says which
+	// Consul service a backend Service is (package backends).
+	InjectedPods cache.SharedIndexInformer
 
 	gatewayFactory gatewayfactory.SharedInformerFactory
 	coreFactory    kubeinformers.SharedInformerFactory
@@ -79,8 +82,9 @@ func New(kube kubernetes.Interface, gateway gatewayclient.Interface, configs cli
 		gatewayFactory:  gatewayFactory,
 		coreFactory:     coreFactory,
 		GatewayConfigs:  newGatewayConfigInformer(configs, resync),
+		InjectedPods:    newInjectedPodInformer(kube, resync),
 	}
-	i.own = []cache.SharedIndexInformer{i.GatewayConfigs}
+	i.own = []cache.SharedIndexInformer{i.GatewayConfigs, i.InjectedPods}
 	for _, kind := range gatewayapi.Routes {
 		i.Routes[kind.Kind] = kind.Informer(gatewayV1)
 	}
@@ -223,6 +227,7 @@ func (i *Informers) HasSynced() []cache.InformerSynced {
 		i.Services.Informer().HasSynced,
 		i.Secrets.HasSynced,
 		i.GatewayConfigs.HasSynced,
+		i.InjectedPods.HasSynced,
 	}
 	for _, informer := range i.Routes {
 		synced = append(synced, informer.HasSynced)

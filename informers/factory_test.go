@@ -244,6 +244,7 @@ func TestNewInstallsIndexers(t *testing.T) {
 		"ReferenceGrant": {i.ReferenceGrants.Informer(), []string{cache.NamespaceIndex}},
 		"Namespace":      {i.Namespaces.Informer(), []string{cache.NamespaceIndex}},
 		"Service":        {i.Services.Informer(), []string{cache.NamespaceIndex, ServiceNameIndex}},
+		"Pod":            {i.InjectedPods, []string{cache.NamespaceIndex, PodConsulServiceIndex}},
 	}
 	if len(i.Routes) != len(gatewayapi.Routes) {
 		t.Errorf("%d route informers for %d route kinds", len(i.Routes), len(gatewayapi.Routes))
@@ -262,8 +263,8 @@ func TestNewInstallsIndexers(t *testing.T) {
 func TestHasSyncedCoversHandlers(t *testing.T) {
 	i := New(kubefake.NewClientset(), gatewayfake.NewClientset(), configfake.NewClientset(), 0)
 	// GatewayClasses, Gateways, ListenerSets, ReferenceGrants, Namespaces, Services,
-	// Secrets, GatewayConfigs and every route kind.
-	informers := 8 + len(gatewayapi.Routes)
+	// Secrets, GatewayConfigs, InjectedPods and every route kind.
+	informers := 9 + len(gatewayapi.Routes)
 	if got := len(i.HasSynced()); got != informers {
 		t.Errorf("before AddEventHandlers: %d HasSynced, want one per informer (%d)", got, informers)
 	}

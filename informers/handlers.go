@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -14,6 +15,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/api/v1alpha1"
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/backends"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 )
 
@@ -35,6 +37,11 @@ type Indexes struct {
 	ListenerSets   cache.Indexer
 	// Routes holds the indexer of each kind of gatewayapi.Routes.
 	Routes map[gatewayv1.Kind]cache.Indexer
+	// Services (with ServiceNameIndex) and InjectedPods (with PodConsulServiceIndex)
+	// say which Services a pod's change renames; nil Services maps pod events to
+	// nothing.
+	Services     cache.Indexer
+	InjectedPods cache.Indexer
 }
 
 // indexes returns the indexers of i's informers a KeyMapper looks up.
@@ -44,6 +51,8 @@ func (i *Informers) indexes() Indexes {
 		Gateways:       i.Gateways.Informer().GetIndexer(),
 		ListenerSets:   i.ListenerSets.Informer().GetIndexer(),
 		Routes:         make(map[gatewayv1.Kind]cache.Indexer, len(i.Routes)),
+		Services:       i.Services.Informer().GetIndexer(),
+		InjectedPods:   i.InjectedPods.GetIndexer(),
 	}
 	for kind, informer := range i.Routes {
 		idx.Routes[kind] = informer.GetIndexer()
@@ -67,6 +76,8 @@ type KeyMapper struct {
 	gateways cache.Indexer
 	sets     cache.Indexer
 	routes   map[gatewayv1.Kind]cache.Indexer
+	services cache.Indexer
+	pods     cache.Indexer
 	logger   klog.Logger
 }
 
@@ -79,6 +90,8 @@ func NewKeyMapper(ctx context.Context, idx Indexes, q Queues) *KeyMapper {
 		gateways: idx.Gateways,
 		sets:     idx.ListenerSets,
 		routes:   idx.Routes,
+		services: idx.Services,
+		pods:     idx.InjectedPods,
 		logger:   klog.FromContext(ctx).WithName("informers"),
 	}
 }
@@ -125,9 +138,28 @@ func (m *KeyMapper) NamespaceHandler() cache.ResourceEventHandler {
 }
 
 // ServiceHandler is the handler of Service events: it enqueues the routes with the
-// Service as a backend.
+// Service as a backend, and the routes whose backend's Consul service the old or the
+// new Service's pods register under.
 func (m *KeyMapper) ServiceHandler() cache.ResourceEventHandler {
-	return m.forEachName(m.serviceChanged)
+	return m.forEachObject(m.serviceChanged)
+}
+
+// PodHandler is the handler of the injected pods' events: it enqueues the routes whose
+// backends the pod may rename or join (podChanged). An update that changes nothing
+// backend resolution reads, the most common kind (status, readiness, resyncs),
+// enqueues nothing.
+func (m *KeyMapper) PodHandler() cache.ResourceEventHandler {
+	handler := m.forEachObject(m.podChanged)
+	onUpdate := handler.UpdateFunc
+	handler.UpdateFunc = func(oldObj, newObj any) {
+		oldPod, okOld := oldObj.(*corev1.Pod)
+		newPod, okNew := newObj.(*corev1.Pod)
+		if okOld && okNew && backends.SameResolution(oldPod, newPod) {
+			return
+		}
+		onUpdate(oldObj, newObj)
+	}
+	return handler
 }
 
 // SecretHandler is the handler of Secret events: it enqueues the Gateways with the
@@ -172,6 +204,7 @@ func (i *Informers) AddEventHandlers(ctx context.Context, q Queues) error {
 		{gatewayapi.ReferenceGrantKind, i.ReferenceGrants.Informer(), h.referenceGrants},
 		{"Namespace", i.Namespaces.Informer(), h.namespaces},
 		{gatewayapi.ServiceKind, i.Services.Informer(), h.services},
+		{"Pod", i.InjectedPods, h.pods},
 		{gatewayapi.SecretKind, i.Secrets, h.secrets},
 		{v1alpha1.GatewayConfigKind, i.GatewayConfigs, h.gatewayConfigs},
 	}
@@ -201,6 +234,7 @@ type eventHandlers struct {
 	referenceGrants cache.ResourceEventHandler
 	namespaces      cache.ResourceEventHandler
 	services        cache.ResourceEventHandler
+	pods            cache.ResourceEventHandler
 	secrets         cache.ResourceEventHandler
 	gatewayConfigs  cache.ResourceEventHandler
 }
@@ -215,6 +249,7 @@ func (i *Informers) eventHandlers(ctx context.Context, q Queues) eventHandlers {
 		referenceGrants: m.ReferenceGrantHandler(),
 		namespaces:      m.NamespaceHandler(),
 		services:        m.ServiceHandler(),
+		pods:            m.PodHandler(),
 		secrets:         m.SecretHandler(),
 		gatewayConfigs:  m.GatewayConfigHandler(),
 	}

@@ -157,6 +157,8 @@ func informerOf(t *testing.T, i *Informers, obj runtime.Object) cache.SharedInde
 		return i.Namespaces.Informer()
 	case *corev1.Service:
 		return i.Services.Informer()
+	case *corev1.Pod:
+		return i.InjectedPods
 	}
 	t.Fatalf("no informer for %T", obj)
 	return nil

@@ -1,11 +1,13 @@
 package informers
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/backends"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 )
 
@@ -133,9 +135,104 @@ func (m *KeyMapper) namespaceChanged(namespace cache.ObjectName) {
 
 // serviceChanged enqueues every route with a Service of that name as a backend: its
 // ResolvedRefs condition depends on the Service existing and, where Consul names
-// Services after their name alone, on the Services of that name elsewhere.
-func (m *KeyMapper) serviceChanged(service cache.ObjectName) {
-	m.enqueueRoutesIndexed(RouteBackendServiceNameIndex, service.Name)
+// Services after their name alone, on the Services of that name elsewhere. The Consul
+// services the Service's pods register under are shared the same way, so the routes
+// of the other Services registering under them are enqueued too (consulNameChanged).
+func (m *KeyMapper) serviceChanged(obj any) {
+	name, err := cache.DeletionHandlingObjectToName(obj)
+	if err != nil {
+		m.reportUnmapped(err, obj)
+		return
+	}
+	m.enqueueRoutesIndexed(RouteBackendServiceNameIndex, name.Name)
+	svc, err := objectAs[*corev1.Service](obj)
+	if err != nil {
+		return // a tombstone without the object: its pods' Services catch up at resync
+	}
+	for _, pod := range backends.Registered(svc, m.podsIn(svc.Namespace)) {
+		if consulName := pod.Annotations[backends.ServiceAnnotation]; consulName != "" {
+			m.consulNameChanged(consulName)
+		}
+	}
+}
+
+// podChanged enqueues the routes whose backend an injected pod may rename or join: the
+// routes naming a Service that selects the pod, and, when the pod names its Consul
+// service, the routes whose backends are or share that Consul service.
+func (m *KeyMapper) podChanged(obj any) {
+	pod, err := objectAs[*corev1.Pod](obj)
+	if err != nil {
+		m.reportUnmapped(err, obj)
+		return
+	}
+	for _, svc := range m.servicesRegistering(pod) {
+		m.enqueueRoutesIndexed(RouteBackendServiceNameIndex, svc)
+	}
+	if consulName := pod.Annotations[backends.ServiceAnnotation]; consulName != "" {
+		m.consulNameChanged(consulName)
+	}
+}
+
+// consulNameChanged enqueues the routes whose backend may be the Consul service
+// consulName: those naming a Service of that name, and those naming a Service whose
+// pods register under it.
+func (m *KeyMapper) consulNameChanged(consulName string) {
+	names := map[string]bool{consulName: true}
+	if m.pods != nil {
+		objs, err := m.pods.ByIndex(PodConsulServiceIndex, consulName)
+		if err != nil {
+			utilruntime.HandleErrorWithLogger(m.logger, err, "Index lookup failed", "index", PodConsulServiceIndex, "value", consulName)
+		}
+		for _, obj := range objs {
+			if pod, ok := obj.(*corev1.Pod); ok {
+				for _, svc := range m.servicesRegistering(pod) {
+					names[svc] = true
+				}
+			}
+		}
+	}
+	for name := range names {
+		m.enqueueRoutesIndexed(RouteBackendServiceNameIndex, name)
+	}
+}
+
+// servicesRegistering returns the names of the Services of pod's namespace that
+// consul-k8s registers pod for.
+func (m *KeyMapper) servicesRegistering(pod *corev1.Pod) []string {
+	if m.services == nil {
+		return nil
+	}
+	objs, err := m.services.ByIndex(cache.NamespaceIndex, pod.Namespace)
+	if err != nil {
+		utilruntime.HandleErrorWithLogger(m.logger, err, "Index lookup failed", "index", cache.NamespaceIndex, "value", pod.Namespace)
+		return nil
+	}
+	var names []string
+	for _, obj := range objs {
+		if svc, ok := obj.(*corev1.Service); ok && len(backends.Registered(svc, []*corev1.Pod{pod})) > 0 {
+			names = append(names, svc.Name)
+		}
+	}
+	return names
+}
+
+// podsIn returns the cached injected pods of namespace.
+func (m *KeyMapper) podsIn(namespace string) []*corev1.Pod {
+	if m.pods == nil {
+		return nil
+	}
+	objs, err := m.pods.ByIndex(cache.NamespaceIndex, namespace)
+	if err != nil {
+		utilruntime.HandleErrorWithLogger(m.logger, err, "Index lookup failed", "index", cache.NamespaceIndex, "value", namespace)
+		return nil
+	}
+	pods := make([]*corev1.Pod, 0, len(objs))
+	for _, obj := range objs {
+		if pod, ok := obj.(*corev1.Pod); ok {
+			pods = append(pods, pod)
+		}
+	}
+	return pods
 }
 
 // secretChanged enqueues every gateway with the secret as a listener certificate, with

@@ -38,72 +38,77 @@ var unsupportedAppProtocols = map[gatewayv1.Kind][]string{
 }
 
 // resolveBackendRef checks one backendRef of a route of routeKind ("HTTPRoute",
-// "TCPRoute", "GRPCRoute") in routeNamespace. Only core Services are supported (group ""
-// and kind "Service", the defaults): anything else is InvalidKind. A ref to another
-// namespace needs a ReferenceGrant, else RefNotPermitted. The Service must exist, else
-// BackendNotFound. Port must be set and be one of the Service's ports, else
-// BackendNotFound. A port whose appProtocol Consul cannot speak for routeKind is
-// UnsupportedProtocol. Returns nil when resolved. A lister error other than NotFound is
-// returned as error.
+// "TCPRoute", "GRPCRoute") in routeNamespace, and returns the Consul service it sends
+// traffic to. Only core Services are supported (group "" and kind "Service", the
+// defaults): anything else is InvalidKind. A ref to another namespace needs a
+// ReferenceGrant, else RefNotPermitted. The Service must exist, else BackendNotFound.
+// Port must be set and be one of the Service's ports, else BackendNotFound. A port
+// whose appProtocol Consul cannot speak for routeKind is UnsupportedProtocol. The
+// Service's injected pods must agree on one Consul service and be registered with the
+// port the Service port leads to (package backends). Returns a nil problem when
+// resolved. A lister error other than NotFound is returned as error.
 //
 // The checks run in that order on purpose: the grant is checked before the Service is
 // looked up, so a route without permission learns nothing about what exists in the
 // other namespace.
-//
-// sameName, when Consul names Services after their name alone (no namespace mirroring),
-// returns the Services of a name in every namespace; nil when names are not shared.
-func resolveBackendRef(routeKind gatewayv1.Kind, routeNamespace string, ref gatewayv1.BackendObjectReference, services corelisters.ServiceLister, grants gatewaylisters.ReferenceGrantLister, sameName func(name string) ([]*corev1.Service, error)) (*backendProblem, error) {
+func resolveBackendRef(routeKind gatewayv1.Kind, routeNamespace string, ref gatewayv1.BackendObjectReference, services corelisters.ServiceLister, grants gatewaylisters.ReferenceGrantLister, names consulServices) (string, *backendProblem, error) {
 	referent := gatewayapi.Referent(routeNamespace, ref.Namespace, ref.Name)
 	namespace, name := referent.Namespace, referent.String()
 
 	if p := backendKindProblem(ref, name); p != nil {
-		return p, nil
+		return "", p, nil
 	}
 	permitted, err := referencePermitted(grants,
 		referenceFrom{Group: gatewayv1.GroupName, Kind: string(routeKind), Namespace: routeNamespace},
 		referenceTo{Group: gatewayapi.CoreGroup, Kind: gatewayapi.ServiceKind, Namespace: namespace, Name: string(ref.Name)})
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	if !permitted {
-		return &backendProblem{
+		return "", &backendProblem{
 			Reason:  gatewayv1.RouteReasonRefNotPermitted,
 			Message: fmt.Sprintf("backendRef %s is not permitted: no ReferenceGrant in namespace %s allows %s from namespace %s to refer to it", name, namespace, routeKind, routeNamespace),
 		}, nil
 	}
 	svc, err := services.Services(namespace).Get(string(ref.Name))
 	if apierrors.IsNotFound(err) {
-		return &backendProblem{
+		return "", &backendProblem{
 			Reason:  gatewayv1.RouteReasonBackendNotFound,
 			Message: fmt.Sprintf("backendRef %s refers to a Service that does not exist", name),
 		}, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("get Service %s: %w", name, err)
+		return "", nil, fmt.Errorf("get Service %s: %w", name, err)
 	}
 	if p := servicePortProblem(routeKind, svc, ref.Port, name); p != nil {
-		return p, nil
+		return "", p, nil
 	}
-	return sharedNameProblem(routeKind, routeNamespace, svc, name, grants, sameName)
+	resolution, problem, err := names.resolve(name, svc, findServicePort(svc, *ref.Port))
+	if err != nil || problem != nil {
+		return "", problem, err
+	}
+	p, err := sharedNameProblem(routeKind, routeNamespace, svc, resolution.Service, name, grants, names)
+	if err != nil || p != nil {
+		return "", p, err
+	}
+	return resolution.Service, nil, nil
 }
 
-// sharedNameProblem refuses a Service whose Consul service is also another
-// namespace's Service that the route may not refer to. Without namespace mirroring
-// consul-k8s registers the pods of every Service "web" as the one Consul service
-// "web", and Consul balances a route's traffic over all of them: naming its own
-// namespace's "web" would reach another namespace's pods, which ReferenceGrant exists
-// to prevent.
-func sharedNameProblem(routeKind gatewayv1.Kind, routeNamespace string, svc *corev1.Service, name string, grants gatewaylisters.ReferenceGrantLister, sameName func(string) ([]*corev1.Service, error)) (*backendProblem, error) {
-	if sameName == nil {
-		return nil, nil
-	}
-	others, err := sameName(svc.Name)
-	if err != nil {
-		return nil, fmt.Errorf("find Services named %s: %w", svc.Name, err)
+// sharedNameProblem refuses a Service whose Consul service consulName other Services,
+// of namespaces the route may not refer to, put instances into too. Without namespace
+// mirroring consul-k8s registers the pods of every Service "web" as the one Consul
+// service "web" (and pods annotated with a connect-service name under that name,
+// whatever their Service), and Consul balances a route's traffic over all of them:
+// naming its own namespace's "web" would reach another namespace's pods, which
+// ReferenceGrant exists to prevent.
+func sharedNameProblem(routeKind gatewayv1.Kind, routeNamespace string, svc *corev1.Service, consulName, name string, grants gatewaylisters.ReferenceGrantLister, names consulServices) (*backendProblem, error) {
+	others, err := names.sharing(consulName)
+	if err != nil || others == nil {
+		return nil, err
 	}
 	var refused []string
 	for _, other := range others {
-		if other.Namespace == svc.Namespace || other.Namespace == routeNamespace {
+		if other.Namespace == routeNamespace || (other.Namespace == svc.Namespace && other.Name == svc.Name) {
 			continue
 		}
 		permitted, err := referencePermitted(grants,
@@ -113,7 +118,7 @@ func sharedNameProblem(routeKind gatewayv1.Kind, routeNamespace string, svc *cor
 			return nil, err
 		}
 		if !permitted {
-			refused = append(refused, other.Namespace)
+			refused = append(refused, other.Namespace+"/"+other.Name)
 		}
 	}
 	if len(refused) == 0 {
@@ -122,8 +127,8 @@ func sharedNameProblem(routeKind gatewayv1.Kind, routeNamespace string, svc *cor
 	slices.Sort(refused)
 	return &backendProblem{
 		Reason: gatewayv1.RouteReasonRefNotPermitted,
-		Message: fmt.Sprintf("backendRef %s is the Consul service %q, which the Services %s of namespaces %s are too (Consul namespaces are not mirrored); no ReferenceGrant there allows %s from namespace %s to refer to them: rename the Service, or grant the reference",
-			name, svc.Name, svc.Name, strings.Join(refused, ", "), routeKind, routeNamespace),
+		Message: fmt.Sprintf("backendRef %s is the Consul service %q, which the Services %s are too (Consul namespaces are not mirrored); no ReferenceGrant allows %s from namespace %s to refer to them: rename the Service, or grant the reference",
+			name, consulName, strings.Join(refused, ", "), routeKind, routeNamespace),
 	}, nil
 }
 

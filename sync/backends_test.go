@@ -12,6 +12,9 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/informers"
+	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
 )
 
 // serviceListerOf returns a Service lister over exactly the given Services.
@@ -187,7 +190,7 @@ func TestResolveBackendRef(t *testing.T) {
 	grants := grantListerOf(t, grant)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := resolveBackendRef(tt.routeKind, "apps", tt.ref, services, grants, nil)
+			_, got, err := resolveBackendRef(tt.routeKind, "apps", tt.ref, services, grants, consulServices{})
 			if err != nil {
 				t.Fatalf("resolveBackendRef: %v", err)
 			}
@@ -218,7 +221,7 @@ func TestResolveBackendRefListerErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := resolveBackendRef("HTTPRoute", "apps", tt.ref, tt.services, failingGrantLister{err: boom}, nil)
+			_, got, err := resolveBackendRef("HTTPRoute", "apps", tt.ref, tt.services, failingGrantLister{err: boom}, consulServices{})
 			if !errors.Is(err, boom) {
 				t.Errorf("error = %v, want %v", err, boom)
 			}
@@ -238,36 +241,114 @@ func TestSharedConsulName(t *testing.T) {
 	grant := refGrant("granted", "routes",
 		[]gatewayv1.ReferenceGrantFrom{{Group: gatewayv1.GroupName, Kind: "HTTPRoute", Namespace: "apps"}},
 		[]gatewayv1.ReferenceGrantTo{{Kind: "Service"}})
-	all := []*corev1.Service{own, granted, foreign}
-	named := func(name string) ([]*corev1.Service, error) {
-		var out []*corev1.Service
-		for _, s := range all {
-			if s.Name == name {
-				out = append(out, s)
-			}
-		}
-		return out, nil
-	}
 	ref := gatewayv1.BackendObjectReference{Name: "web", Port: new(gatewayv1.PortNumber(80))}
-	services, grants := serviceListerOf(t, all...), grantListerOf(t, grant)
+	grants := grantListerOf(t, grant)
 
-	got, err := resolveBackendRef("HTTPRoute", "apps", ref, services, grants, named)
+	names := consulServicesOf(t, true, []*corev1.Service{own, granted, foreign}, nil)
+	_, got, err := resolveBackendRef("HTTPRoute", "apps", ref, names.lister(), grants, names.consulServices)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := &backendProblem{Reason: gatewayv1.RouteReasonRefNotPermitted,
-		Message: `backendRef apps/web is the Consul service "web", which the Services web of namespaces payments are too (Consul namespaces are not mirrored); no ReferenceGrant there allows HTTPRoute from namespace apps to refer to them: rename the Service, or grant the reference`}
+		Message: `backendRef apps/web is the Consul service "web", which the Services payments/web are too (Consul namespaces are not mirrored); no ReferenceGrant allows HTTPRoute from namespace apps to refer to them: rename the Service, or grant the reference`}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("shared with an ungranted namespace (-want +got):\n%s", diff)
 	}
 
 	// Granted everywhere, or names not shared (mirroring): resolved.
-	all = []*corev1.Service{own, granted}
-	if got, err := resolveBackendRef("HTTPRoute", "apps", ref, services, grants, named); err != nil || got != nil {
+	names = consulServicesOf(t, true, []*corev1.Service{own, granted}, nil)
+	if _, got, err := resolveBackendRef("HTTPRoute", "apps", ref, names.lister(), grants, names.consulServices); err != nil || got != nil {
 		t.Errorf("shared with a granted namespace only: %v, %v; want resolved", got, err)
 	}
-	all = []*corev1.Service{own, granted, foreign}
-	if got, err := resolveBackendRef("HTTPRoute", "apps", ref, services, grants, nil); err != nil || got != nil {
+	names = consulServicesOf(t, false, []*corev1.Service{own, granted, foreign}, nil)
+	if _, got, err := resolveBackendRef("HTTPRoute", "apps", ref, names.lister(), grants, names.consulServices); err != nil || got != nil {
 		t.Errorf("names not shared: %v, %v; want resolved", got, err)
 	}
+}
+
+// A backend is the Consul service its injected pods register under (their
+// connect-service annotation), and that name is shared like a Service's own.
+func TestRenamedBackend(t *testing.T) {
+	selector := map[string]string{"app": "web"}
+	web := testService("apps", "web", corev1.ServicePort{Port: 80, TargetPort: intstr.FromInt32(8080)})
+	web.Spec.Selector = selector
+	other := testService("payments", "billing", corev1.ServicePort{Port: 80})
+	other.Spec.Selector = map[string]string{"app": "billing"}
+	ref := gatewayv1.BackendObjectReference{Name: "web", Port: new(gatewayv1.PortNumber(80))}
+	grants := grantListerOf(t)
+
+	tests := []struct {
+		name       string
+		shared     bool
+		pods       []*corev1.Pod
+		wantName   string
+		wantReason gatewayv1.RouteConditionReason
+	}{
+		{name: "no injected pod: the Service's name", shared: true, wantName: "web"},
+		{name: "annotated pods: their name", shared: true,
+			pods:     []*corev1.Pod{testenv.InjectedPod("apps", "web-1", selector, "web-v2", 8080), testenv.InjectedPod("apps", "web-2", selector, "web-v2", 8080)},
+			wantName: "web-v2"},
+		{name: "pods disagree", shared: true,
+			pods:       []*corev1.Pod{testenv.InjectedPod("apps", "web-1", selector, "web-v2", 8080), testenv.InjectedPod("apps", "web-2", selector, "", 8080)},
+			wantReason: "ConsulServiceAmbiguous"},
+		{name: "registered on another port", shared: true,
+			pods:       []*corev1.Pod{testenv.InjectedPod("apps", "web-1", selector, "web-v2", 9090)},
+			wantReason: "PortNotRegistered"},
+		{name: "a pod of another namespace registers under the name", shared: true,
+			pods: []*corev1.Pod{testenv.InjectedPod("apps", "web-1", selector, "web-v2", 8080),
+				testenv.InjectedPod("payments", "billing-1", map[string]string{"app": "billing"}, "web-v2", 80)},
+			wantReason: gatewayv1.RouteReasonRefNotPermitted},
+		{name: "shared, but names are mirrored", shared: false,
+			pods: []*corev1.Pod{testenv.InjectedPod("apps", "web-1", selector, "web-v2", 8080),
+				testenv.InjectedPod("payments", "billing-1", map[string]string{"app": "billing"}, "web-v2", 80)},
+			wantName: "web-v2"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			names := consulServicesOf(t, tt.shared, []*corev1.Service{web, other}, tt.pods)
+			got, problem, err := resolveBackendRef("HTTPRoute", "apps", ref, names.lister(), grants, names.consulServices)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var reason gatewayv1.RouteConditionReason
+			if problem != nil {
+				reason = problem.Reason
+			}
+			if got != tt.wantName || reason != tt.wantReason {
+				t.Errorf("resolved to %q, problem %+v; want %q, reason %q", got, problem, tt.wantName, tt.wantReason)
+			}
+		})
+	}
+}
+
+// testConsulServices is a consulServices over given Services and pods.
+type testConsulServices struct {
+	consulServices
+}
+
+func (c testConsulServices) lister() corelisters.ServiceLister {
+	return corelisters.NewServiceLister(c.services)
+}
+
+func consulServicesOf(t *testing.T, shared bool, services []*corev1.Service, pods []*corev1.Pod) testConsulServices {
+	t.Helper()
+	svcs := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{
+		cache.NamespaceIndex:       cache.MetaNamespaceIndexFunc,
+		informers.ServiceNameIndex: informers.IndexServiceName,
+	})
+	podIndexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{
+		cache.NamespaceIndex:            cache.MetaNamespaceIndexFunc,
+		informers.PodConsulServiceIndex: informers.IndexPodConsulService,
+	})
+	for _, s := range services {
+		if err := svcs.Add(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range pods {
+		if err := podIndexer.Add(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return testConsulServices{consulServices: consulServices{services: svcs, pods: podIndexer, shared: shared}}
 }

@@ -33,6 +33,7 @@ type (
 	RouteDecision   = decision.Route
 	Attachment      = decision.Attachment
 	BackendRefIndex = decision.BackendRefIndex
+	RenamedBackend  = decision.RenamedBackend
 )
 
 // Publisher receives confirmations. For one key they arrive in the order the API server

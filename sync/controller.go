@@ -3,7 +3,6 @@ package sync
 import (
 	"context"
 	"fmt"
-	corev1 "k8s.io/api/core/v1"
 	"slices"
 	gosync "sync"
 
@@ -76,27 +75,9 @@ type Informers struct {
 	// listener names, and only those.
 	Secrets        *informers.SecretCache
 	GatewayConfigs cache.SharedIndexInformer
-}
-
-// servicesNamed looks the Services of a name up in every namespace; nil when Consul
-// names are not shared.
-func servicesNamed(services cache.Indexer, shared bool) func(string) ([]*corev1.Service, error) {
-	if !shared {
-		return nil
-	}
-	return func(name string) ([]*corev1.Service, error) {
-		objs, err := services.ByIndex(informers.ServiceNameIndex, name)
-		if err != nil {
-			return nil, err
-		}
-		out := make([]*corev1.Service, 0, len(objs))
-		for _, obj := range objs {
-			if svc, ok := obj.(*corev1.Service); ok {
-				out = append(out, svc)
-			}
-		}
-		return out, nil
-	}
+	// InjectedPods holds the pods consul-k8s injected, trimmed, with
+	// informers.PodConsulServiceIndex: which Consul service a backend Service is.
+	InjectedPods cache.SharedIndexInformer
 }
 
 // InformersOf returns the informers of inf the controller reads.
@@ -111,6 +92,7 @@ func InformersOf(inf *informers.Informers) Informers {
 		Services:        inf.Services,
 		Secrets:         inf.Secrets,
 		GatewayConfigs:  inf.GatewayConfigs,
+		InjectedPods:    inf.InjectedPods,
 	}
 }
 
@@ -150,7 +132,7 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 			verdicts:           cfg.Verdicts,
 			deployments:        cfg.Deployments,
 			infrastructureKeys: cfg.InfrastructureKeys,
-			servicesNamed:      servicesNamed(inf.Services.Informer().GetIndexer(), cfg.SharedConsulNames),
+			consulServices:     consulServices{services: inf.Services.Informer().GetIndexer(), pods: inf.InjectedPods.GetIndexer(), shared: cfg.SharedConsulNames},
 			classes:            inf.GatewayClasses.Lister(),
 			gateways:           inf.Gateways.Lister(),
 			listenerSets:       inf.ListenerSets.Informer().GetIndexer(),
@@ -201,6 +183,8 @@ func (c *Controller) addEventHandlers(ctx context.Context) error {
 		Gateways:       inf.Gateways.Informer().GetIndexer(),
 		ListenerSets:   inf.ListenerSets.Informer().GetIndexer(),
 		Routes:         c.routeIndexers,
+		Services:       inf.Services.Informer().GetIndexer(),
+		InjectedPods:   inf.InjectedPods.GetIndexer(),
 	}, c.queues())
 	type registration struct {
 		kind    gatewayv1.Kind
@@ -214,6 +198,7 @@ func (c *Controller) addEventHandlers(ctx context.Context) error {
 		{gatewayapi.ReferenceGrantKind, inf.ReferenceGrants.Informer(), keys.ReferenceGrantHandler()},
 		{"Namespace", inf.Namespaces.Informer(), keys.NamespaceHandler()},
 		{gatewayapi.ServiceKind, inf.Services.Informer(), keys.ServiceHandler()},
+		{"Pod", inf.InjectedPods, keys.PodHandler()},
 		{gatewayapi.SecretKind, inf.Secrets, keys.SecretHandler()},
 		{v1alpha1.GatewayConfigKind, inf.GatewayConfigs, keys.GatewayConfigHandler()},
 	}

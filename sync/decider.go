@@ -2,7 +2,7 @@ package sync
 
 import (
 	"fmt"
-	corev1 "k8s.io/api/core/v1"
+	"slices"
 	"sort"
 	"strings"
 
@@ -18,6 +18,7 @@ import (
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/api/v1alpha1"
 	"github.com/consul-gateway-controller/consul-gateway-controller/informers"
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/backends"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/consullimits"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 )
@@ -40,11 +41,11 @@ type decider struct {
 	listenerSets cache.Indexer
 	namespaces   corelisters.NamespaceLister
 	services     corelisters.ServiceLister
-	// servicesNamed returns the Services of a name in every namespace when Consul
-	// names Services after their name alone; nil when it mirrors namespaces.
-	servicesNamed func(name string) ([]*corev1.Service, error)
-	configs       listers.ResourceIndexer[*v1alpha1.GatewayConfig]
-	refs          listenerRefs
+	// consulServices says which Consul service a backend Service is, and which
+	// Services share it.
+	consulServices consulServices
+	configs        listers.ResourceIndexer[*v1alpha1.GatewayConfig]
+	refs           listenerRefs
 	// routeIndexers hold each route kind's cache, indexed by
 	// informers.RouteParentGatewayIndex.
 	routeIndexers map[gatewayv1.Kind]cache.Indexer
@@ -114,6 +115,19 @@ type routeRules struct {
 	// unresolved backendRef.
 	backend    *backendProblem
 	unresolved []BackendRefIndex
+	// renamed are the resolved backendRefs whose Consul service is not their
+	// Service's name.
+	renamed      []RenamedBackend
+	renamedNotes []string
+}
+
+// resolvedMessage is the message of ResolvedRefs=True: it names the Consul service of
+// every backend not named after its Service, so a user sees where its traffic goes.
+func (r routeRules) resolvedMessage() string {
+	if len(r.renamedNotes) == 0 {
+		return "All references are resolved"
+	}
+	return "All references are resolved; " + strings.Join(r.renamedNotes, "; ")
 }
 
 // refusedOutcome says what becomes of the requests of the rules and backends Consul
@@ -192,7 +206,7 @@ func (r routeRules) parentConditions(b parentBinding, verdict Verdict, generatio
 	if r.backend != nil {
 		conds = append(conds, condition(gatewayv1.RouteConditionResolvedRefs, false, r.backend.Reason, r.backend.Message+refusedOutcome[r.kind].backends, generation))
 	} else {
-		conds = append(conds, condition(gatewayv1.RouteConditionResolvedRefs, true, gatewayv1.RouteReasonResolvedRefs, "All references are resolved", generation))
+		conds = append(conds, condition(gatewayv1.RouteConditionResolvedRefs, true, gatewayv1.RouteReasonResolvedRefs, r.resolvedMessage(), generation))
 	}
 	if conds[0].Status == metav1.ConditionTrue {
 		conds = append(conds, consulCondition(verdict, generation))
@@ -204,7 +218,7 @@ func (r routeRules) parentConditions(b parentBinding, verdict Verdict, generatio
 // exactly as they are, then one entry of ours per parentRef that names one of our
 // Gateways. Our entries for parentRefs that are gone are dropped.
 func (d *decider) routeParentStatuses(route routeView, rules routeRules, existing []gatewayv1.RouteParentStatus, generation int64, now metav1.Time) ([]gatewayv1.RouteParentStatus, RouteDecision, error) {
-	decision := RouteDecision{DroppedRules: rules.dropped(), UnresolvedBackends: rules.unresolved}
+	decision := RouteDecision{DroppedRules: rules.dropped(), UnresolvedBackends: rules.unresolved, RenamedBackends: rules.renamed}
 	parents := make([]gatewayv1.RouteParentStatus, 0, len(existing))
 	for _, p := range existing {
 		if p.ControllerName != d.controllerName {
@@ -452,9 +466,20 @@ func ruleProblems[R any, Rule any](rules func(R) []Rule, problem func(int, Rule,
 // backendRef is checked, not only up to the first unresolved one: the others still
 // receive traffic, and the Consul translation must know which they are.
 func (d *decider) checkBackend(rules *routeRules, index BackendRefIndex, kind gatewayv1.Kind, namespace string, ref gatewayv1.BackendObjectReference) error {
-	problem, err := resolveBackendRef(kind, namespace, ref, d.services, d.refs.grants, d.servicesNamed)
-	if err != nil || problem == nil {
+	consulName, problem, err := resolveBackendRef(kind, namespace, ref, d.services, d.refs.grants, d.consulServices)
+	if err != nil {
 		return err
+	}
+	if problem == nil {
+		if consulName != string(ref.Name) {
+			rules.renamed = append(rules.renamed, RenamedBackend{Ref: index, Service: consulName})
+			note := fmt.Sprintf("backendRef %s is the Consul service %q, as its pods' %s annotation says",
+				gatewayapi.Referent(namespace, ref.Namespace, ref.Name), consulName, backends.ServiceAnnotation)
+			if !slices.Contains(rules.renamedNotes, note) {
+				rules.renamedNotes = append(rules.renamedNotes, note)
+			}
+		}
+		return nil
 	}
 	if rules.backend == nil {
 		rules.backend = problem

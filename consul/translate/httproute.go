@@ -32,7 +32,7 @@ func (t *pass) httpRoute(key cache.ObjectName, c ConfirmedRoute) {
 func (t *pass) httpEntry(key cache.ObjectName, r *gatewayv1.HTTPRoute, decision gwdecision.Route, parents []parentListener, hostnames []string) bool {
 	var rules []consulapi.HTTPRouteRule
 	var exacts [][]consulapi.HTTPMatch
-	var backends []cache.ObjectName
+	var backends []backend
 	for i, rule := range r.Spec.Rules {
 		out, used, problems := t.httpRule(r.Namespace, i, rule, decision)
 		for _, p := range problems {
@@ -89,7 +89,7 @@ func (t *pass) httpEntry(key cache.ObjectName, r *gatewayv1.HTTPRoute, decision 
 // A rule the decision kept but the translation cannot write is a bug
 // (TestTranslationExpressesCapabilities keeps the two in step); it goes to the
 // blackhole with a problem rather than being written without what it asks for.
-func (t *pass) httpRule(routeNamespace string, index int, rule gatewayv1.HTTPRouteRule, decision gwdecision.Route) ([]consulapi.HTTPRouteRule, []cache.ObjectName, []string) {
+func (t *pass) httpRule(routeNamespace string, index int, rule gatewayv1.HTTPRouteRule, decision gwdecision.Route) ([]consulapi.HTTPRouteRule, []backend, []string) {
 	dropped := slices.Contains(decision.DroppedRules, index)
 	if dropped && consullimits.HTTPMatchesProblem(rule.Matches) != "" {
 		return nil, nil, nil
@@ -101,7 +101,7 @@ func (t *pass) httpRule(routeNamespace string, index int, rule gatewayv1.HTTPRou
 	if dropped {
 		return t.refusedRule(routeNamespace, matches), nil, nil
 	}
-	refused := func(err error) ([]consulapi.HTTPRouteRule, []cache.ObjectName, []string) {
+	refused := func(err error) ([]consulapi.HTTPRouteRule, []backend, []string) {
 		return t.refusedRule(routeNamespace, matches), nil, []string{fmt.Sprintf("rule %d: %v; its requests are answered with HTTP 503", index, err)}
 	}
 	filters, err := httpFilters(rule.Filters)
@@ -134,16 +134,17 @@ func (t *pass) refusedRule(routeNamespace string, matches []consulapi.HTTPMatch)
 // Gateway API answers their share of requests with 500, and the blackhole answers
 // 503, where giving it to the valid backends would answer with a backend the route
 // did not pick. used is empty when no backend can receive traffic.
-func (t *pass) ruleServices(routeNamespace string, index int, refs []gatewayv1.HTTPBackendRef, decision gwdecision.Route) ([]consulapi.HTTPService, []cache.ObjectName, error) {
+func (t *pass) ruleServices(routeNamespace string, index int, refs []gatewayv1.HTTPBackendRef, decision gwdecision.Route) ([]consulapi.HTTPService, []backend, error) {
 	var services []consulapi.HTTPService
-	var used []cache.ObjectName
+	var used []backend
 	invalidWeight := 0
 	for b, ref := range refs {
 		weight := backendWeight(ref.Weight)
 		if weight == 0 {
 			continue
 		}
-		resolved := !slices.Contains(decision.UnresolvedBackends, gwdecision.BackendRefIndex{Rule: index, Ref: b})
+		refIndex := gwdecision.BackendRefIndex{Rule: index, Ref: b}
+		resolved := !slices.Contains(decision.UnresolvedBackends, refIndex)
 		key, why := backendProblem(routeNamespace, ref.BackendObjectReference, t.service, resolved)
 		if why != "" {
 			invalidWeight += weight
@@ -153,14 +154,15 @@ func (t *pass) ruleServices(routeNamespace string, index int, refs []gatewayv1.H
 		if err != nil {
 			return nil, nil, fmt.Errorf("backendRef %d: %w", b, err)
 		}
+		consulName := decision.ConsulService(refIndex, key.Name)
 		services = append(services, consulapi.HTTPService{
-			Name:      t.naming.ServiceName(key.Name),
+			Name:      t.naming.ServiceName(consulName),
 			Namespace: t.naming.Namespace(key.Namespace),
 			Partition: t.naming.Partition,
 			Weight:    weight,
 			Filters:   backendFilters,
 		})
-		used = append(used, key)
+		used = append(used, backend{Service: key, Consul: consulName})
 	}
 	if len(used) > 0 && invalidWeight > 0 {
 		services = append(services, t.blackhole(routeNamespace, invalidWeight))

@@ -122,7 +122,7 @@ type objectTranslation struct {
 	gateway *programmedGateway
 	// backends are the Services an http-route sends traffic to, httpServices the
 	// Consul services they are.
-	backends     []cache.ObjectName
+	backends     []backend
 	httpServices []consulService
 	// blackholes are the blackhole services the routes send refused requests to.
 	blackholes []consulService

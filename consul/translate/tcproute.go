@@ -73,11 +73,11 @@ func (t *pass) tcpEntry(key cache.ObjectName, r *gatewayv1.TCPRoute, decision gw
 // backendRefs with weight 0 receive no connections and are not counted.
 func (t *pass) tcpRule(routeNamespace string, index int, rule gatewayv1.TCPRouteRule, decision gwdecision.Route) (consulapi.TCPService, string) {
 	var refs []gatewayv1.BackendRef
-	var resolved []bool
+	var indexes []gwdecision.BackendRefIndex
 	for b, ref := range rule.BackendRefs {
 		if backendWeight(ref.Weight) > 0 {
 			refs = append(refs, ref)
-			resolved = append(resolved, !slices.Contains(decision.UnresolvedBackends, gwdecision.BackendRefIndex{Rule: index, Ref: b}))
+			indexes = append(indexes, gwdecision.BackendRefIndex{Rule: index, Ref: b})
 		}
 	}
 	switch len(refs) {
@@ -87,9 +87,10 @@ func (t *pass) tcpRule(routeNamespace string, index int, rule gatewayv1.TCPRoute
 	default:
 		return consulapi.TCPService{}, fmt.Sprintf("rule %d: %d backends would receive connections, but Consul's tcp-route forwards to a single service; the rule is left out of Consul", index, len(refs))
 	}
-	key, why := backendProblem(routeNamespace, refs[0].BackendObjectReference, t.service, resolved[0])
+	resolved := !slices.Contains(decision.UnresolvedBackends, indexes[0])
+	key, why := backendProblem(routeNamespace, refs[0].BackendObjectReference, t.service, resolved)
 	if why != "" {
 		return consulapi.TCPService{}, fmt.Sprintf("rule %d: backendRef %s %s; the rule is left out of Consul", index, key, why)
 	}
-	return consulapi.TCPService{Name: t.naming.ServiceName(key.Name), Namespace: t.naming.Namespace(key.Namespace), Partition: t.naming.Partition}, ""
+	return consulapi.TCPService{Name: t.naming.ServiceName(decision.ConsulService(indexes[0], key.Name)), Namespace: t.naming.Namespace(key.Namespace), Partition: t.naming.Partition}, ""
 }

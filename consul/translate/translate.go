@@ -97,7 +97,7 @@ func newPass(s Snapshot, n Naming, o Ownership, opts Options) *pass {
 		opts:         opts,
 		gateways:     map[cache.ObjectName]*programmedGateway{},
 		listenerSets: listenerSetsByGateway(s.ListenerSets),
-		backends:     map[cache.ObjectName]bool{},
+		backends:     map[backend]bool{},
 		httpServices: map[consulService]bool{},
 		blackholes:   map[consulService]bool{},
 		desired:      Desired{Entries: map[EntryKey]consulapi.ConfigEntry{}},
@@ -108,8 +108,8 @@ func newPass(s Snapshot, n Naming, o Ownership, opts Options) *pass {
 // and of the blackholes they use) and returns the desired state.
 func (t *pass) finish() Desired {
 	if t.opts.ManageServiceDefaults {
-		for _, key := range sortedKeys(t.backends) {
-			t.put(serviceDefaults(key, t.snap.Services[key], t.naming, t.owner))
+		for _, b := range sortedBackends(t.backends) {
+			t.put(serviceDefaults(b, t.snap.Services[b.Service], t.naming, t.owner))
 		}
 	}
 	for s := range t.blackholes {
@@ -132,7 +132,7 @@ type pass struct {
 	listenerSets map[cache.ObjectName][]*gatewayv1.ListenerSet
 	// backends are the Services some written http-route sends traffic to, and
 	// httpServices the Consul services they are.
-	backends     map[cache.ObjectName]bool
+	backends     map[backend]bool
 	httpServices map[consulService]bool
 	// blackholes are the blackhole services some written http-route uses.
 	blackholes map[consulService]bool
@@ -223,6 +223,25 @@ func sortedKeys[V any](m map[cache.ObjectName]V) []cache.ObjectName {
 		keys = append(keys, k)
 	}
 	slices.SortFunc(keys, compareObjectNames)
+	return keys
+}
+
+// backend is a Service a route sends traffic to, and the Consul service it is (its
+// name, or the name its pods register under: decision.Route.RenamedBackends).
+type backend struct {
+	Service cache.ObjectName
+	Consul  string
+}
+
+// sortedBackends returns the keys of m in Service, then Consul name order.
+func sortedBackends(m map[backend]bool) []backend {
+	keys := make([]backend, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b backend) int {
+		return cmp.Or(compareObjectNames(a.Service, b.Service), cmp.Compare(a.Consul, b.Consul))
+	})
 	return keys
 }
 

@@ -23,13 +23,37 @@ type Route struct {
 	// ResolvedRefs condition names only the first). Every other backendRef resolved:
 	// its kind, port and, in another namespace, its ReferenceGrant were checked.
 	UnresolvedBackends []BackendRefIndex
+	// RenamedBackends are the resolved backendRefs whose Consul service is not named
+	// after their Service: consul-k8s registers the Service's pods under the name of
+	// their connect-service annotation. In rule and backendRef order.
+	RenamedBackends []RenamedBackend
+}
+
+// RenamedBackend is a backendRef and the Consul service its Service's pods register
+// under.
+type RenamedBackend struct {
+	Ref BackendRefIndex
+	// Service is the Consul service name, before any prefix or namespace placement.
+	Service string
+}
+
+// ConsulService is the Consul service backendRef ref, to a Service named service,
+// sends traffic to: the name its pods register under, or the Service's own.
+func (d Route) ConsulService(ref BackendRefIndex, service string) string {
+	for _, r := range d.RenamedBackends {
+		if r.Ref == ref {
+			return r.Service
+		}
+	}
+	return service
 }
 
 // Equal reports whether d and o decide the same: the same dropped rules, unresolved
-// backendRefs and attachments, in the same order.
+// and renamed backendRefs and attachments, in the same order.
 func (d Route) Equal(o Route) bool {
 	return slices.Equal(d.DroppedRules, o.DroppedRules) &&
 		slices.Equal(d.UnresolvedBackends, o.UnresolvedBackends) &&
+		slices.Equal(d.RenamedBackends, o.RenamedBackends) &&
 		slices.EqualFunc(d.Attachments, o.Attachments, func(x, y Attachment) bool {
 			return x.Gateway == y.Gateway && slices.Equal(x.Listeners, y.Listeners)
 		})

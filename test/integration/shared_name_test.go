@@ -59,7 +59,7 @@ func TestSharedConsulNameNeedsAGrant(t *testing.T) {
 		return names
 	}
 
-	resolvedRefs("False/RefNotPermitted: backendRef " + s.Namespace + "/" + s.Backend + ` is the Consul service "` + s.Backend + `", which the Services ` + s.Backend + " of namespaces " + other + " are too")
+	resolvedRefs("False/RefNotPermitted: backendRef " + s.Namespace + "/" + s.Backend + ` is the Consul service "` + s.Backend + `", which the Services ` + other + "/" + s.Backend + " are too")
 	s.waitEntry(t, consulapi.HTTPRoute, routeName, "the route's traffic goes nowhere near the shared name", func(e consulapi.ConfigEntry) bool {
 		return e != nil && !slices.Contains(routedTo(e), s.Backend)
 	})

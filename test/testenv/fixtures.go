@@ -1,12 +1,14 @@
 package testenv
 
 import (
+	"maps"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/backends"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/testcerts"
 )
 
@@ -188,3 +190,26 @@ func ReferenceGrant(namespace, name string, to gatewayv1.Kind, from ...gatewayv1
 		},
 	}
 }
+
+// InjectedPod returns a pod as consul-k8s's webhook leaves it: labelled injected, with
+// labels, a connect-service annotation naming its Consul service ("" for none), and
+// one container with port. Its ServiceAccount is ServiceAccount's; no kubelet runs it.
+func InjectedPod(namespace, name string, labels map[string]string, consulName string, port int32) *corev1.Pod {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name,
+			Labels: map[string]string{backends.InjectStatusLabel: backends.Injected}},
+		Spec: corev1.PodSpec{
+			ServiceAccountName: PodServiceAccount,
+			Containers:         []corev1.Container{{Name: "app", Image: "app", Ports: []corev1.ContainerPort{{ContainerPort: port}}}},
+		},
+	}
+	maps.Copy(pod.Labels, labels)
+	if consulName != "" {
+		pod.Annotations = map[string]string{backends.ServiceAnnotation: consulName}
+	}
+	return pod
+}
+
+// PodServiceAccount is the ServiceAccount of InjectedPod's pods: the API server admits
+// a pod only when its ServiceAccount exists, and no controller makes "default" here.
+const PodServiceAccount = "app"

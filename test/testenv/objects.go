@@ -60,6 +60,8 @@ func (e *Env) create(ctx context.Context, obj runtime.Object) (deleteFn func(con
 		err = into(o)(core.Services(o.Namespace).Create(ctx, o, create))
 	case *corev1.ServiceAccount:
 		err = into(o)(core.ServiceAccounts(o.Namespace).Create(ctx, o, create))
+	case *corev1.Pod:
+		err = into(o)(core.Pods(o.Namespace).Create(ctx, o, create))
 	case *appsv1.Deployment:
 		err = into(o)(e.KubeClient.AppsV1().Deployments(o.Namespace).Create(ctx, o, create))
 	case *rbacv1.ClusterRole:

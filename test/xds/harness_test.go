@@ -18,6 +18,7 @@ import (
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
 	"github.com/consul-gateway-controller/consul-gateway-controller/dataplane"
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/backends"
 	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
 	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
 	"github.com/consul-gateway-controller/consul-gateway-controller/test/xds/envoy"
@@ -85,13 +86,24 @@ func kubectlApply(path string) error {
 // endpoints.
 func backendAddress(i int) string { return fmt.Sprintf("10.2.0.%d", i+1) }
 
-// registerBackends registers, for each Service of the namespace, the sidecar proxy a
-// mesh pod of it would have (consul-k8s registers pods this way), on one node.
+// registerBackends plays consul-k8s's endpoints controller: for each Service of the
+// namespace, it registers the instance and sidecar proxy of a mesh pod under each
+// Consul service the Service's injected pods register as (their connect-service
+// annotation), or under the Service's name when it has none, on one node. It
+// returns the address of each Consul service.
 func registerBackends(t *testing.T, ns string) map[string]string {
 	t.Helper()
 	services, err := env.KubeClient.CoreV1().Services(ns).List(t.Context(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
+	}
+	podList, err := env.KubeClient.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods := make([]*corev1.Pod, len(podList.Items))
+	for i := range podList.Items {
+		pods[i] = &podList.Items[i]
 	}
 	// The gateway's own Service may or may not exist yet; counting only backends keeps
 	// each backend's address the same from run to run, as the golden files need.
@@ -100,25 +112,34 @@ func registerBackends(t *testing.T, ns string) map[string]string {
 		if svc.Labels[dataplane.ManagedByLabel] != "" {
 			continue
 		}
-		addr := backendAddress(len(addresses))
-		addresses[svc.Name] = addr
-		reg := &consulapi.CatalogRegistration{
-			Node: "backends-" + ns, Address: "10.2.0.254",
-			Service: &consulapi.AgentService{
-				Kind: consulapi.ServiceKindConnectProxy, ID: svc.Name + "-sidecar-proxy", Service: svc.Name + "-sidecar-proxy",
-				Address: addr, Port: 20000,
-				Proxy: &consulapi.AgentServiceConnectProxyConfig{DestinationServiceName: svc.Name, LocalServicePort: 8080},
-			},
-		}
-		if _, err := env.ConsulClient.Catalog().Register(reg, nil); err != nil {
-			t.Fatal(err)
-		}
-		reg.Service = &consulapi.AgentService{ID: svc.Name, Service: svc.Name, Address: addr, Port: 8080}
-		if _, err := env.ConsulClient.Catalog().Register(reg, nil); err != nil {
-			t.Fatal(err)
+		for _, name := range backends.ConsulNames(&svc, pods) {
+			addr := backendAddress(len(addresses))
+			addresses[name] = addr
+			registerMeshInstance(t, ns, name, addr)
 		}
 	}
 	return addresses
+}
+
+// registerMeshInstance registers a Consul service's instance at addr, and its sidecar
+// proxy, as consul-k8s registers a mesh pod.
+func registerMeshInstance(t *testing.T, ns, name, addr string) {
+	t.Helper()
+	reg := &consulapi.CatalogRegistration{
+		Node: "backends-" + ns, Address: "10.2.0.254",
+		Service: &consulapi.AgentService{
+			Kind: consulapi.ServiceKindConnectProxy, ID: name + "-sidecar-proxy", Service: name + "-sidecar-proxy",
+			Address: addr, Port: 20000,
+			Proxy: &consulapi.AgentServiceConnectProxyConfig{DestinationServiceName: name, LocalServicePort: 8080},
+		},
+	}
+	if _, err := env.ConsulClient.Catalog().Register(reg, nil); err != nil {
+		t.Fatal(err)
+	}
+	reg.Service = &consulapi.AgentService{ID: name, Service: name, Address: addr, Port: 8080}
+	if _, err := env.ConsulClient.Catalog().Register(reg, nil); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // awaitProgrammed waits until the Gateway is Programmed and every HTTPRoute and

@@ -260,6 +260,14 @@ var scenarios = []scenario{
 		},
 		tcp: map[uint32]string{5432: "postgres"},
 	},
+	{
+		// The Consul services are those the pods register as, not the Services.
+		name: "renamed", namespace: "xds-renamed", ports: []uint32{8080, 9000},
+		requests: []routeCase{
+			{8080, envoy.Request{Host: "billing.example.net", Target: "/"}, to("billing-v2")},
+		},
+		tcp: map[uint32]string{9000: "ledger-primary"},
+	},
 }
 
 // TestWhatEnvoyReceives applies each scenario to the real API server, lets the

@@ -1,0 +1,133 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	consulapi "github.com/hashicorp/consul/api"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/backends"
+	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
+)
+
+// A backend is the Consul service consul-k8s registers its Service's pods under: the
+// pods' connect-service annotation when they have one. The binary reads the injected
+// pods from the real API server and
+//   - routes to the annotation's name, and says so in ResolvedRefs;
+//   - refuses the backend when its pods disagree on the name, when they are
+//     registered with another port than the one the backendRef's Service port leads
+//     to, and when a pod of another namespace registers under the same name, each
+//     with its reason, and routes nothing to it;
+//   - resolves it again once the cause is gone.
+func TestBackendIsItsPodsConsulService(t *testing.T) {
+	s := newConsulStack(t, "renamed")
+	app := map[string]string{"app": "echo"}
+	svc, err := env.KubeClient.CoreV1().Services(s.Namespace).Get(t.Context(), s.Backend, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc.Spec.Selector = app
+	if _, err := env.KubeClient.CoreV1().Services(s.Namespace).Update(t.Context(), svc, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	other := env.NewNamespace(t, "renamed-other")
+	for _, ns := range []string{s.Namespace, other} {
+		env.Create(t, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: testenv.PodServiceAccount}})
+	}
+	env.Create(t, testenv.InjectedPod(s.Namespace, "echo-1", app, "echo-v2", testenv.BackendPort))
+	env.Create(t, s.Route("web"))
+	env.RunController(t, testenv.ControllerOptions{Name: "renamed", Args: []string{
+		"--controller-name=" + string(s.Controller), "--cluster-id=renamed", "--deploy-gateways=false",
+		"--leader-elect-resource-namespace=" + s.Namespace,
+	}})
+	routeName := s.naming.EntryName(s.Namespace, "web")
+	backend := s.Namespace + "/" + s.Backend
+	resolvedRefs := func(want string) {
+		t.Helper()
+		testenv.Eventually(t, 30*time.Second, "ResolvedRefs "+want, func(ctx context.Context) error {
+			r, err := env.GatewayClient.GatewayV1().HTTPRoutes(s.Namespace).Get(ctx, "web", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			p := testenv.ParentOf(r.Status.Parents, s.Controller)
+			if p == nil {
+				return fmt.Errorf("no status of ours")
+			}
+			if got := testenv.ConditionText(p.Conditions, "ResolvedRefs"); !strings.HasPrefix(got, want) {
+				return fmt.Errorf("ResolvedRefs %q", got)
+			}
+			return nil
+		})
+	}
+	routedTo := func(e consulapi.ConfigEntry) []string {
+		var names []string
+		if r, ok := e.(*consulapi.HTTPRouteConfigEntry); ok {
+			for _, rule := range r.Rules {
+				for _, svc := range rule.Services {
+					names = append(names, svc.Name)
+				}
+			}
+		}
+		return names
+	}
+	routesTo := func(what, name string) {
+		t.Helper()
+		s.waitEntry(t, consulapi.HTTPRoute, routeName, what, func(e consulapi.ConfigEntry) bool {
+			return slices.Contains(routedTo(e), name)
+		})
+	}
+	routesNowhere := func(what string) {
+		t.Helper()
+		s.waitEntry(t, consulapi.HTTPRoute, routeName, what, func(e consulapi.ConfigEntry) bool {
+			return e != nil && !slices.Contains(routedTo(e), "echo-v2") && !slices.Contains(routedTo(e), s.Backend)
+		})
+	}
+
+	resolvedRefs(`True/ResolvedRefs: All references are resolved; backendRef ` + backend + ` is the Consul service "echo-v2"`)
+	routesTo("the route sends to the pods' Consul service", "echo-v2")
+
+	// A second pod without the annotation registers as the Service's own name.
+	env.Create(t, testenv.InjectedPod(s.Namespace, "echo-2", app, "", testenv.BackendPort))
+	resolvedRefs(`False/` + backends.ReasonConsulServiceAmbiguous + `: backendRef ` + backend + `: the Service's pods register under different Consul services`)
+	routesNowhere("pods that disagree get no traffic")
+	deletePod(t, s.Namespace, "echo-2")
+	resolvedRefs(`True/ResolvedRefs`)
+	routesTo("agreeing pods get it back", "echo-v2")
+
+	// Registered with a port the Service port does not lead to.
+	mismatched := testenv.InjectedPod(s.Namespace, "echo-3", app, "echo-v2", testenv.BackendPort)
+	mismatched.Annotations[backends.PortAnnotation] = "9090"
+	env.Create(t, mismatched)
+	resolvedRefs(`False/` + backends.ReasonPortNotRegistered + `: backendRef ` + backend + ` port 8080 leads to port 8080 of pod echo-3, but consul-k8s registers that pod with port 9090`)
+	routesNowhere("a pod registered on another port gets no traffic")
+	deletePod(t, s.Namespace, "echo-3")
+	resolvedRefs(`True/ResolvedRefs`)
+
+	// Another namespace's pod registers as echo-v2 too: its traffic would be shared.
+	env.Create(t, testenv.Service(other, "impostor", testenv.BackendPort))
+	impostorSvc, err := env.KubeClient.CoreV1().Services(other).Get(t.Context(), "impostor", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	impostorSvc.Spec.Selector = map[string]string{"app": "impostor"}
+	if _, err := env.KubeClient.CoreV1().Services(other).Update(t.Context(), impostorSvc, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	env.Create(t, testenv.InjectedPod(other, "impostor-1", map[string]string{"app": "impostor"}, "echo-v2", testenv.BackendPort))
+	resolvedRefs(`False/RefNotPermitted: backendRef ` + backend + ` is the Consul service "echo-v2", which the Services ` + other + `/impostor are too`)
+	routesNowhere("a name another namespace's pods share gets no traffic")
+}
+
+// deletePod deletes a pod at once: no kubelet runs it, so a grace period would keep it.
+func deletePod(t *testing.T, namespace, name string) {
+	t.Helper()
+	if err := env.KubeClient.CoreV1().Pods(namespace).Delete(t.Context(), name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+		t.Fatal(err)
+	}
+}
