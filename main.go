@@ -13,14 +13,17 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
 
 	consulapi "github.com/hashicorp/consul/api"
 	"github.com/spf13/pflag"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/listers"
 	"k8s.io/client-go/metadata"
@@ -126,6 +129,8 @@ type clients struct {
 	gateway gatewayclient.Interface
 	meta    metadata.Interface
 	configs configclient.Interface
+	// dynamic reads consul-k8s's MeshServices; nil when their CRD is not served.
+	dynamic dynamic.Interface
 	consul  *consulapi.Client
 }
 
@@ -154,6 +159,9 @@ func newClients(ctx context.Context, opts *options.Options) (clients, error) {
 		return c, fmt.Errorf("create GatewayConfig client: %w", err)
 	}
 	if err := checkAPIs(ctx, c.kube, cfg.Host); err != nil {
+		return c, err
+	}
+	if c.dynamic, err = meshServicesClient(ctx, c.kube, cfg); err != nil {
 		return c, err
 	}
 	if c.consul, err = consulapi.NewClient(opts.ConsulConfig()); err != nil {
@@ -185,6 +193,31 @@ func resolveClusterID(ctx context.Context, opts *options.Options, kube kubernete
 	opts.ClusterID = "k8s-" + string(list.Items[0].UID)
 	logger.Info("Derived the cluster ID from the kube-system Namespace", "clusterID", opts.ClusterID)
 	return nil
+}
+
+// meshServicesClient returns a client for consul-k8s's MeshServices when the API
+// server serves them, and nil otherwise: MeshService backendRefs are then refused,
+// with the reason in their status, until the controller restarts with the CRD
+// installed. Only a MeshService resource in the group's discovery counts; any other
+// discovery error is returned.
+func meshServicesClient(ctx context.Context, kube kubernetes.Interface, cfg *rest.Config) (dynamic.Interface, error) {
+	resources, err := kube.Discovery().ServerResourcesForGroupVersion(informers.MeshServiceResource.GroupVersion().String())
+	switch {
+	case apierrors.IsNotFound(err):
+		klog.FromContext(ctx).Info("MeshService CRD not served: MeshService backendRefs will be refused", "groupVersion", informers.MeshServiceResource.GroupVersion())
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("discover %s: %w", informers.MeshServiceResource.GroupVersion(), err)
+	}
+	if !slices.ContainsFunc(resources.APIResources, func(r metav1.APIResource) bool { return r.Name == informers.MeshServiceResource.Resource }) {
+		klog.FromContext(ctx).Info("MeshService CRD not served: MeshService backendRefs will be refused", "groupVersion", informers.MeshServiceResource.GroupVersion())
+		return nil, nil
+	}
+	client, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("create MeshService client: %w", err)
+	}
+	return client, nil
 }
 
 // checkAPIs checks that the API server at host answers, and serves the Gateway API and
@@ -228,7 +261,11 @@ type pipeline struct {
 // verdicts, the gateway pods and Services, and the installed CRDs' bundle version
 // change.
 func newPipeline(ctx context.Context, opts *options.Options, c clients, recorder events.EventRecorder) (*pipeline, error) {
-	inf := informers.New(c.kube, c.gateway, c.configs, 0)
+	var informerOpts []informers.Option
+	if c.dynamic != nil {
+		informerOpts = append(informerOpts, informers.WithMeshServices(c.dynamic))
+	}
+	inf := informers.New(c.kube, c.gateway, c.configs, 0, informerOpts...)
 	p := &pipeline{
 		informers: inf,
 		meta:      c.meta,

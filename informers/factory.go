@@ -48,6 +48,9 @@ type Informers struct {
 	// InjectedPods caches the pods consul-k8s injected, trimmed to what says which
 	// Consul service a backend Service is (package backends).
 	InjectedPods cache.SharedIndexInformer
+	// MeshServices caches consul-k8s's MeshServices as unstructured objects; nil when
+	// New was not given WithMeshServices (the CRD is not served).
+	MeshServices cache.SharedIndexInformer
 
 	gatewayFactory gatewayfactory.SharedInformerFactory
 	coreFactory    kubeinformers.SharedInformerFactory
@@ -64,7 +67,7 @@ type Informers struct {
 // New builds the informers and their indexers; nothing talks to the API server until
 // Start. resync is the period at which every cached object is delivered again as an
 // update, the safety net for any event the mapping in handlers.go misses.
-func New(kube kubernetes.Interface, gateway gatewayclient.Interface, configs client.Interface, resync time.Duration) *Informers {
+func New(kube kubernetes.Interface, gateway gatewayclient.Interface, configs client.Interface, resync time.Duration, opts ...Option) *Informers {
 	gatewayFactory := gatewayfactory.NewSharedInformerFactoryWithOptions(gateway, resync,
 		gatewayfactory.WithTransform(dropManagedFields))
 	coreFactory := kubeinformers.NewSharedInformerFactoryWithOptions(kube, resync,
@@ -85,6 +88,9 @@ func New(kube kubernetes.Interface, gateway gatewayclient.Interface, configs cli
 		InjectedPods:    newInjectedPodInformer(kube, resync),
 	}
 	i.own = []cache.SharedIndexInformer{i.GatewayConfigs, i.InjectedPods}
+	for _, opt := range opts {
+		opt(i, resync)
+	}
 	for _, kind := range gatewayapi.Routes {
 		i.Routes[kind.Kind] = kind.Informer(gatewayV1)
 	}
@@ -154,6 +160,7 @@ func (i *Informers) addIndexers() {
 		RouteParentGatewayIndex:      IndexRouteParentGateways,
 		RouteBackendServiceNameIndex: IndexRouteBackendServiceNames,
 		RouteParentListenerSetIndex:  IndexRouteParentListenerSets,
+		RouteBackendMeshServiceIndex: IndexRouteBackendMeshServices,
 	}
 	mustAddIndexers(i.GatewayClasses.Informer(), cache.Indexers{
 		GatewayClassParametersIndex: IndexGatewayClassParameters,
@@ -228,6 +235,9 @@ func (i *Informers) HasSynced() []cache.InformerSynced {
 		i.Secrets.HasSynced,
 		i.GatewayConfigs.HasSynced,
 		i.InjectedPods.HasSynced,
+	}
+	if i.MeshServices != nil {
+		synced = append(synced, i.MeshServices.HasSynced)
 	}
 	for _, informer := range i.Routes {
 		synced = append(synced, informer.HasSynced)

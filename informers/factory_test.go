@@ -227,7 +227,7 @@ func TestDropManagedFields(t *testing.T) {
 
 func TestNewInstallsIndexers(t *testing.T) {
 	i := New(kubefake.NewClientset(), gatewayfake.NewClientset(), configfake.NewClientset(), 0)
-	routes := []string{cache.NamespaceIndex, RouteParentGatewayIndex, RouteBackendServiceNameIndex, RouteParentListenerSetIndex}
+	routes := []string{cache.NamespaceIndex, RouteParentGatewayIndex, RouteBackendServiceNameIndex, RouteParentListenerSetIndex, RouteBackendMeshServiceIndex}
 	type indexes struct {
 		informer cache.SharedIndexInformer
 		want     []string

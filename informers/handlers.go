@@ -144,6 +144,14 @@ func (m *KeyMapper) ServiceHandler() cache.ResourceEventHandler {
 	return m.forEachObject(m.serviceChanged)
 }
 
+// MeshServiceHandler is the handler of MeshService events: it enqueues the routes
+// with the MeshService as a backend.
+func (m *KeyMapper) MeshServiceHandler() cache.ResourceEventHandler {
+	return m.forEachName(func(name cache.ObjectName) {
+		m.enqueueRoutesIndexed(RouteBackendMeshServiceIndex, name.String())
+	})
+}
+
 // PodHandler is the handler of the injected pods' events: it enqueues the routes whose
 // backends the pod may rename or join (podChanged). An update that changes nothing
 // backend resolution reads, the most common kind (status, readiness, resyncs),
@@ -211,6 +219,9 @@ func (i *Informers) AddEventHandlers(ctx context.Context, q Queues) error {
 	for _, kind := range gatewayapi.Routes {
 		registrations = append(registrations, registration{kind.Kind, i.Routes[kind.Kind], h.routes[kind.Kind]})
 	}
+	if i.MeshServices != nil {
+		registrations = append(registrations, registration{gatewayapi.MeshServiceKind, i.MeshServices, h.meshServices})
+	}
 	synced := make([]cache.InformerSynced, 0, len(registrations))
 	for _, r := range registrations {
 		registration, err := r.source.AddEventHandler(r.handler)
@@ -235,6 +246,7 @@ type eventHandlers struct {
 	namespaces      cache.ResourceEventHandler
 	services        cache.ResourceEventHandler
 	pods            cache.ResourceEventHandler
+	meshServices    cache.ResourceEventHandler
 	secrets         cache.ResourceEventHandler
 	gatewayConfigs  cache.ResourceEventHandler
 }
@@ -250,6 +262,7 @@ func (i *Informers) eventHandlers(ctx context.Context, q Queues) eventHandlers {
 		namespaces:      m.NamespaceHandler(),
 		services:        m.ServiceHandler(),
 		pods:            m.PodHandler(),
+		meshServices:    m.MeshServiceHandler(),
 		secrets:         m.SecretHandler(),
 		gatewayConfigs:  m.GatewayConfigHandler(),
 	}

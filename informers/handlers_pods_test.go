@@ -4,9 +4,12 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/backends"
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
 )
 
@@ -79,4 +82,39 @@ func TestPodEventHandlers(t *testing.T) {
 		selectingService("data", "db", db),
 		dbPod,
 	}...)
+}
+
+// TestMeshServiceEventHandlers: a MeshService's change re-judges the routes naming it,
+// with its group and kind, in their backendRefs; a Service of the same name does not
+// count, nor does a MeshService of the same name elsewhere.
+func TestMeshServiceEventHandlers(t *testing.T) {
+	meshRef := gatewayv1.BackendObjectReference{
+		Group: new(gatewayv1.Group(gatewayapi.MeshServiceGroup)), Kind: new(gatewayv1.Kind(gatewayapi.MeshServiceKind)), Name: "billing",
+	}
+	meshService := func(namespace, name string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{}
+		u.SetAPIVersion(gatewayapi.MeshServiceGroup + "/" + gatewayapi.MeshServiceVersion)
+		u.SetKind(gatewayapi.MeshServiceKind)
+		u.SetNamespace(namespace)
+		u.SetName(name)
+		return u
+	}
+	cases := []eventCase{
+		{
+			name:  "MeshService a route names",
+			event: func(h eventHandlers) { h.meshServices.OnAdd(meshService("apps", "billing"), false) },
+			want:  enqueued{HTTPRoutes: []string{"apps/vm"}},
+		},
+		{
+			name:  "MeshService of the name in another namespace",
+			event: func(h eventHandlers) { h.meshServices.OnDelete(tombstone(meshService("team", "billing"))) },
+			want:  enqueued{},
+		},
+		{
+			name:  "Service of the MeshService's name",
+			event: func(h eventHandlers) { h.services.OnAdd(testenv.Service("apps", "billing"), false) },
+			want:  enqueued{},
+		},
+	}
+	runEventCases(t, cases, testenv.HTTPRoute("apps", "vm", nil, meshRef))
 }

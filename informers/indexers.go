@@ -25,6 +25,9 @@ const (
 	// Consul knows the Services of one name in every namespace as one service, so a
 	// Service of that name anywhere can change the route's ResolvedRefs.
 	RouteBackendServiceNameIndex = "routeBackendServiceName"
+	// RouteBackendMeshServiceIndex is on every route kind's informer: the
+	// "namespace/name" of every MeshService the route names in a backendRef.
+	RouteBackendMeshServiceIndex = "routeBackendMeshService"
 	// ServiceNameIndex is on Services: the name alone, to find the Services of other
 	// namespaces that share a Consul name.
 	ServiceNameIndex = "serviceName"
@@ -75,6 +78,16 @@ func IndexRouteBackendServices(obj any) ([]string, error) {
 		return nil, unexpectedType(RouteBackendServiceNameIndex, obj)
 	}
 	names, err := kind.BackendServices(obj)
+	return nameStrings(names), err
+}
+
+// IndexRouteBackendMeshServices is the index function of RouteBackendMeshServiceIndex.
+func IndexRouteBackendMeshServices(obj any) ([]string, error) {
+	kind, ok := gatewayapi.RouteOf(obj)
+	if !ok {
+		return nil, unexpectedType(RouteBackendMeshServiceIndex, obj)
+	}
+	names, err := kind.BackendMeshServices(obj)
 	return nameStrings(names), err
 }
 

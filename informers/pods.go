@@ -33,10 +33,16 @@ func newInjectedPodInformer(kube kubernetes.Interface, resync time.Duration) cac
 			PodConsulServiceIndex: IndexPodConsulService,
 		},
 		func(o *metav1.ListOptions) { o.LabelSelector = injectedPodSelector })
-	if err := informer.SetTransform(trimPod); err != nil {
-		panic(fmt.Sprintf("informers: pod transform: %v", err)) // only fails once started
-	}
+	mustSetTransform(informer, trimPod)
 	return informer
+}
+
+// mustSetTransform panics on failure: SetTransform fails only on a started informer,
+// and these are fresh.
+func mustSetTransform(informer cache.SharedIndexInformer, transform cache.TransformFunc) {
+	if err := informer.SetTransform(transform); err != nil {
+		panic(fmt.Sprintf("informers: set transform: %v", err))
+	}
 }
 
 // trimPod is the injected pods' transform. A tombstone, or anything not a pod, passes

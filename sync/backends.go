@@ -52,6 +52,9 @@ var unsupportedAppProtocols = map[gatewayv1.Kind][]string{
 // looked up, so a route without permission learns nothing about what exists in the
 // other namespace.
 func resolveBackendRef(routeKind gatewayv1.Kind, routeNamespace string, ref gatewayv1.BackendObjectReference, services corelisters.ServiceLister, grants gatewaylisters.ReferenceGrantLister, names consulServices) (string, *backendProblem, error) {
+	if gatewayapi.IsMeshService(ref) {
+		return resolveMeshService(routeKind, routeNamespace, ref, grants, names)
+	}
 	referent := gatewayapi.Referent(routeNamespace, ref.Namespace, ref.Name)
 	namespace, name := referent.Namespace, referent.String()
 
@@ -92,6 +95,62 @@ func resolveBackendRef(routeKind gatewayv1.Kind, routeNamespace string, ref gate
 		return "", p, err
 	}
 	return resolution.Service, nil, nil
+}
+
+// ReasonPeerNotSupported is the ResolvedRefs reason of a MeshService whose Consul
+// service a cluster peer exports: Consul 1.15's routes name services of the local
+// datacenter only.
+const ReasonPeerNotSupported = "PeerNotSupported"
+
+// resolveMeshService checks a backendRef to a consul-k8s MeshService and returns the
+// Consul service it names: the CRD must be served, a ReferenceGrant must allow a
+// MeshService of another namespace, the MeshService must exist and name a service of
+// the local datacenter. Its port, which a Consul service does not have, is not read.
+// No shared-name check: a MeshService names a Consul service on purpose, wherever its
+// instances run.
+func resolveMeshService(routeKind gatewayv1.Kind, routeNamespace string, ref gatewayv1.BackendObjectReference, grants gatewaylisters.ReferenceGrantLister, names consulServices) (string, *backendProblem, error) {
+	referent := gatewayapi.Referent(routeNamespace, ref.Namespace, ref.Name)
+	name := referent.String()
+	if names.meshServices == nil {
+		return "", &backendProblem{
+			Reason:  gatewayv1.RouteReasonInvalidKind,
+			Message: fmt.Sprintf("backendRef %s is a MeshService, but the MeshService CRD (meshservices.consul.hashicorp.com) was not served when the controller started: install it (consul-k8s does) and restart the controller", name),
+		}, nil
+	}
+	permitted, err := referencePermitted(grants,
+		referenceFrom{Group: gatewayv1.GroupName, Kind: string(routeKind), Namespace: routeNamespace},
+		referenceTo{Group: gatewayapi.MeshServiceGroup, Kind: gatewayapi.MeshServiceKind, Namespace: referent.Namespace, Name: referent.Name})
+	if err != nil {
+		return "", nil, err
+	}
+	if !permitted {
+		return "", &backendProblem{
+			Reason:  gatewayv1.RouteReasonRefNotPermitted,
+			Message: fmt.Sprintf("backendRef %s is not permitted: no ReferenceGrant in namespace %s allows %s from namespace %s to refer to the MeshService", name, referent.Namespace, routeKind, routeNamespace),
+		}, nil
+	}
+	spec, found, err := names.meshService(referent)
+	if err != nil {
+		return "", nil, err
+	}
+	switch {
+	case !found:
+		return "", &backendProblem{
+			Reason:  gatewayv1.RouteReasonBackendNotFound,
+			Message: fmt.Sprintf("backendRef %s refers to a MeshService that does not exist", name),
+		}, nil
+	case spec.name == "":
+		return "", &backendProblem{
+			Reason:  gatewayv1.RouteReasonBackendNotFound,
+			Message: fmt.Sprintf("backendRef %s refers to a MeshService without spec.name, so it names no Consul service", name),
+		}, nil
+	case spec.peer != "":
+		return "", &backendProblem{
+			Reason:  ReasonPeerNotSupported,
+			Message: fmt.Sprintf("backendRef %s is the Consul service %q of the cluster peer %q, but the routes of Consul's API gateway reach only services of the local datacenter", name, spec.name, spec.peer),
+		}, nil
+	}
+	return spec.name, nil, nil
 }
 
 // sharedNameProblem refuses a Service whose Consul service consulName other Services,

@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -14,6 +15,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/informers"
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
 )
 
@@ -351,4 +353,77 @@ func consulServicesOf(t *testing.T, shared bool, services []*corev1.Service, pod
 		}
 	}
 	return testConsulServices{consulServices: consulServices{services: svcs, pods: podIndexer, shared: shared}}
+}
+
+// A MeshService backendRef is the Consul service its spec.name names, if the CRD is
+// served, a grant allows it across namespaces, it exists and it is not a peer's.
+func TestResolveMeshService(t *testing.T) {
+	meshService := func(namespace, name, consulName, peer string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{}}}
+		u.SetAPIVersion(gatewayapi.MeshServiceGroup + "/" + gatewayapi.MeshServiceVersion)
+		u.SetKind(gatewayapi.MeshServiceKind)
+		u.SetNamespace(namespace)
+		u.SetName(name)
+		if consulName != "" {
+			u.Object["spec"].(map[string]any)["name"] = consulName
+		}
+		if peer != "" {
+			u.Object["spec"].(map[string]any)["peer"] = peer
+		}
+		return u
+	}
+	cached := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	for _, m := range []*unstructured.Unstructured{
+		meshService("apps", "billing", "billing-vm", ""),
+		meshService("apps", "unnamed", "", ""),
+		meshService("apps", "remote", "billing", "dc2-peer"),
+		meshService("legacy", "ledger", "ledger-vm", ""),
+		meshService("granted", "ledger", "ledger-vm", ""),
+	} {
+		if err := cached.Add(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	grants := grantListerOf(t, refGrant("granted", "routes",
+		[]gatewayv1.ReferenceGrantFrom{{Group: gatewayv1.GroupName, Kind: "HTTPRoute", Namespace: "apps"}},
+		[]gatewayv1.ReferenceGrantTo{{Group: gatewayapi.MeshServiceGroup, Kind: gatewayapi.MeshServiceKind}}))
+	ref := func(namespace, name string) gatewayv1.BackendObjectReference {
+		r := gatewayv1.BackendObjectReference{Group: new(gatewayv1.Group(gatewayapi.MeshServiceGroup)), Kind: new(gatewayv1.Kind(gatewayapi.MeshServiceKind)), Name: gatewayv1.ObjectName(name)}
+		if namespace != "" {
+			r.Namespace = new(gatewayv1.Namespace(namespace))
+		}
+		return r
+	}
+	served := consulServices{meshServices: cached}
+	tests := []struct {
+		name       string
+		ref        gatewayv1.BackendObjectReference
+		names      consulServices
+		wantName   string
+		wantReason gatewayv1.RouteConditionReason
+	}{
+		{"its spec.name", ref("", "billing"), served, "billing-vm", ""},
+		{"CRD not served", ref("", "billing"), consulServices{}, "", gatewayv1.RouteReasonInvalidKind},
+		{"absent", ref("", "missing"), served, "", gatewayv1.RouteReasonBackendNotFound},
+		{"without spec.name", ref("", "unnamed"), served, "", gatewayv1.RouteReasonBackendNotFound},
+		{"a peer's", ref("", "remote"), served, "", ReasonPeerNotSupported},
+		{"another namespace without a grant", ref("legacy", "ledger"), served, "", gatewayv1.RouteReasonRefNotPermitted},
+		{"another namespace with a grant", ref("granted", "ledger"), served, "ledger-vm", ""},
+		{"no group: the core group has no MeshService", gatewayv1.BackendObjectReference{Kind: new(gatewayv1.Kind(gatewayapi.MeshServiceKind)), Name: "billing"}, served, "", gatewayv1.RouteReasonInvalidKind},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, problem, err := resolveBackendRef("HTTPRoute", "apps", tt.ref, serviceListerOf(t), grants, tt.names)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var reason gatewayv1.RouteConditionReason
+			if problem != nil {
+				reason = problem.Reason
+			}
+			if got != tt.wantName || reason != tt.wantReason {
+				t.Errorf("resolved to %q, problem %+v; want %q, reason %q", got, problem, tt.wantName, tt.wantReason)
+			}
+		})
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -24,6 +25,37 @@ type consulServices struct {
 	// shared: Consul knows the Services of one name in every namespace as one service
 	// (no namespace mirroring).
 	shared bool
+	// meshServices is the MeshService cache (unstructured); nil when the CRD is not
+	// served.
+	meshServices cache.Indexer
+}
+
+// meshServiceSpec is what the controller reads of a MeshService.
+type meshServiceSpec struct{ name, peer string }
+
+// meshService returns the spec of the cached MeshService key; found is false when
+// there is none.
+func (c consulServices) meshService(key cache.ObjectName) (meshServiceSpec, bool, error) {
+	obj, found, err := c.meshServices.GetByKey(key.String())
+	if err != nil || !found {
+		return meshServiceSpec{}, false, err
+	}
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return meshServiceSpec{}, false, fmt.Errorf("MeshService %s: unexpected %T in the cache", key, obj)
+	}
+	name, _, _ := unstructured.NestedString(u.Object, "spec", "name")
+	peer, _, _ := unstructured.NestedString(u.Object, "spec", "peer")
+	return meshServiceSpec{name: name, peer: peer}, true, nil
+}
+
+// newConsulServices reads the caches of inf.
+func newConsulServices(inf Informers, shared bool) consulServices {
+	c := consulServices{services: inf.Services.Informer().GetIndexer(), pods: inf.InjectedPods.GetIndexer(), shared: shared}
+	if inf.MeshServices != nil {
+		c.meshServices = inf.MeshServices.GetIndexer()
+	}
+	return c
 }
 
 // resolve returns the Consul service svc is, port being the Service port a backendRef

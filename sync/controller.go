@@ -78,6 +78,9 @@ type Informers struct {
 	// InjectedPods holds the pods consul-k8s injected, trimmed, with
 	// informers.PodConsulServiceIndex: which Consul service a backend Service is.
 	InjectedPods cache.SharedIndexInformer
+	// MeshServices holds consul-k8s's MeshServices; nil when the CRD is not served,
+	// and a MeshService backendRef is refused.
+	MeshServices cache.SharedIndexInformer
 }
 
 // InformersOf returns the informers of inf the controller reads.
@@ -93,6 +96,7 @@ func InformersOf(inf *informers.Informers) Informers {
 		Secrets:         inf.Secrets,
 		GatewayConfigs:  inf.GatewayConfigs,
 		InjectedPods:    inf.InjectedPods,
+		MeshServices:    inf.MeshServices,
 	}
 }
 
@@ -132,7 +136,7 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 			verdicts:           cfg.Verdicts,
 			deployments:        cfg.Deployments,
 			infrastructureKeys: cfg.InfrastructureKeys,
-			consulServices:     consulServices{services: inf.Services.Informer().GetIndexer(), pods: inf.InjectedPods.GetIndexer(), shared: cfg.SharedConsulNames},
+			consulServices:     newConsulServices(inf, cfg.SharedConsulNames),
 			classes:            inf.GatewayClasses.Lister(),
 			gateways:           inf.Gateways.Lister(),
 			listenerSets:       inf.ListenerSets.Informer().GetIndexer(),
@@ -204,6 +208,9 @@ func (c *Controller) addEventHandlers(ctx context.Context) error {
 	}
 	for _, kind := range gatewayapi.Routes {
 		registrations = append(registrations, registration{kind.Kind, inf.Routes[kind.Kind], keys.RouteHandler(kind)})
+	}
+	if inf.MeshServices != nil {
+		registrations = append(registrations, registration{gatewayapi.MeshServiceKind, inf.MeshServices, keys.MeshServiceHandler()})
 	}
 	for _, r := range registrations {
 		registration, err := r.source.AddEventHandler(r.handler)

@@ -473,8 +473,11 @@ func (d *decider) checkBackend(rules *routeRules, index BackendRefIndex, kind ga
 	if problem == nil {
 		if consulName != string(ref.Name) {
 			rules.renamed = append(rules.renamed, RenamedBackend{Ref: index, Service: consulName})
-			note := fmt.Sprintf("backendRef %s is the Consul service %q, as its pods' %s annotation says",
-				gatewayapi.Referent(namespace, ref.Namespace, ref.Name), consulName, backends.ServiceAnnotation)
+			why := fmt.Sprintf("as its pods' %s annotation says", backends.ServiceAnnotation)
+			if gatewayapi.IsMeshService(ref) {
+				why = "as the MeshService's spec.name says"
+			}
+			note := fmt.Sprintf("backendRef %s is the Consul service %q, %s", gatewayapi.Referent(namespace, ref.Namespace, ref.Name), consulName, why)
 			if !slices.Contains(rules.renamedNotes, note) {
 				rules.renamedNotes = append(rules.renamedNotes, note)
 			}

@@ -162,7 +162,7 @@ func (t *pass) ruleServices(routeNamespace string, index int, refs []gatewayv1.H
 			Weight:    weight,
 			Filters:   backendFilters,
 		})
-		used = append(used, backend{Service: key, Consul: consulName})
+		used = append(used, backend{Service: key, Consul: consulName, MeshService: gatewayapi.IsMeshService(ref.BackendObjectReference)})
 	}
 	if len(used) > 0 && invalidWeight > 0 {
 		services = append(services, t.blackhole(routeNamespace, invalidWeight))
@@ -184,11 +184,16 @@ func backendWeight(w *int32) int {
 // checked the ReferenceGrant of a Service in another namespace and the port's
 // appProtocol, which the snapshot does not show. What the snapshot shows is checked
 // again, as it may be newer than the decision: a core Service (group "", kind
-// Service, the CRD defaults), present, not ExternalName, with the port the ref names.
+// Service, the CRD defaults), present, not ExternalName, with the port the ref names;
+// or a MeshService.
 func backendProblem(routeNamespace string, ref gatewayv1.BackendObjectReference, service func(cache.ObjectName) *corev1.Service, resolved bool) (cache.ObjectName, string) {
 	key := gatewayapi.Referent(routeNamespace, ref.Namespace, ref.Name)
 	if !resolved {
 		return key, "did not resolve (see the route's ResolvedRefs condition)"
+	}
+	// A MeshService is not in the snapshot: the decision holds its Consul service.
+	if gatewayapi.IsMeshService(ref) {
+		return key, ""
 	}
 	if !gatewayapi.RefersTo(ref.Group, ref.Kind, gatewayapi.CoreGroup, gatewayapi.ServiceKind) {
 		return key, "is not a core Service"

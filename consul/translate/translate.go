@@ -109,7 +109,9 @@ func newPass(s Snapshot, n Naming, o Ownership, opts Options) *pass {
 func (t *pass) finish() Desired {
 	if t.opts.ManageServiceDefaults {
 		for _, b := range sortedBackends(t.backends) {
-			t.put(serviceDefaults(b, t.snap.Services[b.Service], t.naming, t.owner))
+			if !b.MeshService {
+				t.put(serviceDefaults(b, t.snap.Services[b.Service], t.naming, t.owner))
+			}
 		}
 	}
 	for s := range t.blackholes {
@@ -226,11 +228,15 @@ func sortedKeys[V any](m map[cache.ObjectName]V) []cache.ObjectName {
 	return keys
 }
 
-// backend is a Service a route sends traffic to, and the Consul service it is (its
-// name, or the name its pods register under: decision.Route.RenamedBackends).
+// backend is a Service or MeshService a route sends traffic to, and the Consul service
+// it is (the Service's name, the name its pods register under or the MeshService's
+// spec.name: decision.Route.RenamedBackends).
 type backend struct {
 	Service cache.ObjectName
 	Consul  string
+	// MeshService: Service names a MeshService, whose Consul service Kubernetes does
+	// not own; its service-defaults are its owner's to write.
+	MeshService bool
 }
 
 // sortedBackends returns the keys of m in Service, then Consul name order.

@@ -13,6 +13,21 @@ const (
 	SecretKind  = "Secret"
 )
 
+// MeshService is consul-k8s's backend kind for a Consul service by its Consul name
+// (group consul.hashicorp.com, version v1alpha1, spec.name and spec.peer).
+const (
+	MeshServiceGroup    = "consul.hashicorp.com"
+	MeshServiceKind     = "MeshService"
+	MeshServiceVersion  = "v1alpha1"
+	MeshServiceResource = "meshservices"
+)
+
+// IsMeshService reports whether a backendRef names a MeshService. Its group must be
+// given: an unset group is the core group, which has no MeshService.
+func IsMeshService(ref gatewayv1.BackendObjectReference) bool {
+	return ref.Group != nil && string(*ref.Group) == MeshServiceGroup && ref.Kind != nil && string(*ref.Kind) == MeshServiceKind
+}
+
 // Referent is the object a reference names: name in namespace, or in defaultNamespace
 // (the referring object's) when namespace is unset or empty. Every reference the
 // controller follows is resolved here, so an empty namespace means the same to the

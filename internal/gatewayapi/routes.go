@@ -79,6 +79,18 @@ func (k RouteKind) parents(obj any, is func(gatewayv1.ParentReference) bool) ([]
 
 // BackendServices returns the Services obj names as backends, each once.
 func (k RouteKind) BackendServices(obj any) ([]cache.ObjectName, error) {
+	return k.backends(obj, func(ref gatewayv1.BackendObjectReference) bool {
+		return RefersTo(ref.Group, ref.Kind, CoreGroup, ServiceKind)
+	})
+}
+
+// BackendMeshServices returns the MeshServices obj names as backends, each once.
+func (k RouteKind) BackendMeshServices(obj any) ([]cache.ObjectName, error) {
+	return k.backends(obj, IsMeshService)
+}
+
+// backends returns the backends of obj that is selects, each once.
+func (k RouteKind) backends(obj any, is func(gatewayv1.BackendObjectReference) bool) ([]cache.ObjectName, error) {
 	spec, err := k.Spec(obj)
 	if err != nil {
 		return nil, err
@@ -90,7 +102,7 @@ func (k RouteKind) BackendServices(obj any) ([]cache.ObjectName, error) {
 	var names nameSet
 	for _, rule := range spec.BackendRefs {
 		for _, ref := range rule {
-			if RefersTo(ref.Group, ref.Kind, CoreGroup, ServiceKind) {
+			if is(ref) {
 				names.add(Referent(route.GetNamespace(), ref.Namespace, ref.Name))
 			}
 		}

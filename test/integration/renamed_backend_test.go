@@ -11,8 +11,11 @@ import (
 	consulapi "github.com/hashicorp/consul/api"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/backends"
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
+	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
 	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
 )
 
@@ -65,27 +68,16 @@ func TestBackendIsItsPodsConsulService(t *testing.T) {
 			return nil
 		})
 	}
-	routedTo := func(e consulapi.ConfigEntry) []string {
-		var names []string
-		if r, ok := e.(*consulapi.HTTPRouteConfigEntry); ok {
-			for _, rule := range r.Rules {
-				for _, svc := range rule.Services {
-					names = append(names, svc.Name)
-				}
-			}
-		}
-		return names
-	}
 	routesTo := func(what, name string) {
 		t.Helper()
 		s.waitEntry(t, consulapi.HTTPRoute, routeName, what, func(e consulapi.ConfigEntry) bool {
-			return slices.Contains(routedTo(e), name)
+			return slices.Contains(httpRouteServices(e), name)
 		})
 	}
 	routesNowhere := func(what string) {
 		t.Helper()
 		s.waitEntry(t, consulapi.HTTPRoute, routeName, what, func(e consulapi.ConfigEntry) bool {
-			return e != nil && !slices.Contains(routedTo(e), "echo-v2") && !slices.Contains(routedTo(e), s.Backend)
+			return e != nil && !slices.Contains(httpRouteServices(e), "echo-v2") && !slices.Contains(httpRouteServices(e), s.Backend)
 		})
 	}
 
@@ -130,4 +122,97 @@ func deletePod(t *testing.T, namespace, name string) {
 	if err := env.KubeClient.CoreV1().Pods(namespace).Delete(t.Context(), name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// A MeshService backendRef is the Consul service its spec.name names, such as one on
+// VMs: the binary (the MeshService CRD is served here, from deploy/crds) routes to it
+// and says so, refuses one of another namespace until a ReferenceGrant allows it, one
+// of a cluster peer, and one that is deleted, each with its reason.
+func TestMeshServiceBackend(t *testing.T) {
+	s := newConsulStack(t, "meshsvc")
+	legacy := env.NewNamespace(t, "meshsvc-legacy")
+	env.CreateMeshService(t, testenv.MeshService(s.Namespace, "billing", "billing-vm", ""))
+	env.CreateMeshService(t, testenv.MeshService(s.Namespace, "remote", "billing", "dc2"))
+	env.CreateMeshService(t, testenv.MeshService(legacy, "ledger", "ledger-vm", ""))
+	mesh := func(namespace, name string) gatewayv1.BackendObjectReference {
+		ref := gatewayv1.BackendObjectReference{
+			Group: new(gatewayv1.Group(gatewayapi.MeshServiceGroup)), Kind: new(gatewayv1.Kind(gatewayapi.MeshServiceKind)), Name: gatewayv1.ObjectName(name),
+		}
+		if namespace != "" {
+			ref.Namespace = new(gatewayv1.Namespace(namespace))
+		}
+		return ref
+	}
+	parents := []gatewayv1.ParentReference{{Name: gatewayv1.ObjectName(s.GatewayName)}}
+	routes := map[string]gatewayv1.BackendObjectReference{
+		"vm": mesh("", "billing"), "peer": mesh("", "remote"), "cross": mesh(legacy, "ledger"),
+	}
+	for name, ref := range routes {
+		r := testenv.HTTPRoute(s.Namespace, name, parents, ref)
+		r.Spec.Hostnames = []gatewayv1.Hostname{gatewayv1.Hostname(name + ".example.com")}
+		env.Create(t, r)
+	}
+	env.RunController(t, testenv.ControllerOptions{Name: "meshsvc", Args: []string{
+		"--controller-name=" + string(s.Controller), "--cluster-id=meshsvc", "--deploy-gateways=false",
+		"--leader-elect-resource-namespace=" + s.Namespace,
+	}})
+	resolvedRefs := func(route, want string) {
+		t.Helper()
+		testenv.Eventually(t, 30*time.Second, route+" ResolvedRefs "+want, func(ctx context.Context) error {
+			r, err := env.GatewayClient.GatewayV1().HTTPRoutes(s.Namespace).Get(ctx, route, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			p := testenv.ParentOf(r.Status.Parents, s.Controller)
+			if p == nil {
+				return fmt.Errorf("no status of ours")
+			}
+			if got := testenv.ConditionText(p.Conditions, "ResolvedRefs"); !strings.HasPrefix(got, want) {
+				return fmt.Errorf("ResolvedRefs %q", got)
+			}
+			return nil
+		})
+	}
+	routesTo := func(route, what, consulName string, want bool) {
+		t.Helper()
+		s.waitEntry(t, consulapi.HTTPRoute, s.naming.EntryName(s.Namespace, route), what, func(e consulapi.ConfigEntry) bool {
+			return e != nil && slices.Contains(httpRouteServices(e), consulName) == want
+		})
+	}
+
+	resolvedRefs("vm", `True/ResolvedRefs: All references are resolved; backendRef `+s.Namespace+`/billing is the Consul service "billing-vm", as the MeshService's spec.name says`)
+	routesTo("vm", "the route sends to the MeshService's Consul service", "billing-vm", true)
+	if e := s.entry(t, consulapi.ServiceDefaults, "billing-vm"); e != nil {
+		t.Errorf("service-defaults written for a MeshService's Consul service: %+v", e)
+	}
+	resolvedRefs("peer", `False/`+gwsync.ReasonPeerNotSupported+`: backendRef `+s.Namespace+`/remote is the Consul service "billing" of the cluster peer "dc2"`)
+	routesTo("peer", "a peer's service gets no traffic", "billing", false)
+	resolvedRefs("cross", `False/RefNotPermitted: backendRef `+legacy+`/ledger is not permitted`)
+	routesTo("cross", "an ungranted MeshService gets no traffic", "ledger-vm", false)
+
+	grant := testenv.ReferenceGrant(legacy, "routes", gatewayapi.MeshServiceKind,
+		gatewayv1.ReferenceGrantFrom{Group: gatewayv1.GroupName, Kind: "HTTPRoute", Namespace: gatewayv1.Namespace(s.Namespace)})
+	grant.Spec.To[0].Group = gatewayapi.MeshServiceGroup
+	env.Create(t, grant)
+	resolvedRefs("cross", `True/ResolvedRefs`)
+	routesTo("cross", "a granted MeshService gets the traffic", "ledger-vm", true)
+
+	if err := env.MeshServices(t, s.Namespace).Delete(t.Context(), "billing", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	resolvedRefs("vm", `False/BackendNotFound: backendRef `+s.Namespace+`/billing refers to a MeshService that does not exist`)
+	routesTo("vm", "a deleted MeshService gets no traffic", "billing-vm", false)
+}
+
+// httpRouteServices are the Consul services an http-route entry sends traffic to.
+func httpRouteServices(e consulapi.ConfigEntry) []string {
+	var names []string
+	if r, ok := e.(*consulapi.HTTPRouteConfigEntry); ok {
+		for _, rule := range r.Rules {
+			for _, svc := range rule.Services {
+				names = append(names, svc.Name)
+			}
+		}
+	}
+	return names
 }

@@ -47,27 +47,16 @@ func TestSharedConsulNameNeedsAGrant(t *testing.T) {
 			return nil
 		})
 	}
-	routedTo := func(e consulapi.ConfigEntry) []string {
-		var names []string
-		if r, ok := e.(*consulapi.HTTPRouteConfigEntry); ok {
-			for _, rule := range r.Rules {
-				for _, svc := range rule.Services {
-					names = append(names, svc.Name)
-				}
-			}
-		}
-		return names
-	}
 
 	resolvedRefs("False/RefNotPermitted: backendRef " + s.Namespace + "/" + s.Backend + ` is the Consul service "` + s.Backend + `", which the Services ` + other + "/" + s.Backend + " are too")
 	s.waitEntry(t, consulapi.HTTPRoute, routeName, "the route's traffic goes nowhere near the shared name", func(e consulapi.ConfigEntry) bool {
-		return e != nil && !slices.Contains(routedTo(e), s.Backend)
+		return e != nil && !slices.Contains(httpRouteServices(e), s.Backend)
 	})
 
 	env.Create(t, testenv.ReferenceGrant(other, "routes", "Service",
 		gatewayv1.ReferenceGrantFrom{Group: gatewayv1.GroupName, Kind: "HTTPRoute", Namespace: gatewayv1.Namespace(s.Namespace)}))
 	resolvedRefs("True/ResolvedRefs")
 	s.waitEntry(t, consulapi.HTTPRoute, routeName, "the route sends to the shared name once granted", func(e consulapi.ConfigEntry) bool {
-		return slices.Contains(routedTo(e), s.Backend)
+		return slices.Contains(httpRouteServices(e), s.Backend)
 	})
 }

@@ -193,7 +193,7 @@ func ReferenceGrant(namespace, name string, to gatewayv1.Kind, from ...gatewayv1
 
 // InjectedPod returns a pod as consul-k8s's webhook leaves it: labelled injected, with
 // labels, a connect-service annotation naming its Consul service ("" for none), and
-// one container with port. Its ServiceAccount is ServiceAccount's; no kubelet runs it.
+// one container with port. It runs as PodServiceAccount, and no kubelet runs it.
 func InjectedPod(namespace, name string, labels map[string]string, consulName string, port int32) *corev1.Pod {
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name,

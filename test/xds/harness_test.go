@@ -86,6 +86,10 @@ func kubectlApply(path string) error {
 // endpoints.
 func backendAddress(i int) string { return fmt.Sprintf("10.2.0.%d", i+1) }
 
+// outsideAddress is the address of the i-th Consul service of a scenario registered
+// outside Kubernetes.
+func outsideAddress(i int) string { return fmt.Sprintf("10.3.0.%d", i+1) }
+
 // registerBackends plays consul-k8s's endpoints controller: for each Service of the
 // namespace, it registers the instance and sidecar proxy of a mesh pod under each
 // Consul service the Service's injected pods register as (their connect-service

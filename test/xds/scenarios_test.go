@@ -33,6 +33,9 @@ type scenario struct {
 	namespace string
 	// backendNamespaces are other namespaces whose Services are backends.
 	backendNamespaces []string
+	// outside are Consul services registered outside Kubernetes, as on VMs, which
+	// MeshServices name.
+	outside []string
 	// ports are the Gateway's listener ports: one Envoy listener each, and no other.
 	ports []uint32
 	// requests say where each request must go (nil want: nowhere, Envoy's 404).
@@ -263,8 +266,10 @@ var scenarios = []scenario{
 	{
 		// The Consul services are those the pods register as, not the Services.
 		name: "renamed", namespace: "xds-renamed", ports: []uint32{8080, 9000},
+		outside: []string{"legacy-billing"},
 		requests: []routeCase{
 			{8080, envoy.Request{Host: "billing.example.net", Target: "/"}, to("billing-v2")},
+			{8080, envoy.Request{Host: "vm.example.net", Target: "/"}, to("legacy-billing")},
 		},
 		tcp: map[uint32]string{9000: "ledger-primary"},
 	},
@@ -297,6 +302,10 @@ func (s scenario) run(t *testing.T) {
 	backends := registerBackends(t, s.namespace)
 	for _, ns := range s.backendNamespaces {
 		maps.Copy(backends, registerBackends(t, ns))
+	}
+	for i, name := range s.outside {
+		backends[name] = outsideAddress(i)
+		registerMeshInstance(t, s.namespace, name, backends[name])
 	}
 	awaitProgrammed(t, s.namespace, "edge")
 	proxy := gatewayProxy(t, s.namespace, "edge")
