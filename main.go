@@ -248,6 +248,9 @@ type pipeline struct {
 	bundle     *informers.BundleVersion
 	syncer     *consul.Syncer
 	controller *gwsync.Controller
+	// serviceNames follows Consul's catalog for MeshServices; nil when they are not
+	// served or Consul namespaces are in use.
+	serviceNames *consul.ServiceNames
 	// owned, deployer and registrar are nil unless the controller deploys gateways.
 	owned     *informers.Owned
 	deployer  *dataplane.Controller
@@ -296,6 +299,13 @@ func newPipeline(ctx context.Context, opts *options.Options, c clients, recorder
 			deployments = withIdentities{p.deployer, p.identities}
 		}
 	}
+	// The catalog watch follows the default Consul namespace only: with Enterprise
+	// namespaces a MeshService's service is not looked up, and counts as held.
+	var serviceNames gwsync.ConsulServiceNames
+	if inf.MeshServices != nil && !opts.Naming.MirrorNamespaces && opts.Naming.DestinationNamespace == "" {
+		p.serviceNames = consul.NewServiceNames(c.consul, opts.Naming.Partition)
+		serviceNames = p.serviceNames
+	}
 	controller, err := gwsync.NewController(ctx, gwsync.Config{
 		ControllerName:     gatewayv1.GatewayController(opts.ControllerName),
 		Capabilities:       consullimits.Consul115,
@@ -303,6 +313,7 @@ func newPipeline(ctx context.Context, opts *options.Options, c clients, recorder
 		GatewayClient:      c.gateway,
 		Publisher:          publishers,
 		Verdicts:           p.syncer,
+		ServiceNames:       serviceNames,
 		Deployments:        deployments,
 		InfrastructureKeys: opts.Gateway.InfrastructureKeys,
 		SharedConsulNames:  !opts.Naming.MirrorNamespaces,
@@ -316,6 +327,9 @@ func newPipeline(ctx context.Context, opts *options.Options, c clients, recorder
 	}
 	p.controller = controller
 	p.syncer.OnVerdictChange(controller.Enqueue)
+	if p.serviceNames != nil {
+		p.serviceNames.OnChange(controller.EnqueueConsulService)
+	}
 	if p.identities != nil {
 		p.identities.OnProblemChange(func(gw cache.ObjectName) { controller.Enqueue(gatewayapi.GatewayKind, gw) })
 	}
@@ -437,6 +451,14 @@ func (p *pipeline) lead(ctx context.Context, eventBroadcaster events.EventBroadc
 	}
 	syncerDone := make(chan error, 1)
 	go func() { syncerDone <- p.syncer.Run(ctx, p.controller.InitialSyncDone()) }()
+	servicesDone := make(chan struct{})
+	go func() {
+		defer close(servicesDone)
+		if p.serviceNames != nil {
+			p.serviceNames.Run(ctx)
+		}
+	}()
+	defer func() { <-servicesDone }()
 	deployerDone, registrarDone, identitiesDone := make(chan error, 1), make(chan error, 1), make(chan error, 1)
 	if p.deployer != nil {
 		go func() { deployerDone <- p.deployer.Run(ctx) }()

@@ -105,7 +105,7 @@ const ReasonPeerNotSupported = "PeerNotSupported"
 // resolveMeshService checks a backendRef to a consul-k8s MeshService and returns the
 // Consul service it names: the CRD must be served, a ReferenceGrant must allow a
 // MeshService of another namespace, the MeshService must exist and name a service of
-// the local datacenter. Its port, which a Consul service does not have, is not read.
+// the local datacenter that Consul's catalog holds. Its port, which a Consul service does not have, is not read.
 // No shared-name check: a MeshService names a Consul service on purpose, wherever its
 // instances run.
 func resolveMeshService(routeKind gatewayv1.Kind, routeNamespace string, ref gatewayv1.BackendObjectReference, grants gatewaylisters.ReferenceGrantLister, names consulServices) (string, *backendProblem, error) {
@@ -148,6 +148,11 @@ func resolveMeshService(routeKind gatewayv1.Kind, routeNamespace string, ref gat
 		return "", &backendProblem{
 			Reason:  ReasonPeerNotSupported,
 			Message: fmt.Sprintf("backendRef %s is the Consul service %q of the cluster peer %q, but the routes of Consul's API gateway reach only services of the local datacenter", name, spec.name, spec.peer),
+		}, nil
+	case names.catalog != nil && !names.catalog.Known(spec.name):
+		return "", &backendProblem{
+			Reason:  gatewayv1.RouteReasonBackendNotFound,
+			Message: fmt.Sprintf("backendRef %s is the Consul service %q, which Consul's catalog does not hold: no instance of it is registered", name, spec.name),
 		}, nil
 	}
 	return spec.name, nil, nil

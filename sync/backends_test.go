@@ -2,6 +2,7 @@ package sync
 
 import (
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -394,7 +395,8 @@ func TestResolveMeshService(t *testing.T) {
 		}
 		return r
 	}
-	served := consulServices{meshServices: cached}
+	served := consulServices{meshServices: cached, catalog: catalogOf{"billing-vm", "ledger-vm", "billing"}}
+	unregistered := consulServices{meshServices: cached, catalog: catalogOf{"ledger-vm"}}
 	tests := []struct {
 		name       string
 		ref        gatewayv1.BackendObjectReference
@@ -403,6 +405,7 @@ func TestResolveMeshService(t *testing.T) {
 		wantReason gatewayv1.RouteConditionReason
 	}{
 		{"its spec.name", ref("", "billing"), served, "billing-vm", ""},
+		{"a service Consul's catalog does not hold", ref("", "billing"), unregistered, "", gatewayv1.RouteReasonBackendNotFound},
 		{"CRD not served", ref("", "billing"), consulServices{}, "", gatewayv1.RouteReasonInvalidKind},
 		{"absent", ref("", "missing"), served, "", gatewayv1.RouteReasonBackendNotFound},
 		{"without spec.name", ref("", "unnamed"), served, "", gatewayv1.RouteReasonBackendNotFound},
@@ -427,3 +430,9 @@ func TestResolveMeshService(t *testing.T) {
 		})
 	}
 }
+
+// catalogOf is a Consul catalog holding the services names.
+type catalogOf []string
+
+func (c catalogOf) Known(name string) bool { return slices.Contains(c, name) }
+func (c catalogOf) HasSynced() bool        { return true }

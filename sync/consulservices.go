@@ -28,6 +28,8 @@ type consulServices struct {
 	// meshServices is the MeshService cache (unstructured); nil when the CRD is not
 	// served.
 	meshServices cache.Indexer
+	// catalog says which services Consul's catalog holds.
+	catalog ConsulServiceNames
 }
 
 // meshServiceSpec is what the controller reads of a MeshService.
@@ -50,8 +52,11 @@ func (c consulServices) meshService(key cache.ObjectName) (meshServiceSpec, bool
 }
 
 // newConsulServices reads the caches of inf.
-func newConsulServices(inf Informers, shared bool) consulServices {
-	c := consulServices{services: inf.Services.Informer().GetIndexer(), pods: inf.InjectedPods.GetIndexer(), shared: shared}
+func newConsulServices(inf Informers, shared bool, catalog ConsulServiceNames) consulServices {
+	if catalog == nil {
+		catalog = allServicesKnown{}
+	}
+	c := consulServices{services: inf.Services.Informer().GetIndexer(), pods: inf.InjectedPods.GetIndexer(), shared: shared, catalog: catalog}
 	if inf.MeshServices != nil {
 		c.meshServices = inf.MeshServices.GetIndexer()
 	}

@@ -41,6 +41,9 @@ type Config struct {
 	Workers       Workers
 	// Verdicts reports Consul's verdicts; nil means none is wired in.
 	Verdicts ConsulVerdicts
+	// ServiceNames says which services Consul's catalog holds, for MeshServices; nil
+	// counts every service as held.
+	ServiceNames ConsulServiceNames
 	// Deployments reports the gateway pods and Services this controller deploys; nil
 	// when it deploys none.
 	Deployments GatewayDeployments
@@ -136,7 +139,7 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 			verdicts:           cfg.Verdicts,
 			deployments:        cfg.Deployments,
 			infrastructureKeys: cfg.InfrastructureKeys,
-			consulServices:     newConsulServices(inf, cfg.SharedConsulNames),
+			consulServices:     newConsulServices(inf, cfg.SharedConsulNames, cfg.ServiceNames),
 			classes:            inf.GatewayClasses.Lister(),
 			gateways:           inf.Gateways.Lister(),
 			listenerSets:       inf.ListenerSets.Informer().GetIndexer(),
@@ -264,6 +267,36 @@ func (c *Controller) Enqueue(kind gatewayv1.Kind, key cache.ObjectName) {
 	}
 }
 
+// EnqueueConsulService asks for the routes whose MeshService backends name the Consul
+// service name to be judged again, when it appears in or leaves Consul's catalog; ""
+// asks it for every route with a MeshService backend.
+func (c *Controller) EnqueueConsulService(name string) {
+	if c.informers.MeshServices == nil {
+		return
+	}
+	indexer := c.informers.MeshServices.GetIndexer()
+	keys := indexer.ListKeys()
+	if name != "" {
+		var err error
+		if keys, err = indexer.IndexKeys(informers.MeshServiceConsulNameIndex, name); err != nil {
+			return // the index exists on every MeshService cache (informers.WithMeshServices)
+		}
+	}
+	for _, key := range keys {
+		for kind, routes := range c.routeIndexers {
+			names, err := routes.IndexKeys(informers.RouteBackendMeshServiceIndex, key)
+			if err != nil {
+				continue
+			}
+			for _, n := range names {
+				if routeKey, err := cache.ParseObjectName(n); err == nil {
+					c.routeQueues[kind].Add(routeKey)
+				}
+			}
+		}
+	}
+}
+
 // EnqueueAllGatewayClasses asks for every class to be judged again, for example when
 // the installed CRDs' bundle version changes.
 func (c *Controller) EnqueueAllGatewayClasses() {
@@ -276,7 +309,7 @@ func (c *Controller) EnqueueAllGatewayClasses() {
 // in-flight sync has finished.
 func (c *Controller) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
-	synced := append(slices.Clone(c.synced), c.verdicts.HasSynced)
+	synced := append(slices.Clone(c.synced), c.verdicts.HasSynced, c.consulServices.catalog.HasSynced)
 	if c.deployments != nil {
 		synced = append(synced, c.deployments.HasSynced)
 	}

@@ -64,6 +64,21 @@ type ConsulVerdicts interface {
 	HasSynced() bool
 }
 
+// ConsulServiceNames says which services Consul's catalog holds: a MeshService that
+// names one it does not hold has no instance to send traffic to.
+type ConsulServiceNames interface {
+	Known(name string) bool
+	// HasSynced reports whether the catalog was read once; the status workers wait
+	// for it, as for the verdicts.
+	HasSynced() bool
+}
+
+// allServicesKnown is used when no catalog is wired in.
+type allServicesKnown struct{}
+
+func (allServicesKnown) Known(string) bool { return true }
+func (allServicesKnown) HasSynced() bool   { return true }
+
 // noVerdicts is used when no Consul syncer is wired in: nothing is ever programmed.
 type noVerdicts struct{}
 

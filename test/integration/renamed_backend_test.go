@@ -127,13 +127,17 @@ func deletePod(t *testing.T, namespace, name string) {
 // A MeshService backendRef is the Consul service its spec.name names, such as one on
 // VMs: the binary (the MeshService CRD is served here, from deploy/crds) routes to it
 // and says so, refuses one of another namespace until a ReferenceGrant allows it, one
-// of a cluster peer, and one that is deleted, each with its reason.
+// of a cluster peer, one naming a service Consul's catalog does not hold until it is
+// registered, and one that is deleted, each with its reason.
 func TestMeshServiceBackend(t *testing.T) {
 	s := newConsulStack(t, "meshsvc")
 	legacy := env.NewNamespace(t, "meshsvc-legacy")
 	env.CreateMeshService(t, testenv.MeshService(s.Namespace, "billing", "billing-vm", ""))
 	env.CreateMeshService(t, testenv.MeshService(s.Namespace, "remote", "billing", "dc2"))
 	env.CreateMeshService(t, testenv.MeshService(legacy, "ledger", "ledger-vm", ""))
+	env.CreateMeshService(t, testenv.MeshService(s.Namespace, "ghost", "ghost-vm", ""))
+	env.RegisterOutsideService(t, "billing-vm", "10.4.0.1")
+	env.RegisterOutsideService(t, "ledger-vm", "10.4.0.2")
 	mesh := func(namespace, name string) gatewayv1.BackendObjectReference {
 		ref := gatewayv1.BackendObjectReference{
 			Group: new(gatewayv1.Group(gatewayapi.MeshServiceGroup)), Kind: new(gatewayv1.Kind(gatewayapi.MeshServiceKind)), Name: gatewayv1.ObjectName(name),
@@ -145,7 +149,7 @@ func TestMeshServiceBackend(t *testing.T) {
 	}
 	parents := []gatewayv1.ParentReference{{Name: gatewayv1.ObjectName(s.GatewayName)}}
 	routes := map[string]gatewayv1.BackendObjectReference{
-		"vm": mesh("", "billing"), "peer": mesh("", "remote"), "cross": mesh(legacy, "ledger"),
+		"vm": mesh("", "billing"), "peer": mesh("", "remote"), "cross": mesh(legacy, "ledger"), "ghost": mesh("", "ghost"),
 	}
 	for name, ref := range routes {
 		r := testenv.HTTPRoute(s.Namespace, name, parents, ref)
@@ -189,6 +193,12 @@ func TestMeshServiceBackend(t *testing.T) {
 	routesTo("peer", "a peer's service gets no traffic", "billing", false)
 	resolvedRefs("cross", `False/RefNotPermitted: backendRef `+legacy+`/ledger is not permitted`)
 	routesTo("cross", "an ungranted MeshService gets no traffic", "ledger-vm", false)
+
+	resolvedRefs("ghost", `False/BackendNotFound: backendRef `+s.Namespace+`/ghost is the Consul service "ghost-vm", which Consul's catalog does not hold`)
+	routesTo("ghost", "a service Consul does not hold gets no traffic", "ghost-vm", false)
+	env.RegisterOutsideService(t, "ghost-vm", "10.4.0.3")
+	resolvedRefs("ghost", `True/ResolvedRefs`)
+	routesTo("ghost", "once registered, it gets the traffic", "ghost-vm", true)
 
 	grant := testenv.ReferenceGrant(legacy, "routes", gatewayapi.MeshServiceKind,
 		gatewayv1.ReferenceGrantFrom{Group: gatewayv1.GroupName, Kind: "HTTPRoute", Namespace: gatewayv1.Namespace(s.Namespace)})

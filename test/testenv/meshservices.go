@@ -3,6 +3,7 @@ package testenv
 import (
 	"testing"
 
+	consulapi "github.com/hashicorp/consul/api"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -43,4 +44,20 @@ func (e *Env) CreateMeshService(t testing.TB, m *unstructured.Unstructured) {
 	if _, err := e.MeshServices(t, m.GetNamespace()).Create(t.Context(), m, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create MeshService %s/%s: %v", m.GetNamespace(), m.GetName(), err)
 	}
+}
+
+// RegisterOutsideService registers an instance of the Consul service name at address
+// on the node "outside-kubernetes", as a VM's agent would, and deregisters it when the
+// test ends.
+func (e *Env) RegisterOutsideService(t testing.TB, name, address string) {
+	t.Helper()
+	const node = "outside-kubernetes"
+	reg := &consulapi.CatalogRegistration{Node: node, Address: "10.4.0.254",
+		Service: &consulapi.AgentService{ID: name, Service: name, Address: address, Port: 8080}}
+	if _, err := e.ConsulClient.Catalog().Register(reg, nil); err != nil {
+		t.Fatalf("register Consul service %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		_, _ = e.ConsulClient.Catalog().Deregister(&consulapi.CatalogDeregistration{Node: node, ServiceID: name}, nil)
+	})
 }
