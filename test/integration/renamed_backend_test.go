@@ -226,3 +226,35 @@ func httpRouteServices(e consulapi.ConfigEntry) []string {
 	}
 	return names
 }
+
+// A backend Service deleted while routed: the route says BackendNotFound, and its
+// other backend keeps its share while the deleted one's goes to the blackhole.
+func TestDeletedBackendKeepsTheOthers(t *testing.T) {
+	s := newConsulStack(t, "deleted")
+	env.Create(t, testenv.Service(s.Namespace, "spare", testenv.BackendPort))
+	env.Create(t, testenv.HTTPRoute(s.Namespace, "web", []gatewayv1.ParentReference{{Name: gatewayv1.ObjectName(s.GatewayName)}},
+		testenv.Backend(s.Backend, testenv.BackendPort), testenv.Backend("spare", testenv.BackendPort)))
+	env.RunController(t, testenv.ControllerOptions{Name: "deleted", Args: []string{
+		"--controller-name=" + string(s.Controller), "--cluster-id=deleted", "--deploy-gateways=false",
+		"--leader-elect-resource-namespace=" + s.Namespace,
+	}})
+	entry := s.naming.EntryName(s.Namespace, "web")
+	s.waitEntry(t, consulapi.HTTPRoute, entry, "both backends routed", func(e consulapi.ConfigEntry) bool {
+		services := httpRouteServices(e)
+		return slices.Contains(services, s.Backend) && slices.Contains(services, "spare")
+	})
+
+	if err := env.KubeClient.CoreV1().Services(s.Namespace).Delete(t.Context(), "spare", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 30*time.Second, "ResolvedRefs BackendNotFound", func(context.Context) error {
+		if got := s.routeCondition(t, "web", "ResolvedRefs"); got != "False/BackendNotFound" {
+			return fmt.Errorf("ResolvedRefs %s", got)
+		}
+		return nil
+	})
+	s.waitEntry(t, consulapi.HTTPRoute, entry, "the remaining backend keeps its share, the deleted one's goes to the blackhole", func(e consulapi.ConfigEntry) bool {
+		services := httpRouteServices(e)
+		return slices.Contains(services, s.Backend) && !slices.Contains(services, "spare") && slices.Contains(services, s.naming.BlackholeService())
+	})
+}
