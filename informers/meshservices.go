@@ -4,6 +4,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
@@ -17,6 +18,22 @@ var MeshServiceResource = schema.GroupVersionResource{
 	Group: gatewayapi.MeshServiceGroup, Version: gatewayapi.MeshServiceVersion, Resource: gatewayapi.MeshServiceResource,
 }
 
+// MeshServiceConsulNameIndex is on MeshServices: the Consul service their spec.name
+// names, to find the MeshServices (and so the routes) a catalog change affects.
+const MeshServiceConsulNameIndex = "meshServiceConsulName"
+
+// IndexMeshServiceConsulName is the index function of MeshServiceConsulNameIndex.
+func IndexMeshServiceConsulName(obj any) ([]string, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return nil, unexpectedType(MeshServiceConsulNameIndex, obj)
+	}
+	if name, _, _ := unstructured.NestedString(u.Object, "spec", "name"); name != "" {
+		return []string{name}, nil
+	}
+	return nil, nil
+}
+
 // Option adds an optional cache to New.
 type Option func(i *Informers, resync time.Duration)
 
@@ -26,7 +43,7 @@ type Option func(i *Informers, resync time.Duration)
 func WithMeshServices(client dynamic.Interface) Option {
 	return func(i *Informers, resync time.Duration) {
 		informer := dynamicinformer.NewFilteredDynamicInformer(client, MeshServiceResource, metav1.NamespaceAll, resync,
-			cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, nil).Informer()
+			cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc, MeshServiceConsulNameIndex: IndexMeshServiceConsulName}, nil).Informer()
 		mustSetTransform(informer, dropManagedFields)
 		i.MeshServices = informer
 		i.own = append(i.own, informer)
