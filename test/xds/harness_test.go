@@ -125,6 +125,17 @@ func registerBackends(t *testing.T, ns string) map[string]string {
 	return addresses
 }
 
+// declareHTTP writes the service-defaults that say a Consul service speaks http, as the
+// owner of a service outside Kubernetes does: Consul 1.15 refuses an http-route to a
+// service of another protocol, and the controller writes none for a MeshService's.
+func declareHTTP(t *testing.T, name string) {
+	t.Helper()
+	entry := &consulapi.ServiceConfigEntry{Kind: consulapi.ServiceDefaults, Name: name, Protocol: "http"}
+	if _, _, err := env.ConsulClient.ConfigEntries().Set(entry, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // registerMeshInstance registers a Consul service's instance at addr, and its sidecar
 // proxy, as consul-k8s registers a mesh pod.
 func registerMeshInstance(t *testing.T, ns, name, addr string) {

@@ -306,6 +306,7 @@ func (s scenario) run(t *testing.T) {
 	for i, name := range s.outside {
 		backends[name] = outsideAddress(i)
 		registerMeshInstance(t, s.namespace, name, backends[name])
+		declareHTTP(t, name)
 	}
 	awaitProgrammed(t, s.namespace, "edge")
 	proxy := gatewayProxy(t, s.namespace, "edge")
