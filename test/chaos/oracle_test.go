@@ -421,12 +421,22 @@ func (o *oracle) putForeignEntries(ctx context.Context) error {
 }
 
 // forgetConsul is called before Consul is wiped on purpose: what it held is gone by
-// design, so the foreign entries and markers are tracked anew.
+// design, so the foreign entries and markers are tracked anew. Every route's entries
+// are gone too: that is a change of them (the step-back check), whether or not the
+// oracle's watch answers while Consul is empty, and their rewrite with the same
+// content is then seen as another.
 func (o *oracle) forgetConsul() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.foreignEntries = map[string]string{}
 	o.consulEpoch++
+	now := time.Now()
+	for _, seen := range o.verdicts.entries {
+		for route := range seen {
+			o.verdicts.changes[route] = append(o.verdicts.changes[route], now)
+			delete(seen, route)
+		}
+	}
 }
 
 // checkSingleWriter: every write a replica's proxy forwarded falls in a term of that
