@@ -310,16 +310,7 @@ func TestRenamedBackend(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			names := consulServicesOf(t, tt.shared, []*corev1.Service{web, other}, tt.pods)
 			got, problem, err := resolveBackendRef("HTTPRoute", "apps", ref, names.lister(), grants, names.consulServices)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var reason gatewayv1.RouteConditionReason
-			if problem != nil {
-				reason = problem.Reason
-			}
-			if got != tt.wantName || reason != tt.wantReason {
-				t.Errorf("resolved to %q, problem %+v; want %q, reason %q", got, problem, tt.wantName, tt.wantReason)
-			}
+			checkResolution(t, got, problem, err, tt.wantName, tt.wantReason)
 		})
 	}
 }
@@ -417,16 +408,7 @@ func TestResolveMeshService(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, problem, err := resolveBackendRef("HTTPRoute", "apps", tt.ref, serviceListerOf(t), grants, tt.names)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var reason gatewayv1.RouteConditionReason
-			if problem != nil {
-				reason = problem.Reason
-			}
-			if got != tt.wantName || reason != tt.wantReason {
-				t.Errorf("resolved to %q, problem %+v; want %q, reason %q", got, problem, tt.wantName, tt.wantReason)
-			}
+			checkResolution(t, got, problem, err, tt.wantName, tt.wantReason)
 		})
 	}
 }
@@ -436,3 +418,19 @@ type catalogOf []string
 
 func (c catalogOf) Known(name string) bool { return slices.Contains(c, name) }
 func (c catalogOf) HasSynced() bool        { return true }
+
+// checkResolution compares what resolveBackendRef returned with the Consul service
+// wanted, or with the reason of the problem wanted.
+func checkResolution(t *testing.T, got string, problem *backendProblem, err error, wantName string, wantReason gatewayv1.RouteConditionReason) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reason gatewayv1.RouteConditionReason
+	if problem != nil {
+		reason = problem.Reason
+	}
+	if got != wantName || reason != wantReason {
+		t.Errorf("resolved to %q, problem %+v; want %q, reason %q", got, problem, wantName, wantReason)
+	}
+}

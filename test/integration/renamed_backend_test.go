@@ -45,29 +45,9 @@ func TestBackendIsItsPodsConsulService(t *testing.T) {
 	}
 	env.Create(t, testenv.InjectedPod(s.Namespace, "echo-1", app, "echo-v2", testenv.BackendPort))
 	env.Create(t, s.Route("web"))
-	env.RunController(t, testenv.ControllerOptions{Name: "renamed", Args: []string{
-		"--controller-name=" + string(s.Controller), "--cluster-id=renamed", "--deploy-gateways=false",
-		"--leader-elect-resource-namespace=" + s.Namespace,
-	}})
+	s.runStatusController(t, "renamed")
 	routeName := s.naming.EntryName(s.Namespace, "web")
 	backend := s.Namespace + "/" + s.Backend
-	resolvedRefs := func(want string) {
-		t.Helper()
-		testenv.Eventually(t, 30*time.Second, "ResolvedRefs "+want, func(ctx context.Context) error {
-			r, err := env.GatewayClient.GatewayV1().HTTPRoutes(s.Namespace).Get(ctx, "web", metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			p := testenv.ParentOf(r.Status.Parents, s.Controller)
-			if p == nil {
-				return fmt.Errorf("no status of ours")
-			}
-			if got := testenv.ConditionText(p.Conditions, "ResolvedRefs"); !strings.HasPrefix(got, want) {
-				return fmt.Errorf("ResolvedRefs %q", got)
-			}
-			return nil
-		})
-	}
 	routesTo := func(what, name string) {
 		t.Helper()
 		s.waitEntry(t, consulapi.HTTPRoute, routeName, what, func(e consulapi.ConfigEntry) bool {
@@ -81,25 +61,25 @@ func TestBackendIsItsPodsConsulService(t *testing.T) {
 		})
 	}
 
-	resolvedRefs(`True/ResolvedRefs: All references are resolved; backendRef ` + backend + ` is the Consul service "echo-v2"`)
+	s.awaitResolvedRefs(t, "web", `True/ResolvedRefs: All references are resolved; backendRef `+backend+` is the Consul service "echo-v2"`)
 	routesTo("the route sends to the pods' Consul service", "echo-v2")
 
 	// A second pod without the annotation registers as the Service's own name.
 	env.Create(t, testenv.InjectedPod(s.Namespace, "echo-2", app, "", testenv.BackendPort))
-	resolvedRefs(`False/` + backends.ReasonConsulServiceAmbiguous + `: backendRef ` + backend + `: the Service's pods register under different Consul services`)
+	s.awaitResolvedRefs(t, "web", `False/`+backends.ReasonConsulServiceAmbiguous+`: backendRef `+backend+`: the Service's pods register under different Consul services`)
 	routesNowhere("pods that disagree get no traffic")
 	deletePod(t, s.Namespace, "echo-2")
-	resolvedRefs(`True/ResolvedRefs`)
+	s.awaitResolvedRefs(t, "web", `True/ResolvedRefs`)
 	routesTo("agreeing pods get it back", "echo-v2")
 
 	// Registered with a port the Service port does not lead to.
 	mismatched := testenv.InjectedPod(s.Namespace, "echo-3", app, "echo-v2", testenv.BackendPort)
 	mismatched.Annotations[backends.PortAnnotation] = "9090"
 	env.Create(t, mismatched)
-	resolvedRefs(`False/` + backends.ReasonPortNotRegistered + `: backendRef ` + backend + ` port 8080 leads to port 8080 of pod echo-3, but consul-k8s registers that pod with port 9090`)
+	s.awaitResolvedRefs(t, "web", `False/`+backends.ReasonPortNotRegistered+`: backendRef `+backend+` port 8080 leads to port 8080 of pod echo-3, but consul-k8s registers that pod with port 9090`)
 	routesNowhere("a pod registered on another port gets no traffic")
 	deletePod(t, s.Namespace, "echo-3")
-	resolvedRefs(`True/ResolvedRefs`)
+	s.awaitResolvedRefs(t, "web", `True/ResolvedRefs`)
 
 	// Another namespace's pod registers as echo-v2 too: its traffic would be shared.
 	env.Create(t, testenv.Service(other, "impostor", testenv.BackendPort))
@@ -112,7 +92,7 @@ func TestBackendIsItsPodsConsulService(t *testing.T) {
 		t.Fatal(err)
 	}
 	env.Create(t, testenv.InjectedPod(other, "impostor-1", map[string]string{"app": "impostor"}, "echo-v2", testenv.BackendPort))
-	resolvedRefs(`False/RefNotPermitted: backendRef ` + backend + ` is the Consul service "echo-v2", which the Services ` + other + `/impostor are too`)
+	s.awaitResolvedRefs(t, "web", `False/RefNotPermitted: backendRef `+backend+` is the Consul service "echo-v2", which the Services `+other+`/impostor are too`)
 	routesNowhere("a name another namespace's pods share gets no traffic")
 }
 
@@ -156,27 +136,7 @@ func TestMeshServiceBackend(t *testing.T) {
 		r.Spec.Hostnames = []gatewayv1.Hostname{gatewayv1.Hostname(name + ".example.com")}
 		env.Create(t, r)
 	}
-	env.RunController(t, testenv.ControllerOptions{Name: "meshsvc", Args: []string{
-		"--controller-name=" + string(s.Controller), "--cluster-id=meshsvc", "--deploy-gateways=false",
-		"--leader-elect-resource-namespace=" + s.Namespace,
-	}})
-	resolvedRefs := func(route, want string) {
-		t.Helper()
-		testenv.Eventually(t, 30*time.Second, route+" ResolvedRefs "+want, func(ctx context.Context) error {
-			r, err := env.GatewayClient.GatewayV1().HTTPRoutes(s.Namespace).Get(ctx, route, metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			p := testenv.ParentOf(r.Status.Parents, s.Controller)
-			if p == nil {
-				return fmt.Errorf("no status of ours")
-			}
-			if got := testenv.ConditionText(p.Conditions, "ResolvedRefs"); !strings.HasPrefix(got, want) {
-				return fmt.Errorf("ResolvedRefs %q", got)
-			}
-			return nil
-		})
-	}
+	s.runStatusController(t, "meshsvc")
 	routesTo := func(route, what, consulName string, want bool) {
 		t.Helper()
 		s.waitEntry(t, consulapi.HTTPRoute, s.naming.EntryName(s.Namespace, route), what, func(e consulapi.ConfigEntry) bool {
@@ -184,33 +144,33 @@ func TestMeshServiceBackend(t *testing.T) {
 		})
 	}
 
-	resolvedRefs("vm", `True/ResolvedRefs: All references are resolved; backendRef `+s.Namespace+`/billing is the Consul service "billing-vm", as the MeshService's spec.name says`)
+	s.awaitResolvedRefs(t, "vm", `True/ResolvedRefs: All references are resolved; backendRef `+s.Namespace+`/billing is the Consul service "billing-vm", as the MeshService's spec.name says`)
 	routesTo("vm", "the route sends to the MeshService's Consul service", "billing-vm", true)
 	if e := s.entry(t, consulapi.ServiceDefaults, "billing-vm"); e != nil {
 		t.Errorf("service-defaults written for a MeshService's Consul service: %+v", e)
 	}
-	resolvedRefs("peer", `False/`+gwsync.ReasonPeerNotSupported+`: backendRef `+s.Namespace+`/remote is the Consul service "billing" of the cluster peer "dc2"`)
+	s.awaitResolvedRefs(t, "peer", `False/`+gwsync.ReasonPeerNotSupported+`: backendRef `+s.Namespace+`/remote is the Consul service "billing" of the cluster peer "dc2"`)
 	routesTo("peer", "a peer's service gets no traffic", "billing", false)
-	resolvedRefs("cross", `False/RefNotPermitted: backendRef `+legacy+`/ledger is not permitted`)
+	s.awaitResolvedRefs(t, "cross", `False/RefNotPermitted: backendRef `+legacy+`/ledger is not permitted`)
 	routesTo("cross", "an ungranted MeshService gets no traffic", "ledger-vm", false)
 
-	resolvedRefs("ghost", `False/BackendNotFound: backendRef `+s.Namespace+`/ghost is the Consul service "ghost-vm", which Consul's catalog does not hold`)
+	s.awaitResolvedRefs(t, "ghost", `False/BackendNotFound: backendRef `+s.Namespace+`/ghost is the Consul service "ghost-vm", which Consul's catalog does not hold`)
 	routesTo("ghost", "a service Consul does not hold gets no traffic", "ghost-vm", false)
 	env.RegisterOutsideService(t, "ghost-vm", "10.4.0.3")
-	resolvedRefs("ghost", `True/ResolvedRefs`)
+	s.awaitResolvedRefs(t, "ghost", `True/ResolvedRefs`)
 	routesTo("ghost", "once registered, it gets the traffic", "ghost-vm", true)
 
 	grant := testenv.ReferenceGrant(legacy, "routes", gatewayapi.MeshServiceKind,
 		gatewayv1.ReferenceGrantFrom{Group: gatewayv1.GroupName, Kind: "HTTPRoute", Namespace: gatewayv1.Namespace(s.Namespace)})
 	grant.Spec.To[0].Group = gatewayapi.MeshServiceGroup
 	env.Create(t, grant)
-	resolvedRefs("cross", `True/ResolvedRefs`)
+	s.awaitResolvedRefs(t, "cross", `True/ResolvedRefs`)
 	routesTo("cross", "a granted MeshService gets the traffic", "ledger-vm", true)
 
 	if err := env.MeshServices(t, s.Namespace).Delete(t.Context(), "billing", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	resolvedRefs("vm", `False/BackendNotFound: backendRef `+s.Namespace+`/billing refers to a MeshService that does not exist`)
+	s.awaitResolvedRefs(t, "vm", `False/BackendNotFound: backendRef `+s.Namespace+`/billing refers to a MeshService that does not exist`)
 	routesTo("vm", "a deleted MeshService gets no traffic", "billing-vm", false)
 }
 
@@ -234,10 +194,7 @@ func TestDeletedBackendKeepsTheOthers(t *testing.T) {
 	env.Create(t, testenv.Service(s.Namespace, "spare", testenv.BackendPort))
 	env.Create(t, testenv.HTTPRoute(s.Namespace, "web", []gatewayv1.ParentReference{{Name: gatewayv1.ObjectName(s.GatewayName)}},
 		testenv.Backend(s.Backend, testenv.BackendPort), testenv.Backend("spare", testenv.BackendPort)))
-	env.RunController(t, testenv.ControllerOptions{Name: "deleted", Args: []string{
-		"--controller-name=" + string(s.Controller), "--cluster-id=deleted", "--deploy-gateways=false",
-		"--leader-elect-resource-namespace=" + s.Namespace,
-	}})
+	s.runStatusController(t, "deleted")
 	entry := s.naming.EntryName(s.Namespace, "web")
 	s.waitEntry(t, consulapi.HTTPRoute, entry, "both backends routed", func(e consulapi.ConfigEntry) bool {
 		services := httpRouteServices(e)
@@ -256,5 +213,35 @@ func TestDeletedBackendKeepsTheOthers(t *testing.T) {
 	s.waitEntry(t, consulapi.HTTPRoute, entry, "the remaining backend keeps its share, the deleted one's goes to the blackhole", func(e consulapi.ConfigEntry) bool {
 		services := httpRouteServices(e)
 		return slices.Contains(services, s.Backend) && !slices.Contains(services, "spare") && slices.Contains(services, s.naming.BlackholeService())
+	})
+}
+
+// runStatusController runs the binary as controller name for the stack, without
+// deploying gateways.
+func (s consulStack) runStatusController(t *testing.T, name string) {
+	t.Helper()
+	env.RunController(t, testenv.ControllerOptions{Name: name, Args: []string{
+		"--controller-name=" + string(s.Controller), "--cluster-id=" + name, "--deploy-gateways=false",
+		"--leader-elect-resource-namespace=" + s.Namespace,
+	}})
+}
+
+// awaitResolvedRefs waits until the HTTPRoute route's ResolvedRefs condition of ours,
+// as "Status/Reason: message", starts with want.
+func (s consulStack) awaitResolvedRefs(t *testing.T, route, want string) {
+	t.Helper()
+	testenv.Eventually(t, 30*time.Second, route+" ResolvedRefs "+want, func(ctx context.Context) error {
+		r, err := env.GatewayClient.GatewayV1().HTTPRoutes(s.Namespace).Get(ctx, route, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		p := testenv.ParentOf(r.Status.Parents, s.Controller)
+		if p == nil {
+			return fmt.Errorf("no status of ours")
+		}
+		if got := testenv.ConditionText(p.Conditions, "ResolvedRefs"); !strings.HasPrefix(got, want) {
+			return fmt.Errorf("ResolvedRefs %q", got)
+		}
+		return nil
 	})
 }

@@ -1,15 +1,10 @@
 package integration
 
 import (
-	"context"
-	"fmt"
 	"slices"
-	"strings"
 	"testing"
-	"time"
 
 	consulapi "github.com/hashicorp/consul/api"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
@@ -25,37 +20,17 @@ func TestSharedConsulNameNeedsAGrant(t *testing.T) {
 	other := env.NewNamespace(t, "shared-other")
 	env.Create(t, testenv.Service(other, s.Backend, testenv.BackendPort))
 	env.Create(t, s.Route("web"))
-	env.RunController(t, testenv.ControllerOptions{Name: "shared", Args: []string{
-		"--controller-name=" + string(s.Controller), "--cluster-id=shared", "--deploy-gateways=false",
-		"--leader-elect-resource-namespace=" + s.Namespace,
-	}})
+	s.runStatusController(t, "shared")
 	routeName := s.naming.EntryName(s.Namespace, "web")
-	resolvedRefs := func(want string) {
-		t.Helper()
-		testenv.Eventually(t, 30*time.Second, "ResolvedRefs "+want, func(ctx context.Context) error {
-			r, err := env.GatewayClient.GatewayV1().HTTPRoutes(s.Namespace).Get(ctx, "web", metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			p := testenv.ParentOf(r.Status.Parents, s.Controller)
-			if p == nil {
-				return fmt.Errorf("no status of ours")
-			}
-			if got := testenv.ConditionText(p.Conditions, "ResolvedRefs"); !strings.HasPrefix(got, want) {
-				return fmt.Errorf("ResolvedRefs %q", got)
-			}
-			return nil
-		})
-	}
 
-	resolvedRefs("False/RefNotPermitted: backendRef " + s.Namespace + "/" + s.Backend + ` is the Consul service "` + s.Backend + `", which the Services ` + other + "/" + s.Backend + " are too")
+	s.awaitResolvedRefs(t, "web", "False/RefNotPermitted: backendRef "+s.Namespace+"/"+s.Backend+` is the Consul service "`+s.Backend+`", which the Services `+other+"/"+s.Backend+" are too")
 	s.waitEntry(t, consulapi.HTTPRoute, routeName, "the route's traffic goes nowhere near the shared name", func(e consulapi.ConfigEntry) bool {
 		return e != nil && !slices.Contains(httpRouteServices(e), s.Backend)
 	})
 
 	env.Create(t, testenv.ReferenceGrant(other, "routes", "Service",
 		gatewayv1.ReferenceGrantFrom{Group: gatewayv1.GroupName, Kind: "HTTPRoute", Namespace: gatewayv1.Namespace(s.Namespace)}))
-	resolvedRefs("True/ResolvedRefs")
+	s.awaitResolvedRefs(t, "web", "True/ResolvedRefs")
 	s.waitEntry(t, consulapi.HTTPRoute, routeName, "the route sends to the shared name once granted", func(e consulapi.ConfigEntry) bool {
 		return slices.Contains(httpRouteServices(e), s.Backend)
 	})
