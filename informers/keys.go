@@ -149,8 +149,10 @@ func (m *KeyMapper) serviceChanged(obj any) {
 	if err != nil {
 		return // a tombstone without the object: its pods' Services catch up at resync
 	}
+	names := map[string]bool{}
 	for _, pod := range backends.Registered(svc, m.podsIn(svc.Namespace)) {
-		if consulName := pod.Annotations[backends.ServiceAnnotation]; consulName != "" {
+		if consulName := pod.Annotations[backends.ServiceAnnotation]; consulName != "" && !names[consulName] {
+			names[consulName] = true
 			m.consulNameChanged(consulName)
 		}
 	}
