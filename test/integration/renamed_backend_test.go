@@ -105,7 +105,7 @@ func deletePod(t *testing.T, namespace, name string) {
 }
 
 // A MeshService backendRef is the Consul service its spec.name names, such as one on
-// VMs: the binary (the MeshService CRD is served here, from deploy/crds) routes to it
+// VMs: the binary (the MeshService CRD is served here, from deploy/consul-k8s) routes to it
 // and says so, refuses one of another namespace until a ReferenceGrant allows it, one
 // of a cluster peer, one naming a service Consul's catalog does not hold until it is
 // registered, and one that is deleted, each with its reason.

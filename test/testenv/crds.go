@@ -68,14 +68,20 @@ func InstallGatewayAPI(ctx context.Context, cfg *rest.Config) error {
 	return installManifests(ctx, cfg, dir)
 }
 
-// InstallProjectCRDs installs this project's own CRDs (deploy/crds) and waits until
-// each is Established and served.
+// InstallProjectCRDs installs this project's own CRDs (deploy/crds) and the consul-k8s
+// CRDs it reads (deploy/consul-k8s: MeshService), and waits until each is Established
+// and served.
 func InstallProjectCRDs(ctx context.Context, cfg *rest.Config) error {
 	root, err := RepoRoot()
 	if err != nil {
 		return err
 	}
-	return installManifests(ctx, cfg, filepath.Join(root, "deploy", "crds"))
+	for _, dir := range []string{"crds", "consul-k8s"} {
+		if err := installManifests(ctx, cfg, filepath.Join(root, "deploy", dir)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // installManifests creates every object of the manifests in dir and waits until each
