@@ -248,8 +248,8 @@ type pipeline struct {
 	bundle     *informers.BundleVersion
 	syncer     *consul.Syncer
 	controller *gwsync.Controller
-	// serviceNames follows Consul's catalog for MeshServices; nil when they are not
-	// served or Consul namespaces are in use.
+	// serviceNames follows Consul's catalog for MeshServices and renamed backends; nil
+	// when Consul namespaces are in use.
 	serviceNames *consul.ServiceNames
 	// owned, deployer and registrar are nil unless the controller deploys gateways.
 	owned     *informers.Owned
@@ -300,9 +300,10 @@ func newPipeline(ctx context.Context, opts *options.Options, c clients, recorder
 		}
 	}
 	// The catalog watch follows the default Consul namespace only: with Enterprise
-	// namespaces a MeshService's service is not looked up, and counts as held.
+	// namespaces the service of a MeshService or of renamed pods is not looked up,
+	// and counts as held.
 	var serviceNames gwsync.ConsulServiceNames
-	if inf.MeshServices != nil && !opts.Naming.MirrorNamespaces && opts.Naming.DestinationNamespace == "" {
+	if !opts.Naming.MirrorNamespaces && opts.Naming.DestinationNamespace == "" {
 		p.serviceNames = consul.NewServiceNames(c.consul, opts.Naming.Partition)
 		serviceNames = p.serviceNames
 	}

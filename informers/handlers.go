@@ -42,6 +42,8 @@ type Indexes struct {
 	// nothing.
 	Services     cache.Indexer
 	InjectedPods cache.Indexer
+	// MeshServices, with MeshServiceConsulNameIndex; nil when not cached.
+	MeshServices cache.Indexer
 }
 
 // indexes returns the indexers of i's informers a KeyMapper looks up.
@@ -53,6 +55,9 @@ func (i *Informers) indexes() Indexes {
 		Routes:         make(map[gatewayv1.Kind]cache.Indexer, len(i.Routes)),
 		Services:       i.Services.Informer().GetIndexer(),
 		InjectedPods:   i.InjectedPods.GetIndexer(),
+	}
+	if i.MeshServices != nil {
+		idx.MeshServices = i.MeshServices.GetIndexer()
 	}
 	for kind, informer := range i.Routes {
 		idx.Routes[kind] = informer.GetIndexer()
@@ -78,6 +83,7 @@ type KeyMapper struct {
 	routes   map[gatewayv1.Kind]cache.Indexer
 	services cache.Indexer
 	pods     cache.Indexer
+	meshes   cache.Indexer
 	logger   klog.Logger
 }
 
@@ -92,6 +98,7 @@ func NewKeyMapper(ctx context.Context, idx Indexes, q Queues) *KeyMapper {
 		routes:   idx.Routes,
 		services: idx.Services,
 		pods:     idx.InjectedPods,
+		meshes:   idx.MeshServices,
 		logger:   klog.FromContext(ctx).WithName("informers"),
 	}
 }

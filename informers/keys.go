@@ -175,6 +175,30 @@ func (m *KeyMapper) podChanged(obj any) {
 	}
 }
 
+// ConsulServiceChanged enqueues the routes whose backend is the Consul service name,
+// which appeared in or left Consul's catalog: those naming a MeshService of it, a
+// Service of that name, or a Service whose pods register under it. "" enqueues every
+// route.
+func (m *KeyMapper) ConsulServiceChanged(name string) {
+	if name == "" {
+		for kind, routes := range m.routes {
+			for _, key := range routes.ListKeys() {
+				if n, err := cache.ParseObjectName(key); err == nil {
+					m.queues.Routes[kind].Add(n)
+				}
+			}
+		}
+		return
+	}
+	m.consulNameChanged(name)
+	if m.meshes == nil {
+		return
+	}
+	for _, mesh := range m.indexed(m.meshes, MeshServiceConsulNameIndex, name) {
+		m.enqueueRoutesIndexed(RouteBackendMeshServiceIndex, mesh.String())
+	}
+}
+
 // consulNameChanged enqueues the routes whose backend may be the Consul service
 // consulName: those naming a Service of that name, and those naming a Service whose
 // pods register under it.

@@ -12,6 +12,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewaylisters "sigs.k8s.io/gateway-api/pkg/client/listers/apis/v1"
 
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/backends"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 )
 
@@ -89,6 +90,15 @@ func resolveBackendRef(routeKind gatewayv1.Kind, routeNamespace string, ref gate
 	resolution, problem, err := names.resolve(name, svc, findServicePort(svc, *ref.Port))
 	if err != nil || problem != nil {
 		return "", problem, err
+	}
+	// A Service keeping its own name may have instances registered by other means
+	// (package backends); a renamed one's instances are its pods, registered by
+	// consul-k8s under the new name once they run.
+	if resolution.Renamed(svc) && names.catalog != nil && !names.catalog.Known(resolution.Service) {
+		return "", &backendProblem{
+			Reason:  gatewayv1.RouteReasonBackendNotFound,
+			Message: fmt.Sprintf("backendRef %s is the Consul service %q (its pods' %s annotation), which Consul's catalog does not hold: none of its pods is registered yet", name, resolution.Service, backends.ServiceAnnotation),
+		}, nil
 	}
 	p, err := sharedNameProblem(routeKind, routeNamespace, svc, resolution.Service, name, grants, names)
 	if err != nil || p != nil {

@@ -284,6 +284,7 @@ func TestRenamedBackend(t *testing.T) {
 		name       string
 		shared     bool
 		pods       []*corev1.Pod
+		catalog    catalogOf // nil: every service held
 		wantName   string
 		wantReason gatewayv1.RouteConditionReason
 	}{
@@ -291,6 +292,15 @@ func TestRenamedBackend(t *testing.T) {
 		{name: "annotated pods: their name", shared: true,
 			pods:     []*corev1.Pod{testenv.InjectedPod("apps", "web-1", selector, "web-v2", 8080), testenv.InjectedPod("apps", "web-2", selector, "web-v2", 8080)},
 			wantName: "web-v2"},
+		{name: "annotated pods not registered yet", shared: true,
+			pods:       []*corev1.Pod{testenv.InjectedPod("apps", "web-1", selector, "web-v2", 8080)},
+			catalog:    catalogOf{"web"},
+			wantReason: gatewayv1.RouteReasonBackendNotFound},
+		{name: "annotated pods registered", shared: true,
+			pods:     []*corev1.Pod{testenv.InjectedPod("apps", "web-1", selector, "web-v2", 8080)},
+			catalog:  catalogOf{"web-v2"},
+			wantName: "web-v2"},
+		{name: "no pod: the Service's name, held or not", shared: true, catalog: catalogOf{}, wantName: "web"},
 		{name: "pods disagree", shared: true,
 			pods:       []*corev1.Pod{testenv.InjectedPod("apps", "web-1", selector, "web-v2", 8080), testenv.InjectedPod("apps", "web-2", selector, "", 8080)},
 			wantReason: "ConsulServiceAmbiguous"},
@@ -309,6 +319,9 @@ func TestRenamedBackend(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			names := consulServicesOf(t, tt.shared, []*corev1.Service{web, other}, tt.pods)
+			if tt.catalog != nil {
+				names.catalog = tt.catalog
+			}
 			got, problem, err := resolveBackendRef("HTTPRoute", "apps", ref, names.lister(), grants, names.consulServices)
 			checkResolution(t, got, problem, err, tt.wantName, tt.wantReason)
 		})

@@ -112,8 +112,10 @@ type Controller struct {
 	bundleVersion func() string
 	clock         clock.PassiveClock
 	informers     Informers
-	workers       Workers
-	events        *eventEmitter
+	// keys maps a change to the keys it affects; the event handlers are its.
+	keys    *informers.KeyMapper
+	workers Workers
+	events  *eventEmitter
 	// synced holds the HasSynced of every informer and of every event handler
 	// NewController registered.
 	synced []cache.InformerSynced
@@ -185,14 +187,16 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 // handed every cached object as an add.
 func (c *Controller) addEventHandlers(ctx context.Context) error {
 	inf := c.informers
-	keys := informers.NewKeyMapper(ctx, informers.Indexes{
+	c.keys = informers.NewKeyMapper(ctx, informers.Indexes{
 		GatewayClasses: inf.GatewayClasses.Informer().GetIndexer(),
 		Gateways:       inf.Gateways.Informer().GetIndexer(),
 		ListenerSets:   inf.ListenerSets.Informer().GetIndexer(),
 		Routes:         c.routeIndexers,
 		Services:       inf.Services.Informer().GetIndexer(),
 		InjectedPods:   inf.InjectedPods.GetIndexer(),
+		MeshServices:   indexerOf(inf.MeshServices),
 	}, c.queues())
+	keys := c.keys
 	type registration struct {
 		kind    gatewayv1.Kind
 		source  informers.EventSource
@@ -223,6 +227,14 @@ func (c *Controller) addEventHandlers(ctx context.Context) error {
 		c.synced = append(c.synced, r.source.HasSynced, registration.HasSynced)
 	}
 	return nil
+}
+
+// indexerOf is informer's indexer; nil for no informer.
+func indexerOf(informer cache.SharedIndexInformer) cache.Indexer {
+	if informer == nil {
+		return nil
+	}
+	return informer.GetIndexer()
 }
 
 // queues are the controller's work queues, as the event handlers feed them.
@@ -267,34 +279,11 @@ func (c *Controller) Enqueue(kind gatewayv1.Kind, key cache.ObjectName) {
 	}
 }
 
-// EnqueueConsulService asks for the routes whose MeshService backends name the Consul
-// service name to be judged again, when it appears in or leaves Consul's catalog; ""
-// asks it for every route with a MeshService backend.
+// EnqueueConsulService asks for the routes whose backends are the Consul service name
+// to be judged again, when it appears in or leaves Consul's catalog; "" asks it for
+// every route (informers.KeyMapper.ConsulServiceChanged).
 func (c *Controller) EnqueueConsulService(name string) {
-	if c.informers.MeshServices == nil {
-		return
-	}
-	indexer := c.informers.MeshServices.GetIndexer()
-	keys := indexer.ListKeys()
-	if name != "" {
-		var err error
-		if keys, err = indexer.IndexKeys(informers.MeshServiceConsulNameIndex, name); err != nil {
-			return // the index exists on every MeshService cache (informers.WithMeshServices)
-		}
-	}
-	for _, key := range keys {
-		for kind, routes := range c.routeIndexers {
-			names, err := routes.IndexKeys(informers.RouteBackendMeshServiceIndex, key)
-			if err != nil {
-				continue
-			}
-			for _, n := range names {
-				if routeKey, err := cache.ParseObjectName(n); err == nil {
-					c.routeQueues[kind].Add(routeKey)
-				}
-			}
-		}
-	}
+	c.keys.ConsulServiceChanged(name)
 }
 
 // EnqueueAllGatewayClasses asks for every class to be judged again, for example when

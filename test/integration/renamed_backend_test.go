@@ -22,6 +22,7 @@ import (
 // A backend is the Consul service consul-k8s registers its Service's pods under: the
 // pods' connect-service annotation when they have one. The binary reads the injected
 // pods from the real API server and
+//   - refuses the backend until Consul's catalog holds the annotation's name;
 //   - routes to the annotation's name, and says so in ResolvedRefs;
 //   - refuses the backend when its pods disagree on the name, when they are
 //     registered with another port than the one the backendRef's Service port leads
@@ -61,6 +62,10 @@ func TestBackendIsItsPodsConsulService(t *testing.T) {
 		})
 	}
 
+	// Until consul-k8s registers a pod under the name, Consul has no such service.
+	s.awaitResolvedRefs(t, "web", `False/BackendNotFound: backendRef `+backend+` is the Consul service "echo-v2" (its pods' `+backends.ServiceAnnotation+` annotation), which Consul's catalog does not hold`)
+	routesNowhere("a name Consul does not hold gets no traffic")
+	env.RegisterOutsideService(t, "echo-v2", "10.4.1.1")
 	s.awaitResolvedRefs(t, "web", `True/ResolvedRefs: All references are resolved; backendRef `+backend+` is the Consul service "echo-v2"`)
 	routesTo("the route sends to the pods' Consul service", "echo-v2")
 
