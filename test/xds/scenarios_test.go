@@ -266,10 +266,16 @@ var scenarios = []scenario{
 	{
 		// The Consul services are those the pods register as, not the Services.
 		name: "renamed", namespace: "xds-renamed", ports: []uint32{8080, 9000},
-		outside: []string{"legacy-billing"},
+		backendNamespaces: []string{"xds-renamed-other"},
+		outside:           []string{"legacy-billing"},
 		requests: []routeCase{
 			{8080, envoy.Request{Host: "billing.example.net", Target: "/"}, to("billing-v2")},
 			{8080, envoy.Request{Host: "vm.example.net", Target: "/"}, to("legacy-billing")},
+			// Pods that disagree on their name, and a pod on another port: refused.
+			{8080, envoy.Request{Host: "split.example.net", Target: "/"}, to(blackhole)},
+			{8080, envoy.Request{Host: "ported.example.net", Target: "/"}, to(blackhole)},
+			// A Consul name another namespace's Service shares, without its grant.
+			{8080, envoy.Request{Host: "shared.example.net", Target: "/"}, to(blackhole)},
 		},
 		tcp: map[uint32]string{9000: "ledger-primary"},
 	},

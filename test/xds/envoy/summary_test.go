@@ -23,7 +23,7 @@ var docScenarios = []struct{ name, source, about string }{
 	{"precedence", "test/xds/testdata/precedence.yaml", "Where Consul routes against the spec's precedence: a catch-all route hidden by a route naming a host, and an Exact path behind another route's PathPrefix with a header. The routes' RoutedAsSpecified condition says so."},
 	{"backends", "test/xds/testdata/backends.yaml", "Weighted backendRefs that each set a header on their own share, a backendRef's header changes after its rule's, and routes that pick their listener by parentRef port."},
 	{"listeners", "test/xds/testdata/listeners.yaml", "An HTTPS listener with a certificate from a Secret, and a TCP listener."},
-	{"renamed", "test/xds/testdata/renamed.yaml", "Backend Services whose pods consul-k8s registers under another Consul service (their `consul.hashicorp.com/connect-service` annotation): an HTTP route and a TCP route reach that service; a route to a MeshService reaches the Consul service its `spec.name` names, registered outside Kubernetes."},
+	{"renamed", "test/xds/testdata/renamed.yaml", "Backend Services whose pods consul-k8s registers under another Consul service (their `consul.hashicorp.com/connect-service` annotation): an HTTP route and a TCP route reach that service; a route to a MeshService reaches the Consul service its `spec.name` names, registered outside Kubernetes; a Service whose pods disagree on their name, and one whose pod is registered on another port, get the blackhole, as does a Service whose Consul name another namespace's Service shares without a ReferenceGrant."},
 }
 
 const (
