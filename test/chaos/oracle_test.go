@@ -206,9 +206,11 @@ func (o *oracle) observeRoute(uid types.UID, route string, parents []gatewayv1.R
 	what := "route " + route
 	conds := map[string]int64{}
 	foreign := false
+	ours := map[string]bool{}
 	for _, p := range parents {
 		switch string(p.ControllerName) {
 		case o.env.controllerName:
+			ours[string(p.ParentRef.Name)] = true
 			o.checked("ownership (kubernetes)", 1)
 			if p.ParentRef.Name == foreignGW {
 				o.violate("ownership: %s has a status of ours for the foreign Gateway", what)
@@ -230,6 +232,9 @@ func (o *oracle) observeRoute(uid types.UID, route string, parents []gatewayv1.R
 	}
 	o.observeGenerations(uid, what, conds)
 	o.expectForeign(uid, what, foreign)
+	o.mu.Lock()
+	o.forgetVerdictsOfParentsGone(uid, ours)
+	o.mu.Unlock()
 }
 
 // observeForeign checks that the foreign writer's status only moves forward: it

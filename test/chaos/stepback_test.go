@@ -96,6 +96,18 @@ func (o *oracle) observeVerdict(uid types.UID, route, parent string, c metav1.Co
 	}
 }
 
+// forgetVerdictsOfParentsGone ends the record of the route's parents that have no
+// status of ours any more (their Gateway left our class, or the route left them): when
+// one comes back, it is a new attachment, whose ConsulAccepted starts again from
+// Pending, and not a step back. o.mu is held.
+func (o *oracle) forgetVerdictsOfParentsGone(uid types.UID, ours map[string]bool) {
+	for key := range o.verdicts.accepted {
+		if key.uid == uid && !ours[key.parent] {
+			delete(o.verdicts.accepted, key)
+		}
+	}
+}
+
 // observeRouteEntries notes which routes' entries of one Consul kind changed content
 // since the last read, and which are not accepted by Consul now; o.mu is held.
 func (o *oracle) observeRouteEntries(kind string, entries []consulapi.ConfigEntry) {
