@@ -47,6 +47,9 @@ var faults = []fault{
 	// With the watch cache off, watches are etcd's: after a compaction, a watch resumed
 	// from an older resourceVersion ends with 410 Gone and the informer relists.
 	{"etcd-compaction-watch-expiry", func(ctx context.Context, s *scenario) (func() error, error) {
+		// Right after a fault that restarted the replicas, none may have a watch open
+		// yet, and a compaction then expires nothing (seen once in the long form).
+		s.awaitOpenWatches(ctx, 15*time.Second)
 		if err := compactEtcd(ctx); err != nil {
 			return nil, err
 		}
@@ -218,6 +221,20 @@ func faultByName(name string) (fault, bool) {
 }
 
 // compactEtcd compacts etcd at its current revision through etcd's JSON gateway.
+// awaitOpenWatches waits, at most for timeout, until some replica has a watch open
+// through its API server proxy.
+func (s *scenario) awaitOpenWatches(ctx context.Context, timeout time.Duration) {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		open := false
+		s.eachReplica(func(r *replica) { open = open || r.kube.openWatches.Load() > 0 })
+		if open {
+			return
+		}
+		sleepCtx(ctx, 100*time.Millisecond)
+	}
+}
+
 func compactEtcd(ctx context.Context) error {
 	var status struct {
 		Header struct {

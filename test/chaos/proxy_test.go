@@ -59,6 +59,8 @@ type faultProxy struct {
 	failed         atomic.Int64 // requests answered with an injected error
 	cutOff         atomic.Int64 // requests the partition closed the connection of
 	upstreamFailed atomic.Int64 // requests the server did not answer (it was down)
+	// openWatches counts the watch streams open through the proxy.
+	openWatches atomic.Int64
 
 	mu    gosync.Mutex
 	conns map[net.Conn]struct{}
@@ -210,14 +212,24 @@ func (p *faultProxy) countExpired(resp *http.Response) error {
 	if resp.Request.URL.Query().Get("watch") != "true" {
 		return nil
 	}
-	resp.Body = &goneCounter{ReadCloser: resp.Body, count: p.expired}
+	p.openWatches.Add(1)
+	resp.Body = &goneCounter{ReadCloser: resp.Body, count: p.expired, open: &p.openWatches}
 	return nil
 }
 
 type goneCounter struct {
 	io.ReadCloser
-	count *atomic.Int64
-	tail  []byte
+	count  *atomic.Int64
+	open   *atomic.Int64
+	closed atomic.Bool
+	tail   []byte
+}
+
+func (g *goneCounter) Close() error {
+	if !g.closed.Swap(true) {
+		g.open.Add(-1)
+	}
+	return g.ReadCloser.Close()
 }
 
 func (g *goneCounter) Read(b []byte) (int, error) {
