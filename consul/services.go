@@ -12,7 +12,8 @@ import (
 )
 
 // servicesTimeout bounds how long the status workers wait at start for the first list
-// of Consul's services; past it, every service counts as known until the list comes.
+// of Consul's services; past it, or once a list failed, every service counts as known
+// until a list comes.
 const servicesTimeout = 30 * time.Second
 
 // ServiceNames follows the names of the services in Consul's catalog (one namespace
@@ -43,9 +44,8 @@ func NewServiceNames(client *consulapi.Client, partition string) *ServiceNames {
 // before Run.
 func (s *ServiceNames) OnChange(changed func(name string)) { s.changed = changed }
 
-// Known reports whether Consul's catalog has a service name. Before the first list,
-// and when the list has failed for longer than servicesTimeout at start, every name is
-// known: a route is never refused for what is not known.
+// Known reports whether Consul's catalog has a service name. Before the first list
+// every name is known: a route is never refused for what is not known.
 func (s *ServiceNames) Known(name string) bool {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -58,19 +58,23 @@ func (s *ServiceNames) HasSynced() bool { return s.synced.Load() }
 // Run lists the catalog's services until ctx is done, blocking for changes.
 func (s *ServiceNames) Run(ctx context.Context) {
 	logger := klog.FromContext(ctx).WithName("consul-services")
-	giveUp := time.AfterFunc(servicesTimeout, func() {
+	giveUp := func(why string) {
 		if !s.synced.Swap(true) {
 			s.gaveUp.Store(true)
-			logger.Info("Consul's services not listed in time; MeshServices count as registered until they are", "timeout", servicesTimeout)
+			logger.Info("Consul's services not listed; every service counts as registered until they are", "why", why)
 		}
-	})
-	defer giveUp.Stop()
+	}
+	timer := time.AfterFunc(servicesTimeout, func() { giveUp("not listed within " + servicesTimeout.String()) })
+	defer timer.Stop()
 	var index uint64
 	backoff := watchBackoff()
 	for ctx.Err() == nil {
 		q := (&consulapi.QueryOptions{WaitIndex: index, WaitTime: watchWait, Partition: s.partition, RequireConsistent: index == 0}).WithContext(ctx)
 		services, meta, err := s.client.Catalog().Services(q)
 		if err != nil {
+			// The status workers do not wait for a Consul that fails: statuses
+			// start, and what the list would refuse is judged again once it comes.
+			giveUp("the first list failed")
 			if ctx.Err() == nil {
 				logger.V(2).Info("Listing Consul's services failed; retrying", "err", err)
 				sleep(ctx, backoff.Step())
