@@ -14,9 +14,14 @@ import (
 
 // Consul 1.15's gateway controller now and then never judges an entry it was given:
 // the entry keeps an empty status, and the object's status would say Pending for good.
-// An entry still unjudged judgeTimeout after the syncer wrote it is written again with
-// a new metaRejudge value, which Consul sees as a change and judges; at most
-// maxRejudges times per content.
+// An entry Consul passed over is written again with a new metaRejudge value, which
+// Consul sees as a change and judges; at most maxRejudges times per content.
+//
+// Consul judges one entry at a time, in about the order they were written, so after a
+// cold start thousands of entries wait their turn for minutes. Waiting is not being
+// passed over: an entry counts as passed over once it has waited judgeTimeout and
+// either Consul judged nothing for judgeTimeout, or it judged an entry written
+// judgeTimeout or more after this one.
 const (
 	judgeTimeout = 10 * time.Second
 	maxRejudges  = 3
@@ -32,6 +37,10 @@ var judgedKinds = map[string]bool{consulapi.APIGateway: true, consulapi.HTTPRout
 type awaitingJudgement struct {
 	mu      gosync.Mutex
 	entries map[translate.EntryKey]judgement
+	// lastJudgedAt is when an awaited entry was last seen judged, and lastJudgedWritten
+	// the latest time at which an entry seen judged had been written: how far Consul
+	// has come.
+	lastJudgedAt, lastJudgedWritten time.Time
 }
 
 type judgement struct {
@@ -90,6 +99,42 @@ func (a *awaitingJudgement) forget(key translate.EntryKey) {
 	delete(a.entries, key)
 }
 
+// judged notes that Consul judged key, seen at now. Callers hold a.mu.
+func (a *awaitingJudgement) judged(key translate.EntryKey, now time.Time) {
+	j, ok := a.entries[key]
+	if !ok {
+		return
+	}
+	delete(a.entries, key)
+	a.lastJudgedAt = now
+	if j.writtenAt.After(a.lastJudgedWritten) {
+		a.lastJudgedWritten = j.writtenAt
+	}
+}
+
+// seenJudged is judged for callers that do not hold a.mu.
+func (a *awaitingJudgement) seenJudged(key translate.EntryKey, now time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.judged(key, now)
+}
+
+// passedOver reports whether an entry that has waited since writtenAt counts as
+// passed over at now, and otherwise how long to wait before looking again. Callers
+// hold a.mu.
+func (a *awaitingJudgement) passedOver(writtenAt, now time.Time) (bool, time.Duration) {
+	if waited := now.Sub(writtenAt); waited < judgeTimeout {
+		return false, judgeTimeout - waited
+	}
+	if a.lastJudgedWritten.Sub(writtenAt) >= judgeTimeout {
+		return true, 0 // Consul judged entries written well after this one
+	}
+	if idle := now.Sub(a.lastJudgedAt); idle < judgeTimeout {
+		return false, judgeTimeout - idle // Consul is still working through its backlog
+	}
+	return true, 0
+}
+
 // check decides, for an owned entry Consul holds as desired, whether to write it again
 // now; otherwise, while it is unjudged, how long to wait before looking again (0: do
 // not look again).
@@ -106,16 +151,13 @@ func (a *awaitingJudgement) check(key translate.EntryKey, actual consulapi.Confi
 		return false, 0
 	}
 	if AcceptedCondition(actual) != nil {
-		delete(a.entries, key) // judged
+		a.judged(key, now)
 		return false, 0
 	}
 	if j.rejudges >= maxRejudges {
 		return false, 0
 	}
-	if waited := now.Sub(j.writtenAt); waited < judgeTimeout {
-		return false, judgeTimeout - waited
-	}
-	return true, 0
+	return a.passedOver(j.writtenAt, now)
 }
 
 // rejudge writes desired again, with check-and-set on what Consul holds, carrying the
@@ -131,7 +173,7 @@ func (s *Syncer) rejudge(ctx context.Context, logger klog.Logger, key translate.
 		return err
 	}
 	attempt := s.judging.rejudged(key, s.clock.Now())
-	logger.V(2).Info("Consul had not judged the entry; wrote it again so it does", "waited", judgeTimeout, "attempt", attempt)
+	logger.V(2).Info("Consul passed over the entry; wrote it again so it judges it", "attempt", attempt)
 	s.queue.AddAfter(key, judgeTimeout)
 	return nil
 }

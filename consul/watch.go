@@ -225,7 +225,7 @@ func (s *Syncer) awaitJudgement(key translate.EntryKey, entry consulapi.ConfigEn
 		return
 	}
 	if AcceptedCondition(entry) != nil {
-		s.judging.forget(key)
+		s.judging.seenJudged(key, s.clock.Now())
 		return
 	}
 	if s.judging.noteUnjudged(key, s.clock.Now()) {
