@@ -178,6 +178,7 @@ func holdWithCertificates[T interface {
 	case !ok:
 		delete(held, c.Key)
 	case sameVersion(held[c.Key], obj):
+		held[c.Key] = obj // the cache's copy: the write's answer can go (see sameVersion)
 		return !referencesMoved(s.cfg.Secrets.Secrets, s.references.Secrets, secrets(obj))
 	default:
 		held[c.Key] = obj
@@ -196,6 +197,7 @@ func (s *Syncer) holdRoute(c gwsync.Confirmation) bool {
 		return false
 	}
 	if held, isHeld := routes[c.Key]; isHeld && sameVersion(held.Route, r) && held.Decision.Equal(*c.Route) {
+		routes[c.Key] = translate.ConfirmedRoute{Route: r, Decision: held.Decision} // as in holdWithCertificates
 		return !referencesMoved(s.cfg.Services.Services, s.references.Services, backendServices(c.Kind, r))
 	}
 	routes[c.Key] = translate.ConfirmedRoute{Route: r, Decision: *c.Route}
@@ -234,8 +236,10 @@ func referencesMoved[T comparable, L interface{ Get(string) (T, error) }](lister
 
 // sameVersion reports whether the confirmed object held is the same version of the
 // object as confirmed: the object a status write returned and the cache's copy of it
-// delivered later are one version in two allocations. Keeping the held one keeps its
-// translation (see Translator). Versions are compared for equality only.
+// delivered later are one version in two allocations. The translation of the one held
+// holds for the other (see Translator), and holding the cache's copy instead of the
+// write's answer keeps one copy of each object in memory, not two. Versions are
+// compared for equality only.
 func sameVersion[T interface{ GetResourceVersion() string }](held, confirmed T) bool {
 	if any(held) == nil || reflect.ValueOf(held).IsNil() {
 		return false

@@ -31,7 +31,7 @@ func NewBundleVersion(client metadata.Interface, resync time.Duration) *BundleVe
 			options.FieldSelector = fields.OneTermEqualSelector("metadata.name", gatewayClassCRD).String()
 		})
 	// Only the annotations are read; managedFields would only take memory.
-	if err := informer.Informer().SetTransform(dropManagedFields); err != nil {
+	if err := informer.Informer().SetTransform(trimMetadata); err != nil {
 		panic(err) // only fails once started, which it is not yet
 	}
 	return &BundleVersion{informer: informer.Informer()}

@@ -69,9 +69,9 @@ type Informers struct {
 // update, the safety net for any event the mapping in handlers.go misses.
 func New(kube kubernetes.Interface, gateway gatewayclient.Interface, configs client.Interface, resync time.Duration, opts ...Option) *Informers {
 	gatewayFactory := gatewayfactory.NewSharedInformerFactoryWithOptions(gateway, resync,
-		gatewayfactory.WithTransform(dropManagedFields))
+		gatewayfactory.WithTransform(trimMetadata))
 	coreFactory := kubeinformers.NewSharedInformerFactoryWithOptions(kube, resync,
-		kubeinformers.WithTransform(dropManagedFields))
+		kubeinformers.WithTransform(trimMetadata))
 	gatewayV1 := gatewayFactory.Gateway().V1()
 	coreV1 := coreFactory.Core().V1()
 	i := &Informers{
@@ -245,21 +245,26 @@ func (i *Informers) HasSynced() []cache.InformerSynced {
 	return append(synced, i.handlersSynced...)
 }
 
-// dropManagedFields is the transform of every factory. managedFields is often the
-// largest part of an object's metadata and the controller never reads it, so it is
-// not kept in the caches.
+// trimMetadata is the transform of every factory. managedFields is often the largest
+// part of an object's metadata, and kubectl apply's last-applied-configuration
+// annotation repeats the whole spec; the controller reads neither, so neither is kept
+// in the caches.
 //
 // A DeletedFinalStateUnknown tombstone passes through untouched: its object came from
 // the cache and was transformed when it went in. Anything without object metadata
 // passes through too: trimming is an optimisation, and failing the transform would
 // fail the informer.
-func dropManagedFields(obj any) (any, error) {
+func trimMetadata(obj any) (any, error) {
 	if _, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		return obj, nil
 	}
 	accessor, err := meta.Accessor(obj)
 	if err != nil {
 		return obj, nil
+	}
+	if annotations := accessor.GetAnnotations(); annotations[corev1.LastAppliedConfigAnnotation] != "" {
+		delete(annotations, corev1.LastAppliedConfigAnnotation)
+		accessor.SetAnnotations(annotations)
 	}
 	accessor.SetManagedFields(nil)
 	return obj, nil

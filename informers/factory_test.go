@@ -183,18 +183,23 @@ func isCore(obj runtime.Object) bool {
 	return false
 }
 
-func TestDropManagedFields(t *testing.T) {
+func TestTrimMetadata(t *testing.T) {
 	managed := []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}
 
 	t.Run("object", func(t *testing.T) {
 		svc := testenv.Service("apps", "web")
 		svc.ManagedFields = managed
-		got, err := dropManagedFields(svc)
+		svc.Annotations = map[string]string{corev1.LastAppliedConfigAnnotation: `{"spec":{}}`, "keep": "me"}
+		got, err := trimMetadata(svc)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.(*corev1.Service).ManagedFields != nil {
+		trimmed := got.(*corev1.Service)
+		if trimmed.ManagedFields != nil {
 			t.Error("managedFields kept")
+		}
+		if diff := cmp.Diff(map[string]string{"keep": "me"}, trimmed.Annotations); diff != "" {
+			t.Errorf("annotations (-want +got):\n%s", diff)
 		}
 	})
 
@@ -202,7 +207,7 @@ func TestDropManagedFields(t *testing.T) {
 		svc := testenv.Service("apps", "web")
 		svc.ManagedFields = managed
 		in := cache.DeletedFinalStateUnknown{Key: "apps/web", Obj: svc}
-		got, err := dropManagedFields(in)
+		got, err := trimMetadata(in)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -215,7 +220,7 @@ func TestDropManagedFields(t *testing.T) {
 	})
 
 	t.Run("no object metadata", func(t *testing.T) {
-		got, err := dropManagedFields("not an object")
+		got, err := trimMetadata("not an object")
 		if err != nil {
 			t.Fatal(err)
 		}

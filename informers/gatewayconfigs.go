@@ -28,7 +28,7 @@ func newGatewayConfigInformer(configs client.Interface, resync time.Duration) ca
 		},
 	}, configs)
 	informer := cache.NewSharedIndexInformer(lw, &v1alpha1.GatewayConfig{}, resync, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-	if err := informer.SetTransform(dropManagedFields); err != nil {
+	if err := informer.SetTransform(trimMetadata); err != nil {
 		panic(err) // only possible once the informer has started
 	}
 	return informer

@@ -44,7 +44,7 @@ func WithMeshServices(client dynamic.Interface) Option {
 	return func(i *Informers, resync time.Duration) {
 		informer := dynamicinformer.NewFilteredDynamicInformer(client, MeshServiceResource, metav1.NamespaceAll, resync,
 			cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc, MeshServiceConsulNameIndex: IndexMeshServiceConsulName}, nil).Informer()
-		mustSetTransform(informer, dropManagedFields)
+		mustSetTransform(informer, trimMetadata)
 		i.MeshServices = informer
 		i.own = append(i.own, informer)
 	}

@@ -46,7 +46,7 @@ func mustSetTransform(informer cache.SharedIndexInformer, transform cache.Transf
 }
 
 // trimPod is the injected pods' transform. A tombstone, or anything not a pod, passes
-// through untouched, as in dropManagedFields.
+// through untouched, as in trimMetadata.
 func trimPod(obj any) (any, error) {
 	if pod, ok := obj.(*corev1.Pod); ok {
 		return backends.Trim(pod), nil

@@ -78,6 +78,11 @@ func (c *Controller) confirm(ctx context.Context, conf Confirmation, current run
 		return fmt.Errorf("update status of %s %s: %w", conf.Kind, conf.Key, err)
 	}
 	c.own.wrote(key, cachedVersion)
+	// The syncers hold this object until the cache's copy comes; nothing reads its
+	// managedFields, which the caches drop too.
+	if o, err := meta.Accessor(updated); err == nil {
+		o.SetManagedFields(nil)
+	}
 	klog.FromContext(ctx).V(2).Info("Status updated", "kind", conf.Kind, "object", conf.Key, "status", describeStatus(updated, c.controllerName))
 	c.events.emit(ctx, updated, statusEvents(current, updated, c.controllerName))
 	conf.Object = updated

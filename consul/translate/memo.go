@@ -4,6 +4,7 @@ import (
 	"reflect"
 
 	consulapi "github.com/hashicorp/consul/api"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -188,7 +189,7 @@ func keepEqualEntries(out, prev *objectTranslation) {
 // stillHolds reports whether prev is the translation of source and decision given what
 // the snapshot holds now.
 func (t *pass) stillHolds(prev *objectTranslation, source any, decision *gwdecision.Route) bool {
-	if prev.source != source {
+	if prev.source != source && !sameStoredVersion(prev.source, source) {
 		return false
 	}
 	if (decision == nil) != (prev.decision == nil) || (decision != nil && !decision.Equal(*prev.decision)) {
@@ -200,6 +201,17 @@ func (t *pass) stillHolds(prev *objectTranslation, source any, decision *gwdecis
 		}
 	}
 	return true
+}
+
+// sameStoredVersion reports whether a and b are one version of one stored object in
+// two allocations: the object a status write returned and the cache's copy of it. The
+// syncer holds the latter once it comes, so the former can be freed. Versions are
+// compared for equality only.
+func sameStoredVersion(a, b any) bool {
+	ma, okA := a.(metav1.Object)
+	mb, okB := b.(metav1.Object)
+	return okA && okB && ma.GetUID() != "" && ma.GetUID() == mb.GetUID() &&
+		ma.GetResourceVersion() != "" && ma.GetResourceVersion() == mb.GetResourceVersion()
 }
 
 // read looks key up and, while an object is being translated, records what it found.
