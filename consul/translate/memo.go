@@ -152,6 +152,7 @@ type read struct {
 // the translation in progress.
 func (t *pass) object(prev *objectTranslation, source any, decision *gwdecision.Route, translate func()) *objectTranslation {
 	if prev != nil && t.stillHolds(prev, source, decision) {
+		prev.source = source // the newest allocation of the version: the other can go
 		t.apply(prev)
 		return prev
 	}

@@ -8,6 +8,7 @@ import (
 	gocmp "github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
@@ -127,5 +128,28 @@ func TestTranslatorTranslatesOnlyWhatChanged(t *testing.T) {
 	tr.Translate(snapshotOf(objs...))
 	if tr.translated != 51 {
 		t.Errorf("one new Gateway version: %d objects translated, want 51", tr.translated)
+	}
+
+	// The same stored version in another allocation (a status write's answer, then
+	// the cache's copy) keeps its translation, and the translator lets go of the first.
+	stored := copied(objs[11]).(confirmedHTTPRoute)
+	stored.Route.UID, stored.Route.ResourceVersion = "uid-11", "7"
+	objs[11] = stored
+	tr.Translate(snapshotOf(objs...))
+	again := copied(stored).(confirmedHTTPRoute)
+	objs[11] = again
+	tr.Translate(snapshotOf(objs...))
+	if tr.translated != 0 {
+		t.Errorf("same version in a new allocation: %d objects translated, want 0", tr.translated)
+	}
+	if held := tr.memo.routes["HTTPRoute"][cache.MetaObjectToName(again.Route)]; held == nil || held.source != any(again.Route) {
+		t.Error("the translator still holds the first allocation of the version")
+	}
+	newer := copied(again).(confirmedHTTPRoute)
+	newer.Route.ResourceVersion = "8"
+	objs[11] = newer
+	tr.Translate(snapshotOf(objs...))
+	if tr.translated != 1 {
+		t.Errorf("a new version: %d objects translated, want 1", tr.translated)
 	}
 }
