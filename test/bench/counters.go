@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"os"
 	"sort"
 	"strings"
 	"time"
@@ -160,4 +163,32 @@ func (s *stack) waitLeader(ctx context.Context, ctl *testenv.Controller) (time.T
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// saveHeapProfile writes ctl's heap profile next to its log, as <log>.heap.pb.gz
+// (read it with go tool pprof -sample_index=inuse_space).
+func saveHeapProfile(ctx context.Context, ctl *testenv.Controller) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+ctl.ProfilingAddr()+"/debug/pprof/heap?gc=1", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("heap profile of %s: %w", ctl.Name(), err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("heap profile of %s: %s", ctl.Name(), resp.Status)
+	}
+	path := strings.TrimSuffix(ctl.LogPath(), ".log") + ".heap.pb.gz"
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	logf("heap profile of %s: %s", ctl.Name(), path)
+	return f.Close()
 }

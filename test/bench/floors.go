@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"syscall"
 	"time"
 
@@ -17,10 +19,17 @@ import (
 	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
 )
 
-// The raw-write floors: the same number of writes the controller made, made directly
-// by a plain client, on objects and entries the controller never sees (it is stopped,
-// and they are of another namespace, controller and name prefix). The time they take
-// is the least any controller making those writes could take.
+// The floors: the writes a cold start needs, sized from the targets (not from what the
+// controller happened to write, so a redundant write shows in the ratio), made by a
+// plain client on objects and entries the controller never sees (it is stopped, and
+// they are of another namespace, controller and name prefix). The time they take is
+// the least any controller making those writes could take.
+//
+//   - (a) status: 2×routes + 2×Gateways UpdateStatus calls at the controller's QPS;
+//   - (b) Consul writes: one check-and-set create per desired entry, on as many
+//     workers as the controller's;
+//   - (c) Consul judging: the same writes, until Consul's own status on every entry
+//     says Accepted: what Consul 1.15 itself needs to take in a cold start.
 
 const (
 	floorController = gatewayv1.GatewayController("bench.example.com/floor")
@@ -34,19 +43,22 @@ type floorResult struct {
 	cpu     float64
 }
 
+// cpu is the bench process's CPU for floors (a) and (c) ((b) is part of (c)).
+func (f *floors) cpu() float64 { return f.status.cpu + f.judged.cpu }
+
 // floors are the baselines of one cold start.
 type floors struct {
-	status floorResult
-	consul floorResult
+	status floorResult // (a)
+	consul floorResult // (b)
+	judged floorResult // (c): from the first write until Consul judged every entry
 }
 
-// runFloors makes statusWrites status writes with the controller's QPS and burst and
-// consulWrites check-and-set writes with its number of Consul workers; with edits > 0
-// it also times that many single status-write-then-CAS pairs (the edit floor). The
-// controllers must be stopped.
-func (s *stack) runFloors(ctx context.Context, run *coldRun, edits int) ([]float64, error) {
-	routes := max(1, min(int(run.counters.statusWrites), s.size.routes))
-	entries := max(1, int(run.counters.consulWrites))
+// runFloors runs floors (a), (b) and (c) for run's layout; with edits > 0 it also
+// times that many edits made directly (see editFloor). The controllers must be
+// stopped, and the stack converged: (b) and (c) copy the controller's entries.
+func (s *stack) runFloors(ctx context.Context, run *coldRun, edits int) (*editFloor, error) {
+	statusWrites := 2*s.size.routes + 2*s.size.gateways
+	routes := max(1, min(statusWrites, s.size.routes))
 	if err := s.createFloorRoutes(ctx, routes); err != nil {
 		return nil, err
 	}
@@ -55,21 +67,26 @@ func (s *stack) runFloors(ctx context.Context, run *coldRun, edits int) ([]float
 		return nil, err
 	}
 	run.floors = &floors{}
-	if run.floors.status, err = s.statusFloor(ctx, client, int(run.counters.statusWrites), routes); err != nil {
+	if run.floors.status, err = s.statusFloor(ctx, client, statusWrites, routes); err != nil {
 		return nil, err
 	}
-	if run.floors.consul, err = s.consulFloor(ctx, entries); err != nil {
+	entries, err := s.floorEntries(ctx)
+	if err != nil {
 		return nil, err
 	}
-	logf("%s: floors: %d status writes in %s, %d Consul writes in %s", s.name,
-		run.floors.status.writes, seconds(run.floors.status.elapsed), run.floors.consul.writes, seconds(run.floors.consul.elapsed))
-	var latencies []float64
+	if run.floors.consul, run.floors.judged, err = s.consulFloors(ctx, entries); err != nil {
+		return nil, err
+	}
+	logf("%s: floors: %d status writes in %s, %d Consul writes in %s, judged in %s", s.name,
+		run.floors.status.writes, seconds(run.floors.status.elapsed), run.floors.consul.writes,
+		seconds(run.floors.consul.elapsed), seconds(run.floors.judged.elapsed))
+	var edit *editFloor
 	if edits > 0 {
-		if latencies, err = s.editFloor(ctx, edits); err != nil {
+		if edit, err = s.editFloor(ctx, edits); err != nil {
 			return nil, err
 		}
 	}
-	return latencies, s.deleteFloor(ctx, entries)
+	return edit, s.deleteFloor(ctx, entries)
 }
 
 // throttledClient is a plain client-go client with the controller's QPS and burst.
@@ -156,80 +173,182 @@ func (s *stack) statusFloor(ctx context.Context, client gatewayclient.Interface,
 	return res, err
 }
 
-// floorRouteEntry is an http-route entry of the floor's prefix, shaped like the
-// controller's (one parent, one rule, one service).
-func floorRouteEntry(j int) *consulapi.HTTPRouteConfigEntry {
-	return &consulapi.HTTPRouteConfigEntry{
-		Kind:    consulapi.HTTPRoute,
-		Name:    fmt.Sprintf("%s%06d", floorEntry, j),
-		Parents: []consulapi.ResourceReference{{Kind: consulapi.APIGateway, Name: floorEntry + "gw", SectionName: "http"}},
-		Rules: []consulapi.HTTPRouteRule{{
-			Matches:  []consulapi.HTTPMatch{{Path: consulapi.HTTPPathMatch{Match: consulapi.HTTPPathMatchPrefix, Value: fmt.Sprintf("/floor-%d/", j)}}},
-			Services: []consulapi.HTTPService{{Name: serviceName(0)}},
-		}},
+// floorEntries are the controller's entries of the kinds Consul judges, each renamed
+// with the floor's prefix (and its references to other entries with it), without
+// ownership, status or indexes: the same content for Consul to take in, under names
+// nothing else writes. Gateways come first, as a controller would write them.
+func (s *stack) floorEntries(ctx context.Context) ([]consulapi.ConfigEntry, error) {
+	var out []consulapi.ConfigEntry
+	for _, kind := range []string{consulapi.APIGateway, consulapi.HTTPRoute} {
+		entries, _, err := s.consul.ConfigEntries().List(kind, (&consulapi.QueryOptions{}).WithContext(ctx))
+		if err != nil {
+			return nil, fmt.Errorf("list %s entries: %w", kind, err)
+		}
+		for _, e := range entries {
+			if strings.HasPrefix(e.GetName(), floorEntry) {
+				continue
+			}
+			if c := floorCopy(e); c != nil {
+				out = append(out, c)
+			}
+		}
 	}
+	if len(out) == 0 {
+		return nil, errors.New("the controller left no entries to copy for the Consul floors")
+	}
+	return out, nil
 }
 
-// consulFloor creates writes entries with check-and-set (index 0) on consulWorkers
-// goroutines.
-func (s *stack) consulFloor(ctx context.Context, writes int) (floorResult, error) {
-	res := floorResult{writes: writes}
+// floorCopy is e renamed into the floor's prefix, or nil for a kind it does not copy.
+func floorCopy(e consulapi.ConfigEntry) consulapi.ConfigEntry {
+	switch e := e.(type) {
+	case *consulapi.APIGatewayConfigEntry:
+		c := *e
+		c.Name, c.Meta, c.Status, c.CreateIndex, c.ModifyIndex = floorEntry+e.Name, nil, consulapi.ConfigEntryStatus{}, 0, 0
+		return &c
+	case *consulapi.HTTPRouteConfigEntry:
+		c := *e
+		c.Name, c.Meta, c.Status, c.CreateIndex, c.ModifyIndex = floorEntry+e.Name, nil, consulapi.ConfigEntryStatus{}, 0, 0
+		c.Parents = make([]consulapi.ResourceReference, len(e.Parents))
+		for i, p := range e.Parents {
+			p.Name = floorEntry + p.Name
+			c.Parents[i] = p
+		}
+		return &c
+	}
+	return nil
+}
+
+// consulFloors creates entries with check-and-set (index 0) on consulWorkers
+// goroutines: floor (b) ends when the last write returned, floor (c) when Consul's
+// own status on every entry says Accepted (read every floorPoll).
+func (s *stack) consulFloors(ctx context.Context, entries []consulapi.ConfigEntry) (writes, judged floorResult, err error) {
+	writes.writes, judged.writes = len(entries), len(entries)
 	cpu0 := selfCPU()
 	start := time.Now()
-	err := parallel(ctx, consulWorkers, writes, func(ctx context.Context, j int) error {
-		ok, _, err := s.consul.ConfigEntries().CAS(consul.Compact(floorRouteEntry(j)), 0, (&consulapi.WriteOptions{}).WithContext(ctx))
+	err = parallel(ctx, consulWorkers, len(entries), func(ctx context.Context, j int) error {
+		ok, _, err := s.consul.ConfigEntries().CAS(consul.Compact(entries[j]), 0, (&consulapi.WriteOptions{}).WithContext(ctx))
 		if err != nil {
-			return fmt.Errorf("floor CAS %d: %w", j, err)
+			return fmt.Errorf("floor CAS of %s: %w", entries[j].GetName(), err)
 		}
 		if !ok {
-			return fmt.Errorf("floor CAS %d lost: the entry existed", j)
+			return fmt.Errorf("floor CAS of %s lost: the entry existed", entries[j].GetName())
 		}
 		return nil
 	})
-	res.elapsed, res.cpu = time.Since(start), selfCPU()-cpu0
-	return res, err
+	writes.elapsed, writes.cpu = time.Since(start), selfCPU()-cpu0
+	if err != nil {
+		return writes, judged, err
+	}
+	for {
+		accepted, err := s.floorAccepted(ctx)
+		if err != nil {
+			return writes, judged, err
+		}
+		if accepted >= len(entries) {
+			judged.elapsed, judged.cpu = time.Since(start), selfCPU()-cpu0
+			return writes, judged, nil
+		}
+		select {
+		case <-ctx.Done():
+			return writes, judged, fmt.Errorf("waiting for Consul to judge the floor's entries (%d of %d accepted): %w", accepted, len(entries), ctx.Err())
+		case <-time.After(floorPoll):
+		}
+	}
 }
 
-// editFloor times edits pairs of one status write and one check-and-set update, made
-// directly without a rate limiter: the least an edit costs in API calls.
-func (s *stack) editFloor(ctx context.Context, edits int) ([]float64, error) {
+// floorPoll is how often floor (c) reads Consul's verdicts: a fraction of the
+// seconds Consul takes, without loading it with reads.
+const floorPoll = 250 * time.Millisecond
+
+// floorAccepted counts the floor's entries Consul accepted.
+func (s *stack) floorAccepted(ctx context.Context) (int, error) {
+	n := 0
+	for _, kind := range []string{consulapi.APIGateway, consulapi.HTTPRoute} {
+		entries, _, err := s.consul.ConfigEntries().List(kind, (&consulapi.QueryOptions{}).WithContext(ctx))
+		if err != nil {
+			return 0, fmt.Errorf("list %s entries: %w", kind, err)
+		}
+		for _, e := range entries {
+			if strings.HasPrefix(e.GetName(), floorEntry) && entryAccepted(e) {
+				n++
+			}
+		}
+	}
+	return n, nil
+}
+
+// editFloor is the least an edit costs, made directly without a rate limiter: the
+// status write alone (what a route's status needs), and a status write followed by a
+// check-and-set update (what an entry needs, since the controller writes Consul only
+// what the API server confirmed).
+type editFloor struct {
+	status, toConsul []float64 // seconds
+}
+
+// editFloor times edits status writes and edits status-write-then-CAS pairs, on a
+// floor route and a floor http-route entry.
+func (s *stack) editFloor(ctx context.Context, edits int) (*editFloor, error) {
 	client := s.gateway.GatewayV1().HTTPRoutes(floorNamespace)
 	route, err := client.Get(ctx, routeName(0), metav1.GetOptions{})
 	if err != nil {
 		return nil, err
 	}
-	var latencies []float64
+	out := &editFloor{}
 	for k := range edits {
-		entry := floorRouteEntry(0)
-		current, _, err := s.consul.ConfigEntries().Get(consulapi.HTTPRoute, entry.Name, (&consulapi.QueryOptions{}).WithContext(ctx))
-		if err != nil {
-			return nil, err
-		}
-		entry.Rules[0].Matches[0].Path.Value = fmt.Sprintf("/floor-edit-%d/", k)
 		start := time.Now()
 		route = route.DeepCopy()
-		route.Status = floorStatus(-k, route.Generation)
+		route.Status = floorStatus(-2*k-1, route.Generation)
 		if route, err = client.UpdateStatus(ctx, route, metav1.UpdateOptions{}); err != nil {
 			return nil, fmt.Errorf("edit floor status write: %w", err)
 		}
-		ok, _, err := s.consul.ConfigEntries().CAS(consul.Compact(entry), current.GetModifyIndex(), (&consulapi.WriteOptions{}).WithContext(ctx))
+		out.status = append(out.status, time.Since(start).Seconds())
+	}
+	for k := range edits {
+		entry := floorRouteEntry(k)
+		var index uint64
+		if current, _, err := s.consul.ConfigEntries().Get(consulapi.HTTPRoute, entry.Name, (&consulapi.QueryOptions{}).WithContext(ctx)); err == nil {
+			index = current.GetModifyIndex()
+		}
+		start := time.Now()
+		route = route.DeepCopy()
+		route.Status = floorStatus(-2*k-2, route.Generation)
+		if route, err = client.UpdateStatus(ctx, route, metav1.UpdateOptions{}); err != nil {
+			return nil, fmt.Errorf("edit floor status write: %w", err)
+		}
+		ok, _, err := s.consul.ConfigEntries().CAS(consul.Compact(entry), index, (&consulapi.WriteOptions{}).WithContext(ctx))
 		if err != nil || !ok {
 			return nil, fmt.Errorf("edit floor CAS: ok=%v: %w", ok, err)
 		}
-		latencies = append(latencies, time.Since(start).Seconds())
+		out.toConsul = append(out.toConsul, time.Since(start).Seconds())
 	}
-	return latencies, nil
+	return out, nil
+}
+
+// floorRouteEntry is edit k's version of the edit floor's http-route entry, shaped
+// like the controller's (one parent, one rule, one service).
+func floorRouteEntry(k int) *consulapi.HTTPRouteConfigEntry {
+	return &consulapi.HTTPRouteConfigEntry{
+		Kind:    consulapi.HTTPRoute,
+		Name:    floorEntry + "edit",
+		Parents: []consulapi.ResourceReference{{Kind: consulapi.APIGateway, Name: floorEntry + "gw", SectionName: "http"}},
+		Rules: []consulapi.HTTPRouteRule{{
+			Matches:  []consulapi.HTTPMatch{{Path: consulapi.HTTPPathMatch{Match: consulapi.HTTPPathMatchPrefix, Value: fmt.Sprintf("/floor-edit-%d/", k)}}},
+			Services: []consulapi.HTTPService{{Name: serviceName(0)}},
+		}},
+	}
 }
 
 // deleteFloor removes the floor's routes and entries, so later scenarios on this stack
 // see only the benchmark's objects.
-func (s *stack) deleteFloor(ctx context.Context, entries int) error {
+func (s *stack) deleteFloor(ctx context.Context, entries []consulapi.ConfigEntry) error {
 	err := s.gateway.GatewayV1().HTTPRoutes(floorNamespace).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
 	if err != nil {
 		return fmt.Errorf("delete floor routes: %w", err)
 	}
-	return parallel(ctx, createWorkers, entries, func(ctx context.Context, j int) error {
-		_, err := s.consul.ConfigEntries().Delete(consulapi.HTTPRoute, fmt.Sprintf("%s%06d", floorEntry, j), (&consulapi.WriteOptions{}).WithContext(ctx))
+	entries = append(entries, floorRouteEntry(0))
+	return parallel(ctx, createWorkers, len(entries), func(ctx context.Context, j int) error {
+		_, err := s.consul.ConfigEntries().Delete(entries[j].GetKind(), entries[j].GetName(), (&consulapi.WriteOptions{}).WithContext(ctx))
 		return err
 	})
 }

@@ -28,11 +28,18 @@ const (
 
 var allScenarios = []string{"idle", "cold", "cold-fast", "edit", "restart", "failover", "secrets"}
 
-const defaultSizes = "1000,5000"
+// The QPS 20/30 stacks (cold start, edits, restart, failover) run at defaultSizes;
+// the QPS 1000/1000 cold start at defaultFastSizes, and the Secrets at the largest of
+// those: at QPS 20/30, 10,000 routes would take 17 minutes of rate limiting alone.
+const (
+	defaultSizes     = "1000,5000"
+	defaultFastSizes = "1000,5000,10000"
+)
 
 // config is the command line.
 type config struct {
 	sizes     []int
+	fastSizes []int
 	scenarios map[string]bool
 	edits     int
 	secrets   int
@@ -42,6 +49,7 @@ type config struct {
 	extraArgs []string
 	editWait  string
 	writeDocs bool
+	profiles  bool
 	smoke     bool
 	root      string
 	logDir    string
@@ -53,7 +61,8 @@ type config struct {
 
 func parseFlags(args []string) (*config, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	sizes := fs.String("sizes", defaultSizes, "comma-separated numbers of routes (Gateways: routes/20)")
+	sizes := fs.String("sizes", defaultSizes, "comma-separated numbers of routes (Gateways: routes/20) of the QPS 20/30 stacks: cold, edit, restart, failover")
+	fastSizes := fs.String("fast-sizes", "", "comma-separated numbers of routes of the QPS 1000/1000 cold start (cold-fast), the largest also with the Secrets; default: "+defaultFastSizes+", or -sizes when -sizes is given")
 	scenarios := fs.String("scenarios", strings.Join(allScenarios, ","), "comma-separated subset of "+strings.Join(allScenarios, ","))
 	cfg := &config{}
 	fs.IntVar(&cfg.edits, "edits", 100, "route edits in the edit-latency scenario")
@@ -67,6 +76,7 @@ func parseFlags(args []string) (*config, error) {
 	})
 	fs.StringVar(&cfg.editWait, "edit-wait", "blocking", "how an edit waits for its Consul entry: blocking (blocking queries) or poll (a read every 5 ms)")
 	fs.BoolVar(&cfg.writeDocs, "docs", true, "write docs/bench.md and docs/bench.svg")
+	fs.BoolVar(&cfg.profiles, "profiles", false, "run the controllers with --profiling and save each cold start's heap profile, when it settled, next to its log")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -75,6 +85,17 @@ func parseFlags(args []string) (*config, error) {
 		return nil, err
 	}
 	cfg.smoke = *sizes != defaultSizes
+	switch {
+	case *fastSizes != "":
+		cfg.fastSizes, err = parseSizes(*fastSizes)
+	case cfg.smoke:
+		cfg.fastSizes = cfg.sizes
+	default:
+		cfg.fastSizes, err = parseSizes(defaultFastSizes)
+	}
+	if err != nil {
+		return nil, err
+	}
 	if cfg.scenarios, err = parseScenarios(*scenarios); err != nil {
 		return nil, err
 	}
@@ -188,22 +209,29 @@ func runAll(ctx context.Context, cfg *config, res *results) error {
 	if cfg.scenarios["idle"] {
 		try("idle", func() error { return runIdle(ctx, cfg, res) })
 	}
-	for _, n := range cfg.sizes {
-		if cfg.scenarios["cold"] || cfg.scenarios["edit"] || cfg.scenarios["restart"] || cfg.scenarios["failover"] {
+	for _, n := range unionSizes(cfg.sizes, cfg.fastSizes) {
+		if slices.Contains(cfg.sizes, n) && (cfg.scenarios["cold"] || cfg.scenarios["edit"] || cfg.scenarios["restart"] || cfg.scenarios["failover"]) {
 			try(fmt.Sprintf("n%d", n), func() error { return runDefault(ctx, cfg, res, n) })
 		}
-		if cfg.scenarios["cold-fast"] {
+		if slices.Contains(cfg.fastSizes, n) && cfg.scenarios["cold-fast"] {
 			try(fmt.Sprintf("n%d-fast", n), func() error { return runFast(ctx, cfg, res, n) })
 		}
 	}
 	if cfg.scenarios["secrets"] {
-		n := cfg.sizes[len(cfg.sizes)-1]
+		n := cfg.fastSizes[len(cfg.fastSizes)-1]
 		try(fmt.Sprintf("n%d-secrets", n), func() error { return runSecrets(ctx, cfg, res, n) })
 	}
 	if ctx.Err() != nil {
 		errs = append(errs, ctx.Err())
 	}
 	return errors.Join(errs...)
+}
+
+// unionSizes is both lists' sizes, sorted, each once.
+func unionSizes(a, b []int) []int {
+	out := slices.Concat(a, b)
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // withStack runs fn on a new stack and stops it; its server logs are kept if fn failed.

@@ -109,8 +109,9 @@ func renderDoc(cfg *config, m machine, table, targets string, started time.Time)
 		fmt.Fprintf(&b, "**This is a smoke run at %s routes**, not the full-size table: `make bench`\n"+
 			"(sizes %s) produces that and overwrites this file.\n\n", joinInts(cfg.sizes), strings.ReplaceAll(defaultSizes, ",", ", "))
 	}
-	fmt.Fprintf(&b, "- Run: %s; sizes %s routes; scenarios %s; %d edits; %d Secrets.\n",
-		started.UTC().Format("2006-01-02 15:04 MST"), joinInts(cfg.sizes), strings.Join(selected(cfg), ", "), cfg.edits, cfg.secrets)
+	fmt.Fprintf(&b, "- Run: %s; sizes %s routes at QPS %d/%d, %s at QPS %d/%d; scenarios %s; %d edits; %d Secrets.\n",
+		started.UTC().Format("2006-01-02 15:04 MST"), joinInts(cfg.sizes), defaultQPS, defaultBurst, joinInts(cfg.fastSizes), fastQPS, fastBurst,
+		strings.Join(selected(cfg), ", "), cfg.edits, cfg.secrets)
 	fmt.Fprintf(&b, "- Controller: built from `%s` (`git describe --always --dirty`; dirty means uncommitted changes were built too).\n",
 		cfg.built)
 	fmt.Fprintf(&b, "- Machine: %s, %d cores, %.0f GiB memory, %s; the servers (etcd, kube-apiserver,\n"+
@@ -121,9 +122,10 @@ func renderDoc(cfg *config, m machine, table, targets string, started time.Time)
 	b.WriteString("## Results\n\n")
 	b.WriteString(table)
 	b.WriteString("\n![Cold start time and peak RSS against the number of routes](bench.svg)\n\n")
-	b.WriteString("## Against the scale issue's targets\n\n")
-	b.WriteString("Reported, not asserted. The floors measure writes alone; the time to converge also\n" +
-		"holds Consul's own judging of every entry, which no floor includes.\n\n")
+	b.WriteString("## Against the performance issue's targets\n\n")
+	b.WriteString("Reported, not asserted. The floors are sized from the targets, not from the writes the\n" +
+		"controller made, so a redundant write shows in the ratio; floor (c) holds Consul's own\n" +
+		"judging of every entry. Every target not met has its measured cause in docs/performance.md.\n\n")
 	b.WriteString(targets)
 	b.WriteString("\n")
 	b.WriteString(method)
@@ -151,8 +153,9 @@ func joinInts(v []int) string {
 const method = `## How it is measured
 
 ` + "```sh" + `
-make bench                                  # sizes 1000 and 5000, every scenario
+make bench                                  # every scenario: 1000 and 5000 routes, and 10000 at QPS 1000/1000
 make bench BENCH_FLAGS='-sizes=100'         # a smoke run
+make bench BENCH_FLAGS='-sizes=5000 -scenarios=cold-fast -profiles -docs=false'  # a heap profile
 make bench BENCH_FLAGS='-sizes=1000 -scenarios=cold,edit'
 ` + "```" + `
 
@@ -183,31 +186,45 @@ logs are kept under ` + "`_output/bench/<time>/`" + `.
   settled, so writes made after convergence are counted too; peak RSS is VmHWM from
   ` + "`/proc/<pid>/status`" + ` at that moment.
 - **Status floor (a):** after the controllers stopped, a plain client-go client with
-  the same QPS and burst makes as many ` + "`UpdateStatus`" + ` calls as the controller made,
-  from 4 goroutines (the default ` + "`--route-workers`" + `), on a separate set of HTTPRoutes
-  in namespace ` + "`bench-floor`" + ` (min(writes, N) routes, read before the clock starts,
-  status of another controllerName, one parent with three conditions, a different
-  message per write so each is a real write). They are deleted afterwards.
-- **Consul floor (b):** as many ` + "`ConfigEntries().CAS`" + ` writes as the controller made
-  (creates, index 0) from 2 workers (` + "`--consul-workers`" + `), of http-route entries named
-  ` + "`bench-floor-*`" + ` (no ownership meta), deleted afterwards. CPU of the floors is
-  the bench process's own (getrusage) while they ran.
+  the same QPS and burst makes 2×routes + 2×Gateways ` + "`UpdateStatus`" + ` calls (the target
+  for a cold start: one write per object to accept it and one to carry Consul's verdict),
+  from 4 goroutines (the default ` + "`--route-workers`" + `), on a separate set of N HTTPRoutes
+  in namespace ` + "`bench-floor`" + ` (read before the clock starts, status of another
+  controllerName, one parent with three conditions, a different message per write so
+  each is a real write). They are deleted afterwards.
+- **Consul write floor (b) and judging floor (c):** the controller's own ` + "`api-gateway`" + `
+  and ` + "`http-route`" + ` entries, read from Consul after it stopped, copied under the prefix
+  ` + "`bench-floor-`" + ` (the routes' parents renamed with it; no ownership meta, no status),
+  so the content Consul takes in is the same: one entry per desired entry. They are
+  created with ` + "`ConfigEntries().CAS`" + ` (index 0), Gateways first, from 2 workers
+  (` + "`--consul-workers`" + `). (b) ends when the last write returned; (c) when Consul's own
+  status on every copy says ` + "`Accepted=True`" + ` (read every 250 ms): what Consul 1.15
+  needs to judge a cold start's entries one at a time, which no controller can go below.
+  CPU of the floors is the bench process's own (getrusage) while they ran.
 - **Edits:** on the converged stack at the default QPS, one route at a time (spread
-  over all routes) gets a new path prefix by a merge patch. The latency runs from the
-  patch returning until Consul's ` + "`http-route`" + ` entry holds the new path, seen through
-  blocking queries on that entry (` + "`-edit-wait=poll`" + ` reads every 5 ms instead), and
-  until the route's status is final at the new generation; the next edit starts only
-  then. The stage means are deltas over the edit phase of the controller's histogram
-  sums and counts (` + "`workqueue_queue_duration_seconds`" + `, ` + "`consul_gateway_controller_sync_duration_seconds`" + `,
+  over all routes) gets a new path prefix by a merge patch. Three latencies run from
+  the patch returning: until Consul's ` + "`http-route`" + ` entry holds the new path (blocking
+  queries on that entry; ` + "`-edit-wait=poll`" + ` reads every 5 ms instead); until Consul's
+  own status on that new entry says ` + "`Accepted`" + `; and until the route's status is final
+  at the new generation *and* Consul has judged the new entry: before that, a
+  ` + "`ConsulAccepted`" + ` at the new generation still carries the verdict on the old entry.
+  The next edit starts only then. The first edit is listed on its own (warm-up) and is
+  counted in the percentiles. The stage means are deltas over the edit phase of the
+  controller's histogram sums and counts (` + "`workqueue_queue_duration_seconds`" + `,
+  ` + "`consul_gateway_controller_sync_duration_seconds`" + `,
   ` + "`rest_client_request_duration_seconds{verb=\"PUT\"}`" + `, and, when the controller exposes them,
   ` + "`consul_gateway_controller_translate_duration_seconds`" + ` and
-  ` + "`consul_gateway_controller_consul_request_duration_seconds`" + `). The edit floor is one
-  status write followed by one check-and-set update, made directly without a rate
-  limiter, timed together.
+  ` + "`consul_gateway_controller_consul_request_duration_seconds`" + `). The edit floors are
+  made directly without a rate limiter: one status write alone (the floor of the
+  status), and one status write followed by one check-and-set update, timed together
+  (the floor of the entry: the controller writes Consul only what the API server
+  confirmed). Ratios of edits are at p99.
 - **Order on one stack:** the cold start at QPS 20/30, then on that converged stack
   the edits, the restart and the failover, then (all controllers stopped) the floors.
-  The cold start at QPS 1000/1000 and the one with Secrets each get a stack of their
-  own, and so does the 0-route baseline.
+  The cold start at QPS 1000/1000 (also at 10,000 routes, where QPS 20/30 would spend
+  17 minutes in the client's rate limiter alone) and the one with Secrets (at the
+  largest QPS 1000/1000 size) each get a stack of their own and their floors, and so
+  does the 0-route baseline.
 - **Restart:** SIGTERM the converged controller and start a new process at once.
   **Failover:** start a second process, wait until it is ready as a follower, SIGKILL
   the leader. Both count the new process's writes and, from the signal until the new

@@ -58,6 +58,11 @@ func (s *stack) coldStart(ctx context.Context, name string, qps float64, burst i
 		return ctl, nil, err
 	}
 	run.peakRSS = mem.PeakRSS
+	if s.cfg.profiles {
+		if err := saveHeapProfile(ctx, ctl); err != nil {
+			return ctl, nil, err
+		}
+	}
 	if run.counters.cpu == 0 {
 		// A controller without the process collector: read the kernel's account.
 		if run.counters.cpu, err = ctl.CPUSeconds(); err != nil {
@@ -78,9 +83,10 @@ func later(a, b time.Time) time.Time {
 // holding the edited entry, and to the route's status final at the new generation.
 type editRun struct {
 	toConsul []float64 // seconds
-	toStatus []float64
+	toJudged []float64 // Consul's status on the edited entry says Accepted
+	toStatus []float64 // the route's status final and Consul judged the edit
 	stages   []stage
-	floor    []float64 // a status write then a check-and-set, made directly
+	floor    *editFloor
 }
 
 // stage is one histogram's mean over the edit phase.
@@ -138,12 +144,13 @@ func (s *stack) edits(ctx context.Context, ctl *testenv.Controller, count int) (
 	stride := max(s.size.routes/count, 1)
 	for k := range count {
 		i := (k * stride) % s.size.routes
-		toConsul, toStatus, err := s.edit(ctx, i, k)
+		l, err := s.edit(ctx, i, k)
 		if err != nil {
 			return nil, fmt.Errorf("edit %d of %s: %w", k, routeName(i), err)
 		}
-		run.toConsul = append(run.toConsul, toConsul.Seconds())
-		run.toStatus = append(run.toStatus, toStatus.Seconds())
+		run.toConsul = append(run.toConsul, l.toConsul.Seconds())
+		run.toJudged = append(run.toJudged, l.toJudged.Seconds())
+		run.toStatus = append(run.toStatus, l.toStatus.Seconds())
 	}
 	after, err := scrapeController(ctx, ctl)
 	if err != nil {
@@ -154,38 +161,47 @@ func (s *stack) edits(ctx context.Context, ctl *testenv.Controller, count int) (
 	return run, nil
 }
 
+// editLatency is one edit's latencies from the API write returning.
+type editLatency struct {
+	toConsul, toJudged, toStatus time.Duration
+}
+
 // edit changes route i's path to edit k's value and waits for the entry in Consul,
-// then for the route's status at the new generation, so edits never overlap.
-func (s *stack) edit(ctx context.Context, i, k int) (toConsul, toStatus time.Duration, err error) {
+// for Consul's verdict on it, and for the route's status final at the new generation,
+// so edits never overlap. The status counts as final with Consul's verdict on the new
+// entry only once both hold: before Consul judged the new entry, a ConsulAccepted at
+// the new generation still carries the verdict on the old one.
+func (s *stack) edit(ctx context.Context, i, k int) (editLatency, error) {
 	name, path := routeName(i), routePath(i, k)
 	_, meta, err := s.consul.ConfigEntries().Get(consulapi.HTTPRoute, entryName(name), (&consulapi.QueryOptions{}).WithContext(ctx))
 	if err != nil {
-		return 0, 0, fmt.Errorf("read the entry before the edit: %w", err)
+		return editLatency{}, fmt.Errorf("read the entry before the edit: %w", err)
 	}
 	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"rules": []gatewayv1.HTTPRouteRule{rule(serviceName(i%s.size.gateways), path)}}})
 	if err != nil {
-		return 0, 0, err
+		return editLatency{}, err
 	}
 	route, err := s.gateway.GatewayV1().HTTPRoutes(benchNamespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
 	if err != nil {
-		return 0, 0, err
+		return editLatency{}, err
 	}
 	written := time.Now()
-	seen, err := s.waitEntryPath(ctx, entryName(name), path, meta.LastIndex)
+	seen, judged, err := s.waitEntryPath(ctx, entryName(name), path, meta.LastIndex)
 	if err != nil {
-		return 0, 0, err
+		return editLatency{}, err
 	}
 	final, err := s.tracker.waitObjectFinal(ctx, routeKey(name), route.Generation)
 	if err != nil {
-		return 0, 0, err
+		return editLatency{}, err
 	}
-	return seen.Sub(written), final.Sub(written), nil
+	return editLatency{toConsul: seen.Sub(written), toJudged: judged.Sub(written), toStatus: later(final, judged).Sub(written)}, nil
 }
 
-// waitEntryPath waits until Consul's http-route entry name matches path. With
-// -edit-wait=blocking it waits with blocking queries from index, which return as soon
-// as the config entries change; with poll it reads every 5 ms.
-func (s *stack) waitEntryPath(ctx context.Context, name, path string, index uint64) (time.Time, error) {
+// waitEntryPath waits until Consul's http-route entry name matches path, and then
+// until Consul's own status on it says Accepted. With -edit-wait=blocking it waits
+// with blocking queries from index, which return as soon as the config entries
+// change; with poll it reads every 5 ms.
+func (s *stack) waitEntryPath(ctx context.Context, name, path string, index uint64) (seen, judged time.Time, err error) {
 	for {
 		q := (&consulapi.QueryOptions{}).WithContext(ctx)
 		if s.cfg.editWait == "blocking" {
@@ -193,22 +209,28 @@ func (s *stack) waitEntryPath(ctx context.Context, name, path string, index uint
 		}
 		entry, meta, err := s.consul.ConfigEntries().Get(consulapi.HTTPRoute, name, q)
 		if err != nil && !strings.Contains(err.Error(), "404") {
-			return time.Time{}, fmt.Errorf("read %s: %w", name, err)
+			return seen, judged, fmt.Errorf("read %s: %w", name, err)
 		}
 		if routeHasPath(entry, path) {
-			return time.Now(), nil
+			now := time.Now()
+			if seen.IsZero() {
+				seen = now
+			}
+			if entryAccepted(entry) {
+				return seen, now, nil
+			}
 		}
 		if meta != nil && meta.LastIndex > index {
 			index = meta.LastIndex
 		} else if err != nil || s.cfg.editWait != "blocking" {
 			select {
 			case <-ctx.Done():
-				return time.Time{}, context.Cause(ctx)
+				return seen, judged, context.Cause(ctx)
 			case <-time.After(5 * time.Millisecond):
 			}
 		}
 		if ctx.Err() != nil {
-			return time.Time{}, fmt.Errorf("waiting for %s to hold %s: %w", name, path, context.Cause(ctx))
+			return seen, judged, fmt.Errorf("waiting for %s to hold %s, judged: %w", name, path, context.Cause(ctx))
 		}
 	}
 }

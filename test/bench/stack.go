@@ -37,6 +37,9 @@ type layout struct {
 	routes   int
 	gateways int
 	secrets  int
+	// class is the GatewayClass the Gateways name; empty means className. The peer
+	// (peer.go) names its own class and creates it.
+	class gatewayv1.ObjectName
 }
 
 // newLayout puts routesPerGateway routes on each Gateway (at least one Gateway when
@@ -200,8 +203,12 @@ func (s *stack) createService(ctx context.Context, k int) error {
 
 func (s *stack) createGateway(ctx context.Context, k int) error {
 	hostname := gatewayv1.Hostname(gatewayName(k) + ".bench.example.com")
+	class := gatewayv1.ObjectName(className)
+	if s.size.class != "" {
+		class = s.size.class
+	}
 	gw := &gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: benchNamespace, Name: gatewayName(k)},
-		Spec: gatewayv1.GatewaySpec{GatewayClassName: className, Listeners: []gatewayv1.Listener{
+		Spec: gatewayv1.GatewaySpec{GatewayClassName: class, Listeners: []gatewayv1.Listener{
 			{Name: "http", Port: 80, Protocol: gatewayv1.HTTPProtocolType, Hostname: &hostname},
 		}}}
 	_, err := s.gateway.GatewayV1().Gateways(benchNamespace).Create(ctx, gw, metav1.CreateOptions{})
@@ -288,7 +295,11 @@ func parallel(ctx context.Context, workers, n int, fn func(context.Context, int)
 // controllerArgs are the flags of every controller the bench runs; docs/bench.md
 // lists them.
 func controllerArgs(cfg *config, qps float64, burst int) []string {
-	return append([]string{
+	var profiling []string
+	if cfg.profiles {
+		profiling = []string{"--profiling"}
+	}
+	return append(append([]string{
 		fmt.Sprintf("--kube-api-qps=%g", qps),
 		fmt.Sprintf("--kube-api-burst=%d", burst),
 		fmt.Sprintf("--consul-workers=%d", consulWorkers),
@@ -299,7 +310,7 @@ func controllerArgs(cfg *config, qps float64, burst int) []string {
 		"--leader-elect-renew-deadline=4s",
 		"--leader-elect-retry-period=1s",
 		fmt.Sprintf("-v=%d", cfg.verbosity),
-	}, cfg.extraArgs...)
+	}, profiling...), cfg.extraArgs...)
 }
 
 const (
