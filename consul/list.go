@@ -1,6 +1,7 @@
 package consul
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -15,20 +16,42 @@ import (
 // entry that does not fit (a field of a newer Consul that needs conversion) takes
 // consul/api's path.
 func (s *Syncer) listKind(ctx context.Context, kind string, index uint64) ([]consulapi.ConfigEntry, *consulapi.QueryMeta, error) {
-	var raw []json.RawMessage
-	meta, err := s.cfg.Client.Raw().Query("/v1/config/"+kind, &raw, s.listOptions(ctx, index))
+	list := entryList{kind: kind}
+	meta, err := s.cfg.Client.Raw().Query("/v1/config/"+kind, &list, s.listOptions(ctx, index))
 	if err != nil {
 		return nil, nil, err
 	}
-	entries := make([]consulapi.ConfigEntry, 0, len(raw))
-	for _, r := range raw {
-		entry, err := decodeEntry(kind, r)
-		if err != nil {
-			return nil, nil, fmt.Errorf("decode a %s entry: %w", kind, err)
+	return list.entries, meta, nil
+}
+
+// entryList decodes a list of entries of one kind one element at a time, from the
+// answer's bytes: a copy of every element (as []json.RawMessage would make) doubled
+// what a list of thousands of entries holds while it is decoded.
+type entryList struct {
+	kind    string
+	entries []consulapi.ConfigEntry
+}
+
+func (l *entryList) UnmarshalJSON(data []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('[') {
+		if err == nil && tok == nil {
+			return nil // null: no entries
 		}
-		entries = append(entries, entry)
+		return fmt.Errorf("a list of %s entries is not a JSON array (%v)", l.kind, err)
 	}
-	return entries, meta, nil
+	for dec.More() {
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return fmt.Errorf("decode a %s entry: %w", l.kind, err)
+		}
+		entry, err := decodeEntry(l.kind, raw)
+		if err != nil {
+			return fmt.Errorf("decode a %s entry: %w", l.kind, err)
+		}
+		l.entries = append(l.entries, entry)
+	}
+	return nil
 }
 
 // decodeEntry decodes one entry of kind.

@@ -1,6 +1,8 @@
 package consul
 
 import (
+	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -44,5 +46,29 @@ func TestDecodeEntry(t *testing.T) {
 	}
 	if d := got.(*consulapi.HTTPRouteConfigEntry).Rules[0].Filters.TimeoutFilter.RequestTimeout; d != 10*time.Second {
 		t.Errorf("RequestTimeout = %v, want 10s", d)
+	}
+}
+
+// TestEntryList: a list decodes element by element into typed entries; null is no
+// entries; anything but an array is an error naming the kind.
+func TestEntryList(t *testing.T) {
+	list := entryList{kind: consulapi.HTTPRoute}
+	if err := json.Unmarshal([]byte(`[{"Kind":"http-route","Name":"a"},{"Kind":"http-route","Name":"b","ModifyIndex":7}]`), &list); err != nil {
+		t.Fatal(err)
+	}
+	want := []consulapi.ConfigEntry{
+		&consulapi.HTTPRouteConfigEntry{Kind: consulapi.HTTPRoute, Name: "a"},
+		&consulapi.HTTPRouteConfigEntry{Kind: consulapi.HTTPRoute, Name: "b", ModifyIndex: 7},
+	}
+	if diff := gocmp.Diff(want, list.entries); diff != "" {
+		t.Errorf("entries (-want +got):\n%s", diff)
+	}
+	empty := entryList{kind: consulapi.HTTPRoute}
+	if err := json.Unmarshal([]byte(`null`), &empty); err != nil || len(empty.entries) != 0 {
+		t.Errorf("null: %v, %d entries", err, len(empty.entries))
+	}
+	bad := entryList{kind: consulapi.APIGateway}
+	if err := json.Unmarshal([]byte(`{"Kind":"api-gateway"}`), &bad); err == nil || !strings.Contains(err.Error(), consulapi.APIGateway) {
+		t.Errorf("an object for a list: err = %v, want one naming %s", err, consulapi.APIGateway)
 	}
 }

@@ -80,6 +80,9 @@ type Syncer struct {
 	version atomic.Pointer[string]
 	// references are the Secrets and Services the last translation read.
 	references translate.Snapshot
+	// routeBackends are the Services each held route names as backends, read once per
+	// version rather than on every translation.
+	routeBackends map[ownerKey][]cache.ObjectName
 	// verdictsRead is set once Consul's verdicts at start have been read (HasSynced).
 	verdictsRead atomic.Bool
 	// statusChanged asks the status pipeline to judge an object again because the
@@ -101,21 +104,22 @@ func NewSyncer(cfg Config) *Syncer {
 		cfg.Clock = clock.RealClock{}
 	}
 	return &Syncer{
-		cfg:        cfg,
-		clock:      cfg.Clock,
-		queue:      workqueue.New[translate.EntryKey]("consul"),
-		translator: translate.NewTranslator(cfg.Naming, cfg.Ownership, cfg.Options),
-		snapshot:   translate.NewSnapshot(),
-		confirmed:  map[ownerKey]bool{},
-		desired:    translate.Desired{Entries: map[translate.EntryKey]consulapi.ConfigEntry{}},
-		verdicts:   newVerdicts(cfg.Naming),
-		held:       newHeldEntries(),
-		judging:    newAwaitingJudgement(),
-		chains:     newChainRefresher(),
-		matched:    newMatchedEntries(),
-		view:       newConsulView(),
-		undesired:  undesiredSince{since: map[translate.EntryKey]time.Time{}},
-		dirty:      make(chan struct{}, 1),
+		cfg:           cfg,
+		clock:         cfg.Clock,
+		queue:         workqueue.New[translate.EntryKey]("consul"),
+		translator:    translate.NewTranslator(cfg.Naming, cfg.Ownership, cfg.Options),
+		snapshot:      translate.NewSnapshot(),
+		confirmed:     map[ownerKey]bool{},
+		routeBackends: map[ownerKey][]cache.ObjectName{},
+		desired:       translate.Desired{Entries: map[translate.EntryKey]consulapi.ConfigEntry{}},
+		verdicts:      newVerdicts(cfg.Naming),
+		held:          newHeldEntries(),
+		judging:       newAwaitingJudgement(),
+		chains:        newChainRefresher(),
+		matched:       newMatchedEntries(),
+		view:          newConsulView(),
+		undesired:     undesiredSince{since: map[translate.EntryKey]time.Time{}},
+		dirty:         make(chan struct{}, 1),
 	}
 }
 
@@ -191,16 +195,19 @@ func holdWithCertificates[T interface {
 // Callers hold s.mu.
 func (s *Syncer) holdRoute(c gwsync.Confirmation) bool {
 	routes := s.snapshot.Routes[c.Kind]
+	owner := ownerKey{c.Kind, c.Key}
 	r, ok := c.Object.(gatewayapi.Object)
 	if !ok || c.Route == nil {
 		delete(routes, c.Key)
+		delete(s.routeBackends, owner)
 		return false
 	}
 	if held, isHeld := routes[c.Key]; isHeld && sameVersion(held.Route, r) && held.Decision.Equal(*c.Route) {
 		routes[c.Key] = translate.ConfirmedRoute{Route: r, Decision: held.Decision} // as in holdWithCertificates
-		return !referencesMoved(s.cfg.Services.Services, s.references.Services, backendServices(c.Kind, r))
+		return !referencesMoved(s.cfg.Services.Services, s.references.Services, s.routeBackends[owner])
 	}
 	routes[c.Key] = translate.ConfirmedRoute{Route: r, Decision: *c.Route}
+	s.routeBackends[owner] = backendServices(c.Kind, r)
 	return false
 }
 
@@ -272,18 +279,26 @@ func (s *Syncer) markDirty() {
 	}
 }
 
-// translate recomputes the desired entries and queues every entry whose desired state
-// changed, appeared or went away.
-func (s *Syncer) translate(ctx context.Context) {
+// translatePause is how long the translation loop rests after a translation that took
+// busy: as long again, so that a burst of confirmations (a cold start confirms every
+// object twice) costs at most half a core however many objects each translation walks,
+// and a change that comes during the burst waits at most one more translation. A change
+// that comes alone is translated at once.
+func translatePause(busy time.Duration) time.Duration { return min(busy, time.Second) }
+
+// translate recomputes the desired entries, queues every entry whose desired state
+// changed, appeared or went away, and returns how long that took.
+func (s *Syncer) translate(ctx context.Context) time.Duration {
+	start := time.Now()
 	s.mu.Lock()
 	snapshot := s.snapshotWithReferences()
 	s.references = translate.Snapshot{Secrets: snapshot.Secrets, Services: snapshot.Services}
 	previous := s.desired
 	s.mu.Unlock()
 
-	start := time.Now()
+	translateStart := time.Now()
 	next := s.translator.Translate(snapshot)
-	metrics.TranslateDuration.Observe(time.Since(start).Seconds())
+	metrics.TranslateDuration.Observe(time.Since(translateStart).Seconds())
 	metrics.TranslatedObjects.Add(float64(s.translator.Translated()))
 	// The new desired state is in place before any key is queued: a worker that takes
 	// a key at once must see it, or it would compare against the old state, find
@@ -306,6 +321,7 @@ func (s *Syncer) translate(ctx context.Context) {
 	}
 	s.verdicts.setProblems(next.Problems, s.statusChanged)
 	klog.FromContext(ctx).V(4).Info("Translated confirmed objects", "entries", len(next.Entries), "translated", s.translator.Translated(), "changed", changed, "problems", len(next.Problems))
+	return time.Since(start)
 }
 
 // sameDesired reports whether two desired entries are equal. A kept translation hands
@@ -334,8 +350,8 @@ func (s *Syncer) snapshotWithReferences() translate.Snapshot {
 		}
 	}
 	for kind, routes := range snap.Routes {
-		for _, r := range routes {
-			for _, key := range backendServices(kind, r.Route) {
+		for key := range routes {
+			for _, key := range s.routeBackends[ownerKey{kind, key}] {
 				addObject(snap.Services, key, s.cfg.Services.Services)
 			}
 		}

@@ -361,7 +361,7 @@ func (s *Syncer) Run(ctx context.Context, confirmedAll <-chan struct{}) error {
 			case <-ctx.Done():
 				return
 			case <-s.dirty:
-				s.translate(ctx)
+				sleep(ctx, translatePause(s.translate(ctx)))
 			}
 		}
 	})

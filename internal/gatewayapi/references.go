@@ -1,6 +1,8 @@
 package gatewayapi
 
 import (
+	"slices"
+
 	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
@@ -54,21 +56,17 @@ func IsGateway(ref gatewayv1.ParentReference) bool {
 }
 
 // nameSet collects referenced names in order, each once: a route may name one Gateway
-// in several parentRefs (one per sectionName), and a Service in several rules.
+// in several parentRefs (one per sectionName), and a Service in several rules. An
+// object names a handful at most, so a scan of the list beats a map: the syncer asks
+// for every route's backends on every translation.
 type nameSet struct {
 	list []cache.ObjectName
-	seen map[cache.ObjectName]bool
 }
 
 func (s *nameSet) add(name cache.ObjectName) {
-	if s.seen[name] {
-		return
+	if !slices.Contains(s.list, name) {
+		s.list = append(s.list, name)
 	}
-	if s.seen == nil {
-		s.seen = map[cache.ObjectName]bool{}
-	}
-	s.seen[name] = true
-	s.list = append(s.list, name)
 }
 
 // CertificateSecrets returns the Secrets the gateway's listeners name as certificates,
