@@ -168,19 +168,25 @@ func (s *stack) waitLeader(ctx context.Context, ctl *testenv.Controller) (time.T
 // saveHeapProfile writes ctl's heap profile next to its log, as <log>.heap.pb.gz
 // (read it with go tool pprof -sample_index=inuse_space).
 func saveHeapProfile(ctx context.Context, ctl *testenv.Controller) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+ctl.ProfilingAddr()+"/debug/pprof/heap?gc=1", nil)
+	return saveProfile(ctx, ctl, "heap?gc=1", "heap")
+}
+
+// saveProfile writes the profile /debug/pprof/<query> of ctl next to its log, as
+// <log>.<name>.pb.gz.
+func saveProfile(ctx context.Context, ctl *testenv.Controller, query, name string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+ctl.ProfilingAddr()+"/debug/pprof/"+query, nil)
 	if err != nil {
 		return err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return fmt.Errorf("heap profile of %s: %w", ctl.Name(), err)
+		return fmt.Errorf("%s profile of %s: %w", name, ctl.Name(), err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("heap profile of %s: %s", ctl.Name(), resp.Status)
+		return fmt.Errorf("%s profile of %s: %s", name, ctl.Name(), resp.Status)
 	}
-	path := strings.TrimSuffix(ctl.LogPath(), ".log") + ".heap.pb.gz"
+	path := strings.TrimSuffix(ctl.LogPath(), ".log") + "." + name + ".pb.gz"
 	f, err := os.Create(path)
 	if err != nil {
 		return err
@@ -189,6 +195,6 @@ func saveHeapProfile(ctx context.Context, ctl *testenv.Controller) error {
 		f.Close()
 		return err
 	}
-	logf("heap profile of %s: %s", ctl.Name(), path)
+	logf("%s profile of %s: %s", name, ctl.Name(), path)
 	return f.Close()
 }

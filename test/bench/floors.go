@@ -74,6 +74,10 @@ func (s *stack) runFloors(ctx context.Context, run *coldRun, edits int) (*editFl
 	if err != nil {
 		return nil, err
 	}
+	// The controller's cold start began with an empty Consul: so do the floors.
+	if err := s.clearControllerEntries(ctx); err != nil {
+		return nil, err
+	}
 	if run.floors.consul, run.floors.judged, err = s.consulFloors(ctx, entries); err != nil {
 		return nil, err
 	}
@@ -199,6 +203,32 @@ func (s *stack) floorEntries(ctx context.Context) ([]consulapi.ConfigEntry, erro
 	return out, nil
 }
 
+// clearControllerEntries deletes every api-gateway and http-route entry that is not the
+// floor's, waits until Consul lists none, and then a few seconds more for Consul's
+// gateway controller to take in the deletions, so none of that work overlaps the
+// floors.
+func (s *stack) clearControllerEntries(ctx context.Context) error {
+	for _, kind := range []string{consulapi.HTTPRoute, consulapi.APIGateway} {
+		entries, _, err := s.consul.ConfigEntries().List(kind, (&consulapi.QueryOptions{}).WithContext(ctx))
+		if err != nil {
+			return fmt.Errorf("list %s entries: %w", kind, err)
+		}
+		err = parallel(ctx, createWorkers, len(entries), func(ctx context.Context, j int) error {
+			_, err := s.consul.ConfigEntries().Delete(kind, entries[j].GetName(), (&consulapi.WriteOptions{}).WithContext(ctx))
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("delete the controller's %s entries: %w", kind, err)
+		}
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(5 * time.Second):
+	}
+	return nil
+}
+
 // floorCopy is e renamed into the floor's prefix, or nil for a kind it does not copy.
 func floorCopy(e consulapi.ConfigEntry) consulapi.ConfigEntry {
 	switch e := e.(type) {
@@ -241,6 +271,7 @@ func (s *stack) consulFloors(ctx context.Context, entries []consulapi.ConfigEntr
 		return writes, judged, err
 	}
 	for {
+		read := time.Now()
 		accepted, err := s.floorAccepted(ctx)
 		if err != nil {
 			return writes, judged, err
@@ -252,14 +283,18 @@ func (s *stack) consulFloors(ctx context.Context, entries []consulapi.ConfigEntr
 		select {
 		case <-ctx.Done():
 			return writes, judged, fmt.Errorf("waiting for Consul to judge the floor's entries (%d of %d accepted): %w", accepted, len(entries), ctx.Err())
-		case <-time.After(floorPoll):
+		case <-time.After(floorPause(time.Since(read))):
 		}
 	}
 }
 
-// floorPoll is how often floor (c) reads Consul's verdicts: a fraction of the
-// seconds Consul takes, without loading it with reads.
-const floorPoll = 250 * time.Millisecond
+// floorPause is how long floor (c) waits between reads of Consul's verdicts that took
+// busy: ten times that, at least 250 ms, as the controller's own watch paces its
+// lists. Reading thousands of entries back to back would load Consul while it judges
+// and slow the very thing measured.
+func floorPause(busy time.Duration) time.Duration {
+	return max(10*busy, 250*time.Millisecond)
+}
 
 // floorAccepted counts the floor's entries Consul accepted.
 func (s *stack) floorAccepted(ctx context.Context) (int, error) {

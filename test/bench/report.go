@@ -167,7 +167,9 @@ hostname) with one Service each as the routes' backend, one GatewayClass of
 and a global ` + "`proxy-defaults`" + ` with protocol http (Consul 1.15 accepts an http-route only
 to http backends, and the controller writes no ` + "`service-defaults`" + ` by default). Objects
 are created by an admin client at 1000 QPS before any controller starts. Controller
-logs are kept under ` + "`_output/bench/<time>/`" + `.
+logs are kept under ` + "`_output/bench/<time>/`" + `. The stacks have no kubelet, so the
+controllers run with ` + "`--deploy-gateways=false`" + `: the bench measures the status
+pipeline and the Consul syncer; the data plane is tested in ` + "`test/dataplane`" + `.
 
 - **Final** means: each route's parent status of our controller has ` + "`Accepted`" + `,
   ` + "`ResolvedRefs`" + ` and ` + "`consul-gateway-controller.github.io/ConsulAccepted`" + ` True at the
@@ -195,11 +197,16 @@ logs are kept under ` + "`_output/bench/<time>/`" + `.
 - **Consul write floor (b) and judging floor (c):** the controller's own ` + "`api-gateway`" + `
   and ` + "`http-route`" + ` entries, read from Consul after it stopped, copied under the prefix
   ` + "`bench-floor-`" + ` (the routes' parents renamed with it; no ownership meta, no status),
-  so the content Consul takes in is the same: one entry per desired entry. They are
+  so the content Consul takes in is the same: one entry per desired entry. The
+  controller's entries are then deleted (and 5 s given to Consul's gateway controller),
+  so the floors start from an empty Consul, as the cold start did. The copies are
   created with ` + "`ConfigEntries().CAS`" + ` (index 0), Gateways first, from 2 workers
   (` + "`--consul-workers`" + `). (b) ends when the last write returned; (c) when Consul's own
-  status on every copy says ` + "`Accepted=True`" + ` (read every 250 ms): what Consul 1.15
-  needs to judge a cold start's entries one at a time, which no controller can go below.
+  status on every copy says ` + "`Accepted=True`" + `, read by listing both kinds with a pause of
+  ten times the list's cost between lists (at least 250 ms), as the controller's watch
+  paces itself: what Consul 1.15 needs to judge a cold start's entries, which no
+  controller can go below. Consul judges while the writes go on, so (b) holds some of
+  its judging too.
   CPU of the floors is the bench process's own (getrusage) while they ran.
 - **Edits:** on the converged stack at the default QPS, one route at a time (spread
   over all routes) gets a new path prefix by a merge patch. Three latencies run from

@@ -141,6 +141,16 @@ func (s *stack) edits(ctx context.Context, ctl *testenv.Controller, count int) (
 		return nil, err
 	}
 	run := &editRun{}
+	if s.cfg.profiles {
+		// A CPU profile of the first seconds of the edits: where an edit's time goes.
+		profiled := make(chan error, 1)
+		go func() { profiled <- saveProfile(ctx, ctl, "profile?seconds=10", "edits-cpu") }()
+		defer func() {
+			if err := <-profiled; err != nil {
+				logf("%s: %v", s.name, err)
+			}
+		}()
+	}
 	stride := max(s.size.routes/count, 1)
 	for k := range count {
 		i := (k * stride) % s.size.routes

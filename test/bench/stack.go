@@ -304,6 +304,9 @@ func controllerArgs(cfg *config, qps float64, burst int) []string {
 		fmt.Sprintf("--kube-api-burst=%d", burst),
 		fmt.Sprintf("--consul-workers=%d", consulWorkers),
 		"--cluster-id=bench",
+		// The stacks have no kubelet: gateway pods would never be Ready, and Programmed
+		// would wait for them. The data plane is measured by test/dataplane, not here.
+		"--deploy-gateways=false",
 		// Short lease timings keep the failover quick; the proportions are
 		// kube-controller-manager's.
 		"--leader-elect-lease-duration=" + leaseDuration.String(),
