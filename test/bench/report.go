@@ -229,19 +229,18 @@ pipeline and the Consul syncer; the data plane is tested in ` + "`test/dataplane
 - **Order on one stack:** the cold start at QPS 20/30, then on that converged stack
   the edits, the restart and the failover, then (all controllers stopped) the floors.
   The cold start at QPS 1000/1000 (also at 10,000 routes, where QPS 20/30 would spend
-  17 minutes in the client's rate limiter alone) and the one with Secrets (at the
-  largest QPS 1000/1000 size) each get a stack of their own and their floors, and so
-  does the 0-route baseline.
+  17 minutes in the client's rate limiter alone) gets a stack of its own and its
+  floors at each size; at the largest, the unrelated Secrets are present. The 0-route
+  baseline has a stack too.
 - **Restart:** SIGTERM the converged controller and start a new process at once.
   **Failover:** start a second process, wait until it is ready as a follower, SIGKILL
   the leader. Both count the new process's writes and, from the signal until the new
   process has settled, the status changes the watch saw and how long each object was
   not final (summed over objects, and the longest). "Observed for" includes the quiet
   period.
-- **Memory:** peak RSS at each size, with 0 routes as the baseline, and at the largest
-  size with the unrelated Secrets (half Opaque, half ` + "`kubernetes.io/tls`" + ` with 1 KiB
-  dummy ` + "`tls.crt`" + `/` + "`tls.key`" + `) created in the routes' namespace before the controller
-  starts (at QPS 1000/1000, compared with the same cold start without them). The
-  controller caches only the Secrets a listener names, so its
+- **Memory:** peak RSS at each size, with 0 routes as the baseline. At the largest
+  QPS 1000/1000 size the unrelated Secrets (half Opaque, half ` + "`kubernetes.io/tls`" + ` with
+  1 KiB dummy ` + "`tls.crt`" + `/` + "`tls.key`" + `) are created in the routes' namespace before the
+  controller starts. The controller caches only the Secrets a listener names, so its
   ` + "`consul_gateway_controller_informer_cached_secrets`" + ` gauge, reported with them, is 0 there.
 `

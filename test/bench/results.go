@@ -39,7 +39,11 @@ func (r *results) rows() []row {
 			rows = append(rows, r.coldRows(n, fmt.Sprintf("cold start, QPS %d/%d", defaultQPS, defaultBurst), c)...)
 		}
 		if c := r.fast[n]; c != nil {
-			rows = append(rows, r.coldRows(n, fmt.Sprintf("cold start, QPS %d/%d", fastQPS, fastBurst), c)...)
+			name := fmt.Sprintf("cold start, QPS %d/%d", fastQPS, fastBurst)
+			if c.size.secrets > 0 {
+				name += fmt.Sprintf(" + %d unrelated Secrets", c.size.secrets)
+			}
+			rows = append(rows, r.coldRows(n, name, c)...)
 		}
 		if e := r.edit[n]; e != nil {
 			rows = append(rows, editRows(n, e)...)
@@ -172,6 +176,9 @@ func (r *results) secretRows(s *coldRun) []row {
 		rows = append(rows, row{size: n, scenario: scenario, figure: figure, value: value, baseline: baseline, ratio: ratio})
 	}
 	without := r.fast[n]
+	if without == s {
+		without = nil // the same run: its rows are above
+	}
 	if without != nil {
 		add("time to converge", seconds(s.converge), "without the Secrets: "+seconds(without.converge),
 			ratio(s.converge.Seconds(), without.converge.Seconds()))
