@@ -26,7 +26,7 @@ const (
 	fastBurst    = 1000
 )
 
-var allScenarios = []string{"idle", "cold", "cold-fast", "edit", "restart", "failover", "secrets"}
+var allScenarios = []string{"idle", "cold", "cold-fast", "edit", "restart", "failover", "secrets", "peer"}
 
 // The QPS 20/30 stacks (cold start, edits, restart, failover) run at defaultSizes;
 // the QPS 1000/1000 cold start at defaultFastSizes, and the Secrets at the largest of
@@ -43,6 +43,7 @@ type config struct {
 	scenarios map[string]bool
 	edits     int
 	secrets   int
+	peerSize  int
 	timeout   time.Duration
 	quiet     time.Duration
 	verbosity int
@@ -66,6 +67,7 @@ func parseFlags(args []string) (*config, error) {
 	scenarios := fs.String("scenarios", strings.Join(allScenarios, ","), "comma-separated subset of "+strings.Join(allScenarios, ","))
 	cfg := &config{}
 	fs.IntVar(&cfg.edits, "edits", 100, "route edits in the edit-latency scenario")
+	fs.IntVar(&cfg.peerSize, "peer-size", 1000, "routes of the side-by-side comparison with Envoy Gateway (the peer scenario)")
 	fs.IntVar(&cfg.secrets, "secrets", 10000, "unrelated Secrets (half Opaque, half kubernetes.io/tls) in the secrets scenario, at the largest size")
 	fs.DurationVar(&cfg.timeout, "timeout", 45*time.Minute, "the longest any one wait (convergence, settling) may take")
 	fs.DurationVar(&cfg.quiet, "quiet", 10*time.Second, "how long a controller must make no write, with every status final, to count as settled")
@@ -221,6 +223,9 @@ func runAll(ctx context.Context, cfg *config, res *results) error {
 	if cfg.scenarios["secrets"] {
 		n := largestFast(cfg)
 		try(fmt.Sprintf("n%d-secrets", n), func() error { return runSecrets(ctx, cfg, res, n) })
+	}
+	if cfg.scenarios["peer"] {
+		try(fmt.Sprintf("n%d-peer", cfg.peerSize), func() error { return runPeer(ctx, cfg, res) })
 	}
 	if ctx.Err() != nil {
 		errs = append(errs, ctx.Err())

@@ -238,6 +238,22 @@ pipeline and the Consul syncer; the data plane is tested in ` + "`test/dataplane
   process has settled, the status changes the watch saw and how long each object was
   not final (summed over objects, and the longest). "Observed for" includes the quiet
   period.
+- **Side by side with Envoy Gateway** (` + "`-scenarios=peer`" + `, ` + "`-peer-size`" + `, 1,000 routes by
+  default), the field benchmark's figures: Envoy Gateway v1.9.1's controller is built
+  from its Go module in ` + "`test/bench/envoygateway`" + ` (a module of its own, never the
+  product's go.mod) and run out of cluster with its CRDs, certgen's Secrets and its
+  Helm chart's configuration (rate limit, extension manager, topology injector and
+  Prometheus off; its xDS server reads ` + "`/certs`" + `, a path it does not let one change, and
+  listens on all addresses of port 18000; nothing connects to it). Each controller runs
+  alone on a stack of its own with the same routes, Gateways and Services (only the
+  GatewayClass differs) at Envoy Gateway's default client throttle, QPS 50, burst 100.
+  Time runs from the process's start until every route has Accepted=True from that
+  controller at its generation and every listener's ` + "`attachedRoutes`" + ` counts its 20
+  routes. Requests and status writes are the kube-apiserver's own counts
+  (` + "`apiserver_request_total`" + `) between the start and the moment it settled; this
+  controller settles only once Consul's verdicts are in every status, which its second
+  status write per object carries. Restart: SIGTERM, a new process, its requests until
+  settled.
 - **Memory:** peak RSS at each size, with 0 routes as the baseline. At the largest
   QPS 1000/1000 size the unrelated Secrets (half Opaque, half ` + "`kubernetes.io/tls`" + ` with
   1 KiB dummy ` + "`tls.crt`" + `/` + "`tls.key`" + `) are created in the routes' namespace before the

@@ -16,6 +16,7 @@ type results struct {
 	restart  map[int]*handover
 	failover map[int]*handover
 	secrets  *coldRun
+	side     *sideBySide
 }
 
 func newResults(cfg *config) *results {
@@ -58,7 +59,7 @@ func (r *results) rows() []row {
 	if s := r.secrets; s != nil {
 		rows = append(rows, r.secretRows(s)...)
 	}
-	return rows
+	return append(rows, r.sideRows()...)
 }
 
 func (r *results) restartTotal(n int) int {

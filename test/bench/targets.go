@@ -49,7 +49,8 @@ func (r *results) targets() []target {
 		}
 	}
 	out = append(out, r.editTargets()...)
-	return append(out, r.memoryTargets()...)
+	out = append(out, r.memoryTargets()...)
+	return append(out, r.peerTargets()...)
 }
 
 // editTargets compare the edits' p99 with their floors' at the largest size edited.
