@@ -34,11 +34,14 @@ type entryList struct {
 
 func (l *entryList) UnmarshalJSON(data []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('[') {
-		if err == nil && tok == nil {
-			return nil // null: no entries
-		}
-		return fmt.Errorf("a list of %s entries is not a JSON array (%v)", l.kind, err)
+	tok, err := dec.Token()
+	switch {
+	case err != nil:
+		return fmt.Errorf("decode a list of %s entries: %w", l.kind, err)
+	case tok == nil:
+		return nil // null: no entries
+	case tok != json.Delim('['):
+		return fmt.Errorf("a list of %s entries is not a JSON array", l.kind)
 	}
 	for dec.More() {
 		var raw json.RawMessage

@@ -216,7 +216,8 @@ func runAll(ctx context.Context, cfg *config, res *results) error {
 			try(fmt.Sprintf("n%d", n), func() error { return runDefault(ctx, cfg, res, n) })
 		}
 		// The largest fast size runs once, with the Secrets when they are asked for.
-		if slices.Contains(cfg.fastSizes, n) && cfg.scenarios["cold-fast"] && !(cfg.scenarios["secrets"] && n == largestFast(cfg)) {
+		withSecrets := cfg.scenarios["secrets"] && n == largestFast(cfg)
+		if slices.Contains(cfg.fastSizes, n) && cfg.scenarios["cold-fast"] && !withSecrets {
 			try(fmt.Sprintf("n%d-fast", n), func() error { return runFast(ctx, cfg, res, n) })
 		}
 	}

@@ -50,7 +50,9 @@ func runPeer(ctx context.Context, cfg *config, res *results) error {
 	if err == nil {
 		err = withStack(ctx, cfg, fmt.Sprintf("n%d-envoy-gateway", n), newPeerLayout(n), func(s *stack) error {
 			var err error
-			res.side.peer, err = s.peerColdStart(ctx, binary, crdDir)
+			if res.side.peer, err = s.peerColdStart(ctx, binary, crdDir); err == nil {
+				logf("%s: %s", s.name, res.side.peer.text())
+			}
 			return err
 		})
 	}
