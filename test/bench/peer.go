@@ -28,7 +28,6 @@ package main
 // this machine: the process only ever dials the stack's loopback API server.
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -37,25 +36,18 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayinformers "sigs.k8s.io/gateway-api/pkg/client/informers/externalversions"
-	"sigs.k8s.io/yaml"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
 )
@@ -174,7 +166,7 @@ func (s *stack) setupPeer(ctx context.Context, binary, crdDir string) (p *peer, 
 		return p, err
 	}
 	admin := s.env.Kube.Config(testenv.AdminUser)
-	if err := installCRDs(ctx, admin, crdDir); err != nil {
+	if err := testenv.InstallManifests(ctx, admin, crdDir); err != nil {
 		return p, err
 	}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: peerNamespace}}
@@ -373,54 +365,13 @@ func (proc *peerProcess) whileRunning(ctx context.Context, timeout time.Duration
 	return ctx, func() { cancel(nil); cancelTimeout() }
 }
 
-// usage is the process's CPU seconds (utime+stime of /proc/<pid>/stat) and peak RSS
-// (VmHWM of /proc/<pid>/status, in bytes).
+// usage is the process's CPU seconds (utime+stime) and peak RSS (VmHWM, in bytes).
 func (proc *peerProcess) usage() (cpu float64, peakRSS int64, err error) {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", proc.pid()))
-	if err != nil {
+	if cpu, err = testenv.ProcessCPUSeconds(proc.pid()); err != nil {
 		return 0, 0, err
 	}
-	if cpu, err = procCPUSeconds(string(stat)); err != nil {
-		return 0, 0, err
-	}
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", proc.pid()))
-	if err != nil {
-		return 0, 0, err
-	}
-	peakRSS, err = procPeakRSS(string(status))
-	return cpu, peakRSS, err
-}
-
-// procCPUSeconds is utime+stime of a /proc/<pid>/stat line, in seconds (USER_HZ 100).
-func procCPUSeconds(stat string) (float64, error) {
-	end := strings.LastIndexByte(stat, ')')
-	if end < 0 {
-		return 0, errors.New("malformed /proc stat")
-	}
-	fields := strings.Fields(stat[end+1:])
-	if len(fields) < 13 {
-		return 0, errors.New("short /proc stat")
-	}
-	var ticks float64
-	for _, f := range fields[11:13] { // fields 14 and 15 of the line
-		n, err := strconv.ParseUint(f, 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("parse /proc stat: %w", err)
-		}
-		ticks += float64(n)
-	}
-	return ticks / 100, nil
-}
-
-// procPeakRSS is VmHWM of a /proc/<pid>/status, in bytes.
-func procPeakRSS(status string) (int64, error) {
-	for _, line := range strings.Split(status, "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return kb * 1024, err
-		}
-	}
-	return 0, errors.New("no VmHWM in /proc status")
+	mem, err := testenv.ProcessMemory(proc.pid())
+	return cpu, mem.PeakRSS, err
 }
 
 // waitLeader follows the process's log until it says the process holds its Lease,
@@ -452,71 +403,6 @@ func (proc *peerProcess) waitLeader(ctx context.Context) (time.Time, error) {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-}
-
-// installCRDs creates every CRD of the YAML files in dir (objects that exist are left
-// as they are) and waits until each is Established.
-func installCRDs(ctx context.Context, cfg *rest.Config, dir string) error {
-	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
-	if err != nil {
-		return err
-	}
-	if len(files) == 0 {
-		return fmt.Errorf("no CRDs in %s", dir)
-	}
-	client, err := apiextensionsclient.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	var names []string
-	for _, file := range files {
-		data, err := os.ReadFile(file)
-		if err != nil {
-			return err
-		}
-		reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-		for {
-			doc, err := reader.Read()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				return fmt.Errorf("%s: %w", filepath.Base(file), err)
-			}
-			crd := &apiextensionsv1.CustomResourceDefinition{}
-			if err := yaml.Unmarshal(doc, crd); err != nil {
-				return fmt.Errorf("%s: %w", filepath.Base(file), err)
-			}
-			if crd.Kind == "" {
-				continue // an empty document
-			}
-			if crd.Kind != "CustomResourceDefinition" {
-				return fmt.Errorf("%s: unexpected kind %q", filepath.Base(file), crd.Kind)
-			}
-			if _, err := client.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-				return fmt.Errorf("create CRD %s: %w", crd.Name, err)
-			}
-			names = append(names, crd.Name)
-		}
-	}
-	for _, name := range names {
-		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-			crd, err := client.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				return false, nil
-			}
-			for _, c := range crd.Status.Conditions {
-				if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
-					return true, nil
-				}
-			}
-			return false, nil
-		})
-		if err != nil {
-			return fmt.Errorf("CRD %s not Established: %w", name, err)
-		}
-	}
-	return nil
 }
 
 // attachedRouteFinal reports whether the route has a parent status of controller

@@ -85,20 +85,6 @@ func TestAPICountsMinus(t *testing.T) {
 	}
 }
 
-func TestProcParsers(t *testing.T) {
-	cpu, err := procCPUSeconds("4242 (envoy gateway) S 1 4242 4242 0 -1 4194560 2000 0 0 0 150 75 0 0 20 0 12 0 100 0 0")
-	if err != nil || cpu != 2.25 {
-		t.Errorf("cpu = %v, %v; want 2.25", cpu, err)
-	}
-	rss, err := procPeakRSS("Name:\tenvoy-gateway\nVmPeak:\t 100 kB\nVmHWM:\t   2048 kB\nVmRSS:\t 1024 kB\n")
-	if err != nil || rss != 2048*1024 {
-		t.Errorf("peak RSS = %v, %v; want 2 MiB", rss, err)
-	}
-	if _, err := procPeakRSS("Name:\tx\n"); err == nil {
-		t.Error("a status without VmHWM parsed")
-	}
-}
-
 func TestPeerFinal(t *testing.T) {
 	l := layout{routes: 45, gateways: 2}
 	if got := []int32{l.routesOf(0), l.routesOf(1)}; !cmp.Equal(got, []int32{23, 22}) {

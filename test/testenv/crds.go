@@ -65,7 +65,7 @@ func InstallGatewayAPI(ctx context.Context, cfg *rest.Config) error {
 	if err != nil {
 		return err
 	}
-	return installManifests(ctx, cfg, dir)
+	return InstallManifests(ctx, cfg, dir)
 }
 
 // InstallProjectCRDs installs this project's own CRDs (deploy/crds) and the consul-k8s
@@ -77,16 +77,17 @@ func InstallProjectCRDs(ctx context.Context, cfg *rest.Config) error {
 		return err
 	}
 	for _, dir := range []string{"crds", "consul-k8s"} {
-		if err := installManifests(ctx, cfg, filepath.Join(root, "deploy", dir)); err != nil {
+		if err := InstallManifests(ctx, cfg, filepath.Join(root, "deploy", dir)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// installManifests creates every object of the manifests in dir and waits until each
+// InstallManifests creates every object of the manifests in dir (CRDs and validating
+// admission policies; objects that exist are left as they are) and waits until each
 // CRD among them is Established and served.
-func installManifests(ctx context.Context, cfg *rest.Config, dir string) error {
+func InstallManifests(ctx context.Context, cfg *rest.Config, dir string) error {
 	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	if err != nil {
 		return err

@@ -19,8 +19,11 @@ type Memory struct {
 }
 
 // Memory reads /proc/<pid>/status; it fails once the process has exited.
-func (c *Controller) Memory() (Memory, error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", c.Pid()))
+func (c *Controller) Memory() (Memory, error) { return ProcessMemory(c.Pid()) }
+
+// ProcessMemory reads the resident set of process pid from /proc/<pid>/status.
+func ProcessMemory(pid int) (Memory, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return Memory{}, err
 	}
@@ -58,8 +61,11 @@ func parseProcStatus(r io.Reader) (Memory, error) {
 
 // CPUSeconds is the user plus system CPU time the process has used, from
 // /proc/<pid>/stat; it fails once the process has exited.
-func (c *Controller) CPUSeconds() (float64, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", c.Pid()))
+func (c *Controller) CPUSeconds() (float64, error) { return ProcessCPUSeconds(c.Pid()) }
+
+// ProcessCPUSeconds is the user plus system CPU time process pid has used.
+func ProcessCPUSeconds(pid int) (float64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0, err
 	}
