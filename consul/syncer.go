@@ -3,7 +3,6 @@ package consul
 import (
 	"context"
 	"fmt"
-	"maps"
 	"reflect"
 	gosync "sync"
 	"sync/atomic"
@@ -78,8 +77,11 @@ type Syncer struct {
 	undesired undesiredSince
 	// version is the Consul server's version, "" until known.
 	version atomic.Pointer[string]
-	// references are the Secrets and Services the last translation read.
+	// references are the Secrets and Services as the translator was last given them.
 	references translate.Snapshot
+	// pending are the objects confirmed since the last translation, to be given to the
+	// translator: new versions, removals, and new allocations of held versions.
+	pending map[ownerKey]bool
 	// routeBackends are the Services each held route names as backends, read once per
 	// version rather than on every translation.
 	routeBackends map[ownerKey][]cache.ObjectName
@@ -110,6 +112,8 @@ func NewSyncer(cfg Config) *Syncer {
 		translator:    translate.NewTranslator(cfg.Naming, cfg.Ownership, cfg.Options),
 		snapshot:      translate.NewSnapshot(),
 		confirmed:     map[ownerKey]bool{},
+		pending:       map[ownerKey]bool{},
+		references:    translate.NewSnapshot(),
 		routeBackends: map[ownerKey][]cache.ObjectName{},
 		desired:       translate.Desired{Entries: map[translate.EntryKey]consulapi.ConfigEntry{}},
 		verdicts:      newVerdicts(cfg.Naming),
@@ -128,13 +132,14 @@ func NewSyncer(cfg Config) *Syncer {
 //
 // A confirmation of the version already held (the cache's copy of an object a status
 // write returned, or an object judged again because a Secret or Service it refers to
-// changed) keeps the held object, and with it its translation; it asks for a
-// translation only when a Secret or Service the object refers to is not the one the
-// last translation read.
+// changed) keeps its translation; the object is given to the translator again only
+// when it is another allocation (so the first can be freed) or a Secret or Service it
+// refers to is not the one the translator was last given.
 func (s *Syncer) Publish(_ context.Context, c gwsync.Confirmation) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.confirmed[ownerKey{c.Kind, c.Key}] = true
+	owner := ownerKey{c.Kind, c.Key}
+	s.confirmed[owner] = true
 	var held bool
 	switch {
 	case c.Kind == gatewayapi.GatewayKind:
@@ -150,8 +155,9 @@ func (s *Syncer) Publish(_ context.Context, c gwsync.Confirmation) {
 		return // nothing the translation reads changed
 	}
 	if c.Object == nil {
-		s.verdicts.forget(ownerKey{c.Kind, c.Key})
+		s.verdicts.forget(owner)
 	}
+	s.pending[owner] = true
 	s.markDirty()
 }
 
@@ -182,8 +188,9 @@ func holdWithCertificates[T interface {
 	case !ok:
 		delete(held, c.Key)
 	case sameVersion(held[c.Key], obj):
+		another := held[c.Key] != obj
 		held[c.Key] = obj // the cache's copy: the write's answer can go (see sameVersion)
-		return !referencesMoved(s.cfg.Secrets.Secrets, s.references.Secrets, secrets(obj))
+		return !another && !referencesMoved(s.cfg.Secrets.Secrets, s.references.Secrets, secrets(obj))
 	default:
 		held[c.Key] = obj
 	}
@@ -204,7 +211,7 @@ func (s *Syncer) holdRoute(c gwsync.Confirmation) bool {
 	}
 	if held, isHeld := routes[c.Key]; isHeld && sameVersion(held.Route, r) && held.Decision.Equal(*c.Route) {
 		routes[c.Key] = translate.ConfirmedRoute{Route: r, Decision: held.Decision} // as in holdWithCertificates
-		return !referencesMoved(s.cfg.Services.Services, s.references.Services, s.routeBackends[owner])
+		return held.Route == r && !referencesMoved(s.cfg.Services.Services, s.references.Services, s.routeBackends[owner])
 	}
 	routes[c.Key] = translate.ConfirmedRoute{Route: r, Decision: *c.Route}
 	s.routeBackends[owner] = backendServices(c.Kind, r)
@@ -286,41 +293,52 @@ func (s *Syncer) markDirty() {
 // that comes alone is translated at once.
 func translatePause(busy time.Duration) time.Duration { return min(busy, time.Second) }
 
-// translate recomputes the desired entries, queues every entry whose desired state
-// changed, appeared or went away, and returns how long that took.
+// translate gives the translator what was confirmed since the last translation,
+// queues every entry whose desired state changed, appeared or went away, and returns
+// how long that took.
 func (s *Syncer) translate(ctx context.Context) time.Duration {
 	start := time.Now()
 	s.mu.Lock()
-	snapshot := s.snapshotWithReferences()
-	s.references = translate.Snapshot{Secrets: snapshot.Secrets, Services: snapshot.Services}
-	previous := s.desired
+	changes := s.pendingChanges()
 	s.mu.Unlock()
 
-	translateStart := time.Now()
-	next := s.translator.Translate(snapshot)
-	metrics.TranslateDuration.Observe(time.Since(translateStart).Seconds())
+	delta := s.translator.Update(changes)
+	metrics.TranslateDuration.Observe(time.Since(start).Seconds())
 	metrics.TranslatedObjects.Add(float64(s.translator.Translated()))
 	// The new desired state is in place before any key is queued: a worker that takes
 	// a key at once must see it, or it would compare against the old state, find
 	// nothing to do, and the change would wait for the next drift check.
 	s.mu.Lock()
-	s.desired = next
+	var queue []translate.EntryKey
+	for key, entry := range delta.Entries {
+		old, had := s.desired.Entries[key]
+		if entry == nil {
+			delete(s.desired.Entries, key)
+		} else {
+			s.desired.Entries[key] = entry
+		}
+		if entry == nil || !had || !sameDesired(old, entry) {
+			queue = append(queue, key)
+		}
+	}
+	for _, key := range delta.ReleasedSecrets {
+		delete(s.references.Secrets, key)
+	}
+	for _, key := range delta.ReleasedServices {
+		delete(s.references.Services, key)
+	}
+	if delta.ProblemsChanged {
+		s.desired.Problems = delta.Problems
+	}
+	entries := len(s.desired.Entries)
 	s.mu.Unlock()
-	changed := 0
-	for key, entry := range next.Entries {
-		if old, ok := previous.Entries[key]; !ok || !sameDesired(old, entry) {
-			s.queue.Add(key)
-			changed++
-		}
+	for _, key := range queue {
+		s.queue.Add(key)
 	}
-	for key := range previous.Entries {
-		if _, ok := next.Entries[key]; !ok {
-			s.queue.Add(key)
-			changed++
-		}
+	if delta.ProblemsChanged {
+		s.verdicts.setProblems(delta.Problems, s.statusChanged)
 	}
-	s.verdicts.setProblems(next.Problems, s.statusChanged)
-	klog.FromContext(ctx).V(4).Info("Translated confirmed objects", "entries", len(next.Entries), "translated", s.translator.Translated(), "changed", changed, "problems", len(next.Problems))
+	klog.FromContext(ctx).V(4).Info("Translated confirmed objects", "entries", entries, "translated", s.translator.Translated(), "changed", len(queue), "problems", len(delta.Problems))
 	return time.Since(start)
 }
 
@@ -330,48 +348,55 @@ func sameDesired(a, b consulapi.ConfigEntry) bool {
 	return a == b || apiequality.Semantic.DeepEqual(a, b)
 }
 
-// snapshotWithReferences copies the confirmed snapshot and adds the Secrets and
-// Services it refers to, read from the caches now. Callers hold s.mu.
-func (s *Syncer) snapshotWithReferences() translate.Snapshot {
-	snap := translate.NewSnapshot()
-	snap.Gateways = maps.Clone(s.snapshot.Gateways)
-	snap.ListenerSets = maps.Clone(s.snapshot.ListenerSets)
-	for kind, routes := range s.snapshot.Routes {
-		snap.Routes[kind] = maps.Clone(routes)
-	}
-	for _, gw := range snap.Gateways {
-		for _, key := range gatewayapi.CertificateSecrets(gw) {
-			addObject(snap.Secrets, key, s.cfg.Secrets.Secrets)
-		}
-	}
-	for _, set := range snap.ListenerSets {
-		for _, key := range gatewayapi.CertificateSecretsOf(set.Namespace, set.Spec.Listeners) {
-			addObject(snap.Secrets, key, s.cfg.Secrets.Secrets)
-		}
-	}
-	for kind, routes := range snap.Routes {
-		for key := range routes {
-			for _, key := range s.routeBackends[ownerKey{kind, key}] {
-				addObject(snap.Services, key, s.cfg.Services.Services)
+// pendingChanges are the pending objects as held now, and the Secrets and Services
+// they refer to as the caches hold them now; it empties pending. Callers hold s.mu.
+func (s *Syncer) pendingChanges() translate.Changes {
+	c := translate.Changes(translate.NewSnapshot())
+	for owner := range s.pending {
+		switch owner.kind {
+		case gatewayapi.GatewayKind:
+			gw := s.snapshot.Gateways[owner.key]
+			c.Gateways[owner.key] = gw
+			if gw != nil {
+				addReferences(c.Secrets, s.references.Secrets, gatewayapi.CertificateSecrets(gw), s.cfg.Secrets.Secrets)
 			}
+		case gatewayapi.ListenerSetKind:
+			set := s.snapshot.ListenerSets[owner.key]
+			c.ListenerSets[owner.key] = set
+			if set != nil {
+				addReferences(c.Secrets, s.references.Secrets, gatewayapi.CertificateSecretsOf(set.Namespace, set.Spec.Listeners), s.cfg.Secrets.Secrets)
+			}
+		default:
+			c.Routes[owner.kind][owner.key] = s.snapshot.Routes[owner.kind][owner.key]
+			addReferences(c.Services, s.references.Services, s.routeBackends[owner], s.cfg.Services.Services)
 		}
 	}
-	return snap
+	clear(s.pending)
+	return c
 }
 
-// addObject looks key up in a namespaced lister and adds what it finds to into.
-func addObject[T any, L interface{ Get(string) (T, error) }](into map[cache.ObjectName]T, key cache.ObjectName, lister func(string) L) {
-	if _, seen := into[key]; seen {
-		return
-	}
-	obj, err := lister(key.Namespace).Get(key.Name)
-	if err != nil {
-		if !apierrors.IsNotFound(err) {
-			utilruntime.HandleError(fmt.Errorf("read %s from cache: %w", key, err))
+// addReferences reads keys from a namespaced lister into changes, the zero value for
+// those it does not hold, and records what it read in given.
+func addReferences[T comparable, L interface{ Get(string) (T, error) }](changes, given map[cache.ObjectName]T, keys []cache.ObjectName, lister func(string) L) {
+	for _, key := range keys {
+		if _, seen := changes[key]; seen {
+			continue
 		}
-		return
+		var zero T
+		obj, err := lister(key.Namespace).Get(key.Name)
+		if err != nil {
+			if !apierrors.IsNotFound(err) {
+				utilruntime.HandleError(fmt.Errorf("read %s from cache: %w", key, err))
+			}
+			obj = zero
+		}
+		changes[key] = obj
+		if obj == zero {
+			delete(given, key)
+			continue
+		}
+		given[key] = obj
 	}
-	into[key] = obj
 }
 
 // unconfirmedOwner reports whether an entry belongs to a Gateway or route that exists

@@ -8,6 +8,7 @@ import (
 
 	consulapi "github.com/hashicorp/consul/api"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	kworkqueue "k8s.io/client-go/util/workqueue"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -31,6 +32,7 @@ func (q checkingQueue) Add(key translate.EntryKey) {
 func TestTranslateQueuesKeysOnlyOnceTheirDesiredStateIsInPlace(t *testing.T) {
 	s := NewSyncer(Config{
 		Ownership: translate.Ownership{Controller: "example.com/c", ClusterID: "test"},
+		Secrets:   corelisters.NewSecretLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
 	})
 	gw := acceptedGateway("infra", "gw")
 	queued := 0
@@ -41,6 +43,7 @@ func TestTranslateQueuesKeysOnlyOnceTheirDesiredStateIsInPlace(t *testing.T) {
 		}
 	}}
 	s.snapshot.Gateways[cache.MetaObjectToName(gw)] = gw
+	s.pending[ownerKey{"Gateway", cache.MetaObjectToName(gw)}] = true
 	s.translate(t.Context())
 	if queued == 0 {
 		t.Fatal("translating a new Gateway queued nothing")

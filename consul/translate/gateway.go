@@ -85,6 +85,30 @@ func (t *pass) listenerSetsOf(key cache.ObjectName) []*gatewayv1.ListenerSet {
 	return t.listenerSets[key]
 }
 
+// acceptedListenerSetsOf returns the accepted ListenerSets of sets whose parent is
+// the Gateway parent, in precedence order.
+func acceptedListenerSetsOf(sets map[cache.ObjectName]*gatewayv1.ListenerSet, parent cache.ObjectName) []*gatewayv1.ListenerSet {
+	var out []*gatewayv1.ListenerSet
+	for _, set := range sets {
+		if p, ok := gatewayapi.ListenerSetParent(set); ok && p == parent &&
+			conditionIs(set.Status.Conditions, string(gatewayv1.ListenerSetConditionAccepted), metav1.ConditionTrue) {
+			out = append(out, set)
+		}
+	}
+	slices.SortFunc(out, gatewayapi.CompareListenerSets)
+	return out
+}
+
+// addListenerSetParent adds the Gateway set names as its parent, if any, to parents.
+func addListenerSetParent(parents map[cache.ObjectName]bool, set *gatewayv1.ListenerSet) {
+	if set == nil {
+		return
+	}
+	if p, ok := gatewayapi.ListenerSetParent(set); ok {
+		parents[p] = true
+	}
+}
+
 // listenerSetsByGateway groups the accepted ListenerSets of a snapshot by the Gateway
 // they name, each group in precedence order.
 func listenerSetsByGateway(sets map[cache.ObjectName]*gatewayv1.ListenerSet) map[cache.ObjectName][]*gatewayv1.ListenerSet {

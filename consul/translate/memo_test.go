@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	gocmp "github.com/google/go-cmp/cmp"
+	consulapi "github.com/hashicorp/consul/api"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
@@ -21,6 +22,7 @@ func TestTranslatorEqualsTranslateThroughChanges(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(1, uint64(len(tc.name))))
 			tr := NewTranslator(tc.naming, testOwnership, tc.opts)
+			held := Desired{Entries: map[EntryKey]consulapi.ConfigEntry{}}
 			current := map[int]any{}
 			for i, obj := range tc.objects {
 				current[i] = obj
@@ -44,12 +46,34 @@ func TestTranslatorEqualsTranslateThroughChanges(t *testing.T) {
 					}
 				}
 				want := Translate(snapshotOf(objs...), tc.naming, testOwnership, tc.opts)
-				if diff := gocmp.Diff(want, tr.Translate(snapshotOf(objs...))); diff != "" {
+				delta := tr.Update(tr.changesTo(snapshotOf(objs...)))
+				if diff := gocmp.Diff(want, tr.Desired()); diff != "" {
 					t.Fatalf("step %d: Translator differs from Translate (-want +got):\n%s", step, diff)
+				}
+				// What the syncer holds: the desired state kept by deltas alone.
+				for key, e := range delta.Entries {
+					if e == nil {
+						delete(held.Entries, key)
+						continue
+					}
+					held.Entries[key] = e
+				}
+				if delta.ProblemsChanged {
+					held.Problems = delta.Problems
+				}
+				if diff := gocmp.Diff(want, held); diff != "" {
+					t.Fatalf("step %d: the desired state kept by deltas differs from Translate (-want +got):\n%s", step, diff)
 				}
 			}
 		})
 	}
+}
+
+// changedListenerPort is a new version of gw whose first listener has another port.
+func changedListenerPort(gw *gatewayv1.Gateway) *gatewayv1.Gateway {
+	c := gw.DeepCopy()
+	c.Spec.Listeners[0].Port++
+	return c
 }
 
 // copied is a new version of obj with the same content.
@@ -124,10 +148,15 @@ func TestTranslatorTranslatesOnlyWhatChanged(t *testing.T) {
 	if tr.translated != 1 {
 		t.Errorf("one new route version: %d objects translated, want 1", tr.translated)
 	}
-	objs[0] = copied(objs[0]) // Gateway a: itself and its 50 routes
+	objs[0] = copied(objs[0]) // Gateway a: its listeners as routes see them are the same
+	tr.Translate(snapshotOf(objs...))
+	if tr.translated != 1 {
+		t.Errorf("one new Gateway version with the same listeners: %d objects translated, want 1", tr.translated)
+	}
+	objs[0] = changedListenerPort(objs[0].(*gatewayv1.Gateway)) // Gateway a and its 50 routes
 	tr.Translate(snapshotOf(objs...))
 	if tr.translated != 51 {
-		t.Errorf("one new Gateway version: %d objects translated, want 51", tr.translated)
+		t.Errorf("one Gateway whose listener moved: %d objects translated, want 51", tr.translated)
 	}
 
 	// The same stored version in another allocation (a status write's answer, then
@@ -142,7 +171,7 @@ func TestTranslatorTranslatesOnlyWhatChanged(t *testing.T) {
 	if tr.translated != 0 {
 		t.Errorf("same version in a new allocation: %d objects translated, want 0", tr.translated)
 	}
-	if held := tr.memo.routes["HTTPRoute"][cache.MetaObjectToName(again.Route)]; held == nil || held.source != any(again.Route) {
+	if held := tr.memo[unit{kind: unitHTTPRoute, key: cache.MetaObjectToName(again.Route)}]; held == nil || held.source != any(again.Route) {
 		t.Error("the translator still holds the first allocation of the version")
 	}
 	newer := copied(again).(confirmedHTTPRoute)

@@ -15,7 +15,7 @@ func TestRouteParents(t *testing.T) {
 	s := snapshotOf(confirmedGateway("infra", "gw", true, validListener(httpListener("http", 80, "")), validListener(tcpListener("tcp", 9000))))
 	tr := newPass(s, Naming{Partition: "p"}, testOwnership, Options{})
 	gw := cache.ObjectName{Namespace: "infra", Name: "gw"}
-	if pg := tr.object(nil, s.Gateways[gw], nil, func() { tr.gateway(gw, s.Gateways[gw]) }).gateway; pg != nil {
+	if pg := tr.translateObject(s.Gateways[gw], nil, func() { tr.gateway(gw, s.Gateways[gw]) }).gateway; pg != nil {
 		tr.gateways[gw] = pg
 	}
 	route := cache.ObjectName{Namespace: "apps", Name: "r"}
@@ -35,22 +35,22 @@ func TestRouteParents(t *testing.T) {
 	if diff := gocmp.Diff(wantDropped, dropped, gocmp.AllowUnexported(droppedParent{})); diff != "" {
 		t.Errorf("dropped parents (-want +got):\n%s", diff)
 	}
-	if len(tr.desired.Problems) != 0 {
-		t.Errorf("problems %v, want none of the whole route", tr.desired.Problems)
+	if tr.out != nil && len(tr.out.problems) != 0 {
+		t.Errorf("problems %v, want none of the whole route", tr.out.problems)
 	}
 
-	tr.desired.Problems = nil
+	tr.out = nil
 	if parents, _ := tr.routeParents("HTTPRoute", route, []gwdecision.Attachment{attachment("infra", "missing", "http"), attachment("infra", "gw", "nope")}, "http"); len(parents) != 0 {
 		t.Errorf("parents without written listeners: %v", parents)
 	}
 	wantProblems := []Problem{{Kind: "HTTPRoute", Object: route, Message: "none of the listeners the route is accepted on is programmed in Consul (infra/missing/http, infra/gw/nope)"}}
-	if diff := gocmp.Diff(wantProblems, tr.desired.Problems); diff != "" {
+	if diff := gocmp.Diff(wantProblems, tr.current().problems); diff != "" {
 		t.Errorf("problems (-want +got):\n%s", diff)
 	}
 
-	tr.desired.Problems = nil
-	if parents, _ := tr.routeParents("HTTPRoute", route, nil, "http"); len(parents) != 0 || len(tr.desired.Problems) != 0 {
-		t.Errorf("a route accepted nowhere: parents %v, problems %v", parents, tr.desired.Problems)
+	tr.out = nil
+	if parents, _ := tr.routeParents("HTTPRoute", route, nil, "http"); len(parents) != 0 || len(tr.current().problems) != 0 {
+		t.Errorf("a route accepted nowhere: parents %v, problems %v", parents, tr.current().problems)
 	}
 }
 

@@ -73,10 +73,11 @@ func Translate(s Snapshot, n Naming, o Ownership, opts Options) Desired {
 // and the syncer does not hold its confirmations.
 var routeTranslations = []struct {
 	kind      gatewayv1.Kind
+	unit      unitKind
 	translate func(t *pass, key cache.ObjectName, c ConfirmedRoute)
 }{
-	{"HTTPRoute", (*pass).httpRoute},
-	{"TCPRoute", (*pass).tcpRoute},
+	{"HTTPRoute", unitHTTPRoute, (*pass).httpRoute},
+	{"TCPRoute", unitTCPRoute, (*pass).tcpRoute},
 }
 
 // TranslatesRoutes reports whether routes of kind have a translation.
@@ -97,32 +98,14 @@ func newPass(s Snapshot, n Naming, o Ownership, opts Options) *pass {
 		opts:         opts,
 		gateways:     map[cache.ObjectName]*programmedGateway{},
 		listenerSets: listenerSetsByGateway(s.ListenerSets),
-		backends:     map[backend]bool{},
-		httpServices: map[consulService]bool{},
-		blackholes:   map[consulService]bool{},
-		desired:      Desired{Entries: map[EntryKey]consulapi.ConfigEntry{}},
+		backends:     map[backend]int{},
+		httpServices: map[consulService]int{},
+		blackholes:   map[consulService]int{},
 	}
 }
 
-// finish adds what depends on every route (the service-defaults of their backends
-// and of the blackholes they use) and returns the desired state.
-func (t *pass) finish() Desired {
-	if t.opts.ManageServiceDefaults {
-		for _, b := range sortedBackends(t.backends) {
-			if !b.MeshService {
-				t.put(serviceDefaults(b, t.snap.Services[b.Service], t.naming, t.owner))
-			}
-		}
-	}
-	for s := range t.blackholes {
-		t.put(blackholeDefaults(s, t.naming, t.owner))
-	}
-	t.desired.Problems = sortProblems(t.desired.Problems)
-	return t.desired
-}
-
-// pass is one translation of a snapshot: its inputs and what it has produced so far.
-// Translator remembers passes' results across snapshots.
+// pass is the state translations read: the held snapshot, and what the translations
+// of other units made of it. Translator keeps it up to date across changes.
 type pass struct {
 	snap   Snapshot
 	naming Naming
@@ -132,17 +115,14 @@ type pass struct {
 	gateways map[cache.ObjectName]*programmedGateway
 	// listenerSets are the accepted ListenerSets of each Gateway, in precedence order.
 	listenerSets map[cache.ObjectName][]*gatewayv1.ListenerSet
-	// backends are the Services some written http-route sends traffic to, and
-	// httpServices the Consul services they are.
-	backends     map[backend]bool
-	httpServices map[consulService]bool
-	// blackholes are the blackhole services some written http-route uses.
-	blackholes map[consulService]bool
-	desired    Desired
-	// out records the translation of the object being translated (see object).
+	// backends are the Services written http-routes send traffic to, and httpServices
+	// the Consul services they are, each with the number of routes that do.
+	backends     map[backend]int
+	httpServices map[consulService]int
+	// blackholes are the blackhole services written http-routes use, counted alike.
+	blackholes map[consulService]int
+	// out records the translation of the unit being translated (see translateObject).
 	out *objectTranslation
-	// translated counts the objects translated anew.
-	translated int
 }
 
 // consulService identifies a Consul service: with one destination namespace, Services
@@ -156,25 +136,17 @@ type programmedGateway struct {
 	listeners map[gatewayv1.SectionName]consulapi.APIGatewayListener
 }
 
-// put adds entry to the translation of the object being translated, or to the desired
-// state outside of one.
+// put adds entry to the translation of the unit being translated.
 func (t *pass) put(entry consulapi.ConfigEntry) {
-	if t.out != nil {
-		t.out.entries = append(t.out.entries, entry)
-		return
-	}
-	t.putDesired(entry)
+	t.current().entries = append(t.current().entries, entry)
 }
 
-// putDesired adds entry under its key. When two objects map to one key (a Secret used
-// by several Gateways, a Service used by several routes) the first wins; callers go in
-// sorted order, so the winner does not depend on map iteration.
-func (t *pass) putDesired(entry consulapi.ConfigEntry) {
-	key := KeyOf(entry)
-	if _, ok := t.desired.Entries[key]; ok {
-		return
+// current is the translation in progress; a lone call (a test's) gets one of its own.
+func (t *pass) current() *objectTranslation {
+	if t.out == nil {
+		t.out = &objectTranslation{}
 	}
-	t.desired.Entries[key] = entry
+	return t.out
 }
 
 func (t *pass) problem(kind string, object cache.ObjectName, format string, args ...any) {
@@ -195,11 +167,7 @@ func (t *pass) parentProblems(kind string, key cache.ObjectName, dropped []dropp
 }
 
 func (t *pass) addProblem(p Problem) {
-	if t.out != nil {
-		t.out.problems = append(t.out.problems, p)
-		return
-	}
-	t.desired.Problems = append(t.desired.Problems, p)
+	t.current().problems = append(t.current().problems, p)
 }
 
 // service is the cached Service under key, nil when there is none.
@@ -237,18 +205,6 @@ type backend struct {
 	// MeshService: Service names a MeshService, whose Consul service Kubernetes does
 	// not own; its service-defaults are its owner's to write.
 	MeshService bool
-}
-
-// sortedBackends returns the keys of m in Service, then Consul name order.
-func sortedBackends(m map[backend]bool) []backend {
-	keys := make([]backend, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b backend) int {
-		return cmp.Or(compareObjectNames(a.Service, b.Service), cmp.Compare(a.Consul, b.Consul))
-	})
-	return keys
 }
 
 func compareObjectNames(a, b cache.ObjectName) int {
