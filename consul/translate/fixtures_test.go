@@ -2,6 +2,7 @@ package translate
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -221,4 +222,14 @@ func snapshotOf(objs ...any) Snapshot {
 func webRoute(name string, hostnames []string, a gwdecision.Attachment) confirmedHTTPRoute {
 	return newConfirmedHTTPRoute("apps", name, hostnames, attachedTo(a),
 		gatewayv1.HTTPRouteRule{BackendRefs: []gatewayv1.HTTPBackendRef{httpBackend("", "web", 8080, nil)}})
+}
+
+// sortedKeys returns the keys of m in namespace, then name order.
+func sortedKeys[V any](m map[cache.ObjectName]V) []cache.ObjectName {
+	keys := make([]cache.ObjectName, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, compareObjectNames)
+	return keys
 }

@@ -187,15 +187,6 @@ func conditionIs(conds []metav1.Condition, condType string, status metav1.Condit
 	return c != nil && c.Status == status
 }
 
-func sortedKeys[V any](m map[cache.ObjectName]V) []cache.ObjectName {
-	keys := make([]cache.ObjectName, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, compareObjectNames)
-	return keys
-}
-
 // backend is a Service or MeshService a route sends traffic to, and the Consul service
 // it is (the Service's name, the name its pods register under or the MeshService's
 // spec.name: decision.Route.RenamedBackends).
