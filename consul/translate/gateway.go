@@ -109,23 +109,6 @@ func addListenerSetParent(parents map[cache.ObjectName]bool, set *gatewayv1.List
 	}
 }
 
-// listenerSetsByGateway groups the accepted ListenerSets of a snapshot by the Gateway
-// they name, each group in precedence order.
-func listenerSetsByGateway(sets map[cache.ObjectName]*gatewayv1.ListenerSet) map[cache.ObjectName][]*gatewayv1.ListenerSet {
-	out := map[cache.ObjectName][]*gatewayv1.ListenerSet{}
-	for _, set := range sets {
-		parent, ok := gatewayapi.ListenerSetParent(set)
-		if !ok || !conditionIs(set.Status.Conditions, string(gatewayv1.ListenerSetConditionAccepted), metav1.ConditionTrue) {
-			continue
-		}
-		out[parent] = append(out[parent], set)
-	}
-	for _, group := range out {
-		slices.SortFunc(group, gatewayapi.CompareListenerSets)
-	}
-	return out
-}
-
 // listenerSetsVersion identifies a group of ListenerSets by their identities, for the
 // memo: confirmed objects are never modified in place.
 func listenerSetsVersion(sets []*gatewayv1.ListenerSet) string {

@@ -121,7 +121,7 @@ type Delta struct {
 // NewTranslator returns a Translator for one syncer's naming, ownership and options.
 func NewTranslator(n Naming, o Ownership, opts Options) *Translator {
 	return &Translator{
-		state:    newPass(NewSnapshot(), n, o, opts),
+		state:    newPass(n, o, opts),
 		memo:     map[unit]*objectTranslation{},
 		claims:   map[EntryKey][]claim{},
 		problems: map[unit][]Problem{},
@@ -318,7 +318,7 @@ func (tr *Translator) translateUnit(u unit) {
 		return
 	}
 	out := t.translateObject(source, decision, translate)
-	if u.kind == unitGateway || u.kind == unitHTTPRoute || u.kind == unitTCPRoute {
+	if u.kind < unitBackend { // a Gateway or a route
 		tr.translated++
 	}
 	if prev != nil {

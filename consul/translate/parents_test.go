@@ -13,7 +13,8 @@ import (
 
 func TestRouteParents(t *testing.T) {
 	s := snapshotOf(confirmedGateway("infra", "gw", true, validListener(httpListener("http", 80, "")), validListener(tcpListener("tcp", 9000))))
-	tr := newPass(s, Naming{Partition: "p"}, testOwnership, Options{})
+	tr := newPass(Naming{Partition: "p"}, testOwnership, Options{})
+	tr.snap = s
 	gw := cache.ObjectName{Namespace: "infra", Name: "gw"}
 	if pg := tr.translateObject(s.Gateways[gw], nil, func() { tr.gateway(gw, s.Gateways[gw]) }).gateway; pg != nil {
 		tr.gateways[gw] = pg

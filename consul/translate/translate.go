@@ -90,14 +90,15 @@ func TranslatesRoutes(kind gatewayv1.Kind) bool {
 	return false
 }
 
-func newPass(s Snapshot, n Naming, o Ownership, opts Options) *pass {
+// newPass returns the state of a translator that holds nothing yet.
+func newPass(n Naming, o Ownership, opts Options) *pass {
 	return &pass{
-		snap:         s,
+		snap:         NewSnapshot(),
 		naming:       n,
 		owner:        o,
 		opts:         opts,
 		gateways:     map[cache.ObjectName]*programmedGateway{},
-		listenerSets: listenerSetsByGateway(s.ListenerSets),
+		listenerSets: map[cache.ObjectName][]*gatewayv1.ListenerSet{},
 		backends:     map[backend]int{},
 		httpServices: map[consulService]int{},
 		blackholes:   map[consulService]int{},
