@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/maphash"
 
 	consulapi "github.com/hashicorp/consul/api"
 )
@@ -15,8 +16,11 @@ import (
 // CPU and memory; here each entry is decoded straight into its type, and only an
 // entry that does not fit (a field of a newer Consul that needs conversion) takes
 // consul/api's path.
-func (s *Syncer) listKind(ctx context.Context, kind string, index uint64) ([]consulapi.ConfigEntry, *consulapi.QueryMeta, error) {
-	list := entryList{kind: kind}
+//
+// known is what the caller's previous list of kind decoded (nil for none), and is
+// replaced by this list's: an element whose bytes did not change is not decoded again.
+func (s *Syncer) listKind(ctx context.Context, kind string, index uint64, known *knownEntries) ([]consulapi.ConfigEntry, *consulapi.QueryMeta, error) {
+	list := entryList{kind: kind, known: known}
 	meta, err := s.cfg.Client.Raw().Query("/v1/config/"+kind, &list, s.listOptions(ctx, index))
 	if err != nil {
 		return nil, nil, err
@@ -24,37 +28,124 @@ func (s *Syncer) listKind(ctx context.Context, kind string, index uint64) ([]con
 	return list.entries, meta, nil
 }
 
+// knownEntries is what a list decoded, by a seeded hash of each element's bytes.
+// Consul answers every change with the whole kind, so during edits at thousands of
+// entries decoding the unchanged ones cost the watch most of its CPU; an element with
+// the same bytes decodes to the same entry, which nobody modifies, so it is reused.
+// Two different elements share a hash with odds of about n²/2⁶⁴ per list (the seed is
+// this process's own); even then the watch's next fresh read, which starts with no
+// known entries, decodes everything again.
+type knownEntries struct {
+	seed    maphash.Seed
+	byBytes map[uint64]consulapi.ConfigEntry
+}
+
+func newKnownEntries() *knownEntries {
+	return &knownEntries{seed: maphash.MakeSeed()}
+}
+
+// forget drops every known entry.
+func (k *knownEntries) forget() { k.byBytes = nil }
+
 // entryList decodes a list of entries of one kind one element at a time, from the
 // answer's bytes: a copy of every element (as []json.RawMessage would make) doubled
 // what a list of thousands of entries holds while it is decoded.
 type entryList struct {
 	kind    string
+	known   *knownEntries
 	entries []consulapi.ConfigEntry
 }
 
 func (l *entryList) UnmarshalJSON(data []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	tok, err := dec.Token()
+	data = bytes.TrimSpace(data)
 	switch {
-	case err != nil:
-		return fmt.Errorf("decode a list of %s entries: %w", l.kind, err)
-	case tok == nil:
-		return nil // null: no entries
-	case tok != json.Delim('['):
+	case bytes.Equal(data, []byte("null")):
+		return nil // no entries
+	case len(data) == 0 || data[0] != '[':
 		return fmt.Errorf("a list of %s entries is not a JSON array", l.kind)
 	}
-	for dec.More() {
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return fmt.Errorf("decode a %s entry: %w", l.kind, err)
-		}
-		entry, err := decodeEntry(l.kind, raw)
+	var decoded map[uint64]consulapi.ConfigEntry
+	if l.known != nil {
+		decoded = make(map[uint64]consulapi.ConfigEntry, len(l.known.byBytes))
+	}
+	err := arrayElements(data, func(raw []byte) error {
+		entry, err := l.decode(raw, decoded)
 		if err != nil {
 			return fmt.Errorf("decode a %s entry: %w", l.kind, err)
 		}
 		l.entries = append(l.entries, entry)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if l.known != nil {
+		l.known.byBytes = decoded
 	}
 	return nil
+}
+
+// arrayElements calls f with each element of the JSON array data, in place. The data
+// must be valid JSON, as encoding/json checks a value before it calls an UnmarshalJSON:
+// then an element ends at the first comma or closing bracket outside any string and
+// any nested value, and finding it takes no decoding (json.Decoder's tokens cost more
+// than decoding the few changed elements of a list).
+func arrayElements(data []byte, f func([]byte) error) error {
+	depth, start, inString := 0, -1, false
+	for i := 1; i < len(data); i++ {
+		c := data[i]
+		switch {
+		case inString:
+			switch c {
+			case '\\':
+				i++ // the escaped byte cannot end the string
+			case '"':
+				inString = false
+			}
+			continue
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+			continue
+		case depth == 0 && (c == ',' || c == ']'):
+			if start >= 0 {
+				if err := f(bytes.TrimSpace(data[start:i])); err != nil {
+					return err
+				}
+			}
+			start = -1
+			continue
+		}
+		if start < 0 {
+			start = i
+		}
+		switch c {
+		case '"':
+			inString = true
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+		}
+	}
+	return nil
+}
+
+// decode decodes one element, or reuses the entry the previous list decoded from the
+// same bytes, and records it in decoded.
+func (l *entryList) decode(raw []byte, decoded map[uint64]consulapi.ConfigEntry) (consulapi.ConfigEntry, error) {
+	if l.known == nil {
+		return decodeEntry(l.kind, raw)
+	}
+	h := maphash.Bytes(l.known.seed, raw)
+	if entry, ok := l.known.byBytes[h]; ok {
+		decoded[h] = entry
+		return entry, nil
+	}
+	entry, err := decodeEntry(l.kind, raw)
+	if err != nil {
+		return nil, err
+	}
+	decoded[h] = entry
+	return entry, nil
 }
 
 // decodeEntry decodes one entry of kind.

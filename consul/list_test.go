@@ -2,6 +2,7 @@ package consul
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -70,5 +71,110 @@ func TestEntryList(t *testing.T) {
 	bad := entryList{kind: consulapi.APIGateway}
 	if err := json.Unmarshal([]byte(`{"Kind":"api-gateway"}`), &bad); err == nil || !strings.Contains(err.Error(), consulapi.APIGateway) {
 		t.Errorf("an object for a list: err = %v, want one naming %s", err, consulapi.APIGateway)
+	}
+}
+
+// TestEntryListReusesKnownEntries: a list decoded after another reuses the entries of
+// elements whose bytes did not change, decodes the changed ones, and forgets the gone.
+func TestEntryListReusesKnownEntries(t *testing.T) {
+	known := newKnownEntries()
+	first := entryList{kind: consulapi.HTTPRoute, known: known}
+	if err := json.Unmarshal([]byte(`[{"Kind":"http-route","Name":"a","ModifyIndex":1},{"Kind":"http-route","Name":"b","ModifyIndex":2}]`), &first); err != nil {
+		t.Fatal(err)
+	}
+	second := entryList{kind: consulapi.HTTPRoute, known: known}
+	if err := json.Unmarshal([]byte(`[{"Kind":"http-route","Name":"a","ModifyIndex":1},{"Kind":"http-route","Name":"b","ModifyIndex":3}]`), &second); err != nil {
+		t.Fatal(err)
+	}
+	if second.entries[0] != first.entries[0] {
+		t.Error("an unchanged element was decoded again")
+	}
+	if second.entries[1] == first.entries[1] || second.entries[1].GetModifyIndex() != 3 {
+		t.Errorf("a changed element: got %+v, want a new entry at ModifyIndex 3", second.entries[1])
+	}
+	if len(known.byBytes) != 2 {
+		t.Errorf("known entries after the second list: %d, want 2 (the first list's b forgotten)", len(known.byBytes))
+	}
+	known.forget()
+	third := entryList{kind: consulapi.HTTPRoute, known: known}
+	if err := json.Unmarshal([]byte(`[{"Kind":"http-route","Name":"a","ModifyIndex":1}]`), &third); err != nil {
+		t.Fatal(err)
+	}
+	if third.entries[0] == first.entries[0] {
+		t.Error("after forget, an element was not decoded again")
+	}
+}
+
+// BenchmarkEntryList decodes a list of 5,000 http-routes after a list that differs in
+// one element, with and without the previous list's entries: the watch's cost of an
+// edit, from the bytes encoding/json has already checked (as in a Consul answer).
+func BenchmarkEntryList(b *testing.B) {
+	const n = 5000
+	list := func(changed int) []byte {
+		var sb strings.Builder
+		sb.WriteString("[")
+		for i := range n {
+			if i > 0 {
+				sb.WriteString(",")
+			}
+			index := 10
+			if i == changed {
+				index = 11
+			}
+			fmt.Fprintf(&sb, `{"Kind":"http-route","Name":"route-%d","Parents":[{"Kind":"api-gateway","Name":"gw","SectionName":"http"}],`+
+				`"Rules":[{"Matches":[{"Path":{"Match":"prefix","Value":"/r%d"}}],"Services":[{"Name":"echo-%d","Weight":1}]}],"Hostnames":["r%d.example.com"],`+
+				`"Meta":{"managed-by":"consul-gateway-controller"},"Status":{"Conditions":[{"Type":"Accepted","Status":"True","Reason":"Accepted","Message":"ok","LastTransitionTime":"2026-12-01T00:00:00Z"}]},`+
+				`"CreateIndex":5,"ModifyIndex":%d}`, i, i, i, i, index)
+		}
+		sb.WriteString("]")
+		return []byte(sb.String())
+	}
+	before, after := list(-1), list(n/2)
+	for _, reuse := range []bool{false, true} {
+		b.Run(fmt.Sprintf("known=%t", reuse), func(b *testing.B) {
+			var known *knownEntries
+			if reuse {
+				known = newKnownEntries()
+				if err := json.Unmarshal(before, &entryList{kind: consulapi.HTTPRoute, known: known}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				data := before
+				if i%2 == 0 {
+					data = after
+				}
+				list := entryList{kind: consulapi.HTTPRoute, known: known}
+				if err := list.UnmarshalJSON(data); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// TestArrayElements: elements end at commas and brackets outside strings and nested
+// values only, escaped quotes included, whatever the whitespace.
+func TestArrayElements(t *testing.T) {
+	data := " [ {\"a\":\"x],\\\"{\"} ,\n[1,[2]], \"s\\\\\" ,3,{\"b\":{\"c\":[]}}\t] "
+	var got []string
+	err := arrayElements([]byte(strings.TrimSpace(data)), func(raw []byte) error {
+		got = append(got, string(raw))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{`{"a":"x],\"{"}`, `[1,[2]]`, `"s\\"`, `3`, `{"b":{"c":[]}}`}
+	if diff := gocmp.Diff(want, got); diff != "" {
+		t.Errorf("elements (-want +got):\n%s", diff)
+	}
+	for _, empty := range []string{"[]", "[ \n ]"} {
+		n := 0
+		_ = arrayElements([]byte(empty), func([]byte) error { n++; return nil })
+		if n != 0 {
+			t.Errorf("%q: %d elements, want 0", empty, n)
+		}
 	}
 }

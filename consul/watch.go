@@ -72,7 +72,7 @@ func (s *Syncer) readVerdicts(ctx context.Context) {
 		backoff := watchBackoff()
 		var lastErr error
 		for {
-			entries, _, err := s.listKind(ctx, kind, 0)
+			entries, _, err := s.listKind(ctx, kind, 0, nil)
 			if err == nil {
 				keys := make([]translate.EntryKey, len(entries))
 				for i, entry := range entries {
@@ -120,10 +120,14 @@ func (s *Syncer) HasSynced() bool { return s.verdictsRead.Load() }
 func (s *Syncer) watchKind(ctx context.Context, kind string) {
 	logger := klog.FromContext(ctx).WithValues("kind", kind)
 	backoff := watchBackoff()
+	known := newKnownEntries()
 	var index uint64
 	for ctx.Err() == nil {
 		start := s.clock.Now()
-		entries, meta, err := s.listKind(ctx, kind, index)
+		if index == 0 {
+			known.forget() // a fresh read decodes everything
+		}
+		entries, meta, err := s.listKind(ctx, kind, index, known)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -153,7 +157,7 @@ func (s *Syncer) watchKind(ctx context.Context, kind string) {
 		s.refreshChainsOf(ctx, kind, entries, fresh)
 		index = meta.LastIndex
 		// Every answer lists the whole kind: during a burst of writes, asking again at
-		// once would decode the world once per write. RequestTime is the wait for the
+		// once would read the whole kind once per write. RequestTime is the wait for the
 		// answer; the rest is this process's work on it.
 		sleep(ctx, watchPause(s.clock.Since(start)-meta.RequestTime))
 	}
