@@ -12,9 +12,9 @@ GO_TEST_FLAGS ?= -race -count=1 -timeout=30m
 
 KUBE_CMDS := kube-apiserver kubectl kube-controller-manager kube-scheduler
 KUBE_TOOLS := $(addprefix bin/,$(KUBE_CMDS)) bin/etcd
-ALL_TOOLS := $(KUBE_TOOLS) bin/kwok bin/consul bin/golangci-lint bin/rvcheck bin/controller-gen
+ALL_TOOLS := $(KUBE_TOOLS) bin/kwok bin/consul bin/golangci-lint bin/rvcheck bin/controller-gen bin/helm
 # What make test runs against: a subset of ALL_TOOLS, so CI builds no more than it uses.
-TEST_TOOLS := $(KUBE_TOOLS) bin/kwok bin/consul bin/golangci-lint
+TEST_TOOLS := $(KUBE_TOOLS) bin/kwok bin/consul bin/golangci-lint bin/helm
 # Packages that need no server; everything under test/ runs against the real ones.
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v '/test/')
 
@@ -30,9 +30,16 @@ tools: $(ALL_TOOLS) ## build the test servers and linters from source into bin/ 
 
 # Each binary is rebuilt only when its module's pins change. The Go build cache makes a
 # rebuild after a pin change cheap for everything that did not change.
+# The version is stamped as Kubernetes' own build does (hack/lib/version.sh), so the API
+# server reports v1.37.2 and not v0.0.0: clients that check it (helm's kubeVersion)
+# see the release.
+KUBE_VERSION_PKGS := k8s.io/component-base/version k8s.io/client-go/pkg/version
+KUBE_LDFLAGS := $(foreach p,$(KUBE_VERSION_PKGS),-X $(p).gitVersion=$(KUBERNETES_VERSION) \
+  -X $(p).gitMajor=$(word 1,$(subst ., ,$(KUBERNETES_VERSION:v%=%))) \
+  -X $(p).gitMinor=$(word 2,$(subst ., ,$(KUBERNETES_VERSION:v%=%))) -X $(p).gitTreeState=clean)
 $(addprefix bin/,$(KUBE_CMDS)): bin/%: tools/kube/go.mod tools/kube/go.sum tools/versions.mk
 	@echo "building $* $(KUBERNETES_VERSION): about 10 minutes on a cold Go build cache, seconds on a warm one"
-	cd tools/kube && $(GO) build -o $(BIN)/$* k8s.io/kubernetes/cmd/$*
+	cd tools/kube && $(GO) build -ldflags '$(KUBE_LDFLAGS)' -o $(BIN)/$* k8s.io/kubernetes/cmd/$*
 
 bin/etcd: tools/kube/go.mod tools/kube/go.sum tools/versions.mk
 	@echo "building etcd $(ETCD_VERSION): about 2 minutes on a cold Go build cache"
@@ -61,12 +68,21 @@ bin/controller-gen: tools/codegen/go.mod tools/codegen/go.sum tools/versions.mk
 	@echo "building controller-gen $(CONTROLLER_TOOLS_VERSION): about a minute on a cold Go build cache"
 	cd tools/codegen && $(GO) build -o $(BIN)/controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen
 
+# Helm renders, lints and installs the chart in the tests (deploy/helm).
+bin/helm: tools/helm/go.mod tools/helm/go.sum tools/versions.mk
+	@echo "building helm $(HELM_VERSION): about 3 minutes on a cold Go build cache"
+	cd tools/helm && $(GO) build -o $(BIN)/helm helm.sh/helm/v4/cmd/helm
+
 # The project's own API (api/) is Go types with markers; its DeepCopy methods and its
-# CRD are generated from them. make lint fails when they are not current.
+# CRD are generated from them. The chart carries the Gateway API CRDs of the module
+# go.mod pins. make lint fails when any of them is not current.
 CRD_DIR := deploy/crds
-generate: bin/controller-gen ## write api/'s DeepCopy methods and deploy/crds from the Go types
+CHART_GATEWAY_API_CRDS := deploy/helm/consul-gateway-controller/files/gateway-api
+generate: bin/controller-gen ## write api/'s DeepCopy methods and deploy/crds from the Go types, and the chart's Gateway API CRDs
 	$(BIN)/controller-gen object paths=./api/...
 	$(BIN)/controller-gen crd:crdVersions=v1 paths=./api/... output:crd:dir=$(CRD_DIR)
+	rm -f $(CHART_GATEWAY_API_CRDS)/*.yaml
+	install -m 0644 $$($(GO) list -m -f '{{.Dir}}' sigs.k8s.io/gateway-api)/config/crd/standard/*.yaml $(CHART_GATEWAY_API_CRDS)/
 
 # The resourceVersion analyzer: its sources are this project's, so it is rebuilt when
 # they change.
@@ -138,7 +154,8 @@ lint: bin/golangci-lint bin/rvcheck bin/controller-gen ## gofmt, go vet, golangc
 	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
 	  $(BIN)/controller-gen object paths=./api/... output:object:stdout > "$$tmp/deepcopy.go" && \
 	  $(BIN)/controller-gen crd:crdVersions=v1 paths=./api/... output:crd:dir="$$tmp/crds" && \
-	  diff -u api/v1alpha1/zz_generated.deepcopy.go "$$tmp/deepcopy.go" && diff -ru $(CRD_DIR) "$$tmp/crds" || \
+	  diff -u api/v1alpha1/zz_generated.deepcopy.go "$$tmp/deepcopy.go" && diff -ru $(CRD_DIR) "$$tmp/crds" && \
+	  diff -ru $$($(GO) list -m -f '{{.Dir}}' sigs.k8s.io/gateway-api)/config/crd/standard $(CHART_GATEWAY_API_CRDS) || \
 	  { echo "generated code is stale: run make generate"; exit 1; }
 	for m in test/xds test/conformance; do (cd $$m && $(GO) vet ./... && $(GO) mod tidy -diff && \
 	  $(BIN)/golangci-lint run --allow-parallel-runners -c ../../.golangci.yml ./...) || exit 1; done

@@ -18,5 +18,7 @@ GOLANGCI_LINT_VERSION := v2.15.0
 CONTROLLER_TOOLS_VERSION := v0.23.0
 # Gateway API: the root go.mod pins the same version; its CRDs come from that module.
 GATEWAY_API_VERSION := v1.6.3
+# Helm: the tests render, lint and install the chart with it (tools/helm).
+HELM_VERSION := v4.3.2
 # go-containerregistry builds the OCI image of make image (tools/image).
 GO_CONTAINERREGISTRY_VERSION := v0.22.1

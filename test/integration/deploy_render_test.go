@@ -67,18 +67,40 @@ func renderDeploy(t *testing.T) renderedDeploy {
 // renderKustomization is `kubectl kustomize dir` (deploy/ or an overlay of it), parsed.
 func renderKustomization(t *testing.T, dir string) renderedDeploy {
 	t.Helper()
-	r := renderedDeploy{dir: dir}
-	out, err := kubectl(t, "", "kustomize", r.dir)
+	out, err := kubectl(t, "", "kustomize", dir)
 	if err != nil {
 		t.Fatalf("kubectl kustomize %s: %v\n%s", dir, err, out)
 	}
-	if r.objects, err = decodeObjects(out); err != nil {
+	return parseRendered(t, dir, out)
+}
+
+// parseRendered parses the manifests rendered from dir (deploy/, an overlay, or the
+// Helm chart, which has no ConfigMap).
+func parseRendered(t *testing.T, dir, manifests string) renderedDeploy {
+	t.Helper()
+	r := renderedDeploy{dir: dir}
+	var err error
+	if r.objects, err = decodeObjects(manifests); err != nil {
 		t.Fatalf("parse the rendered %s: %v", dir, err)
 	}
-	for kind, into := range map[string]any{
-		"Role": &r.role, "Deployment": &r.deployment, "ConfigMap": &r.configMap,
-		"ValidatingAdmissionPolicy": &r.policy, "ValidatingAdmissionPolicyBinding": &r.binding,
-	} {
+	if len(r.ofKind("ConfigMap")) > 0 {
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(r.only(t, "ConfigMap").Object, &r.configMap); err != nil {
+			t.Fatalf("rendered ConfigMap: %v", err)
+		}
+	}
+	// The controller's admission policy, when rendered (the chart may also render the
+	// Gateway API's own, or leave it out).
+	for kind, into := range map[string]any{"ValidatingAdmissionPolicy": &r.policy, "ValidatingAdmissionPolicyBinding": &r.binding} {
+		for _, obj := range r.ofKind(kind) {
+			if obj.GetName() != deployName {
+				continue
+			}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, into); err != nil {
+				t.Fatalf("rendered %s: %v", kind, err)
+			}
+		}
+	}
+	for kind, into := range map[string]any{"Role": &r.role, "Deployment": &r.deployment} {
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(r.only(t, kind).Object, into); err != nil {
 			t.Fatalf("rendered %s: %v", kind, err)
 		}
@@ -113,7 +135,7 @@ func (r renderedDeploy) only(t *testing.T, kind string) *unstructured.Unstructur
 	t.Helper()
 	found := r.ofKind(kind)
 	if len(found) != 1 {
-		t.Fatalf("deploy/ renders %d objects of kind %s, want 1", len(found), kind)
+		t.Fatalf("%s renders %d objects of kind %s, want 1", r.dir, len(found), kind)
 	}
 	return found[0]
 }
@@ -126,7 +148,7 @@ func (r renderedDeploy) named(t *testing.T, kind, name string) *unstructured.Uns
 			return obj
 		}
 	}
-	t.Fatalf("deploy/ renders no %s named %s", kind, name)
+	t.Fatalf("%s renders no %s named %s", r.dir, kind, name)
 	return nil
 }
 
@@ -188,7 +210,7 @@ func (r renderedDeploy) expandedArgs(t *testing.T, pod string) []string {
 		case e.ValueFrom.ConfigMapKeyRef != nil:
 			ref := e.ValueFrom.ConfigMapKeyRef
 			if ref.Name != r.configMap.Name {
-				t.Fatalf("env %s refers to ConfigMap %q; deploy/ renders %q", e.Name, ref.Name, r.configMap.Name)
+				t.Fatalf("env %s refers to ConfigMap %q; %s renders %q", e.Name, ref.Name, r.dir, r.configMap.Name)
 			}
 			value, ok := r.configMap.Data[ref.Key]
 			if !ok {

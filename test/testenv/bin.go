@@ -67,3 +67,6 @@ func freePorts(n int) ([]int, error) {
 // Kubectl returns the path of the kubectl that `make tools` built, of the same
 // Kubernetes version as the API server.
 func Kubectl() (string, error) { return binary("kubectl") }
+
+// Helm returns the path of the helm that `make tools` built (tools/helm).
+func Helm() (string, error) { return binary("helm") }

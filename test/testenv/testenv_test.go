@@ -39,6 +39,7 @@ func TestToolVersions(t *testing.T) {
 		{"tools/lint/go.mod", "github.com/golangci/golangci-lint/v2", "GOLANGCI_LINT_VERSION"},
 		{"tools/codegen/go.mod", "sigs.k8s.io/controller-tools", "CONTROLLER_TOOLS_VERSION"},
 		{"tools/image/go.mod", "github.com/google/go-containerregistry", "GO_CONTAINERREGISTRY_VERSION"},
+		{"tools/helm/go.mod", "helm.sh/helm/v4", "HELM_VERSION"},
 		{"go.mod", "sigs.k8s.io/gateway-api", "GATEWAY_API_VERSION"},
 		{"go.mod", "k8s.io/client-go", "KUBE_STAGING_VERSION"},
 	}
