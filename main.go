@@ -44,6 +44,7 @@ import (
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul/identity"
 	"github.com/consul-gateway-controller/consul-gateway-controller/dataplane"
 	"github.com/consul-gateway-controller/consul-gateway-controller/informers"
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/cli"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/consullimits"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/leader"
@@ -53,6 +54,11 @@ import (
 )
 
 func main() {
+	// Subcommands come first; without one the binary is the controller, with its flags
+	// as they have always been.
+	if len(os.Args) > 1 && os.Args[1] == "translate" {
+		os.Exit(cli.Translate(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
+	}
 	opts := options.New()
 	fss := opts.Flags()
 	fs := pflag.NewFlagSet("consul-gateway-controller", pflag.ContinueOnError)

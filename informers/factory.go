@@ -156,31 +156,56 @@ func (i *Informers) certificateReferenced(secret cache.ObjectName) bool {
 // The generated informers already carry cache.NamespaceIndex; adding it again would be
 // an indexer conflict, so only the controller's own indexes are added here.
 func (i *Informers) addIndexers() {
-	routeIndexers := cache.Indexers{
+	mustAddIndexers(i.GatewayClasses.Informer(), GatewayClassIndexers())
+	mustAddIndexers(i.Gateways.Informer(), GatewayIndexers())
+	mustAddIndexers(i.ListenerSets.Informer(), ListenerSetIndexers())
+	for _, informer := range i.Routes {
+		mustAddIndexers(informer, RouteIndexers())
+	}
+	mustAddIndexers(i.ReferenceGrants.Informer(), nil)
+	mustAddIndexers(i.Namespaces.Informer(), nil)
+	mustAddIndexers(i.Services.Informer(), ServiceIndexers())
+}
+
+// The controller's own indexes of each kind's cache (besides cache.NamespaceIndex).
+// A store built without an informer (sync.Offline) carries the same.
+
+// GatewayClassIndexers are the indexes of the GatewayClass cache.
+func GatewayClassIndexers() cache.Indexers {
+	return cache.Indexers{GatewayClassParametersIndex: IndexGatewayClassParameters}
+}
+
+// GatewayIndexers are the indexes of the Gateway cache.
+func GatewayIndexers() cache.Indexers {
+	return cache.Indexers{
+		GatewayClassNameIndex:         IndexGatewayClassName,
+		GatewayCertificateSecretIndex: IndexGatewayCertificateSecrets,
+		GatewaySelectsNamespacesIndex: IndexGatewaySelectsNamespaces,
+		GatewayParametersIndex:        IndexGatewayParameters,
+	}
+}
+
+// ListenerSetIndexers are the indexes of the ListenerSet cache.
+func ListenerSetIndexers() cache.Indexers {
+	return cache.Indexers{
+		ListenerSetParentGatewayIndex:     IndexListenerSetParentGateway,
+		ListenerSetCertificateSecretIndex: IndexListenerSetCertificateSecrets,
+	}
+}
+
+// RouteIndexers are the indexes of every route kind's cache.
+func RouteIndexers() cache.Indexers {
+	return cache.Indexers{
 		RouteParentGatewayIndex:      IndexRouteParentGateways,
 		RouteBackendServiceNameIndex: IndexRouteBackendServiceNames,
 		RouteParentListenerSetIndex:  IndexRouteParentListenerSets,
 		RouteBackendMeshServiceIndex: IndexRouteBackendMeshServices,
 	}
-	mustAddIndexers(i.GatewayClasses.Informer(), cache.Indexers{
-		GatewayClassParametersIndex: IndexGatewayClassParameters,
-	})
-	mustAddIndexers(i.Gateways.Informer(), cache.Indexers{
-		GatewayClassNameIndex:         IndexGatewayClassName,
-		GatewayCertificateSecretIndex: IndexGatewayCertificateSecrets,
-		GatewaySelectsNamespacesIndex: IndexGatewaySelectsNamespaces,
-		GatewayParametersIndex:        IndexGatewayParameters,
-	})
-	mustAddIndexers(i.ListenerSets.Informer(), cache.Indexers{
-		ListenerSetParentGatewayIndex:     IndexListenerSetParentGateway,
-		ListenerSetCertificateSecretIndex: IndexListenerSetCertificateSecrets,
-	})
-	for _, informer := range i.Routes {
-		mustAddIndexers(informer, routeIndexers)
-	}
-	mustAddIndexers(i.ReferenceGrants.Informer(), nil)
-	mustAddIndexers(i.Namespaces.Informer(), nil)
-	mustAddIndexers(i.Services.Informer(), cache.Indexers{ServiceNameIndex: IndexServiceName})
+}
+
+// ServiceIndexers are the indexes of the Service cache.
+func ServiceIndexers() cache.Indexers {
+	return cache.Indexers{ServiceNameIndex: IndexServiceName}
 }
 
 // mustAddIndexers panics on failure: the informers are fresh and not started, so the

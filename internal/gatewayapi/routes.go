@@ -31,6 +31,9 @@ type RouteKind struct {
 	// status subresource, carrying obj's resourceVersion, and returns the object the
 	// API server returned.
 	UpdateParents func(ctx context.Context, client gatewayclient.Interface, obj runtime.Object, parents []gatewayv1.RouteParentStatus) (runtime.Object, error)
+	// WithParents returns a copy of obj with parents as its status.parents, as a
+	// status write would store it (for judging without an API server).
+	WithParents func(obj runtime.Object, parents []gatewayv1.RouteParentStatus) (runtime.Object, error)
 
 	is func(obj any) bool
 }
@@ -270,6 +273,15 @@ func (a routeAccess[R]) describe() RouteKind {
 			update := r.DeepCopyObject().(R)
 			*a.parents(update) = parents
 			return a.client(client, r.GetNamespace()).UpdateStatus(ctx, update, metav1.UpdateOptions{})
+		},
+		WithParents: func(obj runtime.Object, parents []gatewayv1.RouteParentStatus) (runtime.Object, error) {
+			r, ok := obj.(R)
+			if !ok {
+				return nil, fmt.Errorf("expected %s, got %T", a.kind, obj)
+			}
+			update := r.DeepCopyObject().(R)
+			*a.parents(update) = parents
+			return update, nil
 		},
 		is: func(obj any) bool {
 			_, ok := obj.(R)
