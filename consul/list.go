@@ -19,13 +19,21 @@ import (
 //
 // known is what the caller's previous list of kind decoded (nil for none), and is
 // replaced by this list's: an element whose bytes did not change is not decoded again.
-func (s *Syncer) listKind(ctx context.Context, kind string, index uint64, known *knownEntries) ([]consulapi.ConfigEntry, *consulapi.QueryMeta, error) {
+func (s *Syncer) listKind(ctx context.Context, kind string, index uint64, known *knownEntries) (entryListAnswer, error) {
 	list := entryList{kind: kind, known: known}
 	meta, err := s.cfg.Client.Raw().Query("/v1/config/"+kind, &list, s.listOptions(ctx, index))
 	if err != nil {
-		return nil, nil, err
+		return entryListAnswer{}, err
 	}
-	return list.entries, meta, nil
+	return entryListAnswer{entries: list.entries, meta: meta, size: list.size}, nil
+}
+
+// entryListAnswer is Consul's answer to a list of one kind.
+type entryListAnswer struct {
+	entries []consulapi.ConfigEntry
+	meta    *consulapi.QueryMeta
+	// size is the answer's JSON in bytes, uncompressed: what Consul encoded.
+	size int
 }
 
 // knownEntries is what a list decoded, by a seeded hash of each element's bytes.
@@ -54,9 +62,11 @@ type entryList struct {
 	kind    string
 	known   *knownEntries
 	entries []consulapi.ConfigEntry
+	size    int
 }
 
 func (l *entryList) UnmarshalJSON(data []byte) error {
+	l.size = len(data)
 	data = bytes.TrimSpace(data)
 	switch {
 	case bytes.Equal(data, []byte("null")):

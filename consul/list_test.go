@@ -178,3 +178,26 @@ func TestArrayElements(t *testing.T) {
 		}
 	}
 }
+
+// TestWatchPause: the pause is ten times the watch's own work or a second per
+// watchPaceBytes of answer, whichever is longer, within 10 ms and 5 s.
+func TestWatchPause(t *testing.T) {
+	tests := []struct {
+		busy time.Duration
+		size int
+		want time.Duration
+	}{
+		{time.Millisecond, 0, 10 * time.Millisecond},
+		{20 * time.Millisecond, 1 << 10, 200 * time.Millisecond},
+		{time.Millisecond, watchPaceBytes, time.Second},
+		{time.Millisecond, watchPaceBytes / 2, 500 * time.Millisecond},
+		{200 * time.Millisecond, watchPaceBytes, 2 * time.Second},
+		{time.Second, watchPaceBytes, 5 * time.Second},
+		{time.Millisecond, 100 * watchPaceBytes, 5 * time.Second},
+	}
+	for _, tt := range tests {
+		if got := watchPause(tt.busy, tt.size); got != tt.want {
+			t.Errorf("watchPause(%v, %d) = %v, want %v", tt.busy, tt.size, got, tt.want)
+		}
+	}
+}
