@@ -56,8 +56,16 @@ import (
 func main() {
 	// Subcommands come first; without one the binary is the controller, with its flags
 	// as they have always been.
-	if len(os.Args) > 1 && os.Args[1] == "translate" {
-		os.Exit(cli.Translate(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case "translate":
+			os.Exit(cli.Translate(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
+		case "status":
+			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+			code := cli.Status(ctx, os.Args[2:], os.Stdout, os.Stderr)
+			stop()
+			os.Exit(code)
+		}
 	}
 	opts := options.New()
 	fss := opts.Flags()
@@ -196,7 +204,7 @@ func resolveClusterID(ctx context.Context, opts *options.Options, kube kubernete
 	if len(list.Items) != 1 || list.Items[0].UID == "" {
 		return fmt.Errorf("derive --cluster-id: Namespace %s not found; set --cluster-id", metav1.NamespaceSystem)
 	}
-	opts.ClusterID = "k8s-" + string(list.Items[0].UID)
+	opts.ClusterID = options.ClusterIDOf(list.Items[0].UID)
 	logger.Info("Derived the cluster ID from the kube-system Namespace", "clusterID", opts.ClusterID)
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 
 	consulapi "github.com/hashicorp/consul/api"
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/types"
 	cliflag "k8s.io/component-base/cli/flag"
 	"k8s.io/klog/v2"
 
@@ -353,6 +354,10 @@ func consulHost(address string) string {
 	}
 	return address
 }
+
+// ClusterIDOf is the --cluster-id derived when none is given, from the UID of the
+// cluster's kube-system Namespace: unique per cluster, and as long-lived.
+func ClusterIDOf(kubeSystemUID types.UID) string { return "k8s-" + string(kubeSystemUID) }
 
 // Ownership is how entries written with these options are marked.
 func (o *Options) Ownership() translate.Ownership {

@@ -1,0 +1,234 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	consulapi "github.com/hashicorp/consul/api"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/cli"
+	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
+	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
+)
+
+// TestStatusCommandReadsOnly runs the binary's status command with a ServiceAccount
+// that may only get and list, and a Consul token with mesh:read only, against the
+// objects and entries of a running controller: it lists every object of the
+// controller with its conditions and Consul's verdict on its entries, and flags the
+// entry Consul refused while the route's status still says accepted. It writes
+// nothing: the objects' resourceVersions and Consul's index stay as they were.
+func TestStatusCommandReadsOnly(t *testing.T) {
+	agent, admin, rules := aclConsul(t)
+	writer := testenv.ACLToken(t, admin, "status-writer", rules)
+	reader := testenv.ACLToken(t, admin, "status-reader", `mesh = "read"`)
+	s := newConsulStack(t, "status-"+utilrand.String(5))
+	env.Create(t, s.Route("web", "web.example.com"))
+	clusterID := "status-" + utilrand.String(5)
+	rc := startController(t, s.Controller, controllerOptions{consul: &consulOptions{agent: agent, token: writer, clusterID: clusterID,
+		translation: translate.Options{ManageServiceDefaults: true}}})
+	testenv.Eventually(t, 30*time.Second, "Consul accepted the Gateway and the route", func(ctx context.Context) error {
+		g, err := env.GatewayClient.GatewayV1().Gateways(s.Namespace).Get(ctx, s.GatewayName, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if !meta.IsStatusConditionTrue(g.Status.Conditions, "Programmed") {
+			return fmt.Errorf("Gateway conditions %+v", g.Status.Conditions)
+		}
+		r, err := env.GatewayClient.GatewayV1().HTTPRoutes(s.Namespace).Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		for _, p := range r.Status.Parents {
+			if p.ControllerName == s.Controller && meta.IsStatusConditionTrue(p.Conditions, gwsync.ConsulAcceptedCondition) {
+				return nil
+			}
+		}
+		return fmt.Errorf("route parents %+v", r.Status.Parents)
+	})
+	rc.stop()
+
+	// Disagreements, made while the controller that would mend them is stopped: the
+	// Gateway's api-gateway entry goes from Consul, which then judges the route anew.
+	routeEntry := s.naming.EntryName(s.Namespace, "web")
+	removeGatewayEntry(t, admin, routeEntry)
+
+	kubeconfig := readOnlyKubeconfig(t)
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte(reader), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	before := versionsOf(t, s.Namespace)
+	_, _, index := consulIndex(t, admin)
+	run := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command(testenv.ControllerBinary(t), append([]string{"status", "--kubeconfig=" + kubeconfig,
+			"--consul-http-addr=" + agent.HTTPAddr(), "--consul-token-file=" + tokenFile,
+			"--controller-name=" + string(s.Controller), "--cluster-id=" + clusterID, "-n", s.Namespace}, args...)...)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("status %v: %v\n%s", args, err, stderr.String())
+		}
+		return stdout.String()
+	}
+	var rep cli.StatusReport
+	if err := json.Unmarshal([]byte(run("-o", "json")), &rep); err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[gatewayv1.Kind][]string{}
+	for _, o := range rep.Objects {
+		kinds[o.Kind] = append(kinds[o.Kind], o.Name)
+	}
+	if want := map[gatewayv1.Kind][]string{"GatewayClass": {s.Class}, "Gateway": {s.GatewayName}, "HTTPRoute": {"web"}}; !equalKinds(want, kinds) {
+		t.Errorf("status lists %v, want %v", kinds, want)
+	}
+	i := slices.IndexFunc(rep.Objects, func(o cli.ObjectReport) bool { return o.Kind == "HTTPRoute" })
+	if i < 0 {
+		t.Fatal("no HTTPRoute listed")
+	}
+	route := rep.Objects[i]
+	if len(route.Entries) != 1 || route.Entries[0].Name != routeEntry {
+		t.Errorf("the route's entries %+v, want %s", route.Entries, routeEntry)
+	}
+	if len(route.Disagreements) == 0 {
+		t.Errorf("the route's disagreements: none, want Consul's new verdict (%+v) flagged against its status", route.Entries)
+	}
+	gw := rep.Objects[slices.IndexFunc(rep.Objects, func(o cli.ObjectReport) bool { return o.Kind == "Gateway" })]
+	if len(gw.Entries) != 0 || !slices.ContainsFunc(gw.Disagreements, func(d string) bool { return strings.Contains(d, "holds no entry") }) {
+		t.Errorf("the Gateway: entries %+v, disagreements %q: want no entry, flagged", gw.Entries, gw.Disagreements)
+	}
+	table := run()
+	for _, want := range []string{"KIND", "HTTPRoute", "web", routeEntry, "holds no entry"} {
+		if !strings.Contains(table, want) {
+			t.Errorf("the table does not show %q:\n%s", want, table)
+		}
+	}
+	t.Logf("status:\n%s", table)
+
+	if after := versionsOf(t, s.Namespace); !equalVersions(before, after) {
+		t.Errorf("resourceVersions changed while status ran: %v -> %v", before, after)
+	}
+	if _, _, after := consulIndex(t, admin); after != index {
+		t.Errorf("Consul's config index moved from %d to %d while status ran", index, after)
+	}
+}
+
+// removeGatewayEntry deletes the api-gateway entry the http-route name is bound to,
+// and waits until Consul has judged the route again.
+func removeGatewayEntry(t *testing.T, admin *consulapi.Client, name string) {
+	t.Helper()
+	entry, _, err := admin.ConfigEntries().Get(consulapi.HTTPRoute, name, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	route := entry.(*consulapi.HTTPRouteConfigEntry)
+	if _, err := admin.ConfigEntries().Delete(consulapi.APIGateway, route.Parents[0].Name, nil); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 30*time.Second, "Consul judged the route without its gateway", func(context.Context) error {
+		e, _, err := admin.ConfigEntries().Get(consulapi.HTTPRoute, name, nil)
+		if err != nil {
+			return err
+		}
+		if e.GetModifyIndex() == route.ModifyIndex {
+			return fmt.Errorf("not judged again yet")
+		}
+		return nil
+	})
+}
+
+// readOnlyKubeconfig is a kubeconfig of a ServiceAccount bound to get, list and watch
+// on the Gateway API kinds and Namespaces, and nothing else.
+func readOnlyKubeconfig(t *testing.T) string {
+	t.Helper()
+	name := "status-reader-" + utilrand.String(5)
+	ns := env.NewNamespace(t, "status-sa")
+	env.Create(t, &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{gatewayv1.GroupName}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "list"}},
+		},
+	})
+	env.Create(t, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: name}},
+	})
+	env.Create(t, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})
+	waitAuthorized(t, serviceaccountUser(ns, name), rbacv1.PolicyRule{APIGroups: []string{gatewayv1.GroupName}, Resources: []string{"httproutes"}, Verbs: []string{"list"}}, "")
+	kubeconfig, _ := serviceAccountKubeconfig(t, ns, name, nil)
+	return kubeconfig
+}
+
+// versionsOf maps the Gateway API objects of ns to their resourceVersions.
+func versionsOf(t *testing.T, ns string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	gws, err := env.GatewayClient.GatewayV1().Gateways(ns).List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range gws.Items {
+		out["Gateway/"+g.Name] = g.ResourceVersion
+	}
+	routes, err := env.GatewayClient.GatewayV1().HTTPRoutes(ns).List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range routes.Items {
+		out["HTTPRoute/"+r.Name] = r.ResourceVersion
+	}
+	return out
+}
+
+func equalVersions(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func equalKinds(a, b map[gatewayv1.Kind][]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if !slices.Equal(v, b[k]) {
+			return false
+		}
+	}
+	return true
+}
+
+// consulIndex is the index of Consul's http-route entries, which any write of one
+// moves.
+func consulIndex(t *testing.T, admin *consulapi.Client) (int, bool, uint64) {
+	t.Helper()
+	list, meta, err := admin.ConfigEntries().List(consulapi.HTTPRoute, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(list), true, meta.LastIndex
+}
