@@ -60,9 +60,13 @@ func main() {
 		switch os.Args[1] {
 		case "translate":
 			os.Exit(cli.Translate(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
-		case "status":
+		case "status", "explain":
+			command := cli.Status
+			if os.Args[1] == "explain" {
+				command = cli.Explain
+			}
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-			code := cli.Status(ctx, os.Args[2:], os.Stdout, os.Stderr)
+			code := command(ctx, os.Args[2:], os.Stdout, os.Stderr)
 			stop()
 			os.Exit(code)
 		}

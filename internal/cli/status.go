@@ -13,7 +13,7 @@ import (
 	consulapi "github.com/hashicorp/consul/api"
 	"github.com/spf13/pflag"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -23,7 +23,6 @@ import (
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul"
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
-	"github.com/consul-gateway-controller/consul-gateway-controller/internal/options"
 	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
 )
 
@@ -131,50 +130,19 @@ var consulGroupPrefix = gwsync.ConsulAcceptedCondition[:strings.LastIndex(gwsync
 var keyConditions = []string{"Accepted", "Programmed", "ResolvedRefs", gwsync.ConsulAcceptedCondition}
 
 func gatherStatus(ctx context.Context, f statusFlags) (StatusReport, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = f.kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
-	if err != nil {
-		return StatusReport{}, fmt.Errorf("load kubeconfig: %w", err)
-	}
-	gw, err := gatewayclient.NewForConfig(cfg)
+	c, err := connect(ctx, &f)
 	if err != nil {
 		return StatusReport{}, err
-	}
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return StatusReport{}, err
-	}
-	consulCfg := consulapi.DefaultConfig()
-	if f.consulAddr != "" {
-		consulCfg.Address = f.consulAddr
-	}
-	if f.consulTokenFile != "" {
-		consulCfg.TokenFile = f.consulTokenFile
-	}
-	if f.consulCACert != "" {
-		consulCfg.TLSConfig.CAFile = f.consulCACert
-	}
-	client, err := consulapi.NewClient(consulCfg)
-	if err != nil {
-		return StatusReport{}, fmt.Errorf("create consul client: %w", err)
-	}
-	if f.clusterID == "" {
-		ns, err := kube.CoreV1().Namespaces().Get(ctx, metav1.NamespaceSystem, metav1.GetOptions{})
-		if err != nil {
-			return StatusReport{}, fmt.Errorf("derive the cluster id from the %s Namespace (or give --cluster-id): %w", metav1.NamespaceSystem, err)
-		}
-		f.clusterID = options.ClusterIDOf(ns.UID)
 	}
 	namespace := f.namespace
 	if f.allNamespaces {
 		namespace = metav1.NamespaceAll
 	}
-	objects, err := listOurObjects(ctx, gw, gatewayv1.GatewayController(f.controller), namespace)
+	objects, err := listOurObjects(ctx, c.gateway, gatewayv1.GatewayController(f.controller), namespace)
 	if err != nil {
 		return StatusReport{}, err
 	}
-	entries, err := ownedEntries(client, translate.Ownership{Controller: f.controller, ClusterID: f.clusterID})
+	entries, err := ownedEntries(c.consul, translate.Ownership{Controller: f.controller, ClusterID: f.clusterID})
 	if err != nil {
 		return StatusReport{}, err
 	}
@@ -184,6 +152,38 @@ func gatherStatus(ctx context.Context, f statusFlags) (StatusReport, error) {
 		o.Disagreements = disagreements(*o)
 	}
 	return StatusReport{Objects: objects}, nil
+}
+
+// kubeConfig loads the kubeconfig at path, or as kubectl does when path is empty
+// ($KUBECONFIG, ~/.kube/config), or the in-cluster configuration.
+func kubeConfig(path string) (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = path
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("load kubeconfig: %w", err)
+	}
+	return cfg, nil
+}
+
+// consulClient is a Consul client of the environment (CONSUL_HTTP_ADDR and the like),
+// with the flags that are set over it.
+func consulClient(f *statusFlags) (*consulapi.Client, error) {
+	cfg := consulapi.DefaultConfig()
+	if f.consulAddr != "" {
+		cfg.Address = f.consulAddr
+	}
+	if f.consulTokenFile != "" {
+		cfg.TokenFile = f.consulTokenFile
+	}
+	if f.consulCACert != "" {
+		cfg.TLSConfig.CAFile = f.consulCACert
+	}
+	client, err := consulapi.NewClient(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("create consul client: %w", err)
+	}
+	return client, nil
 }
 
 type ownerName struct {

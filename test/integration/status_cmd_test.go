@@ -27,7 +27,7 @@ import (
 	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
 )
 
-// TestStatusCommandReadsOnly runs the binary's status command with a ServiceAccount
+// TestStatusCommandReadsOnly runs the binary's status and explain commands with a ServiceAccount
 // that may only get and list, and a Consul token with mesh:read only, against the
 // objects and entries of a running controller: it lists every object of the
 // controller with its conditions and Consul's verdict on its entries, and flags the
@@ -36,7 +36,9 @@ import (
 func TestStatusCommandReadsOnly(t *testing.T) {
 	agent, admin, rules := aclConsul(t)
 	writer := testenv.ACLToken(t, admin, "status-writer", rules)
-	reader := testenv.ACLToken(t, admin, "status-reader", `mesh = "read"`)
+	reader := testenv.ACLToken(t, admin, "status-reader", `mesh = "read"
+service_prefix "" { policy = "read" }
+node_prefix "" { policy = "read" }`)
 	s := newConsulStack(t, "status-"+utilrand.String(5))
 	env.Create(t, s.Route("web", "web.example.com"))
 	clusterID := "status-" + utilrand.String(5)
@@ -75,11 +77,11 @@ func TestStatusCommandReadsOnly(t *testing.T) {
 	}
 	before := versionsOf(t, s.Namespace)
 	_, _, index := consulIndex(t, admin)
-	run := func(args ...string) string {
+	run := func(command string, args ...string) string {
 		t.Helper()
-		cmd := exec.Command(testenv.ControllerBinary(t), append([]string{"status", "--kubeconfig=" + kubeconfig,
+		cmd := exec.Command(testenv.ControllerBinary(t), append([]string{command, "--kubeconfig=" + kubeconfig,
 			"--consul-http-addr=" + agent.HTTPAddr(), "--consul-token-file=" + tokenFile,
-			"--controller-name=" + string(s.Controller), "--cluster-id=" + clusterID, "-n", s.Namespace}, args...)...)
+			"--controller-name=" + string(s.Controller), "--cluster-id=" + clusterID}, args...)...)
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		if err := cmd.Run(); err != nil {
@@ -88,7 +90,7 @@ func TestStatusCommandReadsOnly(t *testing.T) {
 		return stdout.String()
 	}
 	var rep cli.StatusReport
-	if err := json.Unmarshal([]byte(run("-o", "json")), &rep); err != nil {
+	if err := json.Unmarshal([]byte(run("status", "-n", s.Namespace, "-o", "json")), &rep); err != nil {
 		t.Fatal(err)
 	}
 	kinds := map[gatewayv1.Kind][]string{}
@@ -113,13 +115,32 @@ func TestStatusCommandReadsOnly(t *testing.T) {
 	if len(gw.Entries) != 0 || !slices.ContainsFunc(gw.Disagreements, func(d string) bool { return strings.Contains(d, "holds no entry") }) {
 		t.Errorf("the Gateway: entries %+v, disagreements %q: want no entry, flagged", gw.Entries, gw.Disagreements)
 	}
-	table := run()
+	table := run("status", "-n", s.Namespace)
 	for _, want := range []string{"KIND", "HTTPRoute", "web", routeEntry, "holds no entry"} {
 		if !strings.Contains(table, want) {
 			t.Errorf("the table does not show %q:\n%s", want, table)
 		}
 	}
 	t.Logf("status:\n%s", table)
+
+	// explain, with the same read-only access: every part of the route in words.
+	explained := run("explain", "route", s.Namespace+"/web")
+	for _, want := range []string{
+		"HTTPRoute " + s.Namespace + "/web",
+		"note: pods may not be listed",
+		s.GatewayName + ": attached",
+		"Consul: accepted",
+		"rule 0 (PathPrefix /): served",
+		fmt.Sprintf("the Consul service %q, of which Consul has no healthy instance", s.Backend),
+		"http-route " + routeEntry,
+		"Bound=False on api-gateway",
+		"Precedence",
+	} {
+		if !strings.Contains(explained, want) {
+			t.Errorf("explain does not say %q:\n%s", want, explained)
+		}
+	}
+	t.Logf("explain:\n%s", explained)
 
 	if after := versionsOf(t, s.Namespace); !equalVersions(before, after) {
 		t.Errorf("resourceVersions changed while status ran: %v -> %v", before, after)
@@ -163,7 +184,7 @@ func readOnlyKubeconfig(t *testing.T) string {
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Rules: []rbacv1.PolicyRule{
 			{APIGroups: []string{gatewayv1.GroupName}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch"}},
-			{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "list"}},
+			{APIGroups: []string{""}, Resources: []string{"namespaces", "services"}, Verbs: []string{"get", "list"}},
 		},
 	})
 	env.Create(t, &rbacv1.ClusterRoleBinding{

@@ -1,0 +1,366 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	consulapi "github.com/hashicorp/consul/api"
+	"github.com/spf13/pflag"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/backends"
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/consullimits"
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/options"
+	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
+)
+
+const explainUsage = `Usage: consul-gateway-controller explain route NAMESPACE/NAME [--kind HTTPRoute|TCPRoute] [flags]
+
+Explains one route in words: per parent, whether it is attached and why; per rule,
+whether it is served, dropped (its requests answered by the blackhole) or refused, and
+why; per backendRef, the Consul service it resolves to and how many healthy instances
+Consul has of it; the Consul entries written for it and Consul's verdict; and what
+Consul 1.15 does with its rules' order against the Gateway API precedence. It only
+reads, with the controller's flags and environment (see status).
+
+Flags:
+`
+
+// Explain runs the explain command and returns its exit code: 0, 1 when the route or
+// Consul cannot be read, 2 for bad arguments.
+func Explain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var f statusFlags
+	fs := pflag.NewFlagSet("explain", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "path to a kubeconfig; empty: $KUBECONFIG, then the in-cluster configuration")
+	fs.StringVar(&f.consulAddr, "consul-http-addr", "", "Consul HTTP API address (scheme://host:port); overrides CONSUL_HTTP_ADDR")
+	fs.StringVar(&f.consulTokenFile, "consul-token-file", "", "file holding a Consul ACL token (mesh:read and service:read suffice)")
+	fs.StringVar(&f.consulCACert, "consul-cacert", "", "CA certificate to verify Consul's TLS certificate")
+	fs.StringVar(&f.controller, "controller-name", string(gwsync.DefaultControllerName), "the GatewayClass controllerName of the controller")
+	fs.StringVar(&f.clusterID, "cluster-id", "", "the controller's --cluster-id; empty derives it as the controller does")
+	kind := fs.String("kind", gatewayapi.HTTPRouteKind, "the route's kind: HTTPRoute or TCPRoute")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, explainUsage)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintf(stderr, "explain: %v\n", err)
+		return 2
+	}
+	if fs.NArg() != 2 || fs.Arg(0) != "route" {
+		fmt.Fprintln(stderr, "explain: want: explain route NAMESPACE/NAME")
+		return 2
+	}
+	ns, name, ok := strings.Cut(fs.Arg(1), "/")
+	if !ok || ns == "" || name == "" {
+		fmt.Fprintf(stderr, "explain: %q: want NAMESPACE/NAME\n", fs.Arg(1))
+		return 2
+	}
+	if *kind != gatewayapi.HTTPRouteKind && *kind != gatewayapi.TCPRouteKind {
+		fmt.Fprintf(stderr, "explain: --kind %s: want HTTPRoute or TCPRoute\n", *kind)
+		return 2
+	}
+	c, err := connect(ctx, &f)
+	if err != nil {
+		fmt.Fprintf(stderr, "explain: %v\n", err)
+		return 1
+	}
+	if err := explainRoute(ctx, stdout, c, f, gatewayv1.Kind(*kind), cache.ObjectName{Namespace: ns, Name: name}); err != nil {
+		fmt.Fprintf(stderr, "explain: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// connections are a read-only command's clients.
+type connections struct {
+	kube    kubernetes.Interface
+	gateway gatewayclient.Interface
+	consul  *consulapi.Client
+}
+
+func explainRoute(ctx context.Context, w io.Writer, c connections, f statusFlags, kind gatewayv1.Kind, key cache.ObjectName) error {
+	route, parents, err := getRouteOf(ctx, c.gateway, kind, key)
+	if err != nil {
+		return err
+	}
+	objects, notes, err := backendObjects(ctx, c)
+	if err != nil {
+		return err
+	}
+	explanation, err := gwsync.ExplainRoute(gwsync.OfflineConfig{ControllerName: gatewayv1.GatewayController(f.controller), Capabilities: consullimits.Consul115}, route, objects)
+	if err != nil {
+		return err
+	}
+	entries, err := ownedEntries(c.consul, translate.Ownership{Controller: f.controller, ClusterID: f.clusterID})
+	if err != nil {
+		return err
+	}
+	p := printer{w: w}
+	p.line(0, "%s %s", kind, key)
+	for _, n := range notes {
+		p.line(1, "note: %s", n)
+	}
+	p.line(0, "")
+	p.line(0, "Parents:")
+	ours := 0
+	for _, parent := range parents {
+		if parent.ControllerName != gatewayv1.GatewayController(f.controller) {
+			continue
+		}
+		ours++
+		p.line(1, "%s: %s", parentName(parent.ParentRef), attachment(parent.Conditions))
+		for _, c := range parent.Conditions {
+			if c.Type == gwsync.ConsulAcceptedCondition {
+				p.line(2, "Consul: %s (%s): %s", verdictWord(c.Status), c.Reason, c.Message)
+			}
+		}
+	}
+	if ours == 0 {
+		p.line(1, "none of this controller's: no parentRef names a Gateway of a class of %s, or the controller has not judged it yet", f.controller)
+	}
+	p.line(0, "")
+	if explanation.HostnameProblem != "" {
+		p.line(0, "Hostnames: refused on every parent: %s", explanation.HostnameProblem)
+	}
+	p.line(0, "Rules:")
+	for i, rule := range explanation.Rules {
+		state := "served"
+		if rule.Problem != "" {
+			state = "dropped: " + rule.Problem
+			if kind == gatewayapi.HTTPRouteKind {
+				state += "; its requests are answered with HTTP 503 (the blackhole)"
+			}
+		}
+		p.line(1, "rule %d%s: %s", i, describeMatches(route, i), state)
+		for _, b := range rule.Backends {
+			ref := backendName(key.Namespace, b.Ref)
+			if b.Problem != "" {
+				p.line(2, "backendRef %s: not resolved: %s; its share of the requests is answered with HTTP 503", ref, b.Problem)
+				continue
+			}
+			p.line(2, "backendRef %s: the Consul service %q%s", ref, b.ConsulService, healthyInstances(c.consul, b.ConsulService))
+		}
+	}
+	p.line(0, "")
+	p.line(0, "Consul entries:")
+	written := entries[ownerName{kind, key}]
+	if len(written) == 0 {
+		p.line(1, "none written for it (by %s, cluster %s)", f.controller, f.clusterID)
+	}
+	for _, e := range written {
+		p.line(1, "%s %s:", e.Kind, e.Name)
+		if len(e.Conditions) == 0 {
+			p.line(2, "not judged by Consul yet")
+		}
+		for _, c := range e.Conditions {
+			on := ""
+			if c.On != "" {
+				on = " on " + c.On
+			}
+			p.line(2, "%s=%s%s (%s): %s", c.Type, c.Status, on, c.Reason, c.Message)
+		}
+	}
+	p.line(0, "")
+	p.line(0, "Precedence (Consul 1.15 against the Gateway API, docs/consul.md):")
+	for _, parent := range parents {
+		if parent.ControllerName != gatewayv1.GatewayController(f.controller) {
+			continue
+		}
+		for _, c := range parent.Conditions {
+			if strings.HasSuffix(c.Type, "/RoutedAsSpecified") {
+				p.line(1, "%s: %s", parentName(parent.ParentRef), c.Message)
+			}
+		}
+	}
+	return p.err
+}
+
+// connect builds a read-only command's clients, and derives an unset cluster id.
+func connect(ctx context.Context, f *statusFlags) (connections, error) {
+	var c connections
+	cfg, err := kubeConfig(f.kubeconfig)
+	if err != nil {
+		return c, err
+	}
+	if c.kube, err = kubernetes.NewForConfig(cfg); err != nil {
+		return c, err
+	}
+	if c.gateway, err = gatewayclient.NewForConfig(cfg); err != nil {
+		return c, err
+	}
+	if c.consul, err = consulClient(f); err != nil {
+		return c, err
+	}
+	if f.clusterID == "" {
+		ns, err := c.kube.CoreV1().Namespaces().Get(ctx, metav1.NamespaceSystem, metav1.GetOptions{})
+		if err != nil {
+			return c, fmt.Errorf("derive the cluster id from the %s Namespace (or give --cluster-id): %w", metav1.NamespaceSystem, err)
+		}
+		f.clusterID = options.ClusterIDOf(ns.UID)
+	}
+	return c, nil
+}
+
+// getRouteOf reads the route and its status.parents.
+func getRouteOf(ctx context.Context, gw gatewayclient.Interface, kind gatewayv1.Kind, key cache.ObjectName) (runtime.Object, []gatewayv1.RouteParentStatus, error) {
+	switch kind {
+	case gatewayapi.TCPRouteKind:
+		r, err := gw.GatewayV1().TCPRoutes(key.Namespace).Get(ctx, key.Name, metav1.GetOptions{})
+		if err != nil {
+			return nil, nil, fmt.Errorf("get TCPRoute %s: %w", key, err)
+		}
+		return r, r.Status.Parents, nil
+	default:
+		r, err := gw.GatewayV1().HTTPRoutes(key.Namespace).Get(ctx, key.Name, metav1.GetOptions{})
+		if err != nil {
+			return nil, nil, fmt.Errorf("get HTTPRoute %s: %w", key, err)
+		}
+		return r, r.Status.Parents, nil
+	}
+}
+
+// backendObjects reads what backend resolution reads: Services, ReferenceGrants,
+// Namespaces and the pods consul-k8s injected (which may rename a backend). Pods the
+// caller may not list are left out, with a note.
+func backendObjects(ctx context.Context, c connections) ([]runtime.Object, []string, error) {
+	var objs []runtime.Object
+	var notes []string
+	services, err := c.kube.CoreV1().Services(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, nil, fmt.Errorf("list Services: %w", err)
+	}
+	for i := range services.Items {
+		objs = append(objs, &services.Items[i])
+	}
+	grants, err := c.gateway.GatewayV1().ReferenceGrants(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, nil, fmt.Errorf("list ReferenceGrants: %w", err)
+	}
+	for i := range grants.Items {
+		objs = append(objs, &grants.Items[i])
+	}
+	pods, err := c.kube.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{LabelSelector: backends.InjectStatusLabel + "=" + backends.Injected})
+	switch {
+	case apierrors.IsForbidden(err):
+		notes = append(notes, "pods may not be listed: a backend is taken to be the Consul service of its Service's name")
+	case err != nil:
+		return nil, nil, fmt.Errorf("list injected pods: %w", err)
+	default:
+		for i := range pods.Items {
+			objs = append(objs, &pods.Items[i])
+		}
+	}
+	return objs, notes, nil
+}
+
+// attachment says in words whether a parent status says the route is attached.
+func attachment(conds []metav1.Condition) string {
+	for _, c := range conds {
+		if c.Type != string(gatewayv1.RouteConditionAccepted) {
+			continue
+		}
+		if c.Status == metav1.ConditionTrue {
+			return "attached (" + c.Message + ")"
+		}
+		return fmt.Sprintf("not attached: %s: %s", c.Reason, c.Message)
+	}
+	return "not judged yet"
+}
+
+func verdictWord(s metav1.ConditionStatus) string {
+	switch s {
+	case metav1.ConditionTrue:
+		return "accepted"
+	case metav1.ConditionFalse:
+		return "not accepted"
+	}
+	return "unknown"
+}
+
+// describeMatches names an HTTPRoute rule's matches, briefly.
+func describeMatches(route runtime.Object, i int) string {
+	r, ok := route.(*gatewayv1.HTTPRoute)
+	if !ok || i >= len(r.Spec.Rules) {
+		return ""
+	}
+	var parts []string
+	for _, m := range r.Spec.Rules[i].Matches {
+		var s []string
+		if m.Path != nil && m.Path.Value != nil {
+			t := gatewayv1.PathMatchPathPrefix
+			if m.Path.Type != nil {
+				t = *m.Path.Type
+			}
+			s = append(s, fmt.Sprintf("%s %s", t, *m.Path.Value))
+		}
+		if m.Method != nil {
+			s = append(s, string(*m.Method))
+		}
+		if n := len(m.Headers); n > 0 {
+			s = append(s, fmt.Sprintf("%d header match(es)", n))
+		}
+		if n := len(m.QueryParams); n > 0 {
+			s = append(s, fmt.Sprintf("%d query match(es)", n))
+		}
+		parts = append(parts, strings.Join(s, " "))
+	}
+	if len(parts) == 0 {
+		return " (every request)"
+	}
+	return " (" + strings.Join(parts, " | ") + ")"
+}
+
+func backendName(routeNamespace string, ref gatewayv1.BackendObjectReference) string {
+	name := gatewayapi.Referent(routeNamespace, ref.Namespace, ref.Name).String()
+	if ref.Port != nil {
+		name += fmt.Sprintf(":%d", *ref.Port)
+	}
+	return name
+}
+
+// healthyInstances says how many passing instances Consul has of service, or why it
+// cannot tell.
+func healthyInstances(client *consulapi.Client, service string) string {
+	instances, meta, err := client.Health().Service(service, "", true, nil)
+	switch {
+	case err != nil:
+		return fmt.Sprintf(", whose instances Consul did not list: %v", err)
+	case meta.ResultsFilteredByACLs:
+		return ", whose instances the Consul token may not read all of (service:read and node:read)"
+	}
+	switch len(instances) {
+	case 0:
+		return ", of which Consul has no healthy instance: its requests get HTTP 503"
+	case 1:
+		return ", with 1 healthy instance in Consul"
+	}
+	return fmt.Sprintf(", with %d healthy instances in Consul", len(instances))
+}
+
+// printer writes indented lines, keeping the first error.
+type printer struct {
+	w   io.Writer
+	err error
+}
+
+func (p *printer) line(indent int, format string, args ...any) {
+	if p.err != nil {
+		return
+	}
+	_, p.err = fmt.Fprintf(p.w, "%s%s\n", strings.Repeat("  ", indent), fmt.Sprintf(format, args...))
+}
