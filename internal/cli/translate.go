@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -56,7 +57,7 @@ Flags:
 func Translate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("translate", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
-	files := fs.StringArrayP("filename", "f", nil, `file of objects to read, repeatable; "-" is stdin (the default)`)
+	files := fs.StringArrayP("filename", "f", nil, `file or directory of objects to read, repeatable; "-" is stdin (the default)`)
 	output := fs.StringP("output", "o", "yaml", "output format: yaml or json")
 	controller := fs.String("controller-name", string(gwsync.DefaultControllerName), "the GatewayClass controllerName judged as this controller's")
 	clusterID := fs.String("cluster-id", "local", "the cluster id recorded in the entries' ownership meta")
@@ -253,6 +254,10 @@ var decoder = func() runtime.Decoder {
 // document of anything it cannot read.
 func readObjects(files []string, stdin io.Reader) ([]runtime.Object, error) {
 	var objects []runtime.Object
+	files, err := expandDirectories(files)
+	if err != nil {
+		return nil, err
+	}
 	for _, file := range files {
 		data, err := readFile(file, stdin)
 		if err != nil {
@@ -275,6 +280,29 @@ func readObjects(files []string, stdin io.Reader) ([]runtime.Object, error) {
 		}
 	}
 	return objects, nil
+}
+
+// expandDirectories replaces each directory of files by its .yaml, .yml and .json
+// files, in name order, as kubectl -f does.
+func expandDirectories(files []string) ([]string, error) {
+	var out []string
+	for _, file := range files {
+		info, err := os.Stat(file)
+		if file == "-" || err != nil || !info.IsDir() {
+			out = append(out, file) // a missing file is reported when it is read
+			continue
+		}
+		entries, err := os.ReadDir(file)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range entries {
+			if ext := filepath.Ext(e.Name()); !e.IsDir() && (ext == ".yaml" || ext == ".yml" || ext == ".json") {
+				out = append(out, filepath.Join(file, e.Name()))
+			}
+		}
+	}
+	return out, nil
 }
 
 func readFile(file string, stdin io.Reader) ([]byte, error) {

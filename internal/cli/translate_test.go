@@ -139,7 +139,7 @@ func TestTranslateRefusesBadInput(t *testing.T) {
 }
 
 // TestTranslateReadsAList: the List kubectl get -o yaml prints translates as its
-// items do one by one.
+// items do one by one, and a directory as its files.
 func TestTranslateReadsAList(t *testing.T) {
 	root, err := testenv.RepoRoot()
 	if err != nil {
@@ -166,7 +166,7 @@ func TestTranslateReadsAList(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var fromFile, fromList, stderr bytes.Buffer
+	var fromFile, fromList, fromDir, stderr bytes.Buffer
 	if code := Translate([]string{"-f", example}, nil, &fromFile, &stderr); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
@@ -175,5 +175,12 @@ func TestTranslateReadsAList(t *testing.T) {
 	}
 	if diff := gocmp.Diff(fromFile.String(), fromList.String()); diff != "" {
 		t.Errorf("a List translates otherwise than its items (-items +list):\n%s", diff)
+	}
+	// A directory is its files (examples/ holds gateway.yaml alone).
+	if code := Translate([]string{"-f", filepath.Dir(example)}, nil, &fromDir, &stderr); code != 0 {
+		t.Fatalf("a directory: exit %d: %s", code, stderr.String())
+	}
+	if diff := gocmp.Diff(fromFile.String(), fromDir.String()); diff != "" {
+		t.Errorf("a directory translates otherwise than its file (-file +directory):\n%s", diff)
 	}
 }

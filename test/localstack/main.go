@@ -117,9 +117,13 @@ The local stack is up. Look at it with:
   %[1]s --kubeconfig %[2]s get gatewayclasses,gateways,httproutes -A
   %[1]s --kubeconfig %[2]s -n demo get deployments,pods,services -o wide
   Consul UI: %[3]s/ui
+Ask the controller's own commands (docs/cli.md):
+  %[5]s status -A --kubeconfig %[2]s --consul-http-addr %[3]s --cluster-id=local
+  %[5]s explain route demo/echo --kubeconfig %[2]s --consul-http-addr %[3]s --cluster-id=local
+  %[5]s translate -f %[6]s
 Server logs are in %[4]s. Press Ctrl-C to stop everything.
 
-`, kubectl, kubeconfig, env.Consul.URL(), filepath.Join(env.Dir(), "logs"))
+`, kubectl, kubeconfig, env.Consul.URL(), filepath.Join(env.Dir(), "logs"), controller, examples)
 
 	select {
 	case <-proc.Exited():
