@@ -177,7 +177,7 @@ func (o *offline) pass() (bool, error) {
 		}
 		status, err := o.gatewayStatus(gw, class, o.now)
 		if err != nil {
-			return false, fmt.Errorf("Gateway %s/%s: %w", gw.Namespace, gw.Name, err)
+			return false, fmt.Errorf("judge Gateway %s/%s: %w", gw.Namespace, gw.Name, err)
 		}
 		c, err := storeStatus(o.gatewayStore, gw, apiequality.Semantic.DeepEqual(status, gw.Status), func(u *gatewayv1.Gateway) { u.Status = status })
 		if err != nil {
@@ -195,7 +195,7 @@ func (o *offline) pass() (bool, error) {
 		}
 		status, err := o.listenerSetStatus(set, gw, class, o.now)
 		if err != nil {
-			return false, fmt.Errorf("ListenerSet %s/%s: %w", set.Namespace, set.Name, err)
+			return false, fmt.Errorf("judge ListenerSet %s/%s: %w", set.Namespace, set.Name, err)
 		}
 		c, err := storeStatus(o.listenerSets, set, apiequality.Semantic.DeepEqual(status, set.Status), func(u *gatewayv1.ListenerSet) { u.Status = status })
 		if err != nil {

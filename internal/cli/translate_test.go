@@ -113,7 +113,7 @@ func TestTranslateRefusesBadInput(t *testing.T) {
 		says        []string
 	}{
 		{"unknown kind", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n", nil, 1, []string{"<stdin>", "document 1", "ConfigMap"}},
-		{"unknown field", "apiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\nmetadata: {name: g}\nspec: {gatewayClassName: c, listners: []}\n", nil, 1, []string{"document 1", "listners"}},
+		{"unknown field", "apiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\nmetadata: {name: g}\nspec: {gatewayClassName: c, nonsense: []}\n", nil, 1, []string{"document 1", "nonsense"}},
 		{"second document", "apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n---\nkind: Nothing\n", nil, 1, []string{"document 2"}},
 		{"no name", "apiVersion: v1\nkind: Service\nmetadata: {namespace: a}\n", nil, 1, []string{"metadata.name"}},
 		{"bad output", "", []string{"-o", "table"}, 2, []string{"-o table"}},

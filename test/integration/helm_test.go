@@ -383,7 +383,7 @@ func assertUninstalled(t *testing.T, kubeconfig, manifest string) {
 		out, err := kubectl(t, kubeconfig, "get", "-f", file, "--ignore-not-found", "-o", "name")
 		switch {
 		case err != nil:
-			return fmt.Errorf("kubectl get: %v: %s", err, out)
+			return fmt.Errorf("kubectl get: %w: %s", err, out)
 		case strings.TrimSpace(out) != "":
 			return fmt.Errorf("left after helm uninstall: %s", strings.Fields(out))
 		}

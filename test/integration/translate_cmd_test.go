@@ -216,7 +216,9 @@ func liveObjects(t *testing.T, ns, class string) []runtime.Object {
 		obj.GetObjectKind().SetGroupVersionKind(gvk)
 		objs = append(objs, obj)
 	}
-	v1 := func(kind string) schema.GroupVersionKind { return gatewayv1.SchemeGroupVersion.WithKind(kind) }
+	v1 := func(kind string) schema.GroupVersionKind {
+		return schema.GroupVersionKind{Group: gatewayv1.GroupName, Version: "v1", Kind: kind}
+	}
 	c, err := gw.GatewayClasses().Get(ctx, class, get)
 	add(v1("GatewayClass"), c, err)
 	g, err := gw.Gateways(ns).Get(ctx, "edge", get)
