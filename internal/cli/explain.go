@@ -41,14 +41,7 @@ Flags:
 // Consul cannot be read, 2 for bad arguments.
 func Explain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var f statusFlags
-	fs := pflag.NewFlagSet("explain", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "path to a kubeconfig; empty: $KUBECONFIG, then the in-cluster configuration")
-	fs.StringVar(&f.consulAddr, "consul-http-addr", "", "Consul HTTP API address (scheme://host:port); overrides CONSUL_HTTP_ADDR")
-	fs.StringVar(&f.consulTokenFile, "consul-token-file", "", "file holding a Consul ACL token (mesh:read and service:read suffice)")
-	fs.StringVar(&f.consulCACert, "consul-cacert", "", "CA certificate to verify Consul's TLS certificate")
-	fs.StringVar(&f.controller, "controller-name", string(gwsync.DefaultControllerName), "the GatewayClass controllerName of the controller")
-	fs.StringVar(&f.clusterID, "cluster-id", "", "the controller's --cluster-id; empty derives it as the controller does")
+	fs := readerFlags("explain", stderr, &f)
 	kind := fs.String("kind", gatewayapi.HTTPRouteKind, "the route's kind: HTTPRoute or TCPRoute")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, explainUsage)

@@ -47,18 +47,25 @@ type statusFlags struct {
 	allNamespaces                                         bool
 }
 
+// readerFlags is the flag set of a read-only command named name, with the flags that
+// reach the cluster and Consul as the controller does.
+func readerFlags(name string, stderr io.Writer, f *statusFlags) *pflag.FlagSet {
+	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "path to a kubeconfig; empty: $KUBECONFIG, then the in-cluster configuration")
+	fs.StringVar(&f.consulAddr, "consul-http-addr", "", "Consul HTTP API address (scheme://host:port); overrides CONSUL_HTTP_ADDR")
+	fs.StringVar(&f.consulTokenFile, "consul-token-file", "", "file holding a Consul ACL token that may read (docs/cli.md)")
+	fs.StringVar(&f.consulCACert, "consul-cacert", "", "CA certificate to verify Consul's TLS certificate")
+	fs.StringVar(&f.controller, "controller-name", string(gwsync.DefaultControllerName), "the GatewayClass controllerName of the controller")
+	fs.StringVar(&f.clusterID, "cluster-id", "", "the controller's --cluster-id; empty derives it as the controller does")
+	return fs
+}
+
 // Status runs the status command and returns its exit code: 0, 1 when the cluster or
 // Consul cannot be read, 2 for bad flags.
 func Status(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var f statusFlags
-	fs := pflag.NewFlagSet("status", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "path to a kubeconfig; empty: $KUBECONFIG, then the in-cluster configuration")
-	fs.StringVar(&f.consulAddr, "consul-http-addr", "", "Consul HTTP API address (scheme://host:port); overrides CONSUL_HTTP_ADDR")
-	fs.StringVar(&f.consulTokenFile, "consul-token-file", "", "file holding a Consul ACL token (mesh:read suffices)")
-	fs.StringVar(&f.consulCACert, "consul-cacert", "", "CA certificate to verify Consul's TLS certificate")
-	fs.StringVar(&f.controller, "controller-name", string(gwsync.DefaultControllerName), "the GatewayClass controllerName whose objects to list")
-	fs.StringVar(&f.clusterID, "cluster-id", "", "the controller's --cluster-id; empty derives it as the controller does")
+	fs := readerFlags("status", stderr, &f)
 	fs.StringVarP(&f.namespace, "namespace", "n", "default", "namespace of the Gateways, ListenerSets and routes to list")
 	fs.BoolVarP(&f.allNamespaces, "all-namespaces", "A", false, "list the objects of every namespace")
 	fs.StringVarP(&f.output, "output", "o", "", "output format: empty (a table), wide (the table with messages), yaml or json")
