@@ -121,24 +121,9 @@ func routeEvents(before, after []gatewayv1.RouteParentStatus, controller gateway
 				break
 			}
 		}
-		events = append(events, conditionEvents("parent "+parentName(p.ParentRef), routeEvented, old, p.Conditions)...)
+		events = append(events, conditionEvents("parent "+gatewayapi.ParentName(p.ParentRef), routeEvented, old, p.Conditions)...)
 	}
 	return events
-}
-
-// parentName is a parentRef as a user writes it: [namespace/]name[/section][:port].
-func parentName(ref gatewayv1.ParentReference) string {
-	name := string(ref.Name)
-	if ref.Namespace != nil {
-		name = string(*ref.Namespace) + "/" + name
-	}
-	if ref.SectionName != nil {
-		name += "/" + string(*ref.SectionName)
-	}
-	if ref.Port != nil {
-		name += fmt.Sprintf(":%d", *ref.Port)
-	}
-	return name
 }
 
 func conditionEvents(subject string, watched []evented, before, after []metav1.Condition) []statusEvent {

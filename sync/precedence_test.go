@@ -117,7 +117,7 @@ func routedSummaries(t *testing.T, objs []runtime.Object) []routedSummary {
 			t.Fatal(err)
 		}
 		for _, p := range parents {
-			s := routedSummary{Route: string(kind.Kind) + " " + view.namespace + "/" + view.name, Parent: parentName(p.ParentRef), Status: "absent"}
+			s := routedSummary{Route: string(kind.Kind) + " " + view.namespace + "/" + view.name, Parent: gatewayapi.ParentName(p.ParentRef), Status: "absent"}
 			if c := findCondition(p.Conditions, RoutedAsSpecifiedCondition); c != nil {
 				s.Status, s.Reason, s.Message = string(c.Status), c.Reason, c.Message
 			}

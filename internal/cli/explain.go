@@ -116,7 +116,7 @@ func explainRoute(ctx context.Context, w io.Writer, c connections, f statusFlags
 			continue
 		}
 		ours++
-		p.line(1, "%s: %s", parentName(parent.ParentRef), attachment(parent.Conditions))
+		p.line(1, "%s: %s", gatewayapi.ParentName(parent.ParentRef), attachment(parent.Conditions))
 		for _, c := range parent.Conditions {
 			if c.Type == gwsync.ConsulAcceptedCondition {
 				p.line(2, "Consul: %s (%s): %s", verdictWord(c.Status), c.Reason, c.Message)
@@ -176,7 +176,7 @@ func explainRoute(ctx context.Context, w io.Writer, c connections, f statusFlags
 		}
 		for _, c := range parent.Conditions {
 			if strings.HasSuffix(c.Type, "/RoutedAsSpecified") {
-				p.line(1, "%s: %s", parentName(parent.ParentRef), c.Message)
+				p.line(1, "%s: %s", gatewayapi.ParentName(parent.ParentRef), c.Message)
 			}
 		}
 	}

@@ -293,7 +293,7 @@ func listOurObjects(ctx context.Context, gw gatewayclient.Interface, controller 
 		report := ObjectReport{Kind: r.kind, Namespace: r.namespace, Name: r.name}
 		for _, p := range r.parents {
 			if p.ControllerName == controller {
-				report.Conditions = append(report.Conditions, conditions("parent "+parentName(p.ParentRef), p.Conditions)...)
+				report.Conditions = append(report.Conditions, conditions("parent "+gatewayapi.ParentName(p.ParentRef), p.Conditions)...)
 			}
 		}
 		if len(report.Conditions) > 0 {
@@ -365,16 +365,6 @@ func listRoutes(ctx context.Context, gw gatewayclient.Interface, namespace strin
 	return out, nil
 }
 
-func parentName(ref gatewayv1.ParentReference) string {
-	name := string(ref.Name)
-	if ref.Namespace != nil {
-		name = string(*ref.Namespace) + "/" + name
-	}
-	if ref.SectionName != nil {
-		name += "/" + string(*ref.SectionName)
-	}
-	return name
-}
 
 // conditions keeps the key conditions of conds, on where they sit.
 func conditions(on string, conds []metav1.Condition) []Condition {
