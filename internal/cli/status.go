@@ -365,7 +365,6 @@ func listRoutes(ctx context.Context, gw gatewayclient.Interface, namespace strin
 	return out, nil
 }
 
-
 // conditions keeps the key conditions of conds, on where they sit.
 func conditions(on string, conds []metav1.Condition) []Condition {
 	var out []Condition
