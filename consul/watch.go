@@ -178,12 +178,15 @@ func watchPause(busy time.Duration, size int) time.Duration {
 // watchPaceBytes is the answer size the watch waits a second after. Consul encodes
 // (and compresses, for a client that accepts gzip) the whole kind for each answer: at
 // 5,000 http-routes with their status, 14 MB that took a 1.15 Consul server 0.3 s
-// to 0.9 s of a core on the bench machine. A second per 16 MB keeps the watch's lists
-// at what they cost before the watch decoded only changed elements, when ten times
-// its own decoding paced it at about a second at 5,000 routes. Paced by this
-// process's cost alone, the lists came several times as often during edits, and the
-// edits' p99 at 5,000 routes rose from 94 ms to 144 ms (make bench).
-const watchPaceBytes = 16 << 20
+// to 0.9 s of a core on the bench machine, time it does not spend judging entries.
+// Paced by this process's own cost alone, the pause shrank with that cost when the
+// watch came to decode only changed elements, and the edits' p99 at 5,000 routes
+// rose from 94 ms to 144 ms. At a second per 16 MB a cold start of 5,000
+// routes at QPS 1000 took 1.45x Consul's judging floor (make bench); at a second per
+// 4 MB, about 3.5 s between lists at 5,000 routes, 1.37x (one run each,
+// docs/performance.md). A change Consul makes is then seen up to that much later:
+// the verdict on a new entry, or a hand edit to put back.
+const watchPaceBytes = 4 << 20
 
 // compareKind queues the keys of kind whose entry in Consul is not what is desired,
 // and records Consul's verdicts on our entries.
