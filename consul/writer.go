@@ -137,9 +137,6 @@ func (s *Syncer) put(ctx context.Context, logger klog.Logger, verb string, key t
 	if err := s.dependenciesWritten(ctx, desired); err != nil {
 		return err
 	}
-	if index == 0 {
-		s.verdicts.absent(key, desired.GetMeta(), s.statusChanged)
-	}
 	drift := s.held.held(key, desired)
 	err := s.write(ctx, logger, verb, key, desired.GetMeta(), func(w *consulapi.WriteOptions) (bool, error) {
 		ok, _, err := s.cfg.Client.ConfigEntries().CAS(Compact(desired), index, w)
@@ -147,6 +144,12 @@ func (s *Syncer) put(ctx context.Context, logger klog.Logger, verb string, key t
 	})
 	if err != nil {
 		return err
+	}
+	if index == 0 {
+		// A new entry: the verdict of any earlier one is not its verdict. Only once
+		// created: a create the check-and-set refused (the watch's view was behind)
+		// leaves the entry Consul holds, and its verdict, as they were.
+		s.verdicts.absent(key, desired.GetMeta(), s.statusChanged)
 	}
 	s.held.record(key, desired)
 	s.view.wrote(key)
