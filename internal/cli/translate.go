@@ -4,7 +4,6 @@
 package cli
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -23,7 +22,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
@@ -35,6 +33,7 @@ import (
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/consullimits"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/manifests"
 	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
 )
 
@@ -97,10 +96,9 @@ func Translate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 1
 	}
 	result, err := translateObjects(objects, translation{
-		controller: gatewayv1.GatewayController(*controller),
-		ownership:  translate.Ownership{Controller: *controller, ClusterID: *clusterID},
-		naming:     naming,
-		options:    opts,
+		ownership: translate.Ownership{Controller: *controller, ClusterID: *clusterID},
+		naming:    naming,
+		options:   opts,
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "translate: %v\n", err)
@@ -115,10 +113,9 @@ func Translate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 // translation is what translateObjects judges and translates with.
 type translation struct {
-	controller gatewayv1.GatewayController
-	ownership  translate.Ownership
-	naming     translate.Naming
-	options    translate.Options
+	ownership translate.Ownership // its Controller is the controllerName judged as ours
+	naming    translate.Naming
+	options   translate.Options
 }
 
 // Result is the translate command's output.
@@ -149,7 +146,7 @@ type ObjectStatus struct {
 // confirm, as the controller does.
 func translateObjects(objects []runtime.Object, t translation) (Result, error) {
 	confirmations, err := gwsync.Offline(gwsync.OfflineConfig{
-		ControllerName: t.controller,
+		ControllerName: gatewayv1.GatewayController(t.ownership.Controller),
 		Capabilities:   consullimits.Consul115,
 		// The Gateway API release this binary is built with stands for the bundle
 		// version of a cluster's CRDs.
@@ -312,19 +309,15 @@ func readFile(file string, stdin io.Reader) ([]byte, error) {
 	return os.ReadFile(file)
 }
 
-// documents splits a YAML or JSON stream into its non-empty documents, and a List
-// into its items.
+// documents splits a YAML or JSON stream into its documents, and a List into its
+// items.
 func documents(data []byte) ([][]byte, error) {
+	all, err := manifests.Documents(data)
+	if err != nil {
+		return nil, err
+	}
 	var docs [][]byte
-	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	for {
-		doc, err := reader.Read()
-		if errors.Is(err, io.EOF) {
-			return docs, nil
-		}
-		if err != nil {
-			return nil, err
-		}
+	for _, doc := range all {
 		var probe struct {
 			Kind  string            `json:"kind"`
 			Items []json.RawMessage `json:"items"`
@@ -332,25 +325,15 @@ func documents(data []byte) ([][]byte, error) {
 		if err := yaml.Unmarshal(doc, &probe); err != nil {
 			return nil, err
 		}
-		switch {
-		case probe.Kind == "List": // kubectl get -o yaml of several objects
-			for _, item := range probe.Items {
-				docs = append(docs, item)
-			}
-		case len(bytes.TrimSpace(doc)) > 0 && !isComment(doc):
+		if probe.Kind != "List" {
 			docs = append(docs, doc)
+			continue
+		}
+		for _, item := range probe.Items { // kubectl get -o yaml of several objects
+			docs = append(docs, item)
 		}
 	}
-}
-
-// isComment reports whether a document has nothing but comments and blank lines.
-func isComment(doc []byte) bool {
-	for _, line := range strings.Split(string(doc), "\n") {
-		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
-			return false
-		}
-	}
-	return true
+	return docs, nil
 }
 
 // decodeObject decodes one document into its typed object, a v1beta1 Gateway API

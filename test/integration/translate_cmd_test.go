@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	consulapi "github.com/hashicorp/consul/api"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -73,7 +74,7 @@ func TestTranslateCommandAgreesWithTheController(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if c := findCondition(gw.Status.Conditions, "Programmed"); c == nil || c.Reason == "Pending" {
+		if c := meta.FindStatusCondition(gw.Status.Conditions, "Programmed"); c == nil || c.Reason == "Pending" {
 			return fmt.Errorf("Gateway Programmed: %v", c)
 		}
 		for _, r := range routes {
@@ -150,15 +151,6 @@ func TestTranslateCommandAgreesWithTheController(t *testing.T) {
 			t.Errorf("%s %s: translate's entry differs from Consul's (-translate +consul):\n%s", want.GetKind(), want.GetName(), diff)
 		}
 	}
-}
-
-func findCondition(conds []metav1.Condition, condType string) *metav1.Condition {
-	for i := range conds {
-		if conds[i].Type == condType {
-			return &conds[i]
-		}
-	}
-	return nil
 }
 
 func hasConsulVerdict(parents []gatewayv1.RouteParentStatus, controller gatewayv1.GatewayController) bool {
