@@ -42,6 +42,7 @@ import (
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul"
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul/catalog"
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul/identity"
+	"github.com/consul-gateway-controller/consul-gateway-controller/consul/intentions"
 	"github.com/consul-gateway-controller/consul-gateway-controller/dataplane"
 	"github.com/consul-gateway-controller/consul-gateway-controller/informers"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/cli"
@@ -275,6 +276,8 @@ type pipeline struct {
 	registrar *catalog.Registrar
 	// identities is nil unless the controller manages the gateways' ACL identities.
 	identities *identity.Manager
+	// intentions is nil unless the controller manages intentions (--manage-intentions).
+	intentions *intentions.Keeper
 }
 
 // newPipeline builds the parts and connects them: the status controller publishes
@@ -291,19 +294,31 @@ func newPipeline(ctx context.Context, opts *options.Options, c clients, recorder
 		informers: inf,
 		meta:      c.meta,
 		bundle:    informers.NewBundleVersion(c.meta, 0),
-		syncer: consul.NewSyncer(consul.Config{
-			Client:      c.consul,
-			Naming:      opts.Naming,
-			Ownership:   opts.Ownership(),
-			Options:     opts.Translation,
-			Secrets:     inf.Secrets.Lister(),
-			Services:    inf.Services.Lister(),
-			OwnerExists: inf.Exists,
-			Workers:     opts.ConsulWorkers,
-
-			ServiceDefaultsGrace: opts.ServiceDefaultsGrace,
-		}),
 	}
+	var routes consul.RouteObserver
+	if opts.ManageIntentions {
+		p.intentions = intentions.NewKeeper(intentions.Config{
+			Client:        c.consul,
+			Ownership:     opts.Ownership(),
+			Partition:     opts.Naming.Partition,
+			AllNamespaces: opts.Naming.MirrorNamespaces || opts.Naming.DestinationNamespace != "",
+			Workers:       opts.ConsulWorkers,
+		})
+		routes = p.intentions
+	}
+	p.syncer = consul.NewSyncer(consul.Config{
+		Client:      c.consul,
+		Naming:      opts.Naming,
+		Ownership:   opts.Ownership(),
+		Options:     opts.Translation,
+		Secrets:     inf.Secrets.Lister(),
+		Services:    inf.Services.Lister(),
+		OwnerExists: inf.Exists,
+		Workers:     opts.ConsulWorkers,
+		Routes:      routes,
+
+		ServiceDefaultsGrace: opts.ServiceDefaultsGrace,
+	})
 	publishers := gwsync.Publishers{p.syncer}
 	var deployments gwsync.GatewayDeployments
 	if opts.DeployGateways {
@@ -491,8 +506,14 @@ func (p *pipeline) lead(ctx context.Context, eventBroadcaster events.EventBroadc
 	} else {
 		identitiesDone <- nil
 	}
+	intentionsDone := make(chan error, 1)
+	if p.intentions != nil {
+		go func() { intentionsDone <- p.intentions.Run(ctx) }()
+	} else {
+		intentionsDone <- nil
+	}
 	err := p.controller.Run(ctx)
-	return errors.Join(err, <-syncerDone, <-deployerDone, <-registrarDone, <-identitiesDone)
+	return errors.Join(err, <-syncerDone, <-deployerDone, <-registrarDone, <-identitiesDone, <-intentionsDone)
 }
 
 // serveEndpoints serves, each on its own address until ctx is done: the health

@@ -50,6 +50,15 @@ type Config struct {
 	// Clock times how long an entry has waited for Consul's judgement; nil means the
 	// real clock.
 	Clock clock.PassiveClock
+	// Routes, when set, is told every owned route entry Consul holds each time the
+	// watch lists a route kind (package consul/intentions).
+	Routes RouteObserver
+}
+
+// RouteObserver is told the route entries of ours that Consul holds: every owned
+// entry of kind, each time the watch lists the kind. It must not block.
+type RouteObserver interface {
+	ObserveRoutes(kind string, owned []consulapi.ConfigEntry)
 }
 
 // Syncer keeps Consul equal to the translation of the confirmed objects. It consumes

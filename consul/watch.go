@@ -157,6 +157,7 @@ func (s *Syncer) watchKind(ctx context.Context, kind string) {
 		}
 		s.compareKind(ctx, kind, entries)
 		s.refreshChainsOf(ctx, kind, entries, fresh)
+		s.observeRoutes(kind, entries)
 		index = meta.LastIndex
 		// Every answer lists the whole kind: during a burst of writes, asking again at
 		// once would have Consul encode the world once per write. RequestTime is the
@@ -230,6 +231,20 @@ func (s *Syncer) compareKind(ctx context.Context, kind string, entries []consula
 	if queued > 0 {
 		klog.FromContext(ctx).V(2).Info("Consul differs from the desired state", "kind", kind, "entries", queued)
 	}
+}
+
+// observeRoutes tells the route observer, if any, the owned entries of a route kind.
+func (s *Syncer) observeRoutes(kind string, entries []consulapi.ConfigEntry) {
+	if s.cfg.Routes == nil || (kind != consulapi.HTTPRoute && kind != consulapi.TCPRoute) {
+		return
+	}
+	owned := make([]consulapi.ConfigEntry, 0, len(entries))
+	for _, entry := range entries {
+		if s.cfg.Ownership.Owns(entry.GetMeta()) {
+			owned = append(owned, entry)
+		}
+	}
+	s.cfg.Routes.ObserveRoutes(kind, owned)
 }
 
 // forgetKind drops what the watch knew of kind's entries.

@@ -22,13 +22,19 @@ mesh = "write"
 # consul_gateway_controller_blackhole, where refused requests go (see docs/consul.md,
 # "The blackhole").
 #
+# With --manage-intentions (the default) it also keeps, in the service-intentions entry
+# of every service a route sends to, a source allowing the route's gateway: Consul
+# authorizes that by intentions:write on the destination, which can be any service.
+#
 # Scope it with --consul-entry-prefix=P: every entry, every gateway service and every
 # synthetic node ("Pgateway-<node>") then starts with P. Replace the service rule below
-# with read on "" and write on "P" and on "consul_gateway_controller_blackhole", and the
-# node rule's prefix with "Pgateway-". Without a prefix the gateway services are named
-# after their namespaces, so the service rule must cover every service.
+# with read (and intentions = "write") on "" and write on "P" and on
+# "consul_gateway_controller_blackhole", and the node rule's prefix with "Pgateway-".
+# Without a prefix the gateway services are named after their namespaces, so the
+# service rule must cover every service.
 service_prefix "" {
-  policy = "write"
+  policy     = "write"
+  intentions = "write"
 }
 # Read every node (Consul hides instances on nodes a token cannot read); write only the
 # synthetic nodes.

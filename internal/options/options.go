@@ -65,6 +65,10 @@ type Options struct {
 	// ServiceDefaultsGrace keeps owned service-defaults of an existing Service a while
 	// after their last route (consul.ServiceDefaultsGrace says why).
 	ServiceDefaultsGrace time.Duration
+	// ManageIntentions keeps, for each service a route of ours sends to, a
+	// service-intentions source allowing the route's gateways (package
+	// consul/intentions).
+	ManageIntentions bool
 
 	// DeployGateways runs the data plane: each accepted Gateway gets its gateway pods
 	// and Service (package dataplane).
@@ -89,6 +93,7 @@ func New() *Options {
 		RouteWorkers:           4,
 		ConsulWorkers:          2,
 		ServiceDefaultsGrace:   consul.ServiceDefaultsGrace,
+		ManageIntentions:       true,
 		DeployGateways:         true,
 		DataplaneWorkers:       2,
 		Gateway:                dataplane.Defaults{Image: v1alpha1.DefaultImage, GRPCPort: v1alpha1.DefaultGRPCPort},
@@ -175,6 +180,7 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 	fs.StringVar(&o.Naming.MirrorPrefix, "consul-mirror-namespaces-prefix", o.Naming.MirrorPrefix, "Prefix of mirrored Consul namespaces (with --consul-mirror-namespaces).")
 	fs.BoolVar(&o.Translation.ManageServiceDefaults, "manage-service-defaults", o.Translation.ManageServiceDefaults, "Write service-defaults with protocol http for HTTP backends that have none.")
 	fs.DurationVar(&o.ServiceDefaultsGrace, "service-defaults-grace", o.ServiceDefaultsGrace, "How long service-defaults written by --manage-service-defaults outlive the last route naming their Service, while the Service exists. A backend moved from one route to another then keeps its protocol, which Consul 1.15's gateways need to keep its endpoints. 0 deletes them at once.")
+	fs.BoolVar(&o.ManageIntentions, "manage-intentions", o.ManageIntentions, "Keep, in the service-intentions entry of every service a route sends to (and every target of its discovery chain), a source allowing the route's gateways, and remove it when no route needs it; other sources are never changed. Needed where intentions default to deny (ACLs on with default deny). Disable when intentions are managed by other means; the controller's Consul token then needs no intentions = \"write\".")
 
 	fs = fss.FlagSet("gateway data plane")
 	fs.BoolVar(&o.DeployGateways, "deploy-gateways", o.DeployGateways, "Deploy each accepted Gateway's consul-dataplane pods and Service, and require a Ready pod and an address for Programmed. Disable when the gateways are deployed by other means.")

@@ -172,7 +172,7 @@ func assertNoSecrets(t *testing.T, log string, key []byte, tokens map[string]str
 func TestRegistrationACLs(t *testing.T) {
 	agent, admin, documented := aclConsul(t)
 	withoutNodeWrite := strings.Replace(documented, "node_prefix \"gateway-\" {\n  policy = \"write\"\n}", "", 1)
-	withoutServiceWrite := strings.Replace(documented, "service_prefix \"\" {\n  policy = \"write\"\n}", "service_prefix \"\" {\n  policy = \"read\"\n}", 1)
+	withoutServiceWrite := strings.Replace(documented, "service_prefix \"\" {\n  policy     = \"write\"\n", "service_prefix \"\" {\n  policy     = \"read\"\n", 1)
 	if withoutNodeWrite == documented || withoutServiceWrite == documented {
 		t.Fatal("the policy no longer has the node_prefix and service_prefix write rules this test removes")
 	}
