@@ -33,6 +33,7 @@ type counters struct {
 	consulConflicts float64
 	consulErrors    float64
 	consulByOp      map[string]float64 // create, update, delete
+	intentionWrites float64
 	apiRequests     float64
 	apiByMethod     map[string]float64
 	cpu             float64
@@ -45,9 +46,13 @@ func countersOf(m scrape) counters {
 		statusWrites:    m.sum(seriesStatusWrites, nil),
 		statusConflicts: m.sum(seriesStatusWrites, map[string]string{"result": "conflict"}),
 		statusErrors:    m.sum(seriesStatusWrites, map[string]string{"result": "error"}),
-		consulWrites:    m.sum(seriesConsulWrites, nil),
-		consulConflicts: m.sum(seriesConsulWrites, map[string]string{"result": "conflict"}),
-		consulErrors:    m.sum(seriesConsulWrites, map[string]string{"result": "error"}),
+		// Config entries only: the floors count one write per desired entry, and
+		// the service-intentions the controller keeps (--manage-intentions) are
+		// not among them; intentionWrites counts those.
+		consulWrites:    m.sum(seriesConsulWrites, nil) - m.sum(seriesConsulWrites, intentionsKind),
+		consulConflicts: m.sum(seriesConsulWrites, map[string]string{"result": "conflict"}) - m.sum(seriesConsulWrites, map[string]string{"kind": "service-intentions", "result": "conflict"}),
+		consulErrors:    m.sum(seriesConsulWrites, map[string]string{"result": "error"}) - m.sum(seriesConsulWrites, map[string]string{"kind": "service-intentions", "result": "error"}),
+		intentionWrites: m.sum(seriesConsulWrites, intentionsKind),
 		statusByKind:    map[string]float64{},
 		consulByOp:      map[string]float64{},
 		apiRequests:     m.sum(seriesRequests, nil),
@@ -59,13 +64,17 @@ func countersOf(m scrape) counters {
 		c.statusByKind[kind] = m.sum(seriesStatusWrites, map[string]string{"kind": kind})
 	}
 	for _, op := range m.labelValues(seriesConsulWrites, "operation") {
-		c.consulByOp[op] = m.sum(seriesConsulWrites, map[string]string{"operation": op})
+		c.consulByOp[op] = m.sum(seriesConsulWrites, map[string]string{"operation": op}) -
+			m.sum(seriesConsulWrites, map[string]string{"kind": "service-intentions", "operation": op})
 	}
 	for _, method := range m.labelValues(seriesRequests, "method") {
 		c.apiByMethod[method] = m.sum(seriesRequests, map[string]string{"method": method})
 	}
 	return c
 }
+
+// intentionsKind selects the writes of service-intentions entries.
+var intentionsKind = map[string]string{"kind": "service-intentions"}
 
 // objectStatusWrites are the status writes to Gateways and HTTPRoutes, the objects
 // the target of 2×routes + 2×Gateways is about.
@@ -75,7 +84,7 @@ func (c counters) objectStatusWrites() float64 {
 
 // writes is every write the process made, to either server: it stops growing once the
 // process is idle.
-func (c counters) writes() float64 { return c.statusWrites + c.consulWrites }
+func (c counters) writes() float64 { return c.statusWrites + c.consulWrites + c.intentionWrites }
 
 func (c counters) statusText() string {
 	return fmt.Sprintf("%.0f (%s; conflict %.0f, error %.0f)", c.statusWrites, breakdown(c.statusByKind), c.statusConflicts, c.statusErrors)
