@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	consulapi "github.com/hashicorp/consul/api"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,6 +15,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/api/v1alpha1"
+	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
 	"github.com/consul-gateway-controller/consul-gateway-controller/dataplane"
 	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
 )
@@ -122,9 +124,10 @@ func programmedText(ctx context.Context, ns, name string) (string, error) {
 }
 
 // A Gateway named with 100 characters (valid for a Gateway, too long for the
-// gateway-name label its objects and pods carry) is accepted, says in Programmed why
-// it is not deployed, and nothing is written for it, not even an apply the API server
-// refuses; a Gateway beside it is deployed.
+// gateway-name label its objects and pods carry) is accepted, and so is its api-gateway
+// entry in Consul; it says in Programmed why it is not deployed, and nothing is
+// written for it, not even an apply the API server refuses; a Gateway beside it is
+// deployed.
 func TestGatewayWithTooLongANameIsNotDeployed(t *testing.T) {
 	ns := env.NewNamespace(t, "longname")
 	controllerName := gatewayv1.GatewayController("consul-gateway-controller.github.io/" + ns)
@@ -149,6 +152,20 @@ func TestGatewayWithTooLongANameIsNotDeployed(t *testing.T) {
 			return fmt.Errorf("Programmed %q\nwant it to start %q", got, wantProgrammed)
 		}
 		return nil
+	})
+	// Consul takes the long name as it is: its api-gateway entry is written and accepted.
+	entry := translate.Naming{}.EntryName(ns, long.Name)
+	testenv.Eventually(t, 60*time.Second, "Consul accepts the api-gateway entry "+entry, func(ctx context.Context) error {
+		raw, _, err := env.ConsulClient.ConfigEntries().Get(consulapi.APIGateway, entry, (&consulapi.QueryOptions{}).WithContext(ctx))
+		if err != nil {
+			return err
+		}
+		for _, c := range raw.(*consulapi.APIGatewayConfigEntry).Status.Conditions {
+			if c.Type == "Accepted" && c.Status == consulapi.ConditionStatusTrue {
+				return nil
+			}
+		}
+		return fmt.Errorf("not accepted: %+v", raw.(*consulapi.APIGatewayConfigEntry).Status)
 	})
 	testenv.Eventually(t, 60*time.Second, "the short-named Gateway's Deployment", func(ctx context.Context) error {
 		_, err := env.KubeClient.AppsV1().Deployments(ns).Get(ctx, dataplane.Name(short), metav1.GetOptions{})
