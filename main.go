@@ -367,6 +367,10 @@ func newPipeline(ctx context.Context, opts *options.Options, c clients, recorder
 	if p.identities != nil {
 		p.identities.OnProblemChange(func(gw cache.ObjectName) { controller.Enqueue(gatewayapi.GatewayKind, gw) })
 	}
+	if p.deployer != nil {
+		// An object the deployer may not or cannot write changes no owned object.
+		p.deployer.OnProblemChange(func(gw cache.ObjectName) { controller.Enqueue(gatewayapi.GatewayKind, gw) })
+	}
 	if p.owned != nil {
 		// A gateway pod or Service that changes may change its Gateway's status.
 		if err := p.owned.AddEventHandlers(ctx, func(gw cache.ObjectName) { controller.Enqueue(gatewayapi.GatewayKind, gw) }); err != nil {

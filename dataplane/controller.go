@@ -65,8 +65,11 @@ type Controller struct {
 	// listenerSets are the confirmed ListenerSets accepted at their generation, whose
 	// listeners' ports the Gateway's pods and Service declare too.
 	listenerSets map[cache.ObjectName]*gatewayv1.ListenerSet
-	// conflicts says, per Gateway, which object of its name exists without being its.
-	conflicts map[cache.ObjectName]string
+	// problems says, per Gateway, why an object of its could not be written in a way
+	// no retry fixes (see writeProblem).
+	problems map[cache.ObjectName]gwsync.DeploymentState
+	// onProblem is told of a Gateway whose problem changed (OnProblemChange).
+	onProblem func(cache.ObjectName)
 	// applied remembers each object's last apply (see apply), per Gateway, so a
 	// deleted Gateway's memory goes with it.
 	applied map[cache.ObjectName]map[objectKey]lastApply
@@ -88,7 +91,8 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 		queue:        workqueue.New[cache.ObjectName]("dataplane"),
 		confirmed:    map[cache.ObjectName]*gatewayv1.Gateway{},
 		listenerSets: map[cache.ObjectName]*gatewayv1.ListenerSet{},
-		conflicts:    map[cache.ObjectName]string{},
+		problems:     map[cache.ObjectName]gwsync.DeploymentState{},
+		onProblem:    func(cache.ObjectName) {},
 		applied:      map[cache.ObjectName]map[objectKey]lastApply{},
 	}
 	if err := cfg.Owned.AddEventHandlers(ctx, c.queue.Add); err != nil {
@@ -116,6 +120,7 @@ func (c *Controller) Publish(_ context.Context, conf gwsync.Confirmation) {
 	case conf.Object == nil: // deleted, or no longer ours
 		delete(c.confirmed, conf.Key)
 		delete(c.applied, conf.Key)
+		delete(c.problems, conf.Key)
 	default:
 		delete(c.confirmed, conf.Key)
 	}
@@ -186,12 +191,32 @@ func (c *Controller) Run(ctx context.Context) error {
 	return nil
 }
 
-// Conflict says why a Gateway's objects cannot be written, "" when they can: an object
-// of their name exists and another owner controls it.
-func (c *Controller) Conflict(key cache.ObjectName) string {
+// OnProblemChange calls f with a Gateway whose write problem (see State) changed: its
+// status depends on it, and no event of the objects may follow. Call it before Run.
+func (c *Controller) OnProblemChange(f func(gateway cache.ObjectName)) { c.onProblem = f }
+
+// writeProblem is why a Gateway's objects could not be written in a way no retry
+// fixes: in Problem, an object of their name exists and another owner controls it; in
+// Invalid, the API server refused one as invalid. The zero value is none.
+func (c *Controller) writeProblem(key cache.ObjectName) gwsync.DeploymentState {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.conflicts[key]
+	return c.problems[key]
+}
+
+// setWriteProblem records the Gateway's write problem, and says so when it changed.
+func (c *Controller) setWriteProblem(key cache.ObjectName, problem gwsync.DeploymentState) {
+	c.mu.Lock()
+	changed := c.problems[key].Problem != problem.Problem || c.problems[key].Invalid != problem.Invalid
+	if problem.Problem == "" && problem.Invalid == "" {
+		delete(c.problems, key)
+	} else {
+		c.problems[key] = problem
+	}
+	c.mu.Unlock()
+	if changed {
+		c.onProblem(key)
+	}
 }
 
 func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
@@ -200,6 +225,10 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	c.mu.Unlock()
 	if gw == nil {
 		return c.syncUnconfirmed(ctx, key)
+	}
+	if why := Unfit(gw, c.cfg.Defaults.InfrastructureKeys); why != "" {
+		klog.FromContext(ctx).V(4).Info("Gateway cannot be deployed; nothing is written", "gateway", key, "problem", why)
+		return nil
 	}
 	class, err := c.cfg.Classes.Get(string(gw.Spec.GatewayClassName))
 	if apierrors.IsNotFound(err) {
@@ -217,21 +246,41 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 		return nil
 	}
 	objects := Desired(Gateway{Gateway: gw, Class: class, Config: config, ListenerSetPorts: c.listenerSetPorts(key)}, c.cfg.Defaults)
-	err = errors.Join(
+	return c.applyObjects(ctx, key, gw, objects)
+}
+
+// applyObjects applies the Gateway's objects. An object of their name that another
+// owner controls, or one the API server refuses as invalid, is nothing a retry fixes:
+// it becomes the Gateway's write problem, and the objects' own events, a change of the
+// Gateway or a resync bring the key back. Other errors are returned, to be retried.
+func (c *Controller) applyObjects(ctx context.Context, key cache.ObjectName, gw *gatewayv1.Gateway, objects Objects) error {
+	var problem gwsync.DeploymentState
+	var errs []error
+	for _, err := range []error{
 		c.applyServiceAccount(ctx, gw, objects.ServiceAccount),
 		c.applyDeployment(ctx, gw, objects.Deployment),
 		c.applyService(ctx, gw, objects.Service),
-	)
-	var conflict notOwnedError
-	c.mu.Lock()
-	if errors.As(err, &conflict) {
-		c.conflicts[key] = conflict.Error()
-		err = nil // nothing a retry can fix; the object's own events bring the key back
-	} else {
-		delete(c.conflicts, key)
+	} {
+		var conflict notOwnedError
+		switch {
+		case err == nil:
+		case errors.As(err, &conflict):
+			problem.Problem = joinProblems(problem.Problem, conflict.Error())
+		case apierrors.IsInvalid(err):
+			problem.Invalid = joinProblems(problem.Invalid, "The API server refused a gateway object: "+err.Error())
+		default:
+			errs = append(errs, err)
+		}
 	}
-	c.mu.Unlock()
-	return err
+	c.setWriteProblem(key, problem)
+	return errors.Join(errs...)
+}
+
+func joinProblems(problems, problem string) string {
+	if problems == "" {
+		return problem
+	}
+	return problems + "; " + problem
 }
 
 func (c *Controller) applyServiceAccount(ctx context.Context, gw *gatewayv1.Gateway, desired *corev1ac.ServiceAccountApplyConfiguration) error {

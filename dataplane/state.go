@@ -13,20 +13,33 @@ import (
 )
 
 // State implements sync.GatewayDeployments from the owned caches: the Gateway's
-// addresses from its Service, and how many of its pods are Ready.
+// addresses from its Service, how many of its pods are Ready and, when none is, what
+// they report; and why nothing can be written for it, if so (Unfit, writeProblem).
 func (c *Controller) State(gw *gatewayv1.Gateway) gwsync.DeploymentState {
-	state := gwsync.DeploymentState{Problem: c.Conflict(cache.MetaObjectToName(gw))}
-	gatewayPods, err := c.cfg.Owned.Pods.Lister().Pods(gw.Namespace).List(PodSelector(cache.MetaObjectToName(gw)))
+	key := cache.MetaObjectToName(gw)
+	state := c.writeProblem(key)
+	if why := Unfit(gw, c.cfg.Defaults.InfrastructureKeys); why != "" {
+		state.Invalid = why
+	}
+	gatewayPods, err := c.cfg.Owned.Pods.Lister().Pods(gw.Namespace).List(PodSelector(key))
 	if err != nil {
 		return state
 	}
-	var ready []*corev1.Pod
+	var ready, own []*corev1.Pod
 	for _, pod := range gatewayPods {
 		if pods.Ready(pod) {
 			ready = append(ready, pod)
 		}
+		// Only the Gateway's own pods speak in its status, not any pod labelled
+		// like them.
+		if OwnsPod(gw, pod) {
+			own = append(own, pod)
+		}
 	}
 	state.ReadyPods = len(ready)
+	if len(ready) == 0 {
+		state.PodProblem = PodProblem(own)
+	}
 	svc, err := c.cfg.Owned.Services.Lister().Services(gw.Namespace).Get(Name(gw))
 	if err == nil && metav1.IsControlledBy(svc, gw) {
 		state.Addresses = Addresses(svc, ready)

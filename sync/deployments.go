@@ -21,8 +21,21 @@ type DeploymentState struct {
 	Addresses []gatewayv1.GatewayStatusAddress
 	// ReadyPods counts the gateway pods that are Ready.
 	ReadyPods int
-	// Problem says why the data plane cannot be deployed at all; "" when it can.
+	// Problem says why the data plane cannot be deployed for now (an object of its
+	// name that someone else owns, pods that cannot log in to Consul); "" when it can.
+	// Programmed is False with reason Pending and this message.
 	Problem string
+	// Invalid says why the data plane cannot be deployed as the Gateway is: a name or
+	// label derived from it breaks a Kubernetes limit, or the API server refused an
+	// object built from it as invalid; "" when nothing does. Nothing is written for
+	// such a Gateway, and Programmed is False with reason Invalid and this message.
+	Invalid string
+	// PodProblem says what the gateway pods report that keeps them from being Ready
+	// (a container's waiting reason, its last exit, a pod the scheduler cannot
+	// place); "" when a pod is Ready or none reports anything but progress. It never
+	// holds what changes at each restart (counts, back-off times), so a crash loop
+	// does not rewrite the Gateway's status at every crash.
+	PodProblem string
 }
 
 // AcceptedAtGeneration reports whether a confirmed Gateway's status says Accepted=True

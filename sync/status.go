@@ -3,6 +3,7 @@ package sync
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilversion "k8s.io/apimachinery/pkg/util/version"
@@ -136,14 +137,21 @@ func gatewayProgrammed(v gatewayVerdict, verdict Verdict, deployed *DeploymentSt
 		return condition(programmedType, false, gatewayv1.GatewayReasonInvalid, "The Gateway is not accepted", gen)
 	case v.unservable != "":
 		return condition(programmedType, false, ReasonNotExpressible, v.unservable, gen)
+	case deployed != nil && deployed.Invalid != "":
+		return condition(programmedType, false, gatewayv1.GatewayReasonInvalid, conditionMessage(deployed.Invalid), gen)
 	case deployed != nil && deployed.Problem != "":
-		return condition(programmedType, false, gatewayv1.GatewayReasonPending, deployed.Problem, gen)
+		return condition(programmedType, false, gatewayv1.GatewayReasonPending, conditionMessage(deployed.Problem), gen)
 	case !verdict.Known:
 		return condition(programmedType, false, gatewayv1.GatewayReasonPending, "Waiting for Consul to accept the gateway", gen)
 	case !verdict.Programmed:
 		return condition(programmedType, false, verdict.Reason, verdict.Message, gen)
 	case deployed == nil:
 		return condition(programmedType, true, gatewayv1.GatewayReasonProgrammed, "Consul accepted the api-gateway entry", gen)
+	case deployed.ReadyPods == 0 && deployed.PodProblem != "":
+		// Before the address: pods that cannot start are what to fix first, and a
+		// LoadBalancer's address would not make them serve.
+		return condition(programmedType, false, gatewayv1.GatewayReasonPending,
+			conditionMessage("Consul accepted the api-gateway entry; no gateway pod is Ready: "+deployed.PodProblem), gen)
 	case len(unassignedAddresses(requested, deployed.Addresses)) > 0:
 		return condition(programmedType, false, gatewayv1.GatewayReasonAddressNotAssigned,
 			fmt.Sprintf("Consul accepted the api-gateway entry; the requested address %s is not the gateway Service's yet",
@@ -185,4 +193,21 @@ func listenerConditions(st *listenerState, gatewayProgrammed metav1.Condition, g
 		condition(gatewayv1.ListenerConditionResolvedRefs, st.refsResolved, st.refsReason, refsMessage, gen),
 		conflicted,
 	}
+}
+
+// maxConditionMessage is the most a condition's message may hold (metav1.Condition).
+const maxConditionMessage = 32768
+
+// conditionMessage is message cut to what a condition may hold, at a character
+// boundary, with an ellipsis saying it was cut.
+func conditionMessage(message string) string {
+	if len(message) <= maxConditionMessage {
+		return message
+	}
+	const ellipsis = "…"
+	cut := maxConditionMessage - len(ellipsis)
+	for cut > 0 && !utf8.RuneStart(message[cut]) {
+		cut--
+	}
+	return message[:cut] + ellipsis
 }

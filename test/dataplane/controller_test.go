@@ -10,12 +10,13 @@ import (
 )
 
 // startController runs the controller binary for controllerName, without leader
-// election, until the test ends, when it must stop within 10 s of SIGTERM.
-func startController(t *testing.T, name string, controllerName gatewayv1.GatewayController) *testenv.Controller {
+// election and with args besides, until the test ends, when it must stop within 10 s
+// of SIGTERM.
+func startController(t *testing.T, name string, controllerName gatewayv1.GatewayController, args ...string) *testenv.Controller {
 	t.Helper()
 	c := env.RunController(t, testenv.ControllerOptions{
 		Name: name,
-		Args: []string{"--controller-name=" + string(controllerName), "--leader-elect=false", "-v=4"},
+		Args: append([]string{"--controller-name=" + string(controllerName), "--leader-elect=false", "-v=4"}, args...),
 	})
 	t.Cleanup(func() {
 		if _, err := c.Terminate(10 * time.Second); err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -19,7 +20,9 @@ import (
 // the garbage collector), kube-scheduler, and kwok, which plays the kubelet of the fake
 // Nodes: it keeps their Lease and turns the Pods scheduled to them Running and Ready
 // with an IP, using kwok's own stages (bin/kwok-stages.yaml, written by `make tools`)
-// and one of the harness's: a pod labelled NotReadyLabel turns and stays not Ready.
+// and the harness's: a pod labelled NotReadyLabel turns and stays not Ready, one
+// labelled ContainerStateLabel gets the container statuses of a container that cannot
+// run.
 type Workloads struct {
 	controllerManager *process
 	scheduler         *process
@@ -39,6 +42,36 @@ const NotReadyLabel = "testenv.consul-gateway-controller.github.io/not-ready"
 //
 //go:embed kwok-stage-not-ready.yaml
 var notReadyStage []byte
+
+// ContainerStateLabel on a pod when it is created makes kwok give it, instead of Running
+// and Ready, the container statuses of a container that cannot run: one of the
+// ContainerState values. Put it on a Gateway's spec.infrastructure.labels (allowed by
+// the controller's --gateway-infrastructure-keys) and its pods are created with it.
+const ContainerStateLabel = "testenv.consul-gateway-controller.github.io/container-state"
+
+// Values of ContainerStateLabel, and what each container of the pod then reports
+// (kwok-stage-container-states.yaml).
+const (
+	// ContainerStateCrashLoopBackOff: waiting CrashLoopBackOff, its last exit code 1
+	// (Error) with a log as termination message whose last line is
+	// ContainerStateCrashLoopBackOffLine after a timestamp.
+	ContainerStateCrashLoopBackOff = "crash-loop-back-off"
+	// ContainerStateImagePullBackOff: waiting ImagePullBackOff, the pull of the
+	// container's image "not found".
+	ContainerStateImagePullBackOff = "image-pull-back-off"
+	// ContainerStateCreateContainerConfigError: waiting CreateContainerConfigError,
+	// secret "consul-ca" not found.
+	ContainerStateCreateContainerConfigError = "create-container-config-error"
+)
+
+// ContainerStateCrashLoopBackOffLine is the last line of a crash-looping container's
+// termination message, after its log timestamp.
+const ContainerStateCrashLoopBackOffLine = "[ERROR] consul-dataplane: failed to log in to Consul: ACL not found"
+
+// containerStatesStages are the kwok Stages that do it.
+//
+//go:embed kwok-stage-container-states.yaml
+var containerStatesStages []byte
 
 // podCIDR is where kwok takes pod IPs from: outside the Service range (10.96.0.0/16).
 const podCIDR = "10.244.0.0/16"
@@ -76,7 +109,7 @@ func startWorkloads(ctx context.Context, dir, logDir string, kube *KubeAPI, node
 		return nil, err
 	}
 	harnessStages := filepath.Join(dir, "kwok-harness-stages.yaml")
-	if err := os.WriteFile(harnessStages, notReadyStage, 0o600); err != nil {
+	if err := os.WriteFile(harnessStages, slices.Concat(notReadyStage, []byte("\n---\n"), containerStatesStages), 0o600); err != nil {
 		return nil, err
 	}
 	if w.kwok, err = workloadProcess("kwok", logDir,
