@@ -70,8 +70,12 @@ func TestIntentions(t *testing.T) {
 	// Default deny holds before anything is written: the check can fail.
 	expect("default deny before the controller runs", map[string]bool{backend: false, blackhole: false})
 
-	env.RunController(t, testenv.ControllerOptions{Name: "intentions", ConsulAddr: agent.HTTPAddr(), ConsulToken: testenv.ACLToken(t, admin, "intentions-controller", rules),
-		Args: []string{"--controller-name=" + string(s.Controller), "--cluster-id=" + s.Namespace, "--leader-elect=false", "--deploy-gateways=false", "-v=4"}})
+	token := testenv.ACLToken(t, admin, "intentions-controller", rules)
+	run := func(name string) *testenv.Controller {
+		return env.RunController(t, testenv.ControllerOptions{Name: name, ConsulAddr: agent.HTTPAddr(), ConsulToken: token,
+			Args: []string{"--controller-name=" + string(s.Controller), "--cluster-id=" + s.Namespace, "--leader-elect=false", "--deploy-gateways=false", "-v=4"}})
+	}
+	controller := run("intentions")
 	env.Create(t, s.Route("web"))
 	// A rule whose backend does not exist sends to the blackhole.
 	env.Create(t, testenv.HTTPRoute(s.Namespace, "broken", []gatewayv1.ParentReference{{Name: "edge"}}, testenv.Backend("missing", testenv.BackendPort)))
@@ -102,6 +106,38 @@ func TestIntentions(t *testing.T) {
 	expect("the backend is allowed again once the redirect goes", map[string]bool{backend: true, moved: false})
 	if e := s.intentionsOf(t, admin, moved); e != nil {
 		t.Errorf("the redirect target's entry held only our source and outlived it: %+v", e)
+	}
+
+	// A restart over converged intentions compares every destination of ours and
+	// writes nothing: Consul's indexes do not move.
+	before := map[string]uint64{}
+	for _, name := range []string{backend, blackhole} {
+		before[name] = s.intentionsOf(t, admin, name).ModifyIndex
+	}
+	if err := controller.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	controller = run("intentions-restarted")
+	testenv.Eventually(t, 60*time.Second, "the restarted controller compared both destinations", func(ctx context.Context) error {
+		body, err := controller.Metrics(ctx)
+		if err != nil {
+			return err
+		}
+		adds := testenv.MetricSum(body, "workqueue_adds_total", `name="intentions"`)
+		depth := testenv.MetricSum(body, "workqueue_depth", `name="intentions"`)
+		working := testenv.MetricSum(body, "workqueue_unfinished_work_seconds", `name="intentions"`)
+		if adds < 2 || depth != 0 || working != 0 {
+			return fmt.Errorf("intentions queue: %v adds, depth %v, unfinished %vs", adds, depth, working)
+		}
+		if writes := testenv.MetricSum(body, "consul_gateway_controller_consul_writes_total", `kind="service-intentions"`); writes != 0 {
+			return fmt.Errorf("the restarted controller wrote service-intentions %v times", writes)
+		}
+		return nil
+	})
+	for name, index := range before {
+		if now := s.intentionsOf(t, admin, name).ModifyIndex; now != index {
+			t.Errorf("service-intentions %s was written on restart: ModifyIndex %d, was %d", name, now, index)
+		}
 	}
 
 	// Once no route sends there, our sources go; an entry left with none is deleted,
