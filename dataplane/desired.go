@@ -10,6 +10,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -53,8 +54,34 @@ const (
 	adminPort = 19000 // Envoy's admin API, on loopback only
 )
 
-// caMountPath is where a GatewayConfig's CA Secret is mounted.
-const caMountPath = "/consul/tls"
+// caMountPath is where a GatewayConfig's CA Secret is mounted, its CA under caFile
+// whatever the Secret's key.
+const (
+	caMountPath = "/consul/tls"
+	caFile      = "ca.crt"
+)
+
+// ConnectInjectAnnotation, "false" on the gateway pods, keeps consul-k8s's injector
+// (connectInject.default: true) from adding a sidecar: a gateway pod is its own proxy,
+// registered by this controller.
+const ConnectInjectAnnotation = "consul.hashicorp.com/connect-inject"
+
+// On SIGTERM consul-dataplane keeps Envoy serving for shutdownGracePeriod, while the
+// pod leaves its Service's endpoints and the load balancers, then stops it. The pod's
+// grace period leaves Envoy's exit time on top (the kubelet kills what is left).
+const (
+	shutdownGracePeriodSeconds    = 15
+	terminationGracePeriodSeconds = 30
+)
+
+// defaultResources are the consul-dataplane container's when its GatewayConfig sets
+// none: consul-k8s's requests for api-gateway pods (so a pod is not BestEffort, the
+// first evicted), a memory limit, and no CPU limit, which would throttle Envoy.
+func defaultResources() *corev1ac.ResourceRequirementsApplyConfiguration {
+	return corev1ac.ResourceRequirements().
+		WithRequests(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("100Mi")}).
+		WithLimits(corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("512Mi")})
+}
 
 // Defaults are what a Gateway without a GatewayConfig (or one that leaves a field
 // unset) is deployed with; they come from the controller's flags.
@@ -218,12 +245,12 @@ func infrastructureAnnotations(gw *gatewayv1.Gateway, allowed gatewayapi.KeyAllo
 
 func deployment(in Gateway, name string, labels, annotations map[string]string, owner *metav1ac.OwnerReferenceApplyConfiguration, spec v1alpha1.GatewayConfigSpec, defaults Defaults) *appsv1ac.DeploymentApplyConfiguration {
 	gw := in.Gateway
+	podAnnotations := maps.Clone(annotations)
+	podAnnotations[ConnectInjectAnnotation] = "false"
 	podTemplate := corev1ac.PodTemplateSpec().
 		WithLabels(labels).
+		WithAnnotations(podAnnotations).
 		WithSpec(podSpec(in, name, spec, defaults))
-	if len(annotations) > 0 {
-		podTemplate.WithAnnotations(annotations)
-	}
 	deploymentSpec := appsv1ac.DeploymentSpec().
 		WithSelector(metav1ac.LabelSelector().WithMatchLabels(selectorLabels(gw))).
 		WithTemplate(podTemplate)
@@ -262,9 +289,14 @@ func podSpec(in Gateway, name string, spec v1alpha1.GatewayConfigSpec, defaults 
 	pod := corev1ac.PodSpec().
 		WithServiceAccountName(name).
 		WithContainers(container(in, spec, defaults)).
+		WithTerminationGracePeriodSeconds(terminationGracePeriodSeconds).
 		WithSecurityContext(corev1ac.PodSecurityContext().
-			// Envoy binds the listeners' ports, some below 1024, without any capability.
+			// Envoy binds the listeners' ports, some below 1024. Its file capability
+			// cannot help: no_new_privs (allowPrivilegeEscalation: false) keeps an
+			// exec from gaining one (test/node shows it). This sysctl is namespaced
+			// and, since Kubernetes 1.22, in the kubelet's safe set.
 			WithSysctls(corev1ac.Sysctl().WithName("net.ipv4.ip_unprivileged_port_start").WithValue("0")).
+			// The image's USER 100 is numeric, so the kubelet can check this.
 			WithRunAsNonRoot(true).
 			WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault)))
 	if len(spec.NodeSelector) > 0 {
@@ -281,9 +313,11 @@ func podSpec(in Gateway, name string, spec v1alpha1.GatewayConfigSpec, defaults 
 	// The root filesystem is read-only; consul-dataplane writes Envoy's bootstrap to
 	// a temporary directory.
 	pod.WithVolumes(corev1ac.Volume().WithName("tmp").WithEmptyDir(corev1ac.EmptyDirVolumeSource()))
+	// Only the CA's key is mounted: a Secret that holds more (a key pair) keeps it.
 	if tls := consulTLS(spec); tls != nil && tls.CASecretName != "" {
 		pod.WithVolumes(corev1ac.Volume().WithName("consul-ca").
-			WithSecret(corev1ac.SecretVolumeSource().WithSecretName(tls.CASecretName)))
+			WithSecret(corev1ac.SecretVolumeSource().WithSecretName(tls.CASecretName).
+				WithItems(corev1ac.KeyToPath().WithKey(orDefault(tls.CASecretKey, v1alpha1.DefaultCASecretKey)).WithPath(caFile))))
 	}
 	return pod
 }
@@ -314,16 +348,23 @@ func container(in Gateway, spec v1alpha1.GatewayConfigSpec, defaults Defaults) *
 		WithReadinessProbe(corev1ac.Probe().
 			WithHTTPGet(corev1ac.HTTPGetAction().WithPath("/ready").WithPort(intstr.FromString("ready"))).
 			WithPeriodSeconds(5)).
+		// The image's consul-dataplane and envoy carry the file capability
+		// cap_net_bind_service=+ep: the kernel refuses to exec them (EPERM) unless
+		// the bounding set holds NET_BIND_SERVICE, whatever else is dropped.
 		WithSecurityContext(corev1ac.SecurityContext().
 			WithAllowPrivilegeEscalation(false).
 			WithReadOnlyRootFilesystem(true).
-			WithCapabilities(corev1ac.Capabilities().WithDrop("ALL")))
+			WithCapabilities(corev1ac.Capabilities().WithDrop("ALL").WithAdd("NET_BIND_SERVICE")))
 	for _, port := range listenerPorts(in) {
 		c.WithPorts(corev1ac.ContainerPort().WithName(portName(port)).WithContainerPort(port).WithProtocol(corev1.ProtocolTCP))
 	}
 	c.WithVolumeMounts(corev1ac.VolumeMount().WithName("tmp").WithMountPath("/tmp"))
+	// A GatewayConfig's resources replace the default whole: mixed, a request of
+	// one could exceed a limit of the other.
 	if spec.Resources != nil {
 		c.WithResources(corev1ac.ResourceRequirements().WithRequests(spec.Resources.Requests).WithLimits(spec.Resources.Limits))
+	} else {
+		c.WithResources(defaultResources())
 	}
 	if tls := consulTLS(spec); tls != nil && tls.CASecretName != "" {
 		c.WithVolumeMounts(corev1ac.VolumeMount().WithName("consul-ca").WithMountPath(caMountPath).WithReadOnly(true))
@@ -350,6 +391,7 @@ func dataplaneArgs(spec v1alpha1.GatewayConfigSpec, defaults Defaults) []string 
 		"-envoy-admin-bind-port=" + strconv.Itoa(adminPort),
 		"-envoy-ready-bind-address=$(POD_IP)",
 		"-envoy-ready-bind-port=" + strconv.Itoa(readyPort),
+		"-shutdown-grace-period-seconds=" + strconv.Itoa(shutdownGracePeriodSeconds),
 	}
 	switch tls := consul.TLS; {
 	case tls == nil && !defaults.TLS:
@@ -359,7 +401,7 @@ func dataplaneArgs(spec v1alpha1.GatewayConfigSpec, defaults Defaults) []string 
 			args = append(args, "-tls-server-name="+tls.ServerName)
 		}
 		if tls.CASecretName != "" {
-			args = append(args, "-ca-certs="+caMountPath+"/"+corev1.ServiceAccountRootCAKey)
+			args = append(args, "-ca-certs="+caMountPath+"/"+caFile)
 		}
 	}
 	if authMethod := orDefault(consul.AuthMethod, defaults.AuthMethod); authMethod != "" {

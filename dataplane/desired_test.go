@@ -72,6 +72,20 @@ func TestDesired(t *testing.T) {
 	autoscaled := testGateway("autoscaled", listener("http", 8080, gatewayv1.HTTPProtocolType))
 	autoscaled.Annotations = map[string]string{AutoscaledAnnotation: "true"}
 	requested := testGateway("requested", listener("http", 80, gatewayv1.HTTPProtocolType))
+	// Beside consul-k8s: its CA Secret's key, and an injector annotation the
+	// operator lets through that must not reach the pods.
+	beside := testGateway("beside", listener("http", 80, gatewayv1.HTTPProtocolType))
+	beside.Spec.Infrastructure = &gatewayv1.GatewayInfrastructure{
+		Annotations: map[gatewayv1.AnnotationKey]gatewayv1.AnnotationValue{ConnectInjectAnnotation: "true"},
+	}
+	allowConsul := overTLS
+	allowConsul.InfrastructureKeys = []string{"consul.hashicorp.com/*"}
+	consulK8sCA := &v1alpha1.GatewayConfig{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "consul", Name: "consul-k8s"},
+		Spec: v1alpha1.GatewayConfigSpec{Consul: &v1alpha1.ConsulConnection{
+			TLS: &v1alpha1.ConsulTLS{CASecretName: "consul-ca-cert", CASecretKey: "tls.crt"},
+		}},
+	}
 	requested.Spec.Addresses = []gatewayv1.GatewaySpecAddress{{Value: "203.0.113.9"}}
 	for _, tc := range []struct {
 		name     string
@@ -90,6 +104,7 @@ func TestDesired(t *testing.T) {
 		// The controller talks TLS to Consul: so do the pods, with their system roots.
 		{"tls_by_default", Gateway{Gateway: testGateway("secure", listener("http", 80, gatewayv1.HTTPProtocolType)), Class: class}, &overTLS},
 		{"requested_address", Gateway{Gateway: requested, Class: class}, nil},
+		{"beside_consul_k8s", Gateway{Gateway: beside, Class: class, Config: consulK8sCA}, &allowConsul},
 		// A ListenerSet port besides the Gateway's; one they share is declared once.
 		{"listenerset_ports", Gateway{Gateway: testGateway("merged", listener("http", 80, gatewayv1.HTTPProtocolType)), Class: class,
 			ListenerSetPorts: []gatewayv1.PortNumber{8443, 80}}, nil},

@@ -12,6 +12,10 @@ const DefaultImage = "hashicorp/consul-dataplane:1.1.13"
 // DefaultGRPCPort is Consul's gRPC port unless a GatewayConfig names another.
 const DefaultGRPCPort int32 = 8502
 
+// DefaultCASecretKey is the key of the CA certificate in a GatewayConfig's CA Secret
+// unless it names another.
+const DefaultCASecretKey = "ca.crt"
+
 // GatewayConfig configures the data plane of the Gateways it applies to: those of a
 // GatewayClass whose parametersRef names it (the reference must give its namespace),
 // and a Gateway whose spec.infrastructure.parametersRef names it (in the Gateway's own
@@ -106,11 +110,20 @@ type ConsulTLS struct {
 	// +optional
 	ServerName string `json:"serverName,omitempty"`
 
-	// CASecretName names a Secret in the Gateway's namespace whose ca.crt signs the
-	// servers' certificate; unset means the pods' system roots.
+	// CASecretName names a Secret in the Gateway's namespace that holds the CA
+	// certificate (PEM) that signs the servers' certificate; unset means the pods'
+	// system roots.
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	CASecretName string `json:"caSecretName,omitempty"`
+
+	// CASecretKey is the key of the CA certificate in that Secret. Unset means
+	// ca.crt; consul-k8s's Secret consul-ca-cert holds it under tls.crt.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
+	CASecretKey string `json:"caSecretKey,omitempty"`
 }
 
 // Replicas bounds the number of gateway pods. The controller sets Default; a Gateway

@@ -24,6 +24,11 @@ func (spec *GatewayConfigSpec) Validate() []string {
 	if c := spec.Consul; c != nil && c.GRPCPort != nil && (*c.GRPCPort < 1 || *c.GRPCPort > 65535) {
 		problems = append(problems, fmt.Sprintf("spec.consul.grpcPort %d is not a port", *c.GRPCPort))
 	}
+	if c := spec.Consul; c != nil && c.TLS != nil && c.TLS.CASecretKey != "" {
+		if errs := validation.IsConfigMapKey(c.TLS.CASecretKey); len(errs) > 0 {
+			problems = append(problems, fmt.Sprintf("spec.consul.tls.caSecretKey %q is not a Secret key: %s", c.TLS.CASecretKey, errs[0]))
+		}
+	}
 	return problems
 }
 

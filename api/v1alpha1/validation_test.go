@@ -26,6 +26,8 @@ func TestValidate(t *testing.T) {
 		{"Service type", GatewayConfigSpec{Service: &ServiceConfig{Type: new(corev1.ServiceTypeExternalName)}}, []string{`spec.service.type "ExternalName"`}},
 		{"annotation key", GatewayConfigSpec{Service: &ServiceConfig{CopyAnnotations: []string{"example.com/ok", "not a key"}}}, []string{`spec.service.copyAnnotations "not a key"`}},
 		{"port", GatewayConfigSpec{Consul: &ConsulConnection{GRPCPort: new(int32(0))}}, []string{"spec.consul.grpcPort 0 is not a port"}},
+		{"CA key", GatewayConfigSpec{Consul: &ConsulConnection{TLS: &ConsulTLS{CASecretName: "consul-ca-cert", CASecretKey: "tls.crt"}}}, nil},
+		{"CA key not a key", GatewayConfigSpec{Consul: &ConsulConnection{TLS: &ConsulTLS{CASecretKey: "../ca.crt"}}}, []string{`spec.consul.tls.caSecretKey "../ca.crt" is not a Secret key`}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			got := tt.spec.Validate()

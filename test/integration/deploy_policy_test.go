@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -166,6 +167,25 @@ func TestDeployPolicyRefusesForeignWorkloads(t *testing.T) {
 				VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}})
 		}),
 	}, {
+		// NET_BIND_SERVICE is the one capability a container may add.
+		name: "create a Deployment whose container adds NET_ADMIN", rule: "pod-host",
+		request: createDeployment(func(_ *testing.T, d *appsv1.Deployment) {
+			addCapabilities(&d.Spec.Template.Spec.Containers[0], "NET_ADMIN")
+		}),
+	}, {
+		name: "create a Deployment whose container adds NET_BIND_SERVICE and SYS_ADMIN", rule: "pod-host",
+		request: createDeployment(func(_ *testing.T, d *appsv1.Deployment) {
+			addCapabilities(&d.Spec.Template.Spec.Containers[0], "NET_BIND_SERVICE", "SYS_ADMIN")
+		}),
+	}, {
+		name: "create a Deployment whose init container adds NET_BIND_SERVICE", rule: "pod-host",
+		request: createDeployment(func(_ *testing.T, d *appsv1.Deployment) {
+			initContainer := *d.Spec.Template.Spec.Containers[0].DeepCopy()
+			initContainer.Name, initContainer.Ports, initContainer.ReadinessProbe = "init", nil, nil
+			addCapabilities(&initContainer, "NET_BIND_SERVICE")
+			d.Spec.Template.Spec.InitContainers = append(d.Spec.Template.Spec.InitContainers, initContainer)
+		}),
+	}, {
 		name: "create a Service that selects other pods", rule: "selector",
 		request: func(ctx context.Context, c kubernetes.Interface, g policyGateway) error {
 			s := g.svc.DeepCopy()
@@ -231,9 +251,26 @@ func TestDeployPolicyRefusesForeignWorkloads(t *testing.T) {
 			if shortened := g.deploy.Name != g.gateway.Name+"-"+class; shortened != (i == 1) {
 				t.Fatalf("dataplane.Name gave %q: this case is about a name shortened only for the long class", g.deploy.Name)
 			}
+			// consul-dataplane's image cannot start without it (test/node): the policy
+			// must admit it.
+			if caps := g.deploy.Spec.Template.Spec.Containers[0].SecurityContext.Capabilities; caps == nil ||
+				!slices.Equal(caps.Add, []corev1.Capability{"NET_BIND_SERVICE"}) {
+				t.Fatalf("the gateway container's capabilities %+v: want it to add NET_BIND_SERVICE, which the policy must admit", caps)
+			}
 			ownObjects(t, controller, g)
 		})
 	}
+}
+
+// addCapabilities replaces what c adds to its capabilities with caps.
+func addCapabilities(c *corev1.Container, caps ...corev1.Capability) {
+	if c.SecurityContext == nil {
+		c.SecurityContext = &corev1.SecurityContext{}
+	}
+	if c.SecurityContext.Capabilities == nil {
+		c.SecurityContext.Capabilities = &corev1.Capabilities{}
+	}
+	c.SecurityContext.Capabilities.Add = caps
 }
 
 // ownObjects creates, patches and deletes g's objects as client, which must be

@@ -230,6 +230,7 @@ func checkDeploymentSpec(t *testing.T, r renderedDeploy) {
 	check(spec.ServiceAccountName == deployName, "serviceAccountName "+deployName)
 	check(spec.AutomountServiceAccountToken != nil && *spec.AutomountServiceAccountToken, "automountServiceAccountToken true")
 	check(spec.TerminationGracePeriodSeconds != nil, "terminationGracePeriodSeconds set")
+	check(d.Spec.Template.Annotations["consul.hashicorp.com/connect-inject"] == "false", "pods annotated consul.hashicorp.com/connect-inject: \"false\"")
 	check(len(spec.TopologySpreadConstraints) > 0 || spec.Affinity != nil, "spread across nodes")
 	ps := spec.SecurityContext
 	check(ps != nil && ps.RunAsNonRoot != nil && *ps.RunAsNonRoot, "pod runAsNonRoot")

@@ -142,6 +142,7 @@ func TestHelmChartRendersTheBase(t *testing.T) {
 	same("Deployment selector", bd.Spec.Selector, cd.Spec.Selector)
 	same("Deployment replicas and strategy", []any{bd.Spec.Replicas, bd.Spec.Strategy}, []any{cd.Spec.Replicas, cd.Spec.Strategy})
 	same("pod labels", bd.Spec.Template.Labels, cd.Spec.Template.Labels)
+	same("pod annotations", bd.Spec.Template.Annotations, cd.Spec.Template.Annotations)
 	bc, cc := &bd.Spec.Template.Spec.Containers[0], &cd.Spec.Template.Spec.Containers[0]
 	if cc.Image != deployImage {
 		t.Errorf("image %q, want deploy/'s %q", cc.Image, deployImage)
@@ -248,10 +249,15 @@ func TestHelmChartValues(t *testing.T) {
 	})
 	t.Run("placement and flags", func(t *testing.T) {
 		r := renderChart(t, "replicas=3", "logLevel=4", "nodeSelector.pool=infra", "extraArgs={--consul-workers=8}",
-			"image.tag=v9.9.9", "admissionPolicy.enabled=false", "leaderElection.enabled=true")
+			"image.tag=v9.9.9", "admissionPolicy.enabled=false", "leaderElection.enabled=true", "podAnnotations.team=infra")
 		pod := r.deployment.Spec.Template.Spec
 		if *r.deployment.Spec.Replicas != 3 || pod.NodeSelector["pool"] != "infra" || !strings.HasSuffix(pod.Containers[0].Image, ":v9.9.9") {
 			t.Errorf("replicas %d, nodeSelector %v, image %s", *r.deployment.Spec.Replicas, pod.NodeSelector, pod.Containers[0].Image)
+		}
+		// podAnnotations add to the base's, which keep consul-k8s's injector away.
+		want := map[string]string{"team": "infra", "consul.hashicorp.com/connect-inject": "false"}
+		if diff := cmp.Diff(want, r.deployment.Spec.Template.Annotations); diff != "" {
+			t.Errorf("pod annotations (-want +got):\n%s", diff)
 		}
 		args := r.expandedArgs(t, "pod-0")
 		for _, want := range []string{"-v=4", "--consul-workers=8"} {
