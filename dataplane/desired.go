@@ -354,7 +354,10 @@ func container(in Gateway, spec v1alpha1.GatewayConfigSpec, defaults Defaults) *
 		WithSecurityContext(corev1ac.SecurityContext().
 			WithAllowPrivilegeEscalation(false).
 			WithReadOnlyRootFilesystem(true).
-			WithCapabilities(corev1ac.Capabilities().WithDrop("ALL").WithAdd("NET_BIND_SERVICE")))
+			WithCapabilities(corev1ac.Capabilities().WithDrop("ALL").WithAdd("NET_BIND_SERVICE"))).
+		// consul-dataplane writes no termination message: the end of its log is
+		// what the Gateway's Programmed message shows of a crash (PodProblem).
+		WithTerminationMessagePolicy(corev1.TerminationMessageFallbackToLogsOnError)
 	for _, port := range listenerPorts(in) {
 		c.WithPorts(corev1ac.ContainerPort().WithName(portName(port)).WithContainerPort(port).WithProtocol(corev1.ProtocolTCP))
 	}
