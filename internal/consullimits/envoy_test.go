@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	consulapi "github.com/hashicorp/consul/api"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
@@ -126,5 +127,45 @@ func TestEscapeHeaderValue(t *testing.T) {
 		if got := EscapeHeaderValue(in); got != want {
 			t.Errorf("EscapeHeaderValue(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// The check of a rule as written to Consul refuses each kind HTTPRuleProblem refuses
+// in the Gateway API rule, and a value the translation did not escape.
+func TestHTTPRouteRuleEnvoyProblem(t *testing.T) {
+	regex := func(v string) consulapi.HTTPMatch {
+		return consulapi.HTTPMatch{Path: consulapi.HTTPPathMatch{Match: consulapi.HTTPPathMatchRegularExpression, Value: v}}
+	}
+	headers := func(h consulapi.HTTPHeaderFilter) consulapi.HTTPFilters {
+		return consulapi.HTTPFilters{Headers: []consulapi.HTTPHeaderFilter{h}}
+	}
+	tests := []struct {
+		name string
+		rule consulapi.HTTPRouteRule
+		want string // "" when Envoy accepts the rule
+	}{
+		{"escaped %", consulapi.HTTPRouteRule{Filters: headers(consulapi.HTTPHeaderFilter{Set: map[string]string{"x": "100%% %%START_TIME%%"}})}, ""},
+		{"a header match and a regex Envoy takes", consulapi.HTTPRouteRule{Matches: []consulapi.HTTPMatch{
+			{Path: consulapi.HTTPPathMatch{Match: consulapi.HTTPPathMatchPrefix, Value: "/"}, Headers: []consulapi.HTTPHeaderMatch{{Match: consulapi.HTTPHeaderMatchRegularExpression, Name: "x", Value: "a|b"}}},
+		}}, ""},
+		{"unescaped %", consulapi.HTTPRouteRule{Filters: headers(consulapi.HTTPHeaderFilter{Add: map[string]string{"x": "100%"}})}, "start of a command"},
+		{"a command", consulapi.HTTPRouteRule{Filters: headers(consulapi.HTTPHeaderFilter{Add: map[string]string{"x": "%START_TIME%"}})}, "start of a command"},
+		{"set Host", consulapi.HTTPRouteRule{Filters: headers(consulapi.HTTPHeaderFilter{Set: map[string]string{"HOST": "x"}})}, `header "HOST"`},
+		{"remove :method", consulapi.HTTPRouteRule{Filters: headers(consulapi.HTTPHeaderFilter{Remove: []string{":method"}})}, `header ":method"`},
+		{"value with LF", consulapi.HTTPRouteRule{Filters: headers(consulapi.HTTPHeaderFilter{Set: map[string]string{"x": "a\nb"}})}, "NUL, CR or LF"},
+		{"service value with CR", consulapi.HTTPRouteRule{Services: []consulapi.HTTPService{{Name: "web", Filters: headers(consulapi.HTTPHeaderFilter{Set: map[string]string{"x": "a\rb"}})}}}, "service web filters set"},
+		{"prefix rewrite with NUL", consulapi.HTTPRouteRule{Filters: consulapi.HTTPFilters{URLRewrite: &consulapi.URLRewrite{Path: "/a\x00"}}}, "URLRewrite has replacement"},
+		{"header match name with LF", consulapi.HTTPRouteRule{Matches: []consulapi.HTTPMatch{{Headers: []consulapi.HTTPHeaderMatch{{Match: consulapi.HTTPHeaderMatchExact, Name: "x\n", Value: "1"}}}}}, "match 0 header match"},
+		{"empty query param name", consulapi.HTTPRouteRule{Matches: []consulapi.HTTPMatch{{Query: []consulapi.HTTPQueryMatch{{Match: consulapi.HTTPQueryMatchExact, Value: "1"}}}}}, "empty query param name"},
+		{"path regex group named (?<id>)", consulapi.HTTPRouteRule{Matches: []consulapi.HTTPMatch{regex("/(?<id>a)")}}, "(?P<name>...)"},
+		{"query regex RE2 cannot compile", consulapi.HTTPRouteRule{Matches: []consulapi.HTTPMatch{{Query: []consulapi.HTTPQueryMatch{{Match: consulapi.HTTPQueryMatchRegularExpression, Name: "q", Value: `(a)\1`}}}}}, "not valid RE2"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := HTTPRouteRuleEnvoyProblem(tt.rule)
+			if (got == "") != (tt.want == "") || !strings.Contains(got, tt.want) {
+				t.Errorf("problem %q, want one saying %q", got, tt.want)
+			}
+		})
 	}
 }
