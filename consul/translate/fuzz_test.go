@@ -141,7 +141,7 @@ func fuzzDecision(in *fuzzgen.Input, listeners []gatewayv1.SectionName, rules []
 
 // FuzzTranslate translates snapshots built from the fuzzer's input and checks what
 // the translation promises, whatever the input: no panic; entries Consul 1.15 accepts
-// (checkConsul115Validation); the same entries and problems for the same objects in
+// (checkConsul115Validation) and nothing in them Envoy refuses (checkEnvoyAccepts); the same entries and problems for the same objects in
 // another order; entry names that lead back to their object; and http-routes that
 // serve only what the route's decision grants (checkServedAsDecided).
 func FuzzTranslate(f *testing.F) {
@@ -159,6 +159,7 @@ func FuzzTranslate(f *testing.F) {
 		checkConsul115Validation(t, d)
 		checkDeterministic(t, c, d)
 		checkEntryNamesLeadBack(t, c.naming, d)
+		checkEnvoyAccepts(t, d)
 		s := snapshotOf(c.objects...)
 		for _, e := range d.Entries {
 			switch e := e.(type) {
@@ -169,6 +170,31 @@ func FuzzTranslate(f *testing.F) {
 			}
 		}
 	})
+}
+
+// checkEnvoyAccepts: nothing written is what Envoy would refuse of what Consul makes
+// of it (consullimits.HTTPRouteRuleEnvoyProblem), and no rule the decision kept had to
+// be refused for it: the status pipeline's check of the Gateway API rule
+// (consullimits.HTTPRuleProblem, which newFuzzCase's decisions follow) refuses all
+// that the check of the written rule does.
+func checkEnvoyAccepts(t *testing.T, d Desired) {
+	t.Helper()
+	for key, e := range d.Entries {
+		route, ok := e.(*consulapi.HTTPRouteConfigEntry)
+		if !ok {
+			continue
+		}
+		for i, rule := range route.Rules {
+			if msg := consullimits.HTTPRouteRuleEnvoyProblem(rule); msg != "" {
+				t.Errorf("%v rule %d: written, though %s", key, i, msg)
+			}
+		}
+	}
+	for _, p := range d.Problems {
+		if strings.Contains(p.Message, consullimits.EnvoyRefuses) || strings.Contains(p.Message, "regex") {
+			t.Errorf("%s %s: a rule the decision kept was refused as Envoy would refuse it: %s", p.Kind, p.Object, p.Message)
+		}
+	}
 }
 
 // checkDeterministic translates c again from objects in other orders, once afresh and

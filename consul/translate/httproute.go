@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 
@@ -88,7 +89,9 @@ func (t *pass) httpEntry(key cache.ObjectName, r *gatewayv1.HTTPRoute, decision 
 //
 // A rule the decision kept but the translation cannot write is a bug
 // (TestTranslationExpressesCapabilities keeps the two in step); it goes to the
-// blackhole with a problem rather than being written without what it asks for.
+// blackhole with a problem rather than being written without what it asks for. So
+// does one whose entry Envoy would refuse (consullimits.HTTPRouteRuleEnvoyProblem;
+// FuzzTranslate keeps that check and the decision's in step).
 func (t *pass) httpRule(routeNamespace string, index int, rule gatewayv1.HTTPRouteRule, decision gwdecision.Route) ([]consulapi.HTTPRouteRule, []backend, []string) {
 	dropped := slices.Contains(decision.DroppedRules, index)
 	if dropped && consullimits.HTTPMatchesProblem(rule.Matches) != "" {
@@ -118,6 +121,13 @@ func (t *pass) httpRule(routeNamespace string, index int, rule gatewayv1.HTTPRou
 	rules, err := rewrittenRules(matches, filters, services)
 	if err != nil {
 		return refused(err)
+	}
+	// The decision refused what Envoy would refuse (consullimits.HTTPRuleProblem); a
+	// rule that still holds some would take every route of its port down with it.
+	for _, r := range rules {
+		if msg := consullimits.HTTPRouteRuleEnvoyProblem(r); msg != "" {
+			return refused(errors.New(msg))
+		}
 	}
 	return rules, used, nil
 }

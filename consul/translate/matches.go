@@ -248,14 +248,16 @@ func headerFilter(h *gatewayv1.HTTPHeaderFilter) (consulapi.HTTPHeaderFilter, bo
 }
 
 // headerMap turns a header list into Consul's map; nil when empty. Names are unique
-// per list (the CRD's listMapKey), so nothing is lost.
+// per list (the CRD's listMapKey), so nothing is lost. Values are escaped: Consul
+// hands them to Envoy as they are, and Envoy reads a header value as a format in which
+// "%" starts a command (consullimits.EscapeHeaderValue), where Gateway API's is literal.
 func headerMap(headers []gatewayv1.HTTPHeader) map[string]string {
 	if len(headers) == 0 {
 		return nil
 	}
 	m := make(map[string]string, len(headers))
 	for _, h := range headers {
-		m[string(h.Name)] = h.Value
+		m[string(h.Name)] = consullimits.EscapeHeaderValue(h.Value)
 	}
 	return m
 }

@@ -8,6 +8,7 @@ package consullimits
 import (
 	"fmt"
 	"regexp"
+	"strings"
 
 	consulapi "github.com/hashicorp/consul/api"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -92,14 +93,68 @@ func HTTPMethod(method gatewayv1.HTTPMethod) (consulapi.HTTPMatchMethod, bool) {
 	return m, ok
 }
 
-// RegexProblem says why Envoy would refuse value as a regex match, or "" when it
-// compiles. Consul passes regex matches through unchecked, and Envoy compiles them
-// with RE2 and rejects the gateway's whole route configuration over one that does not
-// compile (lookahead, backreferences, unbalanced groups), so such a match must never
-// reach Consul. Go's regexp syntax is RE2's.
+// RegexProblem says why Envoy would refuse value as a regex match, or why Consul
+// would not match it as written, or "" when neither. Consul passes regex matches
+// through unchecked, and Envoy compiles them with RE2 and rejects the gateway's whole
+// route configuration over one that does not compile (lookahead, backreferences,
+// unbalanced groups), so such a match must never reach Consul. Go's regexp syntax is
+// RE2's, but for the named group form "(?<name>...)": Go accepts it since 1.22, RE2
+// only since its 2023-09-01 release, after the one Envoy 1.27 builds with. An empty
+// regex is no regex to Consul: it drops the condition (Consul 1.15.4
+// agent/xds/routes.go makeRouteMatchForDiscoveryRoute), and the match would select
+// more than the route says.
 func RegexProblem(value string) string {
+	if value == "" {
+		return "regex is empty, and Consul would drop it from the match"
+	}
 	if _, err := regexp.Compile(value); err != nil {
 		return fmt.Sprintf("regex %q is not valid RE2 (%v)", value, err)
 	}
+	if hasAngleNamedGroup(value) {
+		return fmt.Sprintf("regex %q names a group as (?<name>...), which the RE2 of Envoy 1.27 does not parse: write (?P<name>...)", value)
+	}
 	return ""
+}
+
+// hasAngleNamedGroup reports whether a regex Go compiles has a group "(?<name>...)":
+// a "(?<" that is neither escaped nor in a character class (lookbehinds, the only
+// other "(?<", do not compile).
+func hasAngleNamedGroup(expr string) bool {
+	inClass := false
+	for i := 0; i < len(expr); i++ {
+		switch {
+		case strings.HasPrefix(expr[i:], `\Q`):
+			end := strings.Index(expr[i+2:], `\E`)
+			if end < 0 {
+				return false
+			}
+			i += 2 + end + 1
+		case expr[i] == '\\':
+			i++
+		case inClass && strings.HasPrefix(expr[i:], "[:"):
+			if end := strings.Index(expr[i:], ":]"); end > 0 {
+				i += end + 1
+			}
+		case inClass:
+			inClass = expr[i] != ']'
+		case expr[i] == '[':
+			inClass = true
+			i = skipClassStart(expr, i)
+		case strings.HasPrefix(expr[i:], "(?<"):
+			return true
+		}
+	}
+	return false
+}
+
+// skipClassStart returns the index of the last byte of a class's opening: "[", "[^",
+// and a "]" right after them, which is a literal.
+func skipClassStart(expr string, i int) int {
+	if i+1 < len(expr) && expr[i+1] == '^' {
+		i++
+	}
+	if i+1 < len(expr) && expr[i+1] == ']' {
+		i++
+	}
+	return i
 }

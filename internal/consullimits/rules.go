@@ -95,6 +95,9 @@ func httpMatchProblem(match gatewayv1.HTTPRouteMatch) string {
 		}
 	}
 	for _, h := range match.Headers {
+		if problem := headerNameProblem(string(h.Name)); problem != "" {
+			return envoyRefused("header match", problem)
+		}
 		if h.Type != nil && *h.Type != gatewayv1.HeaderMatchExact && *h.Type != gatewayv1.HeaderMatchRegularExpression {
 			return fmt.Sprintf("header %s match type %s %s", h.Name, *h.Type, NotSupported)
 		}
@@ -105,6 +108,9 @@ func httpMatchProblem(match gatewayv1.HTTPRouteMatch) string {
 		}
 	}
 	for _, q := range match.QueryParams {
+		if problem := queryParamNameProblem(string(q.Name)); problem != "" {
+			return envoyRefused("query param match", problem)
+		}
 		if q.Type != nil && *q.Type != gatewayv1.QueryParamMatchExact && *q.Type != gatewayv1.QueryParamMatchRegularExpression {
 			return fmt.Sprintf("query param %s match type %s %s", q.Name, *q.Type, NotSupported)
 		}
@@ -134,7 +140,7 @@ func regexProblem(value *string) string {
 func ruleFilterProblem(f gatewayv1.HTTPRouteFilter, rule gatewayv1.HTTPRouteRule, caps Capabilities) string {
 	switch f.Type {
 	case gatewayv1.HTTPRouteFilterRequestHeaderModifier:
-		return ""
+		return headerFilterProblem("filter RequestHeaderModifier", f.RequestHeaderModifier)
 	case gatewayv1.HTTPRouteFilterResponseHeaderModifier:
 		if caps.ResponseHeaderModifier {
 			return ""
@@ -152,7 +158,7 @@ func backendFilterProblem(b int, f gatewayv1.HTTPRouteFilter, rule gatewayv1.HTT
 	where := fmt.Sprintf("backendRef %d filter %s", b, f.Type)
 	switch f.Type {
 	case gatewayv1.HTTPRouteFilterRequestHeaderModifier:
-		return ""
+		return headerFilterProblem(where, f.RequestHeaderModifier)
 	case gatewayv1.HTTPRouteFilterResponseHeaderModifier:
 		if caps.ResponseHeaderModifier {
 			return ""
@@ -190,6 +196,11 @@ func urlRewriteProblem(where string, rw *gatewayv1.HTTPURLRewriteFilter, matches
 	case gatewayv1.PrefixMatchHTTPPathModifier:
 		if !singlePathPrefixMatch(matches) {
 			return where + " ReplacePrefixMatch needs exactly one PathPrefix match"
+		}
+		if rw.Path.ReplacePrefixMatch != nil {
+			if problem := prefixRewriteProblem(*rw.Path.ReplacePrefixMatch); problem != "" {
+				return envoyRefused(where+" ReplacePrefixMatch", problem)
+			}
 		}
 		return ""
 	case gatewayv1.FullPathHTTPPathModifier:

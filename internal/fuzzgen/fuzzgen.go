@@ -143,11 +143,19 @@ func (in *Input) Listeners(names []gatewayv1.SectionName, cert gatewayv1.SecretO
 const RuleTag = "x-fuzz-rule"
 
 var (
-	paths     = []string{"/", "/a", "/a/", "/ab", "/a/b", "/b"}
+	// Paths are also the regex values: "/(?<id>a)" is one Envoy's RE2 refuses.
+	paths     = []string{"/", "/a", "/a/", "/ab", "/a/b", "/b", "/(?<id>a)"}
 	pathTypes = []gatewayv1.PathMatchType{gatewayv1.PathMatchPathPrefix, gatewayv1.PathMatchExact, gatewayv1.PathMatchRegularExpression, "Bogus"}
 	methods   = []gatewayv1.HTTPMethod{gatewayv1.HTTPMethodGet, gatewayv1.HTTPMethodPost, "BREW"}
-	// Replacements are the ReplacePrefixMatch values the spec's table tells apart.
-	replacements = []string{"", "/", "/new", "/new/"}
+	// Replacements are the ReplacePrefixMatch values the spec's table tells apart, and
+	// one Envoy refuses as a prefix rewrite.
+	replacements = []string{"", "/", "/new", "/new/", "/new\nline"}
+	// Header names and values to set, add and remove: ordinary ones, and ones Envoy
+	// refuses in a route (Host, a pseudo-header, NUL/CR/LF, an empty name) or reads
+	// as a format ("%"); objects that skipped the CRD's validation can hold any.
+	headerNames  = []gatewayv1.HTTPHeaderName{"x-set", "x-set", "Host", "x-a\r\nx-b"}
+	headerValues = []string{"s", "s", "100%", "%START_TIME%", "a\r\nx-injected: 1", "a\x00b"}
+	removals     = []string{"x", "x", ":path", "host", ""}
 )
 
 // Path is one path of the pool, or the fuzzer's own.
@@ -159,7 +167,7 @@ func (in *Input) Path() string {
 }
 
 // HTTPRules are up to four rules: matches of every type (the unsupported ones too),
-// filters Consul can and cannot apply, fields it has no place for, and backendRefs to
+// filters Consul can and cannot apply, values Envoy refuses, fields it has no place for, and backendRefs to
 // the Services web, api and missing (port 8080 exists, 9999 does not), in the route's
 // namespace or in namespace other, with weights 0, 1 and 3.
 func (in *Input) HTTPRules() []gatewayv1.HTTPRouteRule {
@@ -201,12 +209,14 @@ func (in *Input) match(rule int) gatewayv1.HTTPRouteMatch {
 	}
 	if in.Bool() {
 		m.Headers = append(m.Headers, gatewayv1.HTTPHeaderMatch{
-			Type: PickPtr(in, []gatewayv1.HeaderMatchType{gatewayv1.HeaderMatchExact, gatewayv1.HeaderMatchRegularExpression, "Bogus"}), Name: "x-h", Value: "v",
+			Type: PickPtr(in, []gatewayv1.HeaderMatchType{gatewayv1.HeaderMatchExact, gatewayv1.HeaderMatchRegularExpression, "Bogus"}),
+			Name: Pick(in, []gatewayv1.HTTPHeaderName{"x-h", "x-h", "x-h\r"}), Value: "v",
 		})
 	}
 	if in.Bool() {
 		m.QueryParams = append(m.QueryParams, gatewayv1.HTTPQueryParamMatch{
-			Type: PickPtr(in, []gatewayv1.QueryParamMatchType{gatewayv1.QueryParamMatchExact, gatewayv1.QueryParamMatchRegularExpression, "Bogus"}), Name: "q", Value: "v",
+			Type: PickPtr(in, []gatewayv1.QueryParamMatchType{gatewayv1.QueryParamMatchExact, gatewayv1.QueryParamMatchRegularExpression, "Bogus"}),
+			Name: Pick(in, []gatewayv1.HTTPHeaderName{"q", "q", ""}), Value: "v",
 		})
 	}
 	if in.Bool() {
@@ -218,7 +228,7 @@ func (in *Input) match(rule int) gatewayv1.HTTPRouteMatch {
 func (in *Input) filter() gatewayv1.HTTPRouteFilter {
 	switch in.Intn(9) {
 	case 0:
-		return gatewayv1.HTTPRouteFilter{Type: gatewayv1.HTTPRouteFilterRequestHeaderModifier, RequestHeaderModifier: &gatewayv1.HTTPHeaderFilter{Set: []gatewayv1.HTTPHeader{{Name: "x-set", Value: "s"}}}}
+		return gatewayv1.HTTPRouteFilter{Type: gatewayv1.HTTPRouteFilterRequestHeaderModifier, RequestHeaderModifier: in.headerFilter()}
 	case 1:
 		return gatewayv1.HTTPRouteFilter{Type: gatewayv1.HTTPRouteFilterRequestHeaderModifier, RequestHeaderModifier: &gatewayv1.HTTPHeaderFilter{}}
 	case 2, 3:
@@ -233,6 +243,18 @@ func (in *Input) filter() gatewayv1.HTTPRouteFilter {
 		return gatewayv1.HTTPRouteFilter{Type: gatewayv1.HTTPRouteFilterResponseHeaderModifier, ResponseHeaderModifier: &gatewayv1.HTTPHeaderFilter{Remove: []string{"x"}}}
 	}
 	return gatewayv1.HTTPRouteFilter{Type: gatewayv1.HTTPRouteFilterExtensionRef, ExtensionRef: &gatewayv1.LocalObjectReference{Group: "example.com", Kind: "Policy", Name: "p"}}
+}
+
+// headerFilter sets, adds or removes one header from the pools.
+func (in *Input) headerFilter() *gatewayv1.HTTPHeaderFilter {
+	header := []gatewayv1.HTTPHeader{{Name: Pick(in, headerNames), Value: Pick(in, headerValues)}}
+	switch in.Intn(3) {
+	case 0:
+		return &gatewayv1.HTTPHeaderFilter{Add: header}
+	case 1:
+		return &gatewayv1.HTTPHeaderFilter{Remove: []string{Pick(in, removals)}}
+	}
+	return &gatewayv1.HTTPHeaderFilter{Set: header}
 }
 
 func rewrite(path *gatewayv1.HTTPPathModifier) gatewayv1.HTTPRouteFilter {

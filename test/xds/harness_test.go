@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	gosync "sync"
 	"testing"
@@ -158,8 +159,9 @@ func registerMeshInstance(t *testing.T, ns, name, addr string) {
 }
 
 // awaitProgrammed waits until the Gateway is Programmed and every HTTPRoute and
-// TCPRoute of its namespace is accepted by Consul on each parent.
-func awaitProgrammed(t *testing.T, ns, gateway string) {
+// TCPRoute of its namespace is accepted by Consul on each parent, but for the refused
+// HTTPRoutes, which must be refused (Accepted=False) instead.
+func awaitProgrammed(t *testing.T, ns, gateway string, refused ...string) {
 	t.Helper()
 	testenv.Eventually(t, 90*time.Second, "Gateway "+ns+"/"+gateway+" and its routes programmed", func(ctx context.Context) error {
 		gw, err := env.GatewayClient.GatewayV1().Gateways(ns).Get(ctx, gateway, metav1.GetOptions{})
@@ -182,6 +184,12 @@ func awaitProgrammed(t *testing.T, ns, gateway string) {
 			return err
 		}
 		for _, r := range http.Items {
+			if slices.Contains(refused, r.Name) {
+				if err := refusedEverywhere(r); err != nil {
+					return err
+				}
+				continue
+			}
 			stated("httproute", r.Name, r.Status.Parents)
 		}
 		tcp, err := env.GatewayClient.GatewayV1().TCPRoutes(ns).List(ctx, metav1.ListOptions{})
@@ -201,6 +209,19 @@ func awaitProgrammed(t *testing.T, ns, gateway string) {
 		}
 		return nil
 	})
+}
+
+// refusedEverywhere: the route has a status on some parent, Accepted=False on each.
+func refusedEverywhere(r gatewayv1.HTTPRoute) error {
+	if len(r.Status.Parents) == 0 {
+		return fmt.Errorf("httproute %s: no status", r.Name)
+	}
+	for _, p := range r.Status.Parents {
+		if !strings.HasPrefix(testenv.ConditionReason(p.Conditions, "Accepted"), "False/") {
+			return fmt.Errorf("httproute %s: Accepted is %s, want False", r.Name, testenv.ConditionText(p.Conditions, "Accepted"))
+		}
+	}
+	return nil
 }
 
 // gatewayProxy waits until a pod of the Gateway is registered and passing in Consul's

@@ -18,6 +18,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/consullimits"
 	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
 	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
 	"github.com/consul-gateway-controller/consul-gateway-controller/test/xds/envoy"
@@ -52,6 +53,18 @@ type scenario struct {
 	// programmed, and routedAfterRemoval once removedRoute is gone.
 	routed             []routedCase
 	routedAfterRemoval []routedCase
+	// conditions are other conditions the routes must have once programmed.
+	conditions []conditionCase
+	// refusedRoutes are routes refused on their one parent (Accepted=False): Consul
+	// never hears of them.
+	refusedRoutes []string
+}
+
+// conditionCase is a condition of an HTTPRoute on its one parent: its "Status/Reason",
+// and strings its message must hold.
+type conditionCase struct {
+	route, condType, statusReason string
+	mentions                      []string
 }
 
 // routedCase is an HTTPRoute's RoutedAsSpecified condition on its one parent: its
@@ -185,6 +198,42 @@ var scenarios = []scenario{
 		},
 	},
 	{
+		// Values Envoy refuses: each rule holding one is dropped and answered with
+		// the blackhole's 503, the route's other rules and the port's other routes
+		// are served, and the conditions say which rule and why.
+		name: "envoyrefused", namespace: "xds-envoyrefused", ports: []uint32{80},
+		requests: []routeCase{
+			{80, envoy.Request{Host: "good.example.com", Target: "/rate"},
+				&want{backends: map[string]uint32{"er-web": 1}, headers: map[string]string{"x-rate": "100% of %START_TIME%"}}},
+			{80, envoy.Request{Host: "good.example.com", Target: "/"}, to("er-web")},
+			{80, envoy.Request{Host: "mixed.example.com", Target: "/fine"}, to("er-web")},
+			{80, envoy.Request{Host: "mixed.example.com", Target: "/set-host"}, to(blackhole)},
+			{80, envoy.Request{Host: "mixed.example.com", Target: "/remove-authority/x"}, to(blackhole)},
+			{80, envoy.Request{Host: "mixed.example.com", Target: "/crlf"}, to(blackhole)},
+			{80, envoy.Request{Host: "mixed.example.com", Target: "/remove-empty"}, to(blackhole)},
+			{80, envoy.Request{Host: "mixed.example.com", Target: "/rewrite/x"}, to(blackhole)},
+			// A rule whose match Envoy refuses is left out: it selects nothing.
+			{80, envoy.Request{Host: "mixed.example.com", Target: "/items/7"}, nil},
+			// A route with no rule left is not served at all.
+			{80, envoy.Request{Host: "refused.example.com", Target: "/"}, nil},
+		},
+		refusedRoutes: []string{"all-refused"},
+		conditions: []conditionCase{
+			{"good", "Accepted", "True/Accepted", nil},
+			{"mixed", "Accepted", "True/Accepted", nil},
+			{"mixed", "PartiallyInvalid", "True/UnsupportedValue", []string{
+				"rule 1: filter RequestHeaderModifier set has header \"Host\"",
+				"rule 2: filter RequestHeaderModifier remove has header \":authority\"",
+				"rule 3: backendRef 0 filter RequestHeaderModifier add has header X-Note value \"a\\r\\nX-Injected: 1\" with a NUL, CR or LF character",
+				"rule 4: filter RequestHeaderModifier remove has an empty header name",
+				"rule 5: filter URLRewrite ReplacePrefixMatch has replacement \"/new\\nline\"",
+				"rule 6: match 0 path regex \"/items/(?<id>[0-9]+)\" names a group as (?<name>...)",
+				consullimits.EnvoyRefuses,
+			}},
+			{"all-refused", "Accepted", "False/UnsupportedValue", []string{"rule 0: filter RequestHeaderModifier remove has header \"host\""}},
+		},
+	},
+	{
 		name: "rewrite", namespace: "xds-rewrite", ports: []uint32{8080},
 		requests: []routeCase{
 			{8080, envoy.Request{Host: "rewrite.example.com", Target: "/foo/bar"}, rewritten("prefix-echo", "/xyz/bar")},
@@ -314,11 +363,12 @@ func (s scenario) run(t *testing.T) {
 		registerMeshInstance(t, s.namespace, name, backends[name])
 		declareHTTP(t, name)
 	}
-	awaitProgrammed(t, s.namespace, "edge")
+	awaitProgrammed(t, s.namespace, "edge", s.refusedRoutes...)
 	proxy := gatewayProxy(t, s.namespace, "edge")
 
 	cfg := s.fetchUntil(t, proxy, func(cfg *envoy.Config) error { return s.check(cfg, backends, certPEM) })
 	awaitRouted(t, s.namespace, s.routed)
+	awaitConditions(t, s.namespace, s.conditions)
 
 	replace := map[string]string{proxy.ID: "GATEWAY-POD"}
 	for _, ip := range podIPs(t, s.namespace) {
@@ -382,6 +432,42 @@ func awaitRouted(t *testing.T, ns string, want []routedCase) {
 	for _, text := range texts {
 		t.Log(text)
 	}
+}
+
+// awaitConditions waits until each route's condition is as want says.
+func awaitConditions(t *testing.T, ns string, want []conditionCase) {
+	t.Helper()
+	if len(want) == 0 {
+		return
+	}
+	testenv.Eventually(t, 60*time.Second, "the route conditions of "+ns, func(ctx context.Context) error {
+		var errs []error
+		for _, w := range want {
+			route, err := env.GatewayClient.GatewayV1().HTTPRoutes(ns).Get(ctx, w.route, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			errs = append(errs, w.check(route.Status.Parents))
+		}
+		return errors.Join(errs...)
+	})
+}
+
+func (w conditionCase) check(parents []gatewayv1.RouteParentStatus) error {
+	if len(parents) != 1 {
+		return fmt.Errorf("HTTPRoute %s: %d parents in status, want 1", w.route, len(parents))
+	}
+	conds := parents[0].Conditions
+	text := testenv.ConditionText(conds, w.condType)
+	if !strings.HasPrefix(text, w.statusReason+":") && text != w.statusReason {
+		return fmt.Errorf("HTTPRoute %s: %s is %s, want %s", w.route, w.condType, text, w.statusReason)
+	}
+	for _, m := range w.mentions {
+		if !strings.Contains(text, m) {
+			return fmt.Errorf("HTTPRoute %s: %s is %s, which does not mention %q", w.route, w.condType, text, m)
+		}
+	}
+	return nil
 }
 
 func (w routedCase) check(parents []gatewayv1.RouteParentStatus) error {

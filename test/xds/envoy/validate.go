@@ -19,6 +19,9 @@ import (
 // validateRouteConfig checks a route configuration as Envoy builds it. When
 // validateClusters is set, every cluster a route names must be among clusters.
 func validateRouteConfig(rc *routev3.RouteConfiguration, validateClusters bool, clusters map[string]bool) error {
+	if err := unmodelledRouteFields(rc); err != nil {
+		return fmt.Errorf("route configuration %q: %w", rc.GetName(), err)
+	}
 	errs := []error{validateDomains(rc), validateLevelHeaders("route configuration", rc)}
 	for _, vh := range rc.GetVirtualHosts() {
 		errs = append(errs, validateLevelHeaders(fmt.Sprintf("virtual host %q", vh.GetName()), vh))
@@ -93,7 +96,7 @@ func validateRoute(r *routev3.Route, validateClusters bool, clusters map[string]
 	if rw := action.GetRegexRewrite(); rw != nil {
 		errs = append(errs, compileErr(rw.GetPattern().GetRegex()))
 	}
-	errs = append(errs, validateWeights(action.GetWeightedClusters()))
+	errs = append(errs, validateWeights(action.GetWeightedClusters()), validateDurations(action))
 	if validateClusters {
 		errs = append(errs, unknownClusters(action, clusters))
 	}
@@ -164,11 +167,58 @@ func stringMatcherRegex(m *matcherv3.StringMatcher) error {
 	return nil
 }
 
+// compileErr: what RE2 as Envoy 1.27 builds it refuses to compile. Go's regexp is
+// RE2's syntax but for "(?<name>...)", which RE2 accepts only from its 2023-09-01
+// release on, after the one Envoy 1.27 was built with ("invalid perl operator: (?<").
+// RE2's own memory budget (8 MiB by default, which Envoy keeps) also refuses very
+// large programs ("pattern too large - compile failed", for example \pL{500}); Go has
+// no such budget and this model does not check it. Envoy's own program size limit does
+// not refuse anything here: consul-dataplane's bootstrap raises
+// re2.max_program_size.error_level to 1048576, above what RE2's budget lets compile.
 func compileErr(expr string) error {
 	if _, err := compileRE2(expr); err != nil {
 		return err
 	}
+	if angleNamedGroup(expr) {
+		return fmt.Errorf("regex %q: invalid perl operator: (?<", expr)
+	}
 	return nil
+}
+
+// angleNamedGroup reports whether expr, which Go compiles, has a "(?<" outside escapes
+// and character classes: Go compiles no lookbehind, so that is a named group.
+func angleNamedGroup(expr string) bool {
+	inClass := false
+	for i := 0; i < len(expr); i++ {
+		c := expr[i]
+		switch {
+		case strings.HasPrefix(expr[i:], `\Q`):
+			end := strings.Index(expr[i:], `\E`)
+			if end < 0 {
+				return false
+			}
+			i += end + 1
+		case c == '\\':
+			i++
+		case inClass && strings.HasPrefix(expr[i:], "[:"):
+			if end := strings.Index(expr[i:], ":]"); end > 0 {
+				i += end + 1
+			}
+		case inClass:
+			inClass = c != ']'
+		case c == '[':
+			inClass = true
+			if strings.HasPrefix(expr[i+1:], "^") {
+				i++
+			}
+			if strings.HasPrefix(expr[i+1:], "]") {
+				i++
+			}
+		case strings.HasPrefix(expr[i:], "(?<"):
+			return true
+		}
+	}
+	return false
 }
 
 func validateLevelHeaders(where string, l headerLevel) error {
