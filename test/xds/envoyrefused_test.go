@@ -100,7 +100,7 @@ func awaitRefused(t *testing.T, w *envoy.Watcher, want string) {
 	testenv.Eventually(t, 60*time.Second, "the model refuses the route configuration saying "+want, func(ctx context.Context) error {
 		_, err := configWithin(ctx, w, 5*time.Second)
 		if !errors.Is(err, envoy.ErrRejected) || !strings.Contains(err.Error(), want) {
-			return fmt.Errorf("configuration: %v", err)
+			return fmt.Errorf("configuration: %w", err)
 		}
 		refusal = err
 		return nil
