@@ -7,10 +7,10 @@ import (
 	"slices"
 	"strings"
 	"unicode"
-	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/pods"
 )
 
@@ -205,19 +205,6 @@ func reportedLine(message string) string {
 		}
 		return r
 	}, line)
-	return truncate(line, maxReported)
+	return gatewayapi.Truncate(line, maxReported)
 }
 
-// truncate cuts s to at most limit bytes at a character boundary, ending it with an
-// ellipsis when it cut.
-func truncate(s string, limit int) string {
-	if len(s) <= limit {
-		return s
-	}
-	const ellipsis = "…"
-	cut := limit - len(ellipsis)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + ellipsis
-}

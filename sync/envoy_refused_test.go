@@ -1,16 +1,13 @@
 package sync
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 )
@@ -40,29 +37,7 @@ func TestEnvoyRefusedRules(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			got := acceptanceSummaries(t, readPrecedenceObjects(t, path))
-			golden := strings.TrimSuffix(path, ".in.yaml") + ".out.yaml"
-			if *update {
-				data, err := yaml.Marshal(got)
-				if err != nil {
-					t.Fatal(err)
-				}
-				header := "# Written by TestEnvoyRefusedRules -update from the .in.yaml beside it.\n"
-				if err := os.WriteFile(golden, append([]byte(header), data...), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			data, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run with -update to write it)", err)
-			}
-			var want []acceptanceSummary
-			if err := yaml.UnmarshalStrict(data, &want); err != nil {
-				t.Fatalf("%s: %v", golden, err)
-			}
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("conditions (-%s +got):\n%s", golden, diff)
-			}
+			compareSummaries(t, "TestEnvoyRefusedRules", path, got)
 		})
 	}
 }

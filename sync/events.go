@@ -2,7 +2,6 @@ package sync
 
 import (
 	"fmt"
-	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -65,7 +64,7 @@ func merged(events []statusEvent) []statusEvent {
 		out[i].Note += "; " + e.Note
 	}
 	for i := range out {
-		out[i].Note = truncate(out[i].Note, maxEventNote)
+		out[i].Note = gatewayapi.Truncate(out[i].Note, maxEventNote)
 	}
 	return out
 }
@@ -152,16 +151,4 @@ func conditionEvents(subject string, watched []evented, before, after []metav1.C
 		events = append(events, statusEvent{Type: eventType, Reason: now.Reason, Action: w.action, Note: note})
 	}
 	return events
-}
-
-// truncate cuts s to at most n bytes, on a rune boundary.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n - len("...")
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "..."
 }

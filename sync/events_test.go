@@ -152,8 +152,8 @@ func TestEventNoteIsTruncatedOnARuneBoundary(t *testing.T) {
 	if len(got) != 1 {
 		t.Fatalf("got %d events, want 1", len(got))
 	}
-	if note := got[0].Note; len(note) > maxEventNote || !strings.HasSuffix(note, "...") || !utf8.ValidString(note) {
-		t.Errorf("note of %d bytes, valid UTF-8 %v: want at most %d bytes, cut on a rune, ending in ...", len(note), utf8.ValidString(note), maxEventNote)
+	if note := got[0].Note; len(note) > maxEventNote || !strings.HasSuffix(note, "…") || !utf8.ValidString(note) {
+		t.Errorf("note of %d bytes, valid UTF-8 %v: want at most %d bytes, cut on a rune, ending in …", len(note), utf8.ValidString(note), maxEventNote)
 	}
 }
 

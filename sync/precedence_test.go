@@ -54,25 +54,38 @@ func TestRoutedAsSpecified(t *testing.T) {
 		name := strings.TrimSuffix(filepath.Base(path), ".in.yaml")
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			objs := readPrecedenceObjects(t, path)
-			got := routedSummaries(t, objs)
-			golden := strings.TrimSuffix(path, ".in.yaml") + ".out.yaml"
-			if *update {
-				writeRoutedSummaries(t, golden, got)
-				return
-			}
-			data, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run with -update to write it)", err)
-			}
-			var want []routedSummary
-			if err := yaml.UnmarshalStrict(data, &want); err != nil {
-				t.Fatalf("%s: %v", golden, err)
-			}
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("RoutedAsSpecified (-%s +got):\n%s", golden, diff)
-			}
+			got := routedSummaries(t, readPrecedenceObjects(t, path))
+			compareSummaries(t, "TestRoutedAsSpecified", path, got)
 		})
+	}
+}
+
+// compareSummaries compares the summaries judged from path, a <case>.in.yaml, with
+// the <case>.out.yaml beside it, or with -update writes them there.
+func compareSummaries[T any](t *testing.T, test, path string, got []T) {
+	t.Helper()
+	golden := strings.TrimSuffix(path, ".in.yaml") + ".out.yaml"
+	if *update {
+		data, err := yaml.Marshal(got)
+		if err != nil {
+			t.Fatal(err)
+		}
+		header := "# Written by " + test + " -update from the .in.yaml beside it.\n"
+		if err := os.WriteFile(golden, append([]byte(header), data...), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	data, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run with -update to write it)", err)
+	}
+	var want []T
+	if err := yaml.UnmarshalStrict(data, &want); err != nil {
+		t.Fatalf("%s: %v", golden, err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("conditions (-%s +got):\n%s", golden, diff)
 	}
 }
 
@@ -125,18 +138,6 @@ func routedSummaries(t *testing.T, objs []runtime.Object) []routedSummary {
 		}
 	}
 	return out
-}
-
-func writeRoutedSummaries(t *testing.T, path string, got []routedSummary) {
-	t.Helper()
-	data, err := yaml.Marshal(got)
-	if err != nil {
-		t.Fatal(err)
-	}
-	header := "# Written by TestRoutedAsSpecified -update from the .in.yaml beside it.\n"
-	if err := os.WriteFile(path, append([]byte(header), data...), 0o644); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // BenchmarkConflictsOf measures the decision for one route on a listener with 1,000

@@ -7,6 +7,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 )
 
 // The Gateway's Programmed condition for what its deployment says, once Consul has
@@ -64,10 +66,10 @@ func TestGatewayProgrammedByDeployment(t *testing.T) {
 // However long what the deployment says, the message fits a condition, cut at a
 // character boundary.
 func TestProgrammedMessageFitsACondition(t *testing.T) {
-	long := DeploymentState{Invalid: strings.Repeat("é", maxConditionMessage)}
+	long := DeploymentState{Invalid: strings.Repeat("é", gatewayapi.MaxConditionMessage)}
 	c := gatewayProgrammed(gatewayVerdict{accepted: true}, Verdict{Known: true, Programmed: true}, &long, nil, 1)
-	if len(c.Message) > maxConditionMessage || !utf8.ValidString(c.Message) || !strings.HasSuffix(c.Message, "é…") {
+	if len(c.Message) > gatewayapi.MaxConditionMessage || !utf8.ValidString(c.Message) || !strings.HasSuffix(c.Message, "é…") {
 		t.Errorf("message of %d bytes, valid UTF-8 %v, ends %q; want at most %d, valid, cut with an ellipsis",
-			len(c.Message), utf8.ValidString(c.Message), c.Message[len(c.Message)-8:], maxConditionMessage)
+			len(c.Message), utf8.ValidString(c.Message), c.Message[len(c.Message)-8:], gatewayapi.MaxConditionMessage)
 	}
 }

@@ -3,7 +3,6 @@ package sync
 import (
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilversion "k8s.io/apimachinery/pkg/util/version"
@@ -138,9 +137,9 @@ func gatewayProgrammed(v gatewayVerdict, verdict Verdict, deployed *DeploymentSt
 	case v.unservable != "":
 		return condition(programmedType, false, ReasonNotExpressible, v.unservable, gen)
 	case deployed != nil && deployed.Invalid != "":
-		return condition(programmedType, false, gatewayv1.GatewayReasonInvalid, conditionMessage(deployed.Invalid), gen)
+		return condition(programmedType, false, gatewayv1.GatewayReasonInvalid, gatewayapi.Truncate(deployed.Invalid, gatewayapi.MaxConditionMessage), gen)
 	case deployed != nil && deployed.Problem != "":
-		return condition(programmedType, false, gatewayv1.GatewayReasonPending, conditionMessage(deployed.Problem), gen)
+		return condition(programmedType, false, gatewayv1.GatewayReasonPending, gatewayapi.Truncate(deployed.Problem, gatewayapi.MaxConditionMessage), gen)
 	case !verdict.Known:
 		return condition(programmedType, false, gatewayv1.GatewayReasonPending, "Waiting for Consul to accept the gateway", gen)
 	case !verdict.Programmed:
@@ -151,7 +150,7 @@ func gatewayProgrammed(v gatewayVerdict, verdict Verdict, deployed *DeploymentSt
 		// Before the address: pods that cannot start are what to fix first, and a
 		// LoadBalancer's address would not make them serve.
 		return condition(programmedType, false, gatewayv1.GatewayReasonPending,
-			conditionMessage("Consul accepted the api-gateway entry; no gateway pod is Ready: "+deployed.PodProblem), gen)
+			gatewayapi.Truncate("Consul accepted the api-gateway entry; no gateway pod is Ready: "+deployed.PodProblem, gatewayapi.MaxConditionMessage), gen)
 	case len(unassignedAddresses(requested, deployed.Addresses)) > 0:
 		return condition(programmedType, false, gatewayv1.GatewayReasonAddressNotAssigned,
 			fmt.Sprintf("Consul accepted the api-gateway entry; the requested address %s is not the gateway Service's yet",
@@ -193,21 +192,4 @@ func listenerConditions(st *listenerState, gatewayProgrammed metav1.Condition, g
 		condition(gatewayv1.ListenerConditionResolvedRefs, st.refsResolved, st.refsReason, refsMessage, gen),
 		conflicted,
 	}
-}
-
-// maxConditionMessage is the most a condition's message may hold (metav1.Condition).
-const maxConditionMessage = 32768
-
-// conditionMessage is message cut to what a condition may hold, at a character
-// boundary, with an ellipsis saying it was cut.
-func conditionMessage(message string) string {
-	if len(message) <= maxConditionMessage {
-		return message
-	}
-	const ellipsis = "…"
-	cut := maxConditionMessage - len(ellipsis)
-	for cut > 0 && !utf8.RuneStart(message[cut]) {
-		cut--
-	}
-	return message[:cut] + ellipsis
 }
