@@ -207,4 +207,3 @@ func reportedLine(message string) string {
 	}, line)
 	return gatewayapi.Truncate(line, maxReported)
 }
-
