@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	gosync "sync"
 	"time"
 
 	"golang.org/x/time/rate"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/cache"
 	kworkqueue "k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
@@ -18,9 +20,11 @@ import (
 
 // Retry policy, the same for every queue: a key whose sync fails is retried with
 // per-key exponential backoff from baseDelay, doubling up to maxDelay, for as long as it
-// keeps failing; a change is never dropped. An overall token bucket caps retries across
-// all keys of one queue so that an outage does not turn into a retry storm. A success
-// resets the key's backoff.
+// keeps failing; a change is never dropped. A token bucket per tenant (the Kubernetes
+// namespace of an object's key; one shared bucket for keys of other types) caps the
+// retries of that tenant's keys, so that an outage does not turn into a retry storm
+// and one tenant's thousands of failing objects do not hold back another's retries
+// (BenchmarkRetryDelayAcrossTenants). A success resets the key's backoff.
 const (
 	baseDelay   = 5 * time.Millisecond
 	maxDelay    = 5 * time.Minute
@@ -32,8 +36,62 @@ const (
 func NewRateLimiter[T comparable]() kworkqueue.TypedRateLimiter[T] {
 	return kworkqueue.NewTypedMaxOfRateLimiter(
 		kworkqueue.NewTypedItemExponentialFailureRateLimiter[T](baseDelay, maxDelay),
-		&kworkqueue.TypedBucketRateLimiter[T]{Limiter: rate.NewLimiter(bucketQPS, bucketBurst)},
+		newTenantBuckets[T](),
 	)
+}
+
+// tenantBuckets is a token bucket per tenant of the keys it is given.
+type tenantBuckets[T comparable] struct {
+	now     func() time.Time
+	mu      gosync.Mutex
+	buckets map[string]*rate.Limiter
+}
+
+func newTenantBuckets[T comparable]() *tenantBuckets[T] {
+	return &tenantBuckets[T]{now: time.Now, buckets: map[string]*rate.Limiter{}}
+}
+
+// bucketsKept is how many buckets are kept before full ones (of tenants without
+// recent retries, deleted namespaces among them) are dropped: a dropped bucket is
+// made again full, which is what it held.
+const bucketsKept = 1024
+
+func (l *tenantBuckets[T]) When(item T) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.now()
+	tenant := tenantOf(item)
+	bucket, ok := l.buckets[tenant]
+	if !ok {
+		if len(l.buckets) >= bucketsKept {
+			l.dropFull(now)
+		}
+		bucket = rate.NewLimiter(bucketQPS, bucketBurst)
+		l.buckets[tenant] = bucket
+	}
+	return bucket.ReserveN(now, 1).DelayFrom(now)
+}
+
+// dropFull forgets the buckets that hold every token at now. Callers hold mu.
+func (l *tenantBuckets[T]) dropFull(now time.Time) {
+	for tenant, bucket := range l.buckets {
+		if bucket.TokensAt(now) >= bucketBurst {
+			delete(l.buckets, tenant)
+		}
+	}
+}
+
+func (l *tenantBuckets[T]) Forget(T) {}
+
+func (l *tenantBuckets[T]) NumRequeues(T) int { return 0 }
+
+// tenantOf is the namespace of an object's key; "" (one shared tenant) for a
+// cluster-scoped object's key and for keys of other types.
+func tenantOf[T comparable](item T) string {
+	if key, ok := any(item).(cache.ObjectName); ok {
+		return key.Namespace
+	}
+	return ""
 }
 
 // New returns a typed rate-limited queue named name; the name labels its metrics.
