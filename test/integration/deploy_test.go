@@ -78,7 +78,9 @@ func TestDeployAppliesAndRunsWithItsOwnRBAC(t *testing.T) {
 	x := newDeployExample("deploy-"+suffix, "consul")
 	x.create(t)
 	const pod = "consul-gateway-controller-0"
-	args := r.processArgs(t, pod, "--cluster-id=deploy-"+suffix, "--manage-service-defaults")
+	// The start-up check of the policy is the binary's default, which the harness
+	// turns off: it must pass here.
+	args := r.processArgs(t, pod, "--cluster-id=deploy-"+suffix, "--manage-service-defaults", "--require-admission-policy=true")
 	denied := policyDenials(t, r.policy.Name)
 	p := env.RunController(t, testenv.ControllerOptions{Name: pod, Kubeconfig: kubeconfig, Args: args, MetricsToken: scraper})
 	t.Logf("running %s %s", pod, strings.Join(args, " "))
@@ -375,4 +377,42 @@ func leaveClass(t *testing.T, p *testenv.Controller, x deployExample) {
 		return nil
 	})
 	t.Logf("Gateway edge left its class; its objects were deleted in %s", time.Since(start).Round(time.Millisecond))
+}
+
+// TestDeployRefusesToStartWithoutAdmissionPolicy runs the controller binary as an
+// identity the admission policy of deploy/ does not judge (the admin), so that the
+// policy is not in force for it whether or not another test installed it: by default
+// it refuses to start, saying why and how to go on; it starts when it deploys no
+// gateways, or when told not to require the policy.
+func TestDeployRefusesToStartWithoutAdmissionPolicy(t *testing.T) {
+	suffix := utilrand.String(5)
+	flags := func(name string, more ...string) []string {
+		return append([]string{"--controller-name=example.com/" + name + "-" + suffix, "--cluster-id=" + name + "-" + suffix,
+			"--leader-elect=false"}, more...)
+	}
+
+	refused := env.RunController(t, testenv.ControllerOptions{Name: "policy-required-" + suffix,
+		Args: flags("policy-required", "--require-admission-policy=true")})
+	code, err := refused.Wait(60 * time.Second)
+	if err != nil {
+		t.Fatalf("without the admission policy in force: %v; want it to refuse to start", err)
+	}
+	out := refused.Output()
+	if code == 0 || !strings.Contains(out, "refusing to deploy gateways") || !strings.Contains(out, "is not in force") ||
+		!strings.Contains(out, "--require-admission-policy=false") {
+		t.Errorf("without the admission policy in force: exit code %d, log:\n%s\nwant a non-zero exit that says the policy is not in force and how to run without it", code, out)
+	}
+
+	for _, c := range []struct{ name, flag string }{
+		{"no-gateways", "--deploy-gateways=false"},
+		{"policy-optional", "--require-admission-policy=false"},
+	} {
+		t.Run(c.flag, func(t *testing.T) {
+			p := env.RunController(t, testenv.ControllerOptions{Name: c.name + "-" + suffix,
+				Args: flags(c.name, "--require-admission-policy=true", c.flag)})
+			if err := p.WaitReady(t.Context(), 60*time.Second); err != nil {
+				t.Fatalf("%v; log:\n%s", err, p.Output())
+			}
+		})
+	}
 }
