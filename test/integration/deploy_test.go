@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -81,9 +82,16 @@ func TestDeployAppliesAndRunsWithItsOwnRBAC(t *testing.T) {
 	// The start-up check of the policy is the binary's default, which the harness
 	// turns off: it must pass here.
 	args := r.processArgs(t, pod, "--cluster-id=deploy-"+suffix, "--manage-service-defaults", "--require-admission-policy=true")
-	denied := policyDenials(t, r.policy.Name)
 	p := env.RunController(t, testenv.ControllerOptions{Name: pod, Kubeconfig: kubeconfig, Args: args, MetricsToken: scraper})
 	t.Logf("running %s %s", pod, strings.Join(args, " "))
+	// The start-up probe is refused on purpose; the count starts after it.
+	testenv.Eventually(t, 30*time.Second, "the controller's check of the admission policy", func(context.Context) error {
+		if !strings.Contains(p.Output(), "Admission policy in force") {
+			return errors.New("not logged yet")
+		}
+		return nil
+	})
+	denied := policyDenials(t, r.policy.Name)
 
 	start := time.Now()
 	waitConverged(t, p, x, gwsync.DefaultControllerName, 90*time.Second)
@@ -151,7 +159,8 @@ func TestDeployReadmeOverlay(t *testing.T) {
 
 // TestDeployReadmeOverlayWithoutPolicy renders the overlay deploy/README.md shows for
 // turning the admission policy off: it must drop the policy and its binding, and
-// nothing else.
+// nothing else, and tell the controller not to require the policy, or it would not
+// start.
 func TestDeployReadmeOverlayWithoutPolicy(t *testing.T) {
 	base := renderDeploy(t)
 	dir := readmeOverlay(t, base, "no-admission-policy")
@@ -179,6 +188,9 @@ func TestDeployReadmeOverlayWithoutPolicy(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, names(objects)); diff != "" {
 		t.Errorf("the overlay renders (-want +got):\n%s", diff)
+	}
+	if args := renderKustomization(t, dir).expandedArgs(t, "pod"); !slices.Contains(args, "--require-admission-policy=false") {
+		t.Errorf("the overlay's controller args %q lack --require-admission-policy=false", args)
 	}
 }
 
