@@ -15,9 +15,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -107,6 +109,11 @@ func TestDeployAppliesAndRunsWithItsOwnRBAC(t *testing.T) {
 	if denied = policyDenials(t, r.policy.Name) - denied; denied != 0 {
 		t.Errorf("the policy refused requests of the controller (%v failed rules)", denied)
 	}
+	// The refusals namespaceOptIn provokes are the policy's, logged as "forbidden":
+	// the RBAC checks look before and after them.
+	assertNoRefusal(t, p)
+	namespaceOptIn(t, x.class)
+	optedIn := len(p.Output())
 
 	// SIGTERM as the kubelet sends it: the leader drains and releases the Lease well
 	// within the Deployment's grace period.
@@ -131,7 +138,9 @@ func TestDeployAppliesAndRunsWithItsOwnRBAC(t *testing.T) {
 	if holder := lease.Spec.HolderIdentity; holder != nil && *holder != "" {
 		t.Errorf("Lease still held by %q after a graceful stop", *holder)
 	}
-	assertNoRefusal(t, p)
+	if found, forbidden := refusals(p.Output()[optedIn:]); len(found) > 0 || forbidden {
+		t.Errorf("%s was refused by RBAC after the namespace opted in: %v\n--- log tail ---\n%s", p.Name(), found, testenv.Tail(p.Output(), 30))
+	}
 }
 
 // TestDeployReadmeOverlay renders the overlay deploy/README.md shows, as written there,
@@ -427,4 +436,37 @@ func TestDeployRefusesToStartWithoutAdmissionPolicy(t *testing.T) {
 			}
 		})
 	}
+}
+
+// namespaceOptIn creates a Gateway of class in a namespace without the opt-in label,
+// for the running controller: the policy refuses its objects, and its Programmed
+// condition says so with the rule; once the cluster admin labels the namespace, the
+// controller's retry deploys it.
+func namespaceOptIn(t *testing.T, class string) {
+	t.Helper()
+	ns := "closed-" + utilrand.String(5)
+	env.Create(t, testenv.Namespace(ns, nil))
+	gw := testenv.Gateway(ns, "edge", class, testenv.HTTPListener("http", 8080))
+	env.Create(t, gw)
+	testenv.Eventually(t, 60*time.Second, "Programmed=False/Invalid with the policy's rule namespace-label", func(ctx context.Context) error {
+		got, err := env.GatewayClient.GatewayV1().Gateways(ns).Get(ctx, gw.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(got.Status.Conditions, string(gatewayv1.GatewayConditionProgrammed))
+		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != string(gatewayv1.GatewayReasonInvalid) ||
+			!strings.Contains(c.Message, "rule namespace-label: ") {
+			return fmt.Errorf("Programmed %+v", c)
+		}
+		return nil
+	})
+	_, err := env.KubeClient.CoreV1().Namespaces().Patch(t.Context(), ns, types.MergePatchType,
+		[]byte(`{"metadata":{"labels":{"consul-gateway-controller.github.io/gateways":"enabled"}}}`), metav1.PatchOptions{})
+	if err != nil {
+		t.Fatalf("label the namespace: %v", err)
+	}
+	testenv.Eventually(t, 60*time.Second, "the Gateway's Deployment once its namespace opted in", func(ctx context.Context) error {
+		_, err := env.KubeClient.AppsV1().Deployments(ns).Get(ctx, dataplane.Name(gw), metav1.GetOptions{})
+		return err
+	})
 }
