@@ -110,6 +110,13 @@ func run(ctx context.Context, opts *options.Options) error {
 	if err := resolveClusterID(ctx, opts, c.kube); err != nil {
 		return err
 	}
+	// Checked before anything is written: without the policy the cluster-wide
+	// workload grants deploying gateways needs are not narrowed to gateways.
+	if opts.DeployGateways && opts.RequireAdmissionPolicy {
+		if err := dataplane.CheckAdmissionPolicy(ctx, c.kube); err != nil {
+			return fmt.Errorf("refusing to deploy gateways (install the admission policy, or pass --require-admission-policy=false to run without it): %w", err)
+		}
+	}
 	// Events are writes: they reach the API server only while this replica leads.
 	eventBroadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: c.side.events.EventsV1()})
 	defer eventBroadcaster.Shutdown()

@@ -252,7 +252,8 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 // applyObjects applies the Gateway's objects. An object of their name that another
 // owner controls, or one the API server refuses as invalid, is nothing a retry fixes:
 // it becomes the Gateway's write problem, and the objects' own events, a change of the
-// Gateway or a resync bring the key back. Other errors are returned, to be retried.
+// Gateway or a resync bring the key back. An admission policy's refusal is both: the
+// Gateway's problem, and retried. Other errors are returned, to be retried.
 func (c *Controller) applyObjects(ctx context.Context, key cache.ObjectName, gw *gatewayv1.Gateway, objects Objects) error {
 	var problem gwsync.DeploymentState
 	var errs []error
@@ -266,6 +267,12 @@ func (c *Controller) applyObjects(ctx context.Context, key cache.ObjectName, gw 
 		case err == nil:
 		case errors.As(err, &conflict):
 			problem.Problem = joinProblems(problem.Problem, conflict.Error())
+		case IsPolicyRefusal(err):
+			// Said on the Gateway, with the rule that refused, and retried: what lifts
+			// it (the namespace's opt-in label, another writer's field removed) is no
+			// event of the Gateway.
+			problem.Invalid = joinProblems(problem.Invalid, "An admission policy refused a gateway object: "+err.Error())
+			errs = append(errs, err)
 		case apierrors.IsInvalid(err):
 			problem.Invalid = joinProblems(problem.Invalid, "The API server refused a gateway object: "+err.Error())
 		default:

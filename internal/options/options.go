@@ -72,8 +72,12 @@ type Options struct {
 
 	// DeployGateways runs the data plane: each accepted Gateway gets its gateway pods
 	// and Service (package dataplane).
-	DeployGateways   bool
-	DataplaneWorkers int
+	DeployGateways bool
+	// RequireAdmissionPolicy makes the controller check at start, when it deploys
+	// gateways, that the admission policy of deploy/ refuses it what it must
+	// (dataplane.CheckAdmissionPolicy), and refuse to start if not.
+	RequireAdmissionPolicy bool
+	DataplaneWorkers       int
 	// Gateway holds the defaults of gateway pods without a GatewayConfig saying
 	// otherwise; an empty ConsulAddress means the host of the Consul HTTP address.
 	Gateway dataplane.Defaults
@@ -95,6 +99,7 @@ func New() *Options {
 		ServiceDefaultsGrace:   consul.ServiceDefaultsGrace,
 		ManageIntentions:       true,
 		DeployGateways:         true,
+		RequireAdmissionPolicy: true,
 		DataplaneWorkers:       2,
 		Gateway:                dataplane.Defaults{Image: v1alpha1.DefaultImage, GRPCPort: v1alpha1.DefaultGRPCPort},
 		LeaderElect:            true,
@@ -184,6 +189,7 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 
 	fs = fss.FlagSet("gateway data plane")
 	fs.BoolVar(&o.DeployGateways, "deploy-gateways", o.DeployGateways, "Deploy each accepted Gateway's consul-dataplane pods and Service, and require a Ready pod and an address for Programmed. Disable when the gateways are deployed by other means.")
+	fs.BoolVar(&o.RequireAdmissionPolicy, "require-admission-policy", o.RequireAdmissionPolicy, "With --deploy-gateways, check at start (a dry-run write the policy must refuse) that the admission policy of deploy/validatingadmissionpolicy.yaml is in force for the controller's identity, and refuse to start if it is not. Disable only where the policy cannot be installed (Kubernetes before 1.30) or the controller does not run as its ServiceAccount.")
 	fs.IntVar(&o.DataplaneWorkers, "dataplane-workers", o.DataplaneWorkers, "Workers applying gateway Deployments, Services and ServiceAccounts.")
 	fs.StringVar(&o.Gateway.Image, "gateway-image", o.Gateway.Image, "consul-dataplane image of gateway pods whose GatewayConfig names none.")
 	fs.StringVar(&o.Gateway.ConsulAddress, "gateway-consul-address", o.Gateway.ConsulAddress, "Consul server address of gateway pods whose GatewayConfig names none (consul-dataplane -addresses). Empty means the host of the Consul HTTP address.")

@@ -40,7 +40,8 @@ func (x deployExample) service(name string) string { return x.ns + "-" + name }
 
 func (x deployExample) create(t *testing.T) {
 	t.Helper()
-	env.Create(t, testenv.Namespace(x.ns, nil))
+	// The Gateways' namespace opts in to the admission policy of deploy/.
+	env.Create(t, testenv.Namespace(x.ns, gatewaysNamespaceLabels))
 	env.Create(t, testenv.Namespace(x.backends, nil))
 	cert, key := testenv.SelfSigned(t, "secure.example.com")
 	env.Create(t, testenv.TLSSecret(x.ns, "tls", cert, key))

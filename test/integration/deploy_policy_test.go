@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -24,6 +25,7 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/consul-gateway-controller/consul-gateway-controller/api/v1alpha1"
 	"github.com/consul-gateway-controller/consul-gateway-controller/dataplane"
 	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
 )
@@ -31,6 +33,10 @@ import (
 // The ValidatingAdmissionPolicy of deploy/ (validatingadmissionpolicy.yaml), which
 // narrows the controller's cluster-wide write on Deployments, Services and
 // ServiceAccounts to the data-plane objects it makes for Gateways.
+
+// gatewaysNamespaceLabels opt a namespace in to the controller's writes: the policy
+// refuses them in any namespace without.
+var gatewaysNamespaceLabels = map[string]string{"consul-gateway-controller.github.io/gateways": "enabled"}
 
 // policyGateway is a Gateway and the ServiceAccount, Deployment and Service that
 // dataplane.Desired makes for it: what the controller writes, and what the policy must
@@ -43,13 +49,17 @@ type policyGateway struct {
 }
 
 // newPolicyGateway creates the Gateway ns/name of class, which no controller serves.
+// Its parameters name a CA Secret, so the pods have every kind of volume
+// dataplane.Desired gives them.
 func newPolicyGateway(t *testing.T, ns, name, class string) policyGateway {
 	t.Helper()
 	gw := testenv.Gateway(ns, name, class, testenv.HTTPListener("http", 8080))
 	env.Create(t, gw)
 	gwClass := &gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: class},
 		Spec: gatewayv1.GatewayClassSpec{ControllerName: "example.com/policy"}}
-	desired := dataplane.Desired(dataplane.Gateway{Gateway: gw, Class: gwClass},
+	config := &v1alpha1.GatewayConfig{Spec: v1alpha1.GatewayConfigSpec{
+		Consul: &v1alpha1.ConsulConnection{TLS: &v1alpha1.ConsulTLS{CASecretName: "consul-ca"}}}}
+	desired := dataplane.Desired(dataplane.Gateway{Gateway: gw, Class: gwClass, Config: config},
 		dataplane.Defaults{Image: "example.invalid/consul-dataplane:1", ConsulAddress: "consul.invalid", GRPCPort: 8502})
 	g := policyGateway{gateway: gw, sa: &corev1.ServiceAccount{}, deploy: &appsv1.Deployment{}, svc: &corev1.Service{}}
 	for from, into := range map[any]any{desired.ServiceAccount: g.sa, desired.Deployment: g.deploy, desired.Service: g.svc} {
@@ -99,7 +109,10 @@ func TestDeployPolicyRefusesForeignWorkloads(t *testing.T) {
 	checkPolicyTypes(t, r.policy.Name)
 
 	ns := "policy-" + utilrand.String(5)
-	env.Create(t, testenv.Namespace(ns, nil))
+	env.Create(t, testenv.Namespace(ns, gatewaysNamespaceLabels))
+	// Where the cluster admin did not opt in: the label's value must be "enabled".
+	unlabelled := ns + "-unlabelled"
+	env.Create(t, testenv.Namespace(unlabelled, map[string]string{"consul-gateway-controller.github.io/gateways": "disabled"}))
 	// Another identity with exactly the controller's grants: what tells the two apart
 	// is the policy's match on the ServiceAccount, not RBAC.
 	env.Create(t, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "workloads"}})
@@ -143,6 +156,22 @@ func TestDeployPolicyRefusesForeignWorkloads(t *testing.T) {
 		name: "create a Gateway's Deployment in the controller's own namespace", rule: "namespace",
 		request: createDeployment(func(t *testing.T, d *appsv1.Deployment) { inNamespace(t, d, deployNamespace) }),
 	}, {
+		// A namespace where, say, argocd-server exists: a Gateway argocd of class
+		// server would run as it.
+		name: "create a Gateway's Deployment in a namespace that did not opt in", rule: "namespace-label",
+		request: createDeployment(func(t *testing.T, d *appsv1.Deployment) { inNamespace(t, d, unlabelled) }),
+	}, {
+		name: "create a Gateway's Service in a namespace that did not opt in", rule: "namespace-label",
+		request: func(ctx context.Context, c kubernetes.Interface, g policyGateway) error {
+			s := g.svc.DeepCopy()
+			s.Namespace = unlabelled
+			t.Cleanup(func() {
+				_ = env.KubeClient.CoreV1().Services(unlabelled).Delete(context.Background(), s.Name, metav1.DeleteOptions{})
+			})
+			_, err := c.CoreV1().Services(s.Namespace).Create(ctx, s, create)
+			return err
+		},
+	}, {
 		name: "create a Deployment without the managed-by label", rule: "managed-by",
 		request: createDeployment(func(_ *testing.T, d *appsv1.Deployment) {
 			delete(d.Labels, dataplane.ManagedByLabel)
@@ -161,11 +190,27 @@ func TestDeployPolicyRefusesForeignWorkloads(t *testing.T) {
 		name: "create a Deployment whose pods run as another ServiceAccount", rule: "pod-serviceaccount",
 		request: createDeployment(func(_ *testing.T, d *appsv1.Deployment) { d.Spec.Template.Spec.ServiceAccountName = "default" }),
 	}, {
-		name: "create a Deployment whose pods mount the node's filesystem", rule: "pod-host",
+		name: "create a Deployment whose pods mount the node's filesystem", rule: "pod-volumes",
 		request: createDeployment(func(_ *testing.T, d *appsv1.Deployment) {
 			d.Spec.Template.Spec.Volumes = append(d.Spec.Template.Spec.Volumes, corev1.Volume{Name: "root",
 				VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}})
 		}),
+	}, {
+		name: "create a Deployment whose pods mount a PersistentVolumeClaim", rule: "pod-volumes",
+		request: createDeployment(func(_ *testing.T, d *appsv1.Deployment) {
+			d.Spec.Template.Spec.Volumes = append(d.Spec.Template.Spec.Volumes, corev1.Volume{Name: "data",
+				VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}})
+		}),
+	}, {
+		name: "create a Deployment whose pods mount a ConfigMap", rule: "pod-volumes",
+		request: createDeployment(func(_ *testing.T, d *appsv1.Deployment) {
+			d.Spec.Template.Spec.Volumes = append(d.Spec.Template.Spec.Volumes, corev1.Volume{Name: "config",
+				VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+					LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"}}}})
+		}),
+	}, {
+		name: "create a Deployment whose pods name their node", rule: "pod-node-name",
+		request: createDeployment(func(_ *testing.T, d *appsv1.Deployment) { d.Spec.Template.Spec.NodeName = "node-1" }),
 	}, {
 		// NET_BIND_SERVICE is the one capability a container may add.
 		name: "create a Deployment whose container adds NET_ADMIN", rule: "pod-host",
@@ -256,6 +301,14 @@ func TestDeployPolicyRefusesForeignWorkloads(t *testing.T) {
 			if caps := g.deploy.Spec.Template.Spec.Containers[0].SecurityContext.Capabilities; caps == nil ||
 				!slices.Equal(caps.Add, []corev1.Capability{"NET_BIND_SERVICE"}) {
 				t.Fatalf("the gateway container's capabilities %+v: want it to add NET_BIND_SERVICE, which the policy must admit", caps)
+			}
+			// The volume kinds the policy admits, each in use.
+			var volumes []string
+			for _, v := range g.deploy.Spec.Template.Spec.Volumes {
+				volumes = append(volumes, fmt.Sprintf("%s emptyDir=%t secret=%t", v.Name, v.EmptyDir != nil, v.Secret != nil))
+			}
+			if diff := cmp.Diff([]string{"tmp emptyDir=true secret=false", "consul-ca emptyDir=false secret=true"}, volumes); diff != "" {
+				t.Fatalf("the gateway pods' volumes (-want +got):\n%s", diff)
 			}
 			ownObjects(t, controller, g)
 		})

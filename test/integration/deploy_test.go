@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,9 +15,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -78,10 +81,19 @@ func TestDeployAppliesAndRunsWithItsOwnRBAC(t *testing.T) {
 	x := newDeployExample("deploy-"+suffix, "consul")
 	x.create(t)
 	const pod = "consul-gateway-controller-0"
-	args := r.processArgs(t, pod, "--cluster-id=deploy-"+suffix, "--manage-service-defaults")
-	denied := policyDenials(t, r.policy.Name)
+	// The start-up check of the policy is the binary's default, which the harness
+	// turns off: it must pass here.
+	args := r.processArgs(t, pod, "--cluster-id=deploy-"+suffix, "--manage-service-defaults", "--require-admission-policy=true")
 	p := env.RunController(t, testenv.ControllerOptions{Name: pod, Kubeconfig: kubeconfig, Args: args, MetricsToken: scraper})
 	t.Logf("running %s %s", pod, strings.Join(args, " "))
+	// The start-up probe is refused on purpose; the count starts after it.
+	testenv.Eventually(t, 30*time.Second, "the controller's check of the admission policy", func(context.Context) error {
+		if !strings.Contains(p.Output(), "Admission policy in force") {
+			return errors.New("not logged yet")
+		}
+		return nil
+	})
+	denied := policyDenials(t, r.policy.Name)
 
 	start := time.Now()
 	waitConverged(t, p, x, gwsync.DefaultControllerName, 90*time.Second)
@@ -97,6 +109,11 @@ func TestDeployAppliesAndRunsWithItsOwnRBAC(t *testing.T) {
 	if denied = policyDenials(t, r.policy.Name) - denied; denied != 0 {
 		t.Errorf("the policy refused requests of the controller (%v failed rules)", denied)
 	}
+	// The refusals namespaceOptIn provokes are the policy's, logged as "forbidden":
+	// the RBAC checks look before and after them.
+	assertNoRefusal(t, p)
+	namespaceOptIn(t, x.class)
+	optedIn := len(p.Output())
 
 	// SIGTERM as the kubelet sends it: the leader drains and releases the Lease well
 	// within the Deployment's grace period.
@@ -121,7 +138,9 @@ func TestDeployAppliesAndRunsWithItsOwnRBAC(t *testing.T) {
 	if holder := lease.Spec.HolderIdentity; holder != nil && *holder != "" {
 		t.Errorf("Lease still held by %q after a graceful stop", *holder)
 	}
-	assertNoRefusal(t, p)
+	if found, forbidden := refusals(p.Output()[optedIn:]); len(found) > 0 || forbidden {
+		t.Errorf("%s was refused by RBAC after the namespace opted in: %v\n--- log tail ---\n%s", p.Name(), found, testenv.Tail(p.Output(), 30))
+	}
 }
 
 // TestDeployReadmeOverlay renders the overlay deploy/README.md shows, as written there,
@@ -149,7 +168,8 @@ func TestDeployReadmeOverlay(t *testing.T) {
 
 // TestDeployReadmeOverlayWithoutPolicy renders the overlay deploy/README.md shows for
 // turning the admission policy off: it must drop the policy and its binding, and
-// nothing else.
+// nothing else, and tell the controller not to require the policy, or it would not
+// start.
 func TestDeployReadmeOverlayWithoutPolicy(t *testing.T) {
 	base := renderDeploy(t)
 	dir := readmeOverlay(t, base, "no-admission-policy")
@@ -177,6 +197,9 @@ func TestDeployReadmeOverlayWithoutPolicy(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, names(objects)); diff != "" {
 		t.Errorf("the overlay renders (-want +got):\n%s", diff)
+	}
+	if args := renderKustomization(t, dir).expandedArgs(t, "pod"); !slices.Contains(args, "--require-admission-policy=false") {
+		t.Errorf("the overlay's controller args %q lack --require-admission-policy=false", args)
 	}
 }
 
@@ -375,4 +398,75 @@ func leaveClass(t *testing.T, p *testenv.Controller, x deployExample) {
 		return nil
 	})
 	t.Logf("Gateway edge left its class; its objects were deleted in %s", time.Since(start).Round(time.Millisecond))
+}
+
+// TestDeployRefusesToStartWithoutAdmissionPolicy runs the controller binary as an
+// identity the admission policy of deploy/ does not judge (the admin), so that the
+// policy is not in force for it whether or not another test installed it: by default
+// it refuses to start, saying why and how to go on; it starts when it deploys no
+// gateways, or when told not to require the policy.
+func TestDeployRefusesToStartWithoutAdmissionPolicy(t *testing.T) {
+	suffix := utilrand.String(5)
+	flags := func(name string, more ...string) []string {
+		return append([]string{"--controller-name=example.com/" + name + "-" + suffix, "--cluster-id=" + name + "-" + suffix,
+			"--leader-elect=false"}, more...)
+	}
+
+	refused := env.RunController(t, testenv.ControllerOptions{Name: "policy-required-" + suffix,
+		Args: flags("policy-required", "--require-admission-policy=true")})
+	code, err := refused.Wait(60 * time.Second)
+	if err != nil {
+		t.Fatalf("without the admission policy in force: %v; want it to refuse to start", err)
+	}
+	out := refused.Output()
+	if code == 0 || !strings.Contains(out, "refusing to deploy gateways") || !strings.Contains(out, "is not in force") ||
+		!strings.Contains(out, "--require-admission-policy=false") {
+		t.Errorf("without the admission policy in force: exit code %d, log:\n%s\nwant a non-zero exit that says the policy is not in force and how to run without it", code, out)
+	}
+
+	for _, c := range []struct{ name, flag string }{
+		{"no-gateways", "--deploy-gateways=false"},
+		{"policy-optional", "--require-admission-policy=false"},
+	} {
+		t.Run(c.flag, func(t *testing.T) {
+			p := env.RunController(t, testenv.ControllerOptions{Name: c.name + "-" + suffix,
+				Args: flags(c.name, "--require-admission-policy=true", c.flag)})
+			if err := p.WaitReady(t.Context(), 60*time.Second); err != nil {
+				t.Fatalf("%v; log:\n%s", err, p.Output())
+			}
+		})
+	}
+}
+
+// namespaceOptIn creates a Gateway of class in a namespace without the opt-in label,
+// for the running controller: the policy refuses its objects, and its Programmed
+// condition says so with the rule; once the cluster admin labels the namespace, the
+// controller's retry deploys it.
+func namespaceOptIn(t *testing.T, class string) {
+	t.Helper()
+	ns := "closed-" + utilrand.String(5)
+	env.Create(t, testenv.Namespace(ns, nil))
+	gw := testenv.Gateway(ns, "edge", class, testenv.HTTPListener("http", 8080))
+	env.Create(t, gw)
+	testenv.Eventually(t, 60*time.Second, "Programmed=False/Invalid with the policy's rule namespace-label", func(ctx context.Context) error {
+		got, err := env.GatewayClient.GatewayV1().Gateways(ns).Get(ctx, gw.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(got.Status.Conditions, string(gatewayv1.GatewayConditionProgrammed))
+		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != string(gatewayv1.GatewayReasonInvalid) ||
+			!strings.Contains(c.Message, "rule namespace-label: ") {
+			return fmt.Errorf("Programmed %+v", c)
+		}
+		return nil
+	})
+	_, err := env.KubeClient.CoreV1().Namespaces().Patch(t.Context(), ns, types.MergePatchType,
+		[]byte(`{"metadata":{"labels":{"consul-gateway-controller.github.io/gateways":"enabled"}}}`), metav1.PatchOptions{})
+	if err != nil {
+		t.Fatalf("label the namespace: %v", err)
+	}
+	testenv.Eventually(t, 60*time.Second, "the Gateway's Deployment once its namespace opted in", func(ctx context.Context) error {
+		_, err := env.KubeClient.AppsV1().Deployments(ns).Get(ctx, dataplane.Name(gw), metav1.GetOptions{})
+		return err
+	})
 }

@@ -260,7 +260,8 @@ func TestHelmChartValues(t *testing.T) {
 			t.Errorf("pod annotations (-want +got):\n%s", diff)
 		}
 		args := r.expandedArgs(t, "pod-0")
-		for _, want := range []string{"-v=4", "--consul-workers=8"} {
+		// Without the policy the controller must not require it, or it would not start.
+		for _, want := range []string{"-v=4", "--consul-workers=8", "--require-admission-policy=false"} {
 			if !slices.Contains(args, want) {
 				t.Errorf("args %v lack %s", args, want)
 			}
@@ -349,7 +350,7 @@ func TestHelmInstallBringsTheExampleToProgrammed(t *testing.T) {
 	x := newDeployExample("helm-"+suffix, "consul")
 	x.create(t)
 	const pod = "consul-gateway-controller-helm-0"
-	args := r.processArgs(t, pod)
+	args := r.processArgs(t, pod, "--require-admission-policy=true") // the default, which the harness turns off
 	p := env.RunController(t, testenv.ControllerOptions{Name: pod, Kubeconfig: kubeconfig, Args: args})
 	t.Logf("running %s %s", pod, strings.Join(args, " "))
 	start := time.Now()

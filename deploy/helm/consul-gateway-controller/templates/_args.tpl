@@ -21,6 +21,9 @@
 - --manage-service-defaults
 {{- end }}
 - --deploy-gateways={{ .Values.deployGateways }}
+{{- if not .Values.admissionPolicy.enabled }}
+- --require-admission-policy=false
+{{- end }}
 {{- with .Values.gatewayDefaults }}
 {{- if .image }}
 - --gateway-image={{ .image }}
