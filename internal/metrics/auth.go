@@ -25,10 +25,12 @@ import (
 // accept, 403 for a user not granted get on the path, 500 when the API server could
 // not be asked (the log says why).
 //
-// Decisions are cached for TTL, keyed by the token's SHA-256 (the token itself is
-// never kept, logged or compared), so a scraper costs two API calls per TTL rather
-// than per scrape. A grant or a revocation therefore takes up to TTL to show; errors
-// are not cached.
+// Decisions on authenticated tokens (200 and 403) are cached for TTL, keyed by the
+// token's SHA-256 (the token itself is never kept, logged or compared), so a scraper
+// costs two API calls per TTL rather than per scrape. A grant or a revocation
+// therefore takes up to TTL to show. 401s are not cached: anyone can make up tokens,
+// and a flood of them would otherwise fill the bounded cache and leave the real
+// scraper's decision uncached, two API calls per scrape. Errors are not cached either.
 //
 // It is written on client-go's typed clients rather than k8s.io/apiserver's
 // delegating authenticator and authorizer: that package adds 25 modules to go.mod
@@ -66,8 +68,9 @@ const DefaultAuthTTL = 10 * time.Second
 // longer fails the scrape anyway.
 const DefaultAuthTimeout = 10 * time.Second
 
-// maxDecisions bounds the cache: requests with made-up tokens must not grow it
-// without end. When it is full of fresh decisions, new ones are not cached.
+// maxDecisions bounds the cache. Only tokens the API server authenticated reach it,
+// so it bounds the scrapers of one cluster; when it is full of fresh decisions, new
+// ones are not cached.
 const maxDecisions = 1024
 
 // decision is the answer for one token.
@@ -226,8 +229,12 @@ func (a *DelegatedAuth) cached(key [sha256.Size]byte) (decision, bool) {
 	return d, true
 }
 
-// remember caches d for the TTL; a full cache first drops the expired decisions.
+// remember caches d for the TTL, unless the token was not authenticated; a full cache
+// first drops the expired decisions.
 func (a *DelegatedAuth) remember(key [sha256.Size]byte, d decision) {
+	if d.code == http.StatusUnauthorized {
+		return
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	now := a.clock.Now()
