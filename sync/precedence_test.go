@@ -168,3 +168,54 @@ func BenchmarkConflictsOf(b *testing.B) {
 		})
 	}
 }
+
+// TestRoutedAsSpecifiedDisclosesNoOtherNamespace judges every
+// testdata/precedence/*.in.yaml and requires that no route's RoutedAsSpecified
+// message names a route of another namespace or quotes one of its header or query
+// values: the route's author may not be allowed to read that namespace.
+func TestRoutedAsSpecifiedDisclosesNoOtherNamespace(t *testing.T) {
+	t.Parallel()
+	paths, err := filepath.Glob(filepath.Join("testdata", "precedence", "*.in.yaml"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no testdata/precedence/*.in.yaml (%v)", err)
+	}
+	for _, path := range paths {
+		objs := readPrecedenceObjects(t, path)
+		routes := map[string][]string{} // namespace -> the "ns/name" and match values of its HTTPRoutes
+		for _, obj := range objs {
+			if r, ok := obj.(*gatewayv1.HTTPRoute); ok {
+				routes[r.Namespace] = append(routes[r.Namespace], r.Namespace+"/"+r.Name)
+				routes[r.Namespace] = append(routes[r.Namespace], matchValues(r)...)
+			}
+		}
+		for _, s := range routedSummaries(t, objs) {
+			namespace, _, _ := strings.Cut(strings.TrimPrefix(s.Route, "HTTPRoute "), "/")
+			for other, secrets := range routes {
+				if other == namespace {
+					continue
+				}
+				for _, secret := range secrets {
+					if strings.Contains(s.Message, secret) {
+						t.Errorf("%s: the message of %s quotes %q of namespace %s: %s", path, s.Route, secret, other, s.Message)
+					}
+				}
+			}
+		}
+	}
+}
+
+// matchValues are the header and query param values of r's matches.
+func matchValues(r *gatewayv1.HTTPRoute) []string {
+	var out []string
+	for _, rule := range r.Spec.Rules {
+		for _, m := range rule.Matches {
+			for _, h := range m.Headers {
+				out = append(out, h.Value)
+			}
+			for _, q := range m.QueryParams {
+				out = append(out, q.Value)
+			}
+		}
+	}
+	return out
+}
