@@ -248,6 +248,47 @@ func TestDelegatedAuthMadeUpTokensDoNotCrowdOutTheScraper(t *testing.T) {
 	}
 }
 
+// TestDelegatedAuthBoundsReviewsOfUnknownTokens: with maxUnknownReviews reviews of
+// unknown tokens in flight (a flood), another unknown token gets a 429 without a
+// review, while a scraper whose decision is cached is reviewed again when it expires;
+// a token no longer authenticated is not known any more.
+func TestDelegatedAuthBoundsReviewsOfUnknownTokens(t *testing.T) {
+	rv := newReviewer()
+	clock := clocktesting.NewFakePassiveClock(time.Now())
+	auth := NewDelegatedAuth(DelegatedAuthConfig{Client: rv.client, Clock: clock})
+	h := MetricsHandler(auth.Wrap)
+	expect := func(when string, authorization string, code int, reviews map[string]int) {
+		t.Helper()
+		if got, _ := scrape(h, authorization, &bytes.Buffer{}); got != code {
+			t.Errorf("%s: code %d, want %d", when, got, code)
+		}
+		if diff := cmp.Diff(reviews, rv.reviews()); diff != "" {
+			t.Errorf("%s: reviews (-want +got):\n%s", when, diff)
+		}
+	}
+	expect("the scraper", "Bearer "+readerToken, 200, map[string]int{"tokenreviews": 1, "subjectaccessreviews": 1})
+	for range maxUnknownReviews {
+		if !auth.acquireUnknownReview() {
+			t.Fatal("no slot for a review of an unknown token")
+		}
+	}
+	expect("an unknown token during a flood", "Bearer made-up", 429, map[string]int{"tokenreviews": 1, "subjectaccessreviews": 1})
+	clock.SetTime(clock.Now().Add(DefaultAuthTTL))
+	expect("the scraper after the TTL, during the flood", "Bearer "+readerToken, 200, map[string]int{"tokenreviews": 2, "subjectaccessreviews": 2})
+	for range maxUnknownReviews {
+		auth.releaseUnknownReview()
+	}
+	expect("an unknown token after the flood", "Bearer made-up", 401, map[string]int{"tokenreviews": 3, "subjectaccessreviews": 2})
+
+	// A token authenticated once and revoked since is forgotten with its 401.
+	auth.remember(sha256.Sum256([]byte(expiredToken)), decision{code: http.StatusOK})
+	clock.SetTime(clock.Now().Add(DefaultAuthTTL))
+	expect("a revoked token", "Bearer "+expiredToken, 401, map[string]int{"tokenreviews": 4, "subjectaccessreviews": 2})
+	if _, _, known := auth.cached(sha256.Sum256([]byte(expiredToken))); known {
+		t.Error("the revoked token is still known: it would pass the gate of unknown tokens")
+	}
+}
+
 // BenchmarkScrapeUnderTokenFlood measures a real scraper's scrape with and without a
 // flood of made-up tokens between its scrapes (the baseline is the "quiet" case of
 // the same run). The clock moves a tenth of the TTL per scrape, as a scraper every
