@@ -54,12 +54,12 @@ func (d *decider) routedAsSpecified(route routeView, target parentTarget, v gate
 		}
 		conflicts = append(conflicts, t.conflictsOf(ri)...)
 	}
-	return routedCondition(route.kind, conflicts, generation), true, nil
+	return routedCondition(route.kind, route.namespace, conflicts, generation), true, nil
 }
 
-// routedCondition states conflicts: the first few, most serious first, how many more
-// there are, and why Consul routes them so.
-func routedCondition(kind gatewayv1.Kind, conflicts []precedenceConflict, generation int64) metav1.Condition {
+// routedCondition states conflicts of a route in namespace: the first few, most
+// serious first, how many more there are, and why Consul routes them so.
+func routedCondition(kind gatewayv1.Kind, namespace string, conflicts []precedenceConflict, generation int64) metav1.Condition {
 	if len(conflicts) == 0 {
 		return condition(RoutedAsSpecifiedCondition, true, ReasonRoutedAsSpecified,
 			"Consul sends the route's requests where the Gateway API precedence does", generation)
@@ -69,7 +69,7 @@ func routedCondition(kind gatewayv1.Kind, conflicts []precedenceConflict, genera
 	named := make([]string, 0, len(shown))
 	var why []string
 	for _, c := range shown {
-		named = append(named, c.describe(kind))
+		named = append(named, c.describe(kind, namespace))
 		if w := conflictCause(kind, c.reason); !slices.Contains(why, w) {
 			why = append(why, w)
 		}
@@ -95,9 +95,14 @@ func conflictCause(kind gatewayv1.Kind, reason string) string {
 	return "Consul ranks matches by path length, then header count, then query param count: an Exact path does not outrank a PathPrefix of the same path, nor a method match one with more headers."
 }
 
-// describe says where the conflict's request goes.
-func (c precedenceConflict) describe(kind gatewayv1.Kind) string {
+// describe says where the conflict's request goes, to the author of a route in
+// namespace: a route of another namespace is not named, and the values of its
+// matches are withheld from the example request (docs/status.md).
+func (c precedenceConflict) describe(kind gatewayv1.Kind, namespace string) string {
 	other := fmt.Sprintf("%s %s", kind, c.other)
+	if c.other.Namespace != namespace {
+		other = fmt.Sprintf("another namespace's %s", kind)
+	}
 	otherRule := fmt.Sprintf("rule %d of %s", c.otherRule, other)
 	if c.otherSelf {
 		otherRule = fmt.Sprintf("rule %d of this route", c.otherRule)
@@ -107,13 +112,13 @@ func (c precedenceConflict) describe(kind gatewayv1.Kind) string {
 	case kind == gatewayapi.TCPRouteKind:
 		return where + "connections are this route's, Consul may give them to " + other
 	case c.reason == ReasonHiddenByHostname && c.otherRule < 0:
-		return where + fmt.Sprintf("%s is for rule %d here; Consul serves host %s from routes naming it (%s), and none matches: 404", c.request, c.rule, c.host, other)
+		return where + fmt.Sprintf("%s is for rule %d here; Consul serves host %s from routes naming it (%s), and none matches: 404", c.request.shown(), c.rule, c.host, other)
 	case c.reason == ReasonHiddenByHostname:
-		return where + fmt.Sprintf("%s is for rule %d here; Consul serves host %s from routes naming it: %s", c.request, c.rule, c.host, otherRule)
+		return where + fmt.Sprintf("%s is for rule %d here; Consul serves host %s from routes naming it: %s", c.request.shown(), c.rule, c.host, otherRule)
 	case c.reason == ReasonTieOrderedByConsul:
-		return where + fmt.Sprintf("%s matches rule %d here and %s alike", c.request, c.rule, otherRule)
+		return where + fmt.Sprintf("%s matches rule %d here and %s alike", c.request.shown(), c.rule, otherRule)
 	}
-	return where + fmt.Sprintf("%s is for rule %d here; Consul may send it to %s", c.request, c.rule, otherRule)
+	return where + fmt.Sprintf("%s is for rule %d here; Consul may send it to %s", c.request.shown(), c.rule, otherRule)
 }
 
 // tcpConflicts: Gateway API gives a TCP listener's connections to the oldest of its

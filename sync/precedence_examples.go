@@ -15,24 +15,45 @@ const maxExampleRequests = 2048
 
 // exampleSet collects distinct example requests, up to maxExampleRequests.
 type exampleSet struct {
-	seen map[string]bool
+	seen map[string]int // the index in list of each request's String
 	list []exampleRequest
 }
 
+// add adds r unless the set holds it already; then a part stays withheld only if
+// it is withheld in both: a request the judged route's namespace makes up too shows
+// nothing the author does not know.
 func (s *exampleSet) add(r exampleRequest) {
 	key := r.String()
-	if s.seen[key] || len(s.list) >= maxExampleRequests {
+	if i, ok := s.seen[key]; ok {
+		s.list[i].withheld = withheldInBoth(s.list[i].withheld, r.withheld)
 		return
 	}
-	s.seen[key] = true
+	if len(s.list) >= maxExampleRequests {
+		return
+	}
+	s.seen[key] = len(s.list)
 	s.list = append(s.list, r)
+}
+
+func withheldInBoth(a, b map[string]bool) map[string]bool {
+	var out map[string]bool
+	for part := range a {
+		if b[part] {
+			if out == nil {
+				out = map[string]bool{}
+			}
+			out[part] = true
+		}
+	}
+	return out
 }
 
 // exampleRequests makes up the requests that may show a conflict for route ri: for
 // each of its matches (but those with a regex), requests it selects, alone and
 // together with each match of every route of the listener (the same path, method,
 // headers and query params where they can agree), at its own hosts and at the hosts
-// of the other routes' virtual hosts it also serves.
+// of the other routes' virtual hosts it also serves. What a request takes from the
+// match of a route of another namespace is marked withheld.
 func (t *listenerTable) exampleRequests(ri int) []exampleRequest {
 	route := t.routes[ri]
 	own := exampleHosts(route.hostnames)
@@ -40,7 +61,7 @@ func (t *listenerTable) exampleRequests(ri int) []exampleRequest {
 	for _, other := range t.routes {
 		everywhere = append(everywhere, reachableHosts(route.hostnames, other.consulHosts)...)
 	}
-	set := exampleSet{seen: map[string]bool{}}
+	set := exampleSet{seen: map[string]int{}}
 	for _, matches := range route.rules {
 		for _, m := range matches {
 			if m.hasRegex() {
@@ -51,9 +72,10 @@ func (t *listenerTable) exampleRequests(ri int) []exampleRequest {
 			}
 			for _, other := range t.routes {
 				hosts := append(slices.Clone(own), reachableHosts(route.hostnames, other.consulHosts)...)
+				foreign := other.key.Namespace != route.key.Namespace
 				for _, otherMatches := range other.rules {
 					for _, o := range otherMatches {
-						addBoth(&set, m, o, hosts)
+						addBoth(&set, m, o, hosts, foreign)
 					}
 				}
 			}
@@ -63,13 +85,42 @@ func (t *listenerTable) exampleRequests(ri int) []exampleRequest {
 }
 
 // addBoth adds, at hosts, the requests of requestsOf(m, other) that other selects
-// too: only those can show the two matches competing.
-func addBoth(set *exampleSet, m, other routeMatch, hosts []string) {
+// too: only those can show the two matches competing. foreign says other is of a
+// route of another namespace: what the requests take from it is withheld.
+func addBoth(set *exampleSet, m, other routeMatch, hosts []string, foreign bool) {
 	for _, r := range requestsOf(m, other) {
-		if other.specMatches(r) {
-			addAt(set, r, hosts)
+		if !other.specMatches(r) {
+			continue
+		}
+		if foreign {
+			r.withheld = borrowedParts(m, r)
+		}
+		addAt(set, r, hosts)
+	}
+}
+
+// borrowedParts are the parts of r, a request of requestsOf(m, other), that m does
+// not give: its path, when m does not make it up alone, and the header and query
+// params m has no condition on.
+func borrowedParts(m routeMatch, r exampleRequest) map[string]bool {
+	parts := map[string]bool{}
+	if !slices.Contains(examplePaths(m), r.path) {
+		parts["path"] = true
+	}
+	for name := range r.headers {
+		if !slices.ContainsFunc(m.headers, func(v valueMatch) bool { return v.name == name }) {
+			parts["header:"+name] = true
 		}
 	}
+	for name := range r.query {
+		if !slices.ContainsFunc(m.query, func(v valueMatch) bool { return v.name == name }) {
+			parts["query:"+name] = true
+		}
+	}
+	if len(parts) == 0 {
+		return nil
+	}
+	return parts
 }
 
 func addAt(set *exampleSet, r exampleRequest, hosts []string) {

@@ -71,3 +71,34 @@ func TestRequestsOf(t *testing.T) {
 		})
 	}
 }
+
+// TestExampleRequestShown: a request shows its own values and withholds those of
+// another namespace's route; a request made up from the judged route's namespace too
+// withholds nothing.
+func TestExampleRequestShown(t *testing.T) {
+	t.Parallel()
+	r := exampleRequest{host: "a.example", path: "/m/admin", headers: map[string]string{"x-own": "1", "x-key": "hunter2"}, query: map[string]string{"token": "s3cr3t"}}
+	foreign := r
+	foreign.withheld = map[string]bool{"path": true, "header:x-key": true, "query:token": true}
+	tests := []struct {
+		name string
+		add  []exampleRequest
+		want string
+	}{
+		{"own values", []exampleRequest{r}, "GET a.example/m/admin?token=s3cr3t (x-key: hunter2) (x-own: 1)"},
+		{"another namespace's values", []exampleRequest{foreign}, "GET a.example/... (x-own: 1) with 2 header or query values of another namespace's route"},
+		{"made up from both", []exampleRequest{foreign, r}, "GET a.example/m/admin?token=s3cr3t (x-key: hunter2) (x-own: 1)"},
+	}
+	for _, tt := range tests {
+		set := exampleSet{seen: map[string]int{}}
+		for _, r := range tt.add {
+			set.add(r)
+		}
+		if len(set.list) != 1 {
+			t.Fatalf("%s: %d requests, want 1", tt.name, len(set.list))
+		}
+		if diff := cmp.Diff(tt.want, set.list[0].shown()); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tt.name, diff)
+		}
+	}
+}

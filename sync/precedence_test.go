@@ -168,3 +168,91 @@ func BenchmarkConflictsOf(b *testing.B) {
 		})
 	}
 }
+
+// TestRoutedAsSpecifiedDisclosesNoOtherNamespace judges every
+// testdata/precedence/*.in.yaml and requires that no route's RoutedAsSpecified
+// message, nor the Events its status gives, names a route of another namespace or
+// quotes one of its header or query values: the route's author may not be allowed to
+// read that namespace.
+func TestRoutedAsSpecifiedDisclosesNoOtherNamespace(t *testing.T) {
+	t.Parallel()
+	paths, err := filepath.Glob(filepath.Join("testdata", "precedence", "*.in.yaml"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no testdata/precedence/*.in.yaml (%v)", err)
+	}
+	for _, path := range paths {
+		objs := readPrecedenceObjects(t, path)
+		routes := map[string][]string{} // namespace -> the "ns/name" and match values of its HTTPRoutes
+		for _, obj := range objs {
+			if r, ok := obj.(*gatewayv1.HTTPRoute); ok {
+				routes[r.Namespace] = append(routes[r.Namespace], r.Namespace+"/"+r.Name)
+				routes[r.Namespace] = append(routes[r.Namespace], matchValues(r)...)
+			}
+		}
+		for _, j := range judgedRouteTexts(t, objs) {
+			for other, secrets := range routes {
+				if other == j.namespace {
+					continue
+				}
+				for _, secret := range secrets {
+					if strings.Contains(j.text, secret) {
+						t.Errorf("%s: %s quotes %q of namespace %s: %s", path, j.what, secret, other, j.text)
+					}
+				}
+			}
+		}
+	}
+}
+
+// judgedRouteText is a text a route's author reads: a RoutedAsSpecified message, or
+// the note of the Event a new route's status gives.
+type judgedRouteText struct {
+	namespace, what, text string
+}
+
+// judgedRouteTexts decides the status of every route among objs and returns its
+// RoutedAsSpecified messages and its Events' notes.
+func judgedRouteTexts(t *testing.T, objs []runtime.Object) []judgedRouteText {
+	t.Helper()
+	d := newTestDecider(t, objs...)
+	var out []judgedRouteText
+	for _, obj := range objs {
+		if _, ok := gatewayapi.RouteOf(obj); !ok {
+			continue
+		}
+		view, rules, err := d.viewRoute(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		parents, _, err := d.routeParentStatuses(view, rules, nil, 1, metav1.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := view.namespace + "/" + view.name
+		for _, p := range parents {
+			if c := findCondition(p.Conditions, RoutedAsSpecifiedCondition); c != nil {
+				out = append(out, judgedRouteText{view.namespace, "the message of " + name, c.Message})
+			}
+		}
+		for _, e := range routeEvents(nil, parents, testController) {
+			out = append(out, judgedRouteText{view.namespace, "an Event of " + name, e.Note})
+		}
+	}
+	return out
+}
+
+// matchValues are the header and query param values of r's matches.
+func matchValues(r *gatewayv1.HTTPRoute) []string {
+	var out []string
+	for _, rule := range r.Spec.Rules {
+		for _, m := range rule.Matches {
+			for _, h := range m.Headers {
+				out = append(out, h.Value)
+			}
+			for _, q := range m.QueryParams {
+				out = append(out, q.Value)
+			}
+		}
+	}
+	return out
+}

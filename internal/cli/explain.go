@@ -183,9 +183,15 @@ func explainRoute(ctx context.Context, w io.Writer, c connections, f statusFlags
 	return p.err
 }
 
-// connect builds a read-only command's clients, and derives an unset cluster id.
+// connect builds a read-only command's clients, and derives an unset cluster id. The
+// Consul client comes first: the controller's check refuses a plaintext Consul
+// before the command reads anything.
 func connect(ctx context.Context, f *statusFlags) (connections, error) {
 	var c connections
+	var err error
+	if c.consul, err = f.consul.Client(); err != nil {
+		return c, err
+	}
 	cfg, err := kubeConfig(f.kubeconfig)
 	if err != nil {
 		return c, err
@@ -194,9 +200,6 @@ func connect(ctx context.Context, f *statusFlags) (connections, error) {
 		return c, err
 	}
 	if c.gateway, err = gatewayclient.NewForConfig(cfg); err != nil {
-		return c, err
-	}
-	if c.consul, err = consulClient(f); err != nil {
 		return c, err
 	}
 	if f.clusterID == "" {

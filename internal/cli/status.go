@@ -23,6 +23,7 @@ import (
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul"
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/options"
 	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
 )
 
@@ -35,16 +36,19 @@ accepted or bound the entry; an accepted object has no entry). It only reads: li
 the Gateway API kinds, and a Consul token with mesh:read.
 
 The Kubernetes and Consul flags and environment are the controller's
-(KUBECONFIG, CONSUL_HTTP_ADDR, CONSUL_HTTP_TOKEN_FILE, CONSUL_CACERT).
+(KUBECONFIG, CONSUL_HTTP_ADDR, CONSUL_HTTP_TOKEN_FILE, CONSUL_CACERT), and so is its
+check: a Consul not on loopback is refused without TLS, before anything is sent to
+it, unless --consul-allow-plaintext.
 
 Flags:
 `
 
 // statusFlags are the status command's settings.
 type statusFlags struct {
-	kubeconfig, consulAddr, consulTokenFile, consulCACert string
-	controller, clusterID, namespace, output              string
-	allNamespaces                                         bool
+	kubeconfig                               string
+	consul                                   options.ConsulConnection
+	controller, clusterID, namespace, output string
+	allNamespaces                            bool
 }
 
 // readerFlags is the flag set of a read-only command named name, with the flags that
@@ -53,9 +57,7 @@ func readerFlags(name string, stderr io.Writer, f *statusFlags) *pflag.FlagSet {
 	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "path to a kubeconfig; empty: $KUBECONFIG, then the in-cluster configuration")
-	fs.StringVar(&f.consulAddr, "consul-http-addr", "", "Consul HTTP API address (scheme://host:port); overrides CONSUL_HTTP_ADDR")
-	fs.StringVar(&f.consulTokenFile, "consul-token-file", "", "file holding a Consul ACL token that may read (docs/cli.md)")
-	fs.StringVar(&f.consulCACert, "consul-cacert", "", "CA certificate to verify Consul's TLS certificate")
+	f.consul.AddReaderFlags(fs)
 	fs.StringVar(&f.controller, "controller-name", string(gwsync.DefaultControllerName), "the GatewayClass controllerName of the controller")
 	fs.StringVar(&f.clusterID, "cluster-id", "", "the controller's --cluster-id; empty derives it as the controller does")
 	return fs
@@ -171,26 +173,6 @@ func kubeConfig(path string) (*rest.Config, error) {
 		return nil, fmt.Errorf("load kubeconfig: %w", err)
 	}
 	return cfg, nil
-}
-
-// consulClient is a Consul client of the environment (CONSUL_HTTP_ADDR and the like),
-// with the flags that are set over it.
-func consulClient(f *statusFlags) (*consulapi.Client, error) {
-	cfg := consulapi.DefaultConfig()
-	if f.consulAddr != "" {
-		cfg.Address = f.consulAddr
-	}
-	if f.consulTokenFile != "" {
-		cfg.TokenFile = f.consulTokenFile
-	}
-	if f.consulCACert != "" {
-		cfg.TLSConfig.CAFile = f.consulCACert
-	}
-	client, err := consulapi.NewClient(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("create consul client: %w", err)
-	}
-	return client, nil
 }
 
 type ownerName struct {

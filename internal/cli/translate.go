@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	consulapi "github.com/hashicorp/consul/api"
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -46,7 +47,8 @@ stdin), judges them as the controller's status workers would, and prints the sta
 each object of this controller would get and the Consul config entries it would
 write, as the controller encodes them for Consul 1.15. No cluster and no Consul are
 contacted: Programmed waits for Consul's verdict, and Gateways are judged as by a
-controller that does not deploy gateway pods.
+controller that does not deploy gateway pods. The private keys of inline-certificate
+entries are printed as REDACTED unless --show-secrets is given.
 
 Flags:
 `
@@ -68,6 +70,7 @@ func Translate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.BoolVar(&naming.MirrorNamespaces, "consul-mirror-namespaces", false, "put entries into the Consul namespace named like their Kubernetes namespace")
 	fs.StringVar(&naming.MirrorPrefix, "consul-mirror-namespaces-prefix", "", "prefix of mirrored Consul namespaces")
 	fs.BoolVar(&opts.ManageServiceDefaults, "manage-service-defaults", false, "write service-defaults with protocol http for HTTP backends")
+	showSecrets := fs.Bool("show-secrets", false, "print the private keys of inline-certificate entries; without it they are replaced by "+redactedPrivateKey)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, translateUsage)
 		fs.PrintDefaults()
@@ -96,9 +99,10 @@ func Translate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 1
 	}
 	result, err := translateObjects(objects, translation{
-		ownership: translate.Ownership{Controller: *controller, ClusterID: *clusterID},
-		naming:    naming,
-		options:   opts,
+		ownership:   translate.Ownership{Controller: *controller, ClusterID: *clusterID},
+		naming:      naming,
+		options:     opts,
+		showSecrets: *showSecrets,
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "translate: %v\n", err)
@@ -116,7 +120,15 @@ type translation struct {
 	ownership translate.Ownership // its Controller is the controllerName judged as ours
 	naming    translate.Naming
 	options   translate.Options
+	// showSecrets prints the private keys of inline-certificate entries as written;
+	// without it they are redacted, so that output pasted into an issue or a log
+	// does not carry a Gateway's key.
+	showSecrets bool
 }
+
+// redactedPrivateKey stands for an inline-certificate's private key in translate's
+// output without --show-secrets.
+const redactedPrivateKey = "REDACTED"
 
 // Result is the translate command's output.
 type Result struct {
@@ -180,7 +192,11 @@ func translateObjects(objects []runtime.Object, t translation) (Result, error) {
 		return strings.Compare(a.Kind+"/"+a.Partition+"/"+a.Namespace+"/"+a.Name, b.Kind+"/"+b.Partition+"/"+b.Namespace+"/"+b.Name)
 	})
 	for _, key := range keys {
-		raw, err := json.Marshal(consul.Compact(desired.Entries[key]))
+		entry := desired.Entries[key]
+		if !t.showSecrets {
+			entry = redactSecrets(entry)
+		}
+		raw, err := json.Marshal(consul.Compact(entry))
 		if err != nil {
 			return Result{}, fmt.Errorf("encode %s %s: %w", key.Kind, key.Name, err)
 		}
@@ -188,6 +204,18 @@ func translateObjects(objects []runtime.Object, t translation) (Result, error) {
 	}
 	result.Problems = desired.Problems
 	return result, nil
+}
+
+// redactSecrets is entry with its private key replaced by redactedPrivateKey; the
+// entry itself is left as it is.
+func redactSecrets(entry consulapi.ConfigEntry) consulapi.ConfigEntry {
+	cert, ok := entry.(*consulapi.InlineCertificateConfigEntry)
+	if !ok || cert.PrivateKey == "" {
+		return entry
+	}
+	redacted := *cert
+	redacted.PrivateKey = redactedPrivateKey
+	return &redacted
 }
 
 // addConfirmed puts a confirmed object into the snapshot as the Consul syncer holds it.

@@ -11,6 +11,7 @@ import (
 
 	gocmp "github.com/google/go-cmp/cmp"
 	consulapi "github.com/hashicorp/consul/api"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
@@ -183,4 +184,68 @@ func TestTranslateReadsAList(t *testing.T) {
 	if diff := gocmp.Diff(fromFile.String(), fromDir.String()); diff != "" {
 		t.Errorf("a directory translates otherwise than its file (-file +directory):\n%s", diff)
 	}
+}
+
+// TestTranslateRedactsPrivateKeys: without --show-secrets no output holds a PEM
+// private key (the golden files are what translate prints), and with it the
+// inline-certificate entry carries the Secret's key as the controller writes it.
+func TestTranslateRedactsPrivateKeys(t *testing.T) {
+	const in = "testdata/certificate.in.yaml"
+	for _, out := range goldenCases(t) {
+		data, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(data), "PRIVATE KEY") {
+			t.Errorf("%s holds a private key", out)
+		}
+	}
+	for _, tt := range []struct {
+		flags   []string
+		wantKey bool
+	}{
+		{nil, false},
+		{[]string{"--show-secrets"}, true},
+	} {
+		var stdout, stderr bytes.Buffer
+		args := append([]string{"-f", in, "-o", "json"}, tt.flags...)
+		if code := Translate(args, nil, &stdout, &stderr); code != 0 {
+			t.Fatalf("translate %v: exit %d: %s", args, code, stderr.String())
+		}
+		var result struct {
+			Entries []consulapi.InlineCertificateConfigEntry
+		}
+		if err := json.Unmarshal(stdout.Bytes(), &result); err != nil {
+			t.Fatal(err)
+		}
+		var keys []string
+		for _, e := range result.Entries {
+			if e.Kind == consulapi.InlineCertificate {
+				keys = append(keys, e.PrivateKey)
+			}
+		}
+		want := []string{redactedPrivateKey}
+		if tt.wantKey {
+			want = []string{secretKey(t, in)}
+		}
+		if diff := gocmp.Diff(want, keys); diff != "" {
+			t.Errorf("translate %v: private keys of the inline-certificates (-want +got):\n%s", args, diff)
+		}
+	}
+}
+
+// secretKey is the tls.key of the one Secret of the file in.
+func secretKey(t *testing.T, in string) string {
+	t.Helper()
+	objects, err := readObjects([]string{in}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, obj := range objects {
+		if s, ok := obj.(*corev1.Secret); ok {
+			return string(s.Data[corev1.TLSPrivateKeyKey])
+		}
+	}
+	t.Fatalf("%s holds no Secret", in)
+	return ""
 }

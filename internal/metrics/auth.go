@@ -25,10 +25,19 @@ import (
 // accept, 403 for a user not granted get on the path, 500 when the API server could
 // not be asked (the log says why).
 //
-// Decisions are cached for TTL, keyed by the token's SHA-256 (the token itself is
-// never kept, logged or compared), so a scraper costs two API calls per TTL rather
-// than per scrape. A grant or a revocation therefore takes up to TTL to show; errors
-// are not cached.
+// Decisions on authenticated tokens (200 and 403) are cached for TTL, keyed by the
+// token's SHA-256 (the token itself is never kept, logged or compared), so a scraper
+// costs two API calls per TTL rather than per scrape. A grant or a revocation
+// therefore takes up to TTL to show. 401s are not cached: anyone can make up tokens,
+// and a flood of them would otherwise fill the bounded cache and leave the real
+// scraper's decision uncached, two API calls per scrape. Errors are not cached either.
+//
+// Every made-up token still costs a TokenReview, from the reviews' small client
+// budget: a flood of them would queue the real scraper's review, due once per TTL,
+// behind theirs until the scrape times out. So tokens never authenticated before get
+// at most maxUnknownReviews reviews in flight, and beyond that a 429 without one;
+// a token whose decision is cached, fresh or expired, is reviewed without waiting
+// for that gate.
 //
 // It is written on client-go's typed clients rather than k8s.io/apiserver's
 // delegating authenticator and authorizer: that package adds 25 modules to go.mod
@@ -41,7 +50,9 @@ type DelegatedAuth struct {
 	clock   clock.PassiveClock
 
 	mu        sync.Mutex
-	decisions map[[sha256.Size]byte]decision
+	decisions map[[sha256.Size]byte]decision // kept after expiry, until room is needed
+	// unknownReviews holds a slot per review in flight of a token without a decision.
+	unknownReviews chan struct{}
 }
 
 // DelegatedAuthConfig configures a DelegatedAuth.
@@ -66,9 +77,15 @@ const DefaultAuthTTL = 10 * time.Second
 // longer fails the scrape anyway.
 const DefaultAuthTimeout = 10 * time.Second
 
-// maxDecisions bounds the cache: requests with made-up tokens must not grow it
-// without end. When it is full of fresh decisions, new ones are not cached.
+// maxDecisions bounds the cache. Only tokens the API server authenticated reach it,
+// so it bounds the scrapers of one cluster; when it is full of fresh decisions, new
+// ones are not cached.
 const maxDecisions = 1024
+
+// maxUnknownReviews bounds the reviews in flight of tokens without a cached decision:
+// a new scraper's first review waits little, a flood of made-up tokens gets 429s
+// rather than a queue in front of the known scrapers' reviews.
+const maxUnknownReviews = 2
 
 // decision is the answer for one token.
 type decision struct {
@@ -82,7 +99,8 @@ type decision struct {
 func NewDelegatedAuth(cfg DelegatedAuthConfig) *DelegatedAuth {
 	a := &DelegatedAuth{
 		client: cfg.Client, ttl: cfg.TTL, timeout: cfg.Timeout, clock: cfg.Clock,
-		decisions: map[[sha256.Size]byte]decision{},
+		decisions:      map[[sha256.Size]byte]decision{},
+		unknownReviews: make(chan struct{}, maxUnknownReviews),
 	}
 	if a.ttl <= 0 {
 		a.ttl = DefaultAuthTTL
@@ -117,9 +135,17 @@ func (a *DelegatedAuth) check(r *http.Request) int {
 		return http.StatusUnauthorized
 	}
 	key := sha256.Sum256([]byte(token))
-	if d, ok := a.cached(key); ok {
-		logDecision(logger, d, true)
-		return d.code
+	cachedDecision, fresh, known := a.cached(key)
+	if fresh {
+		logDecision(logger, cachedDecision, true)
+		return cachedDecision.code
+	}
+	if !known {
+		if !a.acquireUnknownReview() {
+			logger.V(4).Info("Refused a request: too many reviews of unknown tokens in flight", "code", http.StatusTooManyRequests)
+			return http.StatusTooManyRequests
+		}
+		defer a.releaseUnknownReview()
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), a.timeout)
 	defer cancel()
@@ -215,21 +241,38 @@ func (a *DelegatedAuth) authorize(ctx context.Context, user *authenticationv1.Us
 	return true, "", nil
 }
 
-// cached is the decision for the token's key, unless it has expired.
-func (a *DelegatedAuth) cached(key [sha256.Size]byte) (decision, bool) {
+// cached is the decision for the token's key: fresh when it has not expired, known
+// when there is one, expired or not (the token was authenticated before).
+func (a *DelegatedAuth) cached(key [sha256.Size]byte) (d decision, fresh, known bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	d, ok := a.decisions[key]
-	if !ok || !a.clock.Now().Before(d.expires) {
-		return decision{}, false
-	}
-	return d, true
+	d, known = a.decisions[key]
+	return d, known && a.clock.Now().Before(d.expires), known
 }
 
-// remember caches d for the TTL; a full cache first drops the expired decisions.
+// acquireUnknownReview takes a slot for a review of a token without a decision, or
+// reports there is none free.
+func (a *DelegatedAuth) acquireUnknownReview() bool {
+	select {
+	case a.unknownReviews <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+func (a *DelegatedAuth) releaseUnknownReview() { <-a.unknownReviews }
+
+// remember caches d for the TTL, unless the token was not authenticated (then it
+// forgets the token); a full cache first drops the expired decisions.
 func (a *DelegatedAuth) remember(key [sha256.Size]byte, d decision) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if d.code == http.StatusUnauthorized {
+		// A token authenticated before and no longer: it is not known any more either.
+		delete(a.decisions, key)
+		return
+	}
 	now := a.clock.Now()
 	_, replaces := a.decisions[key]
 	if !replaces && len(a.decisions) >= maxDecisions {

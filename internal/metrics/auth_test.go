@@ -3,6 +3,7 @@ package metrics
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -168,8 +169,9 @@ func TestDelegatedAuthAsksForGetOnThePath(t *testing.T) {
 }
 
 // TestDelegatedAuthCaches checks that a scraper costs two reviews per TTL, not per
-// scrape, for allowed and refused tokens alike; that failed reviews are asked again;
-// and that a full cache of fresh decisions stops caching instead of growing.
+// scrape, for allowed and forbidden tokens alike; that unauthenticated tokens and
+// failed reviews are asked again; and that a full cache of fresh decisions stops
+// caching instead of growing.
 func TestDelegatedAuthCaches(t *testing.T) {
 	rv := newReviewer()
 	clock := clocktesting.NewFakePassiveClock(time.Now())
@@ -190,28 +192,133 @@ func TestDelegatedAuthCaches(t *testing.T) {
 	expect("a stranger", "Bearer "+strangerToken, 403, map[string]int{"tokenreviews": 2, "subjectaccessreviews": 2})
 	expect("the stranger again", "Bearer "+strangerToken, 403, map[string]int{"tokenreviews": 2, "subjectaccessreviews": 2})
 	expect("an unknown token", "Bearer "+expiredToken, 401, map[string]int{"tokenreviews": 3, "subjectaccessreviews": 2})
-	expect("the unknown token again", "Bearer "+expiredToken, 401, map[string]int{"tokenreviews": 3, "subjectaccessreviews": 2})
-	expect("a failed review", "Bearer "+forbidToken, 500, map[string]int{"tokenreviews": 4, "subjectaccessreviews": 2})
-	expect("a failed review again", "Bearer "+forbidToken, 500, map[string]int{"tokenreviews": 5, "subjectaccessreviews": 2})
+	expect("the unknown token again", "Bearer "+expiredToken, 401, map[string]int{"tokenreviews": 4, "subjectaccessreviews": 2})
+	expect("a failed review", "Bearer "+forbidToken, 500, map[string]int{"tokenreviews": 5, "subjectaccessreviews": 2})
+	expect("a failed review again", "Bearer "+forbidToken, 500, map[string]int{"tokenreviews": 6, "subjectaccessreviews": 2})
 	clock.SetTime(clock.Now().Add(time.Second))
-	expect("after the TTL", "Bearer "+readerToken, 200, map[string]int{"tokenreviews": 6, "subjectaccessreviews": 3})
+	expect("after the TTL", "Bearer "+readerToken, 200, map[string]int{"tokenreviews": 7, "subjectaccessreviews": 3})
 
-	// Fill the cache with made-up tokens: a new one is then reviewed every time.
-	for i := len(auth.decisions); i < maxDecisions; i++ {
-		scrape(h, fmt.Sprintf("Bearer made-up-%d", i), &bytes.Buffer{})
+	// Fill the cache with fresh decisions of other scrapers: a new one is then not kept.
+	auth.decisions = map[[sha256.Size]byte]decision{}
+	for i := range maxDecisions {
+		auth.remember(sha256.Sum256([]byte(fmt.Sprintf("scraper-%d", i))), decision{code: http.StatusOK})
 	}
 	before := rv.reviews()["tokenreviews"]
-	scrape(h, "Bearer one-too-many", &bytes.Buffer{})
-	scrape(h, "Bearer one-too-many", &bytes.Buffer{})
+	scrape(h, "Bearer "+strangerToken, &bytes.Buffer{})
+	scrape(h, "Bearer "+strangerToken, &bytes.Buffer{})
 	if got := rv.reviews()["tokenreviews"] - before; got != 2 || len(auth.decisions) != maxDecisions {
 		t.Errorf("a full cache: %d reviews for two requests and %d decisions, want 2 and %d", got, len(auth.decisions), maxDecisions)
 	}
 	// Once they expire, they make room.
 	clock.SetTime(clock.Now().Add(DefaultAuthTTL))
 	before = rv.reviews()["tokenreviews"]
-	scrape(h, "Bearer one-too-many", &bytes.Buffer{})
-	scrape(h, "Bearer one-too-many", &bytes.Buffer{})
+	scrape(h, "Bearer "+readerToken, &bytes.Buffer{})
+	scrape(h, "Bearer "+readerToken, &bytes.Buffer{})
 	if got := rv.reviews()["tokenreviews"] - before; got != 1 || len(auth.decisions) != 1 {
 		t.Errorf("after the TTL: %d reviews for two requests and %d decisions, want 1 and 1", got, len(auth.decisions))
+	}
+}
+
+// TestDelegatedAuthMadeUpTokensDoNotCrowdOutTheScraper floods the guard with more
+// made-up tokens than the cache holds, then checks that the real scraper's decision
+// is still cached: one pair of reviews per TTL, not per scrape.
+func TestDelegatedAuthMadeUpTokensDoNotCrowdOutTheScraper(t *testing.T) {
+	rv := newReviewer()
+	clock := clocktesting.NewFakePassiveClock(time.Now())
+	auth := NewDelegatedAuth(DelegatedAuthConfig{Client: rv.client, Clock: clock})
+	h := MetricsHandler(auth.Wrap)
+	for i := range 2 * maxDecisions {
+		if code, _ := scrape(h, fmt.Sprintf("Bearer made-up-%d", i), &bytes.Buffer{}); code != http.StatusUnauthorized {
+			t.Fatalf("made-up token %d: code %d, want 401", i, code)
+		}
+	}
+	if len(auth.decisions) != 0 {
+		t.Errorf("the cache holds %d decisions after the flood, want 0: 401s are not cached", len(auth.decisions))
+	}
+	before := rv.reviews()
+	for range 3 {
+		if code, _ := scrape(h, "Bearer "+readerToken, &bytes.Buffer{}); code != http.StatusOK {
+			t.Fatalf("the scraper: code %d, want 200", code)
+		}
+	}
+	after := rv.reviews()
+	got := map[string]int{"tokenreviews": after["tokenreviews"] - before["tokenreviews"], "subjectaccessreviews": after["subjectaccessreviews"] - before["subjectaccessreviews"]}
+	if diff := cmp.Diff(map[string]int{"tokenreviews": 1, "subjectaccessreviews": 1}, got); diff != "" {
+		t.Errorf("reviews for three scrapes after the flood (-want +got):\n%s", diff)
+	}
+}
+
+// TestDelegatedAuthBoundsReviewsOfUnknownTokens: with maxUnknownReviews reviews of
+// unknown tokens in flight (a flood), another unknown token gets a 429 without a
+// review, while a scraper whose decision is cached is reviewed again when it expires;
+// a token no longer authenticated is not known any more.
+func TestDelegatedAuthBoundsReviewsOfUnknownTokens(t *testing.T) {
+	rv := newReviewer()
+	clock := clocktesting.NewFakePassiveClock(time.Now())
+	auth := NewDelegatedAuth(DelegatedAuthConfig{Client: rv.client, Clock: clock})
+	h := MetricsHandler(auth.Wrap)
+	expect := func(when string, authorization string, code int, reviews map[string]int) {
+		t.Helper()
+		if got, _ := scrape(h, authorization, &bytes.Buffer{}); got != code {
+			t.Errorf("%s: code %d, want %d", when, got, code)
+		}
+		if diff := cmp.Diff(reviews, rv.reviews()); diff != "" {
+			t.Errorf("%s: reviews (-want +got):\n%s", when, diff)
+		}
+	}
+	expect("the scraper", "Bearer "+readerToken, 200, map[string]int{"tokenreviews": 1, "subjectaccessreviews": 1})
+	for range maxUnknownReviews {
+		if !auth.acquireUnknownReview() {
+			t.Fatal("no slot for a review of an unknown token")
+		}
+	}
+	expect("an unknown token during a flood", "Bearer made-up", 429, map[string]int{"tokenreviews": 1, "subjectaccessreviews": 1})
+	clock.SetTime(clock.Now().Add(DefaultAuthTTL))
+	expect("the scraper after the TTL, during the flood", "Bearer "+readerToken, 200, map[string]int{"tokenreviews": 2, "subjectaccessreviews": 2})
+	for range maxUnknownReviews {
+		auth.releaseUnknownReview()
+	}
+	expect("an unknown token after the flood", "Bearer made-up", 401, map[string]int{"tokenreviews": 3, "subjectaccessreviews": 2})
+
+	// A token authenticated once and revoked since is forgotten with its 401.
+	auth.remember(sha256.Sum256([]byte(expiredToken)), decision{code: http.StatusOK})
+	clock.SetTime(clock.Now().Add(DefaultAuthTTL))
+	expect("a revoked token", "Bearer "+expiredToken, 401, map[string]int{"tokenreviews": 4, "subjectaccessreviews": 2})
+	if _, _, known := auth.cached(sha256.Sum256([]byte(expiredToken))); known {
+		t.Error("the revoked token is still known: it would pass the gate of unknown tokens")
+	}
+}
+
+// BenchmarkScrapeUnderTokenFlood measures a real scraper's scrape with and without a
+// flood of made-up tokens between its scrapes (the baseline is the "quiet" case of
+// the same run). The clock moves a tenth of the TTL per scrape, as a scraper every
+// second does with the 10 s TTL; the flood sends as many made-up tokens a second
+// (not timed) as the cache holds. reviews/op is the API calls a scrape costs.
+func BenchmarkScrapeUnderTokenFlood(b *testing.B) {
+	for _, perScrape := range []int{0, maxDecisions} {
+		name := "quiet"
+		if perScrape > 0 {
+			name = fmt.Sprintf("flood-of-%d-per-scrape", perScrape)
+		}
+		b.Run(name, func(b *testing.B) {
+			rv := newReviewer()
+			clock := clocktesting.NewFakePassiveClock(time.Now())
+			h := MetricsHandler(NewDelegatedAuth(DelegatedAuthConfig{Client: rv.client, Clock: clock}).Wrap)
+			scraperReviews := 0
+			for i := range b.N {
+				b.StopTimer()
+				clock.SetTime(clock.Now().Add(DefaultAuthTTL / 10))
+				for j := range perScrape {
+					scrape(h, fmt.Sprintf("Bearer made-up-%d-%d", i, j), &bytes.Buffer{})
+				}
+				rv.client.ClearActions()
+				b.StartTimer()
+				if code, _ := scrape(h, "Bearer "+readerToken, &bytes.Buffer{}); code != http.StatusOK {
+					b.Fatalf("code %d, want 200", code)
+				}
+				scraperReviews += len(rv.client.Actions())
+			}
+			b.ReportMetric(float64(scraperReviews)/float64(b.N), "reviews/op")
+		})
 	}
 }

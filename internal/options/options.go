@@ -253,8 +253,8 @@ func (o *Options) Validate() error {
 	if o.Gateway.AuthMethod != "" && !o.DeployGateways {
 		errs = append(errs, errors.New("--gateway-auth-method needs --deploy-gateways: it manages the identity of the gateway pods the controller deploys"))
 	}
-	if host, plaintext := plaintextConsul(o.ConsulConfig()); plaintext && !o.ConsulAllowPlaintext {
-		errs = append(errs, fmt.Errorf("consul at %s is plaintext: use https (with --consul-cacert), or accept the risk with --consul-allow-plaintext", host))
+	if err := o.ConsulConnection().Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	for _, problem := range o.Gateway.InfrastructureKeys.Validate() {
 		errs = append(errs, fmt.Errorf("--gateway-infrastructure-keys %s", problem))
@@ -298,19 +298,9 @@ func isLoopback(host string) bool {
 }
 
 // ConsulConfig is consul/api's configuration from the environment, with the flags
-// that were set on top.
+// that were set on top (ConsulConnection.Config).
 func (o *Options) ConsulConfig() *consulapi.Config {
-	cfg := consulapi.DefaultConfig()
-	if o.ConsulHTTPAddr != "" {
-		cfg.Address = o.ConsulHTTPAddr // consul/api takes a scheme:// prefix off itself
-	}
-	if o.ConsulTokenFile != "" {
-		cfg.Token, cfg.TokenFile = "", o.ConsulTokenFile
-	}
-	if o.ConsulCACert != "" {
-		cfg.TLSConfig.CAFile = o.ConsulCACert
-	}
-	return cfg
+	return o.ConsulConnection().Config()
 }
 
 // GatewayDefaults are the defaults of gateway pods; the Consul address falls back to

@@ -97,7 +97,8 @@ func TestTranslateCommandAgreesWithTheController(t *testing.T) {
 		input.WriteString("---\n")
 		input.Write(withoutStatus(t, obj))
 	}
-	cmd := exec.Command(testenv.ControllerBinary(t), append([]string{"translate", "-o", "json"}, flags...)...)
+	// --show-secrets: the inline-certificate entry is compared with Consul's, key and all.
+	cmd := exec.Command(testenv.ControllerBinary(t), append([]string{"translate", "-o", "json", "--show-secrets"}, flags...)...)
 	cmd.Stdin = &input
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
