@@ -268,7 +268,7 @@ func (c *SecretCache) runLocked(w *secretWatch) {
 		Handler:         secretEvents{c},
 		ResyncPeriod:    c.resync,
 		MinWatchTimeout: secretMinWatchTimeout,
-		Transform:       trimMetadata,
+		Transform:       trimSecret,
 	})
 	ctx, cancel := context.WithCancel(klog.NewContext(c.ctx, logger))
 	w.cancel = cancel

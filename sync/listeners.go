@@ -251,6 +251,9 @@ func checkCertificateRef(owner listenerOwner, ref gatewayv1.SecretObjectReferenc
 	if err != nil {
 		return "", "", fmt.Errorf("get Secret %s: %w", name, err)
 	}
+	if refusal := informers.SecretRefusal(secret); refusal != "" {
+		return gatewayv1.ListenerReasonInvalidCertificateRef, fmt.Sprintf("Secret %s is refused: %s", name, refusal), nil
+	}
 	// The parse error is not passed on: it is not needed to fix the Secret, and status
 	// must never carry anything derived from key material.
 	if _, err := tls.X509KeyPair(secret.Data[corev1.TLSCertKey], secret.Data[corev1.TLSPrivateKeyKey]); err != nil {
