@@ -58,6 +58,10 @@ type Informers struct {
 	own     []cache.SharedIndexInformer
 	ownDone sync.WaitGroup
 
+	// secretClient lists and watches the certificate Secrets (WithSecretClient); nil
+	// for the client of New.
+	secretClient kubernetes.Interface
+
 	mu sync.Mutex
 	// handlersSynced holds the HasSynced of every handler AddEventHandlers registered:
 	// true once the handler has been handed the informer's initial list.
@@ -95,7 +99,11 @@ func New(kube kubernetes.Interface, gateway gatewayclient.Interface, configs cli
 		i.Routes[kind.Kind] = kind.Informer(gatewayV1)
 	}
 	i.addIndexers()
-	i.Secrets = newSecretCache(kube, resync, i.certificateReferenced)
+	secretClient := kube
+	if i.secretClient != nil {
+		secretClient = i.secretClient
+	}
+	i.Secrets = newSecretCache(secretClient, resync, i.certificateReferenced)
 	i.mustTrackCertificateReferences()
 	return i
 }

@@ -120,6 +120,14 @@ type secretWatch struct {
 	release clock.Timer
 }
 
+// WithSecretClient has the Secret cache list and watch through client, whose rate
+// limiter is the Secrets' own: every Secret a listener names is a watch and, against
+// an API server without WatchList, a LIST, and in the main client's budget they would
+// delay status writes and a new leader's start.
+func WithSecretClient(client kubernetes.Interface) Option {
+	return func(i *Informers, _ time.Duration) { i.secretClient = client }
+}
+
 // newSecretCache returns a cache reading with client, whose watches resync every
 // resync (0: never); referenced is the index lookup described on SecretCache.
 func newSecretCache(client kubernetes.Interface, resync time.Duration, referenced func(cache.ObjectName) bool) *SecretCache {

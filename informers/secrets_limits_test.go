@@ -60,3 +60,22 @@ func TestSecretCacheKeepsOnlyCertificateKeys(t *testing.T) {
 		})
 	}
 }
+
+// WithSecretClient's client, not New's, lists and watches the certificate Secrets, so
+// that they take a budget of their own.
+func TestSecretCacheUsesItsOwnClient(t *testing.T) {
+	main := kubefake.NewClientset()
+	secrets := kubefake.NewClientset(testenv.TLSSecret("infra", "cert", []byte("cert"), []byte("key")))
+	serveFieldSelectors(secrets)
+	gateways := newGatewayClientset(t, gateway("infra", "public", "consul", "", certRef("", "cert")))
+	i := startInformers(t, New(main, gateways, configfake.NewClientset(), 0, WithSecretClient(secrets)))
+
+	if _, err := i.Secrets.Lister().Secrets("infra").Get("cert"); err != nil {
+		t.Errorf("Get through the Secrets' own client: %v", err)
+	}
+	for _, action := range main.Actions() {
+		if action.GetResource().Resource == "secrets" {
+			t.Errorf("the main client was asked for Secrets: %s", action.GetVerb())
+		}
+	}
+}
