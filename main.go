@@ -285,7 +285,11 @@ type pipeline struct {
 // verdicts, the gateway pods and Services, and the installed CRDs' bundle version
 // change.
 func newPipeline(ctx context.Context, opts *options.Options, c clients, recorder events.EventRecorder) (*pipeline, error) {
-	informerOpts := []informers.Option{informers.WithSecretClient(c.side.secrets)}
+	informerOpts := []informers.Option{
+		informers.WithSecretClient(c.side.secrets),
+		informers.WithControllerName(gatewayv1.GatewayController(opts.ControllerName)),
+		informers.WithSecretsPerNamespace(opts.SecretsPerNamespace),
+	}
 	if c.dynamic != nil {
 		informerOpts = append(informerOpts, informers.WithMeshServices(c.dynamic))
 	}

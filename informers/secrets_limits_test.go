@@ -2,16 +2,24 @@ package informers
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	configfake "github.com/consul-gateway-controller/consul-gateway-controller/api/client/fake"
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
 )
 
@@ -78,4 +86,73 @@ func TestSecretCacheUsesItsOwnClient(t *testing.T) {
 			t.Errorf("the main client was asked for Secrets: %s", action.GetVerb())
 		}
 	}
+}
+
+// Only listeners of Gateways of the controller's classes, and of ListenerSets attached
+// to them, open watches, only for the references they are permitted, and at most
+// WithSecretsPerNamespace distinct Secrets per namespace, the oldest referrers first;
+// the lister answers SecretOverCapError past the cap.
+func TestSecretCacheScope(t *testing.T) {
+	const ours gatewayv1.GatewayController = "example.com/ours"
+	created := func(gw *gatewayv1.Gateway, minute int) *gatewayv1.Gateway {
+		gw.CreationTimestamp = metav1.NewTime(time.Date(2026, 1, 1, 0, minute, 0, 0, time.UTC))
+		return gw
+	}
+	var theirRefs []gatewayv1.SecretObjectReference
+	for n := range 50 {
+		theirRefs = append(theirRefs, certRef("", fmt.Sprintf("cert-%d", n)))
+	}
+	objs := []runtime.Object{
+		testenv.GatewayClass("ours", ours),
+		testenv.GatewayClass("theirs", "example.com/theirs"),
+		created(gateway("other-class", "foreign", "theirs", "", theirRefs...), 0),
+		created(gateway("apps", "ungranted", "ours", "", certRef("certs", "shared")), 0),
+		created(gateway("granted", "edge", "ours", "", certRef("certs", "shared")), 0),
+		testenv.ReferenceGrant("certs", "to-granted", gatewayapi.SecretKind,
+			gatewayv1.ReferenceGrantFrom{Group: gatewayv1.GroupName, Kind: gatewayapi.GatewayKind, Namespace: "granted"}),
+		// "new" is listed first by name but was created last: "old" wins the cap.
+		created(gateway("busy", "old", "ours", "", certRef("", "s1"), certRef("", "s2")), 1),
+		created(gateway("busy", "a-new", "ours", "", certRef("", "s2"), certRef("", "s3")), 2),
+	}
+	kube := kubefake.NewClientset()
+	serveFieldSelectors(kube)
+	gateways := newGatewayClientset(t, objs...)
+	i := startInformers(t, New(kube, gateways, configfake.NewClientset(), 0,
+		WithControllerName(ours), WithSecretsPerNamespace(2)))
+
+	want := map[cache.ObjectName]int{
+		secretName("certs", "shared"): 1,
+		secretName("busy", "s1"):      1,
+		secretName("busy", "s2"):      1,
+	}
+	if diff := cmp.Diff(want, watched(i.Secrets)); diff != "" {
+		t.Errorf("watched Secrets (-want +got):\n%s", diff)
+	}
+	var overCap *SecretOverCapError
+	_, err := i.Secrets.Lister().Secrets("busy").Get("s3")
+	if !errors.As(err, &overCap) || *overCap != (SecretOverCapError{Namespace: "busy", Cap: 2}) {
+		t.Errorf("Get busy/s3 = %v, want SecretOverCapError for namespace busy, cap 2", err)
+	}
+	if _, err := i.Secrets.Lister().Secrets("other-class").Get("cert-0"); !apierrors.IsNotFound(err) {
+		t.Errorf("Get other-class/cert-0 = %v, want NotFound", err)
+	}
+
+	// The oldest Gateway goes: the newer one's Secrets fit under the cap.
+	if err := gateways.GatewayV1().Gateways("busy").Delete(t.Context(), "old", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "busy/s3 watched once busy/old is gone", func() bool {
+		got := watched(i.Secrets)
+		return got[secretName("busy", "s3")] == 1 && got[secretName("busy", "s2")] == 1
+	})
+
+	// The grant goes: so does the watch of the Secret it permitted.
+	i.Secrets.releaseDelay = 0
+	if err := gateways.GatewayV1().ReferenceGrants("certs").Delete(t.Context(), "to-granted", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "certs/shared released once its grant is gone", func() bool {
+		_, ok := watched(i.Secrets)[secretName("certs", "shared")]
+		return !ok
+	})
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul"
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
 	"github.com/consul-gateway-controller/consul-gateway-controller/dataplane"
+	"github.com/consul-gateway-controller/consul-gateway-controller/informers"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/leader"
 	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
 )
@@ -36,6 +37,8 @@ type Options struct {
 	// watches, apart from KubeAPIQPS.
 	SecretAPIQPS   float32
 	SecretAPIBurst int
+	// SecretsPerNamespace caps the Secrets watched for one namespace's listeners.
+	SecretsPerNamespace int
 
 	GatewayWorkers int
 	RouteWorkers   int
@@ -95,6 +98,7 @@ func New() *Options {
 		KubeAPIBurst:           30,
 		SecretAPIQPS:           10,
 		SecretAPIBurst:         20,
+		SecretsPerNamespace:    informers.DefaultSecretsPerNamespace,
 		GatewayWorkers:         2,
 		RouteWorkers:           4,
 		ConsulWorkers:          2,
@@ -155,6 +159,7 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 
 	fs = fss.FlagSet("controller")
 	fs.StringVar(&o.ControllerName, "controller-name", o.ControllerName, "The GatewayClass controllerName this controller serves (DOMAIN/PATH).")
+	fs.IntVar(&o.SecretsPerNamespace, "secrets-per-namespace", o.SecretsPerNamespace, "How many distinct Secrets the listeners of one namespace's Gateways and ListenerSets (of this controller's classes, permitted references only) may have watched. A listener naming one more gets ResolvedRefs=False (InvalidCertificateRef); the oldest Gateways and ListenerSets are served first.")
 	fs.IntVar(&o.GatewayWorkers, "gateway-workers", o.GatewayWorkers, "Status workers for Gateways (GatewayClasses get one).")
 	fs.IntVar(&o.RouteWorkers, "route-workers", o.RouteWorkers, "Status workers for each route kind (HTTPRoute, TCPRoute, GRPCRoute, TLSRoute, UDPRoute).")
 
@@ -227,7 +232,7 @@ func (o *Options) Validate() error {
 	for _, f := range []struct {
 		name string
 		n    int
-	}{{"--gateway-workers", o.GatewayWorkers}, {"--route-workers", o.RouteWorkers}, {"--consul-workers", o.ConsulWorkers}, {"--kube-api-burst", o.KubeAPIBurst}, {"--secret-api-burst", o.SecretAPIBurst}, {"--dataplane-workers", o.DataplaneWorkers}} {
+	}{{"--gateway-workers", o.GatewayWorkers}, {"--route-workers", o.RouteWorkers}, {"--consul-workers", o.ConsulWorkers}, {"--kube-api-burst", o.KubeAPIBurst}, {"--secret-api-burst", o.SecretAPIBurst}, {"--secrets-per-namespace", o.SecretsPerNamespace}, {"--dataplane-workers", o.DataplaneWorkers}} {
 		if f.n < 1 {
 			errs = append(errs, fmt.Errorf("%s %d: want at least 1", f.name, f.n))
 		}
