@@ -32,9 +32,14 @@ func trimSecret(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
-	// The mark is the cache's own: a Secret's author cannot set it.
-	delete(secret.Annotations, refusedSizeAnnotation)
 	cert, key := secret.Data[corev1.TLSCertKey], secret.Data[corev1.TLSPrivateKeyKey]
+	// The transform may run twice on one object (a watch-list's initial events): a
+	// Secret already refused stays so. Otherwise the mark is the cache's own, which a
+	// Secret's author cannot set on a Secret with a certificate.
+	if _, refused := secret.Annotations[refusedSizeAnnotation]; refused && len(cert)+len(key) == 0 {
+		return secret, nil
+	}
+	delete(secret.Annotations, refusedSizeAnnotation)
 	secret.StringData = nil
 	if size := len(cert) + len(key); size > MaxCertificateBytes {
 		secret.Data = nil

@@ -54,6 +54,14 @@ func TestSecretCacheKeepsOnlyCertificateKeys(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// The transform may run twice on one object (a watch-list's events).
+			again, err := trimSecret(secret.DeepCopy())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(secret, again); diff != "" {
+				t.Errorf("trimSecret twice differs from once (-once +twice):\n%s", diff)
+			}
 			var keys []string
 			for key := range secret.Data {
 				keys = append(keys, key)
