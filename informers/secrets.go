@@ -67,12 +67,18 @@ const (
 // told, as by a resync (an update when the Secret exists, a deletion tombstone when it
 // does not), so the referrers are judged again at once rather than after a backoff.
 //
-// Cost: each named Secret is one watch on the API server and a few goroutines here,
+// Scope (secretscope.go): a reference opens a watch only when its Gateway (a
+// ListenerSet's parent) is of a class of this controller and it is permitted (same
+// namespace, or a ReferenceGrant), and at most a cap of distinct Secrets per referrer
+// namespace, the oldest referrers first; the lister answers SecretOverCapError past
+// it, and NotFound for a Secret named only out of scope. The watches' transform keeps
+// only tls.crt and tls.key, and neither of a Secret larger than MaxCertificateBytes
+// (SecretRefusal).
+//
+// Cost: each watched Secret is one watch on the API server and a few goroutines here,
 // and, against an API server without WatchList, one LIST through the client's rate
-// limiter when its watch starts. References are counted whatever the Gateway's class
-// and whatever the ReferenceGrants: a Secret named across namespaces without a grant
-// is cached but never read (the grant is checked first), and following grants would
-// make every grant change recompute references.
+// limiter (WithSecretClient: a budget of its own) when its watch starts. A class or
+// grant change judges every reference again, from the listers.
 type SecretCache struct {
 	client       kubernetes.Interface
 	resync       time.Duration
