@@ -103,7 +103,7 @@ type SecretCache struct {
 	// admitted holds, by namespace, the Secrets its referrers have watched, and
 	// overCap those they name past the cap (admittedIn).
 	admitted map[string][]cache.ObjectName
-	overCap  map[string][]cache.ObjectName
+	overCap  map[string]map[cache.ObjectName]bool
 	watches  map[cache.ObjectName]*secretWatch
 	// judging is false until the referrers' initial lists and the listers of the scope
 	// are in: until then references are recorded but open no watch, so that a start
@@ -161,7 +161,7 @@ func newSecretCache(client kubernetes.Interface, resync time.Duration, reference
 		referrers:    map[secretReferrer]referrerRecord{},
 		named:        map[cache.ObjectName]int{},
 		admitted:     map[string][]cache.ObjectName{},
-		overCap:      map[string][]cache.ObjectName{},
+		overCap:      map[string]map[cache.ObjectName]bool{},
 		watches:      map[cache.ObjectName]*secretWatch{},
 		synced:       make(chan struct{}),
 	}

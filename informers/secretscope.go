@@ -183,6 +183,7 @@ func (c *SecretCache) rejudgeLocked(namespace string) (newlyOver []cache.ObjectN
 	}
 	admitted, over := c.admittedIn(namespace)
 	previous := c.admitted[namespace]
+	// Both are at most the cap long.
 	for _, key := range admitted {
 		if !slices.Contains(previous, key) {
 			c.acquireLocked(key)
@@ -195,7 +196,7 @@ func (c *SecretCache) rejudgeLocked(namespace string) (newlyOver []cache.ObjectN
 	}
 	previousOver := c.overCap[namespace]
 	for _, key := range over {
-		if !slices.Contains(previousOver, key) {
+		if !previousOver[key] {
 			newlyOver = append(newlyOver, key)
 		}
 	}
@@ -216,9 +217,13 @@ func (c *SecretCache) setOrDelete(namespace string, admitted, over []cache.Objec
 	}
 	if len(over) == 0 {
 		delete(c.overCap, namespace)
-	} else {
-		c.overCap[namespace] = over
+		return
 	}
+	set := make(map[cache.ObjectName]bool, len(over))
+	for _, key := range over {
+		set[key] = true
+	}
+	c.overCap[namespace] = set
 }
 
 // rejudgeAll recomputes every namespace's watches: a GatewayClass or ReferenceGrant
@@ -263,7 +268,7 @@ func (c *SecretCache) rejudgeAttachedLocked(gateway cache.ObjectName) (newlyOver
 func (c *SecretCache) overCapLocked(key cache.ObjectName) error {
 	namespaces := make([]string, 0, len(c.overCap))
 	for ns, over := range c.overCap {
-		if slices.Contains(over, key) {
+		if over[key] {
 			namespaces = append(namespaces, ns)
 		}
 	}
