@@ -145,6 +145,24 @@ func TestSecretCacheScope(t *testing.T) {
 		t.Errorf("Get other-class/cert-0 = %v, want NotFound", err)
 	}
 
+	// A ListenerSet counts with its Gateway's class: attached to the foreign Gateway it
+	// opens no watch, attached to one of ours it does. They are handled in order, so
+	// once the second is watched the first has been judged.
+	for _, set := range []*gatewayv1.ListenerSet{
+		testenv.ListenerSet("sets", "on-foreign", gatewayv1.ParentGatewayReference{Name: "foreign", Namespace: new(gatewayv1.Namespace("other-class"))},
+			httpsEntry("https", certRef("", "foreign-set-cert"))),
+		testenv.ListenerSet("sets", "on-ours", gatewayv1.ParentGatewayReference{Name: "edge", Namespace: new(gatewayv1.Namespace("granted"))},
+			httpsEntry("https", certRef("", "set-cert"))),
+	} {
+		if _, err := gateways.GatewayV1().ListenerSets("sets").Create(t.Context(), set, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "sets/set-cert watched", func() bool { return watched(i.Secrets)[secretName("sets", "set-cert")] == 1 })
+	if _, ok := watched(i.Secrets)[secretName("sets", "foreign-set-cert")]; ok {
+		t.Error("a ListenerSet attached to a Gateway of another class has its Secret watched")
+	}
+
 	// The oldest Gateway goes: the newer one's Secrets fit under the cap.
 	if err := gateways.GatewayV1().Gateways("busy").Delete(t.Context(), "old", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
