@@ -172,7 +172,7 @@ func newClients(ctx context.Context, opts *options.Options) (clients, error) {
 	if c.kube, err = kubernetes.NewForConfig(cfg); err != nil {
 		return c, fmt.Errorf("create kubernetes client: %w", err)
 	}
-	if c.side, err = newSideClients(cfg); err != nil {
+	if c.side, err = newSideClients(cfg, opts); err != nil {
 		return c, err
 	}
 	if c.gateway, err = gatewayclient.NewForConfig(cfg); err != nil {
@@ -292,7 +292,11 @@ type pipeline struct {
 // verdicts, the gateway pods and Services, and the installed CRDs' bundle version
 // change.
 func newPipeline(ctx context.Context, opts *options.Options, c clients, recorder events.EventRecorder) (*pipeline, error) {
-	var informerOpts []informers.Option
+	informerOpts := []informers.Option{
+		informers.WithSecretClient(c.side.secrets),
+		informers.WithControllerName(gatewayv1.GatewayController(opts.ControllerName)),
+		informers.WithSecretsPerNamespace(opts.SecretsPerNamespace),
+	}
 	if c.dynamic != nil {
 		informerOpts = append(informerOpts, informers.WithMeshServices(c.dynamic))
 	}
@@ -569,6 +573,9 @@ type sideClients struct {
 	// reviews checks /metrics' callers; whoever reaches the metrics address can make
 	// it call, so it must not take the status writes' budget.
 	reviews kubernetes.Interface
+	// secrets lists and watches the Secrets listeners name (informers.SecretCache): one
+	// watch each, which a tenant's listeners multiply.
+	secrets kubernetes.Interface
 }
 
 // Renewals come every retry period, so a small budget of their own suffices. Events
@@ -580,7 +587,7 @@ const (
 	reviewsQPS, reviewsBurst               = 5, 10
 )
 
-func newSideClients(cfg *rest.Config) (sideClients, error) {
+func newSideClients(cfg *rest.Config, opts *options.Options) (sideClients, error) {
 	client := func(agent string, qps float32, burst int) (kubernetes.Interface, error) {
 		c := rest.CopyConfig(cfg)
 		c.QPS, c.Burst, c.RateLimiter = qps, burst, nil
@@ -601,7 +608,10 @@ func newSideClients(cfg *rest.Config) (sideClients, error) {
 	if sc.events, err = client("events", cfg.QPS, cfg.Burst); err != nil {
 		return sc, err
 	}
-	sc.reviews, err = client("metrics-auth", reviewsQPS, reviewsBurst)
+	if sc.reviews, err = client("metrics-auth", reviewsQPS, reviewsBurst); err != nil {
+		return sc, err
+	}
+	sc.secrets, err = client("secrets", opts.SecretAPIQPS, opts.SecretAPIBurst)
 	return sc, err
 }
 

@@ -58,6 +58,13 @@ type Informers struct {
 	own     []cache.SharedIndexInformer
 	ownDone sync.WaitGroup
 
+	// secretClient lists and watches the certificate Secrets (WithSecretClient); nil
+	// for the client of New.
+	secretClient kubernetes.Interface
+	// controllerName and secretsPerNamespace scope the Secret cache (secretScope).
+	controllerName      gatewayv1.GatewayController
+	secretsPerNamespace int
+
 	mu sync.Mutex
 	// handlersSynced holds the HasSynced of every handler AddEventHandlers registered:
 	// true once the handler has been handed the informer's initial list.
@@ -95,7 +102,11 @@ func New(kube kubernetes.Interface, gateway gatewayclient.Interface, configs cli
 		i.Routes[kind.Kind] = kind.Informer(gatewayV1)
 	}
 	i.addIndexers()
-	i.Secrets = newSecretCache(kube, resync, i.certificateReferenced)
+	secretClient := kube
+	if i.secretClient != nil {
+		secretClient = i.secretClient
+	}
+	i.Secrets = newSecretCache(secretClient, resync, i.certificateReferenced, i.secretScope())
 	i.mustTrackCertificateReferences()
 	return i
 }
@@ -107,6 +118,8 @@ func (i *Informers) mustTrackCertificateReferences() {
 	for _, err := range []error{
 		i.Secrets.trackReferrers(gatewayapi.GatewayKind, i.Gateways.Informer(), gatewaySecrets),
 		i.Secrets.trackReferrers(gatewayapi.ListenerSetKind, i.ListenerSets.Informer(), listenerSetSecrets),
+		i.Secrets.trackScope("GatewayClasses", i.GatewayClasses.Informer()),
+		i.Secrets.trackScope("ReferenceGrants", i.ReferenceGrants.Informer()),
 	} {
 		if err != nil {
 			panic(fmt.Sprintf("informers: %v", err))
@@ -117,20 +130,32 @@ func (i *Informers) mustTrackCertificateReferences() {
 // gatewaySecrets are the Secrets a Gateway's listeners name as certificates (kind
 // Secret of the core group, the Gateway's namespace by default): the same reading as
 // GatewayCertificateSecretIndex, which certificateReferenced relies on.
-func gatewaySecrets(obj any) []cache.ObjectName {
-	if gw, ok := obj.(*gatewayv1.Gateway); ok {
-		return gatewayapi.CertificateSecrets(gw)
+func gatewaySecrets(obj any) referrerRecord {
+	gw, ok := obj.(*gatewayv1.Gateway)
+	if !ok {
+		return referrerRecord{}
 	}
-	return nil
+	return referrerRecord{
+		created: gw.CreationTimestamp.Time,
+		gateway: cache.ObjectName{Namespace: gw.Namespace, Name: gw.Name},
+		secrets: gatewayapi.CertificateSecrets(gw),
+	}
 }
 
 // listenerSetSecrets is gatewaySecrets for a ListenerSet, the same reading as
 // ListenerSetCertificateSecretIndex.
-func listenerSetSecrets(obj any) []cache.ObjectName {
-	if set, ok := obj.(*gatewayv1.ListenerSet); ok {
-		return gatewayapi.CertificateSecretsOf(set.Namespace, set.Spec.Listeners)
+// The Gateway it is attached to decides its class.
+func listenerSetSecrets(obj any) referrerRecord {
+	set, ok := obj.(*gatewayv1.ListenerSet)
+	if !ok {
+		return referrerRecord{}
 	}
-	return nil
+	parent, _ := gatewayapi.ListenerSetParent(set)
+	return referrerRecord{
+		created: set.CreationTimestamp.Time,
+		gateway: parent,
+		secrets: gatewayapi.CertificateSecretsOf(set.Namespace, set.Spec.Listeners),
+	}
 }
 
 // certificateReferenced reports whether a cached Gateway or ListenerSet names the

@@ -21,6 +21,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/metrics"
 )
 
@@ -66,12 +67,18 @@ const (
 // told, as by a resync (an update when the Secret exists, a deletion tombstone when it
 // does not), so the referrers are judged again at once rather than after a backoff.
 //
-// Cost: each named Secret is one watch on the API server and a few goroutines here,
+// Scope (secretscope.go): a reference opens a watch only when its Gateway (a
+// ListenerSet's parent) is of a class of this controller and it is permitted (same
+// namespace, or a ReferenceGrant), and at most a cap of distinct Secrets per referrer
+// namespace, the oldest referrers first; the lister answers SecretOverCapError past
+// it, and NotFound for a Secret named only out of scope. The watches' transform keeps
+// only tls.crt and tls.key, and neither of a Secret larger than MaxCertificateBytes
+// (SecretRefusal).
+//
+// Cost: each watched Secret is one watch on the API server and a few goroutines here,
 // and, against an API server without WatchList, one LIST through the client's rate
-// limiter when its watch starts. References are counted whatever the Gateway's class
-// and whatever the ReferenceGrants: a Secret named across namespaces without a grant
-// is cached but never read (the grant is checked first), and following grants would
-// make every grant change recompute references.
+// limiter (WithSecretClient: a budget of its own) when its watch starts. A class or
+// grant change judges every reference again, from the listers.
 type SecretCache struct {
 	client       kubernetes.Interface
 	resync       time.Duration
@@ -82,14 +89,26 @@ type SecretCache struct {
 	// referrer handlers run a little later: a Secret referenced but not yet watched is
 	// not yet synced, not missing.
 	referenced func(cache.ObjectName) bool
+	// scope decides which references open watches.
+	scope secretScope
 
 	mu sync.Mutex
 	// ctx is what watches run with; nil until Start.
 	ctx    context.Context
 	logger klog.Logger
 	// referrers holds the Secrets each Gateway and ListenerSet names, as last seen.
-	referrers map[secretReferrer][]cache.ObjectName
-	watches   map[cache.ObjectName]*secretWatch
+	referrers map[secretReferrer]referrerRecord
+	// named counts the referrers naming each Secret, whether or not it is watched.
+	named map[cache.ObjectName]int
+	// admitted holds, by namespace, the Secrets its referrers have watched, and
+	// overCap those they name past the cap (admittedIn).
+	admitted map[string][]cache.ObjectName
+	overCap  map[string]map[cache.ObjectName]bool
+	watches  map[cache.ObjectName]*secretWatch
+	// judging is false until the referrers' initial lists and the listers of the scope
+	// are in: until then references are recorded but open no watch, so that a start
+	// does not open watches the complete picture would close.
+	judging bool
 	// referrersSynced holds the HasSynced of the referrer handlers.
 	referrersSynced []cache.InformerSynced
 
@@ -110,7 +129,7 @@ type secretReferrer struct {
 // secretWatch is the watch of one Secret and what it holds.
 type secretWatch struct {
 	key cache.ObjectName
-	// refs counts the referrers naming the Secret.
+	// refs counts the namespaces whose referrers have the Secret watched.
 	refs int
 	// store and controller are nil until the watch runs (Start).
 	store      cache.Store
@@ -120,26 +139,38 @@ type secretWatch struct {
 	release clock.Timer
 }
 
+// WithSecretClient has the Secret cache list and watch through client, whose rate
+// limiter is the Secrets' own: every Secret a listener names is a watch and, against
+// an API server without WatchList, a LIST, and in the main client's budget they would
+// delay status writes and a new leader's start.
+func WithSecretClient(client kubernetes.Interface) Option {
+	return func(i *Informers, _ time.Duration) { i.secretClient = client }
+}
+
 // newSecretCache returns a cache reading with client, whose watches resync every
 // resync (0: never); referenced is the index lookup described on SecretCache.
-func newSecretCache(client kubernetes.Interface, resync time.Duration, referenced func(cache.ObjectName) bool) *SecretCache {
+func newSecretCache(client kubernetes.Interface, resync time.Duration, referenced func(cache.ObjectName) bool, scope secretScope) *SecretCache {
 	return &SecretCache{
 		client:       client,
 		resync:       resync,
 		clock:        clock.RealClock{},
 		releaseDelay: secretReleaseDelay,
 		referenced:   referenced,
+		scope:        scope,
 		logger:       klog.Background().WithName("secrets"),
-		referrers:    map[secretReferrer][]cache.ObjectName{},
+		referrers:    map[secretReferrer]referrerRecord{},
+		named:        map[cache.ObjectName]int{},
+		admitted:     map[string][]cache.ObjectName{},
+		overCap:      map[string]map[cache.ObjectName]bool{},
 		watches:      map[cache.ObjectName]*secretWatch{},
 		synced:       make(chan struct{}),
 	}
 }
 
 // trackReferrers registers on informer, of objects of kind, the handler that keeps the
-// Secrets each object names (secretsOf) watched. Call it before Start.
-func (c *SecretCache) trackReferrers(kind string, informer cache.SharedIndexInformer, secretsOf func(obj any) []cache.ObjectName) error {
-	registration, err := informer.AddEventHandler(c.referrerHandler(kind, secretsOf))
+// Secrets each object names (recordOf) watched. Call it before Start.
+func (c *SecretCache) trackReferrers(kind string, informer cache.SharedIndexInformer, recordOf func(obj any) referrerRecord) error {
+	registration, err := informer.AddEventHandler(c.referrerHandler(kind, recordOf))
 	if err != nil {
 		return fmt.Errorf("track %s certificate references: %w", kind, err)
 	}
@@ -149,55 +180,71 @@ func (c *SecretCache) trackReferrers(kind string, informer cache.SharedIndexInfo
 	return nil
 }
 
+// trackScope registers on informer (GatewayClasses, ReferenceGrants) a handler that
+// judges every reference again on any change: a class or a grant may change any.
+func (c *SecretCache) trackScope(what string, informer cache.SharedIndexInformer) error {
+	_, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { c.rejudgeAll() },
+		UpdateFunc: func(any, any) { c.rejudgeAll() },
+		DeleteFunc: func(any) { c.rejudgeAll() },
+	})
+	if err != nil {
+		return fmt.Errorf("follow %s for certificate references: %w", what, err)
+	}
+	return nil
+}
+
 // referrerHandler is the handler trackReferrers registers.
-func (c *SecretCache) referrerHandler(kind string, secretsOf func(obj any) []cache.ObjectName) cache.ResourceEventHandlerFuncs {
+func (c *SecretCache) referrerHandler(kind string, recordOf func(obj any) referrerRecord) cache.ResourceEventHandlerFuncs {
 	return cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { c.referrerChanged(kind, obj, secretsOf(obj)) },
-		UpdateFunc: func(_, newObj any) { c.referrerChanged(kind, newObj, secretsOf(newObj)) },
-		DeleteFunc: func(obj any) { c.referrerChanged(kind, obj, nil) },
+		AddFunc:    func(obj any) { c.referrerChanged(kind, obj, recordOf(obj)) },
+		UpdateFunc: func(_, newObj any) { c.referrerChanged(kind, newObj, recordOf(newObj)) },
+		DeleteFunc: func(obj any) { c.referrerChanged(kind, obj, referrerRecord{}) },
 	}
 }
 
 // referrerChanged records that the Gateway or ListenerSet obj now names secrets. A
 // deletion tombstone's key serves when the object is unknown: what it named is
 // recorded.
-func (c *SecretCache) referrerChanged(kind string, obj any, secrets []cache.ObjectName) {
+func (c *SecretCache) referrerChanged(kind string, obj any, record referrerRecord) {
 	name, err := cache.DeletionHandlingObjectToName(obj)
 	if err != nil {
 		c.logger.Error(err, "Certificate references not tracked", "kind", kind, "type", fmt.Sprintf("%T", obj))
 		return
 	}
-	c.setReferences(secretReferrer{kind: kind, name: name}, secrets)
+	c.setReferences(secretReferrer{kind: kind, name: name}, record)
 }
 
-// setReferences makes r name exactly secrets: a Secret it starts naming is acquired,
-// one it stops naming released.
-func (c *SecretCache) setReferences(r secretReferrer, secrets []cache.ObjectName) {
+// setReferences records that r names record.secrets, and judges again which Secrets
+// r's namespace has watched, and, for a Gateway, those of the ListenerSets attached
+// to it.
+func (c *SecretCache) setReferences(r secretReferrer, record referrerRecord) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	previous := c.referrers[r]
-	acquired, released := 0, 0
-	for _, key := range secrets {
-		if !slices.Contains(previous, key) {
-			c.acquireLocked(key)
-			acquired++
-		}
+	previous := c.referrers[r].secrets
+	for _, key := range record.secrets {
+		c.named[key]++
 	}
 	for _, key := range previous {
-		if !slices.Contains(secrets, key) {
-			c.releaseLocked(key)
-			released++
+		if c.named[key]--; c.named[key] <= 0 {
+			delete(c.named, key)
 		}
 	}
-	if acquired+released > 0 {
-		c.logger.V(4).Info("Listener certificate references changed", "kind", r.kind, "object", klog.KRef(r.name.Namespace, r.name.Name),
-			"named", acquired, "dropped", released, "watches", len(c.watches))
-	}
-	if len(secrets) == 0 {
+	if len(record.secrets) == 0 {
 		delete(c.referrers, r)
-		return
+	} else {
+		record.secrets = slices.Clone(record.secrets)
+		c.referrers[r] = record
 	}
-	c.referrers[r] = slices.Clone(secrets)
+	newlyOver := c.rejudgeLocked(r.name.Namespace)
+	if r.kind == gatewayapi.GatewayKind {
+		newlyOver = append(newlyOver, c.rejudgeAttachedLocked(r.name)...)
+	}
+	if !slices.Equal(previous, record.secrets) {
+		c.logger.V(4).Info("Listener certificate references changed", "kind", r.kind, "object", klog.KRef(r.name.Namespace, r.name.Name),
+			"named", len(record.secrets), "watches", len(c.watches))
+	}
+	c.mu.Unlock()
+	c.announceMissing(newlyOver)
 }
 
 // acquireLocked counts one more referrer of key, and watches it if it is the first.
@@ -268,7 +315,7 @@ func (c *SecretCache) runLocked(w *secretWatch) {
 		Handler:         secretEvents{c},
 		ResyncPeriod:    c.resync,
 		MinWatchTimeout: secretMinWatchTimeout,
-		Transform:       trimMetadata,
+		Transform:       trimSecret,
 	})
 	ctx, cancel := context.WithCancel(klog.NewContext(c.ctx, logger))
 	w.cancel = cancel
@@ -339,12 +386,28 @@ func (c *SecretCache) Shutdown() {
 	c.running.Wait()
 }
 
-// waitInitialLists closes c.synced once initialListsDone holds.
+// waitInitialLists closes c.synced once initialListsDone holds. The references are
+// judged again once the classes, Gateways and grants they are judged by have synced:
+// a referrer handled before then may have been judged on incomplete listers.
 func (c *SecretCache) waitInitialLists(ctx context.Context) {
+	if !cache.WaitForCacheSync(ctx.Done(), append(c.referrersSyncedFuncs(), c.scope.synced...)...) {
+		return
+	}
+	c.mu.Lock()
+	c.judging = true
+	c.mu.Unlock()
+	c.rejudgeAll()
 	if !cache.WaitForCacheSync(ctx.Done(), c.initialListsDone) {
 		return
 	}
 	close(c.synced)
+}
+
+// referrersSyncedFuncs returns the HasSynced of the referrer handlers.
+func (c *SecretCache) referrersSyncedFuncs() []cache.InformerSynced {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.referrersSynced)
 }
 
 // initialListsDone reports whether the referrer handlers have been handed their
@@ -433,21 +496,31 @@ func (c *SecretCache) Cached() []cache.ObjectName {
 // is missing, not of type kubernetes.io/tls, or named by no listener.
 func (c *SecretCache) Lister() corelisters.SecretLister { return secretLister{c} }
 
-// get returns the cached Secret key; see Lister.
+// get returns the cached Secret key; see Lister. A Secret that referrers name but
+// that is not watched is judged again first: the reader may have seen a grant or a
+// class the handlers have not yet been told of.
 func (c *SecretCache) get(key cache.ObjectName) (*corev1.Secret, error) {
 	c.mu.Lock()
 	w := c.watches[key]
+	var newlyOver []cache.ObjectName
+	if w == nil && c.named[key] > 0 {
+		newlyOver = c.rejudgeNamingLocked(key)
+		w = c.watches[key]
+	}
+	named, overCap, judging := c.named[key] > 0, c.overCapLocked(key), c.judging
 	var store cache.Store
 	var controller cache.Controller
-	if w != nil {
+	// A watch awaiting its release serves the Secret only if it is not over a cap.
+	if w != nil && (w.refs > 0 || overCap == nil) {
 		store, controller = w.store, w.controller
 	}
 	c.mu.Unlock()
-	if w == nil {
-		if c.referenced(key) {
-			return nil, fmt.Errorf("no watch yet: %w", ErrSecretNotSynced)
-		}
-		return nil, apierrors.NewNotFound(corev1.Resource("secret"), key.Name)
+	c.announceMissing(newlyOver)
+	if !judging && (named || c.referenced(key)) {
+		return nil, fmt.Errorf("references not judged yet: %w", ErrSecretNotSynced)
+	}
+	if store == nil && controller == nil {
+		return nil, c.unwatchedError(key, named, overCap)
 	}
 	if controller == nil || !controller.HasSynced() {
 		return nil, ErrSecretNotSynced
@@ -460,6 +533,37 @@ func (c *SecretCache) get(key cache.ObjectName) (*corev1.Secret, error) {
 		return nil, apierrors.NewNotFound(corev1.Resource("secret"), key.Name)
 	}
 	return obj.(*corev1.Secret), nil
+}
+
+// unwatchedError is get's answer for a Secret without a watch: over a namespace's cap;
+// named but out of scope (another class, or not permitted), hence NotFound; not yet
+// known to the referrer handlers though the indexes say it is named; or NotFound.
+func (c *SecretCache) unwatchedError(key cache.ObjectName, named bool, overCap error) error {
+	switch {
+	case overCap != nil:
+		return overCap
+	case named:
+		return apierrors.NewNotFound(corev1.Resource("secret"), key.Name)
+	case c.referenced(key):
+		return fmt.Errorf("no watch yet: %w", ErrSecretNotSynced)
+	default:
+		return apierrors.NewNotFound(corev1.Resource("secret"), key.Name)
+	}
+}
+
+// rejudgeNamingLocked judges again the namespaces whose referrers name key. Callers
+// hold c.mu.
+func (c *SecretCache) rejudgeNamingLocked(key cache.ObjectName) (newlyOver []cache.ObjectName) {
+	namespaces := map[string]bool{}
+	for r, record := range c.referrers {
+		if slices.Contains(record.secrets, key) {
+			namespaces[r.name.Namespace] = true
+		}
+	}
+	for ns := range namespaces {
+		newlyOver = append(newlyOver, c.rejudgeLocked(ns)...)
+	}
+	return newlyOver
 }
 
 // list returns the cached Secrets of namespace ("" for all) that selector matches.

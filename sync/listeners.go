@@ -242,6 +242,9 @@ func checkCertificateRef(owner listenerOwner, ref gatewayv1.SecretObjectReferenc
 	if apierrors.IsNotFound(err) {
 		return gatewayv1.ListenerReasonInvalidCertificateRef, fmt.Sprintf("Secret %s does not exist or is not of type %s", name, corev1.SecretTypeTLS), nil
 	}
+	if overCap := (*informers.SecretOverCapError)(nil); errors.As(err, &overCap) {
+		return gatewayv1.ListenerReasonInvalidCertificateRef, fmt.Sprintf("Secret %s is not watched: %v; the oldest Gateways' and ListenerSets' references are served first", name, overCap), nil
+	}
 	if errors.Is(err, informers.ErrSecretNotSynced) {
 		// Not known yet, so not missing: judging now could write a condition, and send
 		// Consul a listener, that the next sync takes back. The cache enqueues the
@@ -250,6 +253,9 @@ func checkCertificateRef(owner listenerOwner, ref gatewayv1.SecretObjectReferenc
 	}
 	if err != nil {
 		return "", "", fmt.Errorf("get Secret %s: %w", name, err)
+	}
+	if refusal := informers.SecretRefusal(secret); refusal != "" {
+		return gatewayv1.ListenerReasonInvalidCertificateRef, fmt.Sprintf("Secret %s is refused: %s", name, refusal), nil
 	}
 	// The parse error is not passed on: it is not needed to fix the Secret, and status
 	// must never carry anything derived from key material.

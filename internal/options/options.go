@@ -22,6 +22,7 @@ import (
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul"
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
 	"github.com/consul-gateway-controller/consul-gateway-controller/dataplane"
+	"github.com/consul-gateway-controller/consul-gateway-controller/informers"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/leader"
 	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
 )
@@ -32,6 +33,12 @@ type Options struct {
 	ControllerName string
 	KubeAPIQPS     float32
 	KubeAPIBurst   int
+	// SecretAPIQPS and SecretAPIBurst are the budget of the Secret watches' lists and
+	// watches, apart from KubeAPIQPS.
+	SecretAPIQPS   float32
+	SecretAPIBurst int
+	// SecretsPerNamespace caps the Secrets watched for one namespace's listeners.
+	SecretsPerNamespace int
 
 	GatewayWorkers int
 	RouteWorkers   int
@@ -93,6 +100,9 @@ func New() *Options {
 		ControllerName:         string(gwsync.DefaultControllerName),
 		KubeAPIQPS:             20,
 		KubeAPIBurst:           30,
+		SecretAPIQPS:           10,
+		SecretAPIBurst:         20,
+		SecretsPerNamespace:    informers.DefaultSecretsPerNamespace,
 		GatewayWorkers:         2,
 		RouteWorkers:           4,
 		ConsulWorkers:          2,
@@ -149,9 +159,12 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "Path to a kubeconfig. Empty means the in-cluster configuration.")
 	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Queries per second to the Kubernetes API server. Events get a budget as large of their own, and leader election a small one, so neither waits behind status writes.")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Burst of queries to the Kubernetes API server (and of Events, in their own budget).")
+	fs.Float32Var(&o.SecretAPIQPS, "secret-api-qps", o.SecretAPIQPS, "Queries per second of the listener certificate Secrets' lists and watches, a budget apart from --kube-api-qps: however many Secrets listeners name, status writes do not wait behind them.")
+	fs.IntVar(&o.SecretAPIBurst, "secret-api-burst", o.SecretAPIBurst, "Burst of the listener certificate Secrets' lists and watches.")
 
 	fs = fss.FlagSet("controller")
 	fs.StringVar(&o.ControllerName, "controller-name", o.ControllerName, "The GatewayClass controllerName this controller serves (DOMAIN/PATH).")
+	fs.IntVar(&o.SecretsPerNamespace, "secrets-per-namespace", o.SecretsPerNamespace, "How many distinct Secrets the listeners of one namespace's Gateways and ListenerSets (of this controller's classes, permitted references only) may have watched. A listener naming one more gets ResolvedRefs=False (InvalidCertificateRef); the oldest Gateways and ListenerSets are served first.")
 	fs.IntVar(&o.GatewayWorkers, "gateway-workers", o.GatewayWorkers, "Status workers for Gateways (GatewayClasses get one).")
 	fs.IntVar(&o.RouteWorkers, "route-workers", o.RouteWorkers, "Status workers for each route kind (HTTPRoute, TCPRoute, GRPCRoute, TLSRoute, UDPRoute).")
 
@@ -225,13 +238,16 @@ func (o *Options) Validate() error {
 	for _, f := range []struct {
 		name string
 		n    int
-	}{{"--gateway-workers", o.GatewayWorkers}, {"--route-workers", o.RouteWorkers}, {"--consul-workers", o.ConsulWorkers}, {"--kube-api-burst", o.KubeAPIBurst}, {"--dataplane-workers", o.DataplaneWorkers}} {
+	}{{"--gateway-workers", o.GatewayWorkers}, {"--route-workers", o.RouteWorkers}, {"--consul-workers", o.ConsulWorkers}, {"--kube-api-burst", o.KubeAPIBurst}, {"--secret-api-burst", o.SecretAPIBurst}, {"--secrets-per-namespace", o.SecretsPerNamespace}, {"--dataplane-workers", o.DataplaneWorkers}} {
 		if f.n < 1 {
 			errs = append(errs, fmt.Errorf("%s %d: want at least 1", f.name, f.n))
 		}
 	}
 	if o.KubeAPIQPS <= 0 {
 		errs = append(errs, fmt.Errorf("--kube-api-qps %v: want more than 0", o.KubeAPIQPS))
+	}
+	if o.SecretAPIQPS <= 0 {
+		errs = append(errs, fmt.Errorf("--secret-api-qps %v: want more than 0", o.SecretAPIQPS))
 	}
 	// An empty cluster ID is derived at start (main.resolveClusterID).
 	if o.ClusterID != "" {
