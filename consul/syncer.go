@@ -2,6 +2,7 @@ package consul
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	gosync "sync"
@@ -20,6 +21,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
+	"github.com/consul-gateway-controller/consul-gateway-controller/informers"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/metrics"
 	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
@@ -394,7 +396,10 @@ func addReferences[T comparable, L interface{ Get(string) (T, error) }](changes,
 		var zero T
 		obj, err := lister(key.Namespace).Get(key.Name)
 		if err != nil {
-			if !apierrors.IsNotFound(err) {
+			// A Secret past its namespace's cap is not watched: as absent as a
+			// missing one, and its listener's status already says why.
+			var overCap *informers.SecretOverCapError
+			if !apierrors.IsNotFound(err) && !errors.As(err, &overCap) {
 				utilruntime.HandleError(fmt.Errorf("read %s from cache: %w", key, err))
 			}
 			obj = zero
