@@ -169,7 +169,9 @@ func resolveMeshService(routeKind gatewayv1.Kind, routeNamespace string, ref gat
 }
 
 // sharedNameProblem refuses a Service whose Consul service consulName other Services,
-// of namespaces the route may not refer to, put instances into too. Without namespace
+// of namespaces the route may not refer to, put instances into too: only Services
+// whose pods consul-k8s registers count, so an empty or pod-less Service of another
+// namespace changes nothing. Without namespace
 // mirroring consul-k8s registers the pods of every Service "web" as the one Consul
 // service "web" (and pods annotated with a connect-service name under that name,
 // whatever their Service), and Consul balances a route's traffic over all of them:

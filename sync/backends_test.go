@@ -16,6 +16,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/informers"
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/backends"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
 )
@@ -235,37 +236,62 @@ func TestResolveBackendRefListerErrors(t *testing.T) {
 	}
 }
 
-// Without namespace mirroring every Service "web" is the Consul service "web": a route
-// may name its own "web" only if it may name every other one too.
+// Without namespace mirroring every Service "web" whose pods consul-k8s registers is
+// the Consul service "web": a route may name its own "web" only if it may name every
+// other one with registered pods too. A Service of another namespace that registers
+// no pod (no selector, no pods, ignored) changes nothing: Consul holds no instance of it.
 func TestSharedConsulName(t *testing.T) {
-	own := testService("apps", "web", corev1.ServicePort{Port: 80})
-	granted := testService("granted", "web", corev1.ServicePort{Port: 80})
-	foreign := testService("payments", "web", corev1.ServicePort{Port: 80})
-	grant := refGrant("granted", "routes",
+	selector := map[string]string{"app": "web"}
+	service := func(namespace string) *corev1.Service {
+		svc := testService(namespace, "web", corev1.ServicePort{Port: 80})
+		svc.Spec.Selector = selector
+		return svc
+	}
+	pod := func(namespace string) *corev1.Pod { return testenv.InjectedPod(namespace, "web-1", selector, "", 80) }
+	own, granted, foreign := service("apps"), service("granted"), service("payments")
+	selectorless := testService("payments", "web", corev1.ServicePort{Port: 80})
+	ignored := service("payments")
+	ignored.Labels = map[string]string{backends.ServiceIgnoreLabel: "true"}
+	grants := grantListerOf(t, refGrant("granted", "routes",
 		[]gatewayv1.ReferenceGrantFrom{{Group: gatewayv1.GroupName, Kind: "HTTPRoute", Namespace: "apps"}},
-		[]gatewayv1.ReferenceGrantTo{{Kind: "Service"}})
+		[]gatewayv1.ReferenceGrantTo{{Kind: "Service"}}))
 	ref := gatewayv1.BackendObjectReference{Name: "web", Port: new(gatewayv1.PortNumber(80))}
-	grants := grantListerOf(t, grant)
-
-	names := consulServicesOf(t, true, []*corev1.Service{own, granted, foreign}, nil)
-	_, got, err := resolveBackendRef("HTTPRoute", "apps", ref, names.lister(), grants, names.consulServices)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := &backendProblem{Reason: gatewayv1.RouteReasonRefNotPermitted,
+	refused := &backendProblem{Reason: gatewayv1.RouteReasonRefNotPermitted,
 		Message: `backendRef apps/web is the Consul service "web", which the Services payments/web are too (Consul namespaces are not mirrored); no ReferenceGrant allows HTTPRoute from namespace apps to refer to them: rename the Service, or grant the reference`}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("shared with an ungranted namespace (-want +got):\n%s", diff)
-	}
 
-	// Granted everywhere, or names not shared (mirroring): resolved.
-	names = consulServicesOf(t, true, []*corev1.Service{own, granted}, nil)
-	if _, got, err := resolveBackendRef("HTTPRoute", "apps", ref, names.lister(), grants, names.consulServices); err != nil || got != nil {
-		t.Errorf("shared with a granted namespace only: %v, %v; want resolved", got, err)
+	tests := []struct {
+		name     string
+		shared   bool
+		services []*corev1.Service
+		pods     []*corev1.Pod
+		want     *backendProblem
+	}{
+		{name: "registered in an ungranted namespace", shared: true,
+			services: []*corev1.Service{own, granted, foreign}, pods: []*corev1.Pod{pod("apps"), pod("granted"), pod("payments")}, want: refused},
+		{name: "registered in a granted namespace only", shared: true,
+			services: []*corev1.Service{own, granted}, pods: []*corev1.Pod{pod("apps"), pod("granted")}},
+		{name: "names not shared (mirroring)", shared: false,
+			services: []*corev1.Service{own, foreign}, pods: []*corev1.Pod{pod("apps"), pod("payments")}},
+		{name: "another namespace's Service without a selector", shared: true,
+			services: []*corev1.Service{own, selectorless}, pods: []*corev1.Pod{pod("apps")}},
+		{name: "another namespace's Service without pods", shared: true,
+			services: []*corev1.Service{own, foreign}, pods: []*corev1.Pod{pod("apps")}},
+		{name: "another namespace's ignored Service", shared: true,
+			services: []*corev1.Service{own, ignored}, pods: []*corev1.Pod{pod("apps"), pod("payments")}},
+		{name: "another namespace's Service without pods, ours without pods either", shared: true,
+			services: []*corev1.Service{own, foreign}},
 	}
-	names = consulServicesOf(t, false, []*corev1.Service{own, granted, foreign}, nil)
-	if _, got, err := resolveBackendRef("HTTPRoute", "apps", ref, names.lister(), grants, names.consulServices); err != nil || got != nil {
-		t.Errorf("names not shared: %v, %v; want resolved", got, err)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			names := consulServicesOf(t, tt.shared, tt.services, tt.pods)
+			_, got, err := resolveBackendRef("HTTPRoute", "apps", ref, names.lister(), grants, names.consulServices)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("problem (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 

@@ -78,8 +78,10 @@ func (c consulServices) resolve(ref string, svc *corev1.Service, port *corev1.Se
 }
 
 // sharing returns the Services of every namespace that put instances into the Consul
-// service name: the Services of that name whose pods do not register under another,
-// and the Services whose pods are annotated with it. nil when names are not shared.
+// service name: those with registered pods (package backends) that register under it,
+// whether by the Service's name or by their annotation. A Service that registers no
+// pod (empty, ignored, without a selector, or whose pods are elsewhere) is not one:
+// consul-k8s puts no instance into Consul for it. nil when names are not shared.
 func (c consulServices) sharing(name string) ([]*corev1.Service, error) {
 	if !c.shared {
 		return nil, nil

@@ -241,15 +241,12 @@ func RegisteredName(svc *corev1.Service, pod *corev1.Pod) string {
 }
 
 // ConsulNames returns the Consul services the Service svc puts instances into, given
-// pods: the names of its registered pods, or its own name when it has none (other
-// registrations may use it). Sorted, each once.
+// pods: the names its registered pods are registered under. None when no pod is
+// registered: consul-k8s registers nothing for an empty, ignored or selector-less
+// Service, so such a Service takes no part in a Consul name. Sorted, each once.
 func ConsulNames(svc *corev1.Service, pods []*corev1.Pod) []string {
-	registered := Registered(svc, pods)
-	if len(registered) == 0 {
-		return []string{svc.Name}
-	}
 	var names []string
-	for _, pod := range registered {
+	for _, pod := range Registered(svc, pods) {
 		if n := RegisteredName(svc, pod); !slices.Contains(names, n) {
 			names = append(names, n)
 		}

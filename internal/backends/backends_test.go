@@ -89,7 +89,8 @@ func TestConsulNames(t *testing.T) {
 		pods []*corev1.Pod
 		want []string
 	}{
-		{"no pods: the Service's name", nil, []string{"web"}},
+		{"no pods: none", nil, nil},
+		{"pods of another Service only: none", []*corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "x", Labels: map[string]string{"app": "db", InjectStatusLabel: Injected}}}}, nil},
 		{"one name", []*corev1.Pod{pod("a", "api"), pod("b", "api")}, []string{"api"}},
 		{"every name the pods use", []*corev1.Pod{pod("a", "api"), pod("b", ""), pod("c", "api")}, []string{"api", "web"}},
 	} {

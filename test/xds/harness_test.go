@@ -117,7 +117,13 @@ func registerBackends(t *testing.T, ns string) map[string]string {
 		if svc.Labels[dataplane.ManagedByLabel] != "" {
 			continue
 		}
-		for _, name := range backends.ConsulNames(&svc, pods) {
+		names := backends.ConsulNames(&svc, pods)
+		if len(names) == 0 {
+			// No registered pod: the Service's name, as if registered by other
+			// means, so that every backend has an instance.
+			names = []string{svc.Name}
+		}
+		for _, name := range names {
 			addr := backendAddress(len(addresses))
 			addresses[name] = addr
 			registerMeshInstance(t, ns, name, addr)

@@ -173,6 +173,15 @@ func (w *Watcher) Current() *Config {
 	return w.st.config()
 }
 
+// Partial returns the configuration as it stands, complete or not, and the resources
+// still missing ("" when none): for tests that look at what Consul serves beside a
+// resource it never sends.
+func (w *Watcher) Partial() (*Config, string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.st.config(), w.st.missing()
+}
+
 // ready returns the configuration if it is complete and quiet; otherwise how long to
 // wait at most and the channel that says something changed.
 func (w *Watcher) ready(quiet time.Duration) (*Config, time.Duration, <-chan struct{}, error) {
