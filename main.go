@@ -437,10 +437,38 @@ func (p *pipeline) addDataPlane(ctx context.Context, opts *options.Options, c cl
 			Pods: func(gw *gatewayv1.Gateway, config *v1alpha1.GatewayConfig) (string, string) {
 				return dataplane.Name(gw), dataplane.AuthMethod(config, defaults)
 			},
-			Workers: opts.ConsulWorkers,
+			ServiceAccounts:       p.owned.ServiceAccounts.Lister(),
+			ServiceAccountsSynced: p.owned.ServiceAccounts.Informer().HasSynced,
+			Workers:               opts.ConsulWorkers,
 		})
+		// The binding rule names the ServiceAccount's UID: a new one, or one that
+		// goes, changes the identity. Other owned objects' events do not.
+		if _, err := p.owned.ServiceAccounts.Informer().AddEventHandler(gatewayOfObject(p.identities.Enqueue)); err != nil {
+			return fmt.Errorf("add ServiceAccount event handler: %w", err)
+		}
 	}
 	return p.owned.AddEventHandlers(ctx, p.registrar.Enqueue)
+}
+
+// gatewayOfObject calls enqueue with the Gateway an owned object is labelled with.
+func gatewayOfObject(enqueue func(gateway cache.ObjectName)) cache.ResourceEventHandlerFuncs {
+	mapped := func(obj any) {
+		if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = tombstone.Obj
+		}
+		object, ok := obj.(metav1.Object)
+		if !ok {
+			return
+		}
+		if name := object.GetLabels()[gatewayv1.GatewayNameLabelKey]; name != "" {
+			enqueue(cache.ObjectName{Namespace: object.GetNamespace(), Name: name})
+		}
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    mapped,
+		UpdateFunc: func(_, newObj any) { mapped(newObj) },
+		DeleteFunc: mapped,
+	}
 }
 
 // withIdentities is the data plane's state, where pods that cannot get their identity

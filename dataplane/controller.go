@@ -254,14 +254,92 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 // it becomes the Gateway's write problem, and the objects' own events, a change of the
 // Gateway or a resync bring the key back. An admission policy's refusal is both: the
 // Gateway's problem, and retried. Other errors are returned, to be retried.
+//
+// A conflict deploys nothing: while any of the names is someone else's, no object is
+// applied and the Gateway's own Deployment and Service go, so no pod runs as, or
+// serves for, another's object (a foreign ServiceAccount would give the pods its
+// permissions, and its tokens the Gateway's identity).
 func (c *Controller) applyObjects(ctx context.Context, key cache.ObjectName, gw *gatewayv1.Gateway, objects Objects) error {
-	var problem gwsync.DeploymentState
-	var errs []error
-	for _, err := range []error{
+	problem, err := c.checkOwners(ctx, gw, objects)
+	if err != nil || problem.Problem != "" {
+		c.setWriteProblem(key, problem)
+		if problem.Problem != "" {
+			klog.FromContext(ctx).V(4).Info("Gateway object names are taken; nothing is deployed", "gateway", key, "problem", problem.Problem)
+			err = errors.Join(err, c.withdraw(ctx, gw))
+		}
+		return err
+	}
+	return c.applyAll(ctx, key, gw, objects)
+}
+
+// checkOwners reports, as the Gateway's write problem, each object of its names that
+// exists and that the Gateway does not control.
+func (c *Controller) checkOwners(ctx context.Context, gw *gatewayv1.Gateway, objects Objects) (gwsync.DeploymentState, error) {
+	ns := gw.Namespace
+	return classifyWriteErrors(
+		checkOwner(ctx, gw, "ServiceAccount", *objects.ServiceAccount.Name,
+			c.cfg.Owned.ServiceAccounts.Lister().ServiceAccounts(ns).Get, c.cfg.Client.CoreV1().ServiceAccounts(ns)),
+		checkOwner(ctx, gw, "Deployment", *objects.Deployment.Name,
+			c.cfg.Owned.Deployments.Lister().Deployments(ns).Get, c.cfg.Client.AppsV1().Deployments(ns)),
+		checkOwner(ctx, gw, "Service", *objects.Service.Name,
+			c.cfg.Owned.Services.Lister().Services(ns).Get, c.cfg.Client.CoreV1().Services(ns)),
+	)
+}
+
+// checkOwner returns a notOwnedError when an object of the name exists and the
+// Gateway does not control it; the cache holds only labelled objects, so one it lacks
+// is read live.
+func checkOwner[T metav1.Object](ctx context.Context, gw *gatewayv1.Gateway, kind, name string,
+	cached func(name string) (T, error), live objectGetter[T],
+) error {
+	existing, err := cached(name)
+	switch {
+	case apierrors.IsNotFound(err):
+		_, err = absentFromCache(ctx, gw, kind, name, live)
+		return err
+	case err != nil:
+		return fmt.Errorf("get %s %s/%s from cache: %w", kind, gw.Namespace, name, err)
+	case !metav1.IsControlledBy(existing, gw):
+		return notOwnedError{kind: kind, namespace: gw.Namespace, name: name, gateway: gw.Name}
+	}
+	return nil
+}
+
+// withdraw deletes the Gateway's own Deployment and Service while a conflict stands:
+// its pods must not keep running as, or be reached through, an object that is not
+// its own. Its ServiceAccount, if its own, stays (the identity manager binds only
+// that one).
+func (c *Controller) withdraw(ctx context.Context, gw *gatewayv1.Gateway) error {
+	selector := PodSelector(cache.MetaObjectToName(gw))
+	ns := gw.Namespace
+	defer c.forgetApplied(cache.MetaObjectToName(gw))
+	return errors.Join(
+		deleteOurs(ctx, c, gw, "Deployment", selector,
+			c.cfg.Owned.Deployments.Lister().Deployments(ns).List,
+			c.cfg.Client.AppsV1().Deployments(ns).Delete),
+		deleteOurs(ctx, c, gw, "Service", selector,
+			c.cfg.Owned.Services.Lister().Services(ns).List,
+			c.cfg.Client.CoreV1().Services(ns).Delete),
+	)
+}
+
+// applyAll applies the Gateway's objects, once no name is taken.
+func (c *Controller) applyAll(ctx context.Context, key cache.ObjectName, gw *gatewayv1.Gateway, objects Objects) error {
+	problem, err := classifyWriteErrors(
 		c.applyServiceAccount(ctx, gw, objects.ServiceAccount),
 		c.applyDeployment(ctx, gw, objects.Deployment),
 		c.applyService(ctx, gw, objects.Service),
-	} {
+	)
+	c.setWriteProblem(key, problem)
+	return err
+}
+
+// classifyWriteErrors sorts the errors of the Gateway's objects into its write
+// problem (a conflict, an invalid object) and the errors to retry.
+func classifyWriteErrors(results ...error) (gwsync.DeploymentState, error) {
+	var problem gwsync.DeploymentState
+	var errs []error
+	for _, err := range results {
 		var conflict notOwnedError
 		switch {
 		case err == nil:
@@ -279,8 +357,7 @@ func (c *Controller) applyObjects(ctx context.Context, key cache.ObjectName, gw 
 			errs = append(errs, err)
 		}
 	}
-	c.setWriteProblem(key, problem)
-	return errors.Join(errs...)
+	return problem, errors.Join(errs...)
 }
 
 func joinProblems(problems, problem string) string {

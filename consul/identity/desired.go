@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	consulapi "github.com/hashicorp/consul/api"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
@@ -21,6 +22,10 @@ type Input struct {
 	// ServiceAccount is the name of the gateway pods' ServiceAccount, in the
 	// Gateway's namespace.
 	ServiceAccount string
+	// ServiceAccountUID is the UID of that ServiceAccount as the controller created
+	// it: a ServiceAccount deleted and made again under the name by someone else has
+	// another, and its tokens get no role.
+	ServiceAccountUID types.UID
 	// AuthMethod is the Kubernetes auth method the pods log in to.
 	AuthMethod string
 }
@@ -112,11 +117,18 @@ func (n Namer) Desired(in Input) Identity {
 		BindingRule: consulapi.ACLBindingRule{
 			Description: description,
 			AuthMethod:  in.AuthMethod,
-			Selector:    fmt.Sprintf("serviceaccount.namespace==%q and serviceaccount.name==%q", in.Gateway.Namespace, in.ServiceAccount),
+			Selector:    Selector(in.Gateway.Namespace, in.ServiceAccount, in.ServiceAccountUID),
 			BindType:    consulapi.BindingRuleBindTypeRole,
 			BindName:    name,
 		},
 	}
+}
+
+// Selector selects the logins of one ServiceAccount: Consul's Kubernetes auth method
+// takes the UID from the TokenReview of the login's token, so it is the object's, not
+// only its name's.
+func Selector(namespace, serviceAccount string, uid types.UID) string {
+	return fmt.Sprintf("serviceaccount.namespace==%q and serviceaccount.name==%q and serviceaccount.uid==%q", namespace, serviceAccount, uid)
 }
 
 // Rules is the policy of a Gateway's pods. Write on the Gateway's own service is what

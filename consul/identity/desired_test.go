@@ -72,12 +72,14 @@ func TestOwnerOf(t *testing.T) {
 
 func TestDesiredBindsOnlyTheGatewaysServiceAccount(t *testing.T) {
 	gw := cache.ObjectName{Namespace: "team", Name: "edge"}
-	id := namer.Desired(Input{Gateway: gw, Service: "edge.team", ServiceAccount: "edge-consul", AuthMethod: "k8s"})
+	id := namer.Desired(Input{Gateway: gw, Service: "edge.team", ServiceAccount: "edge-consul", ServiceAccountUID: "6b1f0c2e-uid", AuthMethod: "k8s"})
 	rule := id.BindingRule
 	if rule.AuthMethod != "k8s" || rule.BindType != "role" || rule.BindName != id.Name {
 		t.Errorf("binding rule = %+v, want role %s in auth method k8s", rule, id.Name)
 	}
-	if want := `serviceaccount.namespace=="team" and serviceaccount.name=="edge-consul"`; rule.Selector != want {
+	// The UID binds the ServiceAccount the controller created, not any made later
+	// under its name.
+	if want := `serviceaccount.namespace=="team" and serviceaccount.name=="edge-consul" and serviceaccount.uid=="6b1f0c2e-uid"`; rule.Selector != want {
 		t.Errorf("selector = %s, want %s", rule.Selector, want)
 	}
 	// The one write grant is the Gateway's own service.

@@ -13,7 +13,10 @@ import (
 
 	consulapi "github.com/hashicorp/consul/api"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/listers"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	kworkqueue "k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
@@ -38,8 +41,14 @@ type Config struct {
 	Configs listers.ResourceIndexer[*v1alpha1.GatewayConfig]
 	// Pods says how a Gateway's pods log in: their ServiceAccount's name and the auth
 	// method, from the Gateway's GatewayConfig (nil for none) and the flags.
-	Pods    func(gw *gatewayv1.Gateway, config *v1alpha1.GatewayConfig) (serviceAccount, authMethod string)
-	Workers int
+	Pods func(gw *gatewayv1.Gateway, config *v1alpha1.GatewayConfig) (serviceAccount, authMethod string)
+	// ServiceAccounts holds the ServiceAccounts the data plane created (its owned
+	// cache): only one the Gateway controls is bound, by its UID.
+	ServiceAccounts corelisters.ServiceAccountLister
+	// ServiceAccountsSynced reports whether ServiceAccounts holds its first list:
+	// before, every ServiceAccount would look missing and every identity be removed.
+	ServiceAccountsSynced cache.InformerSynced
+	Workers               int
 }
 
 // Manager keeps each confirmed, accepted Gateway's identity in Consul and removes the
@@ -102,6 +111,9 @@ func (m *Manager) Run(ctx context.Context, initialSyncDone <-chan struct{}) erro
 	case <-ctx.Done():
 		return nil
 	}
+	if !cache.WaitForNamedCacheSyncWithContext(ctx, m.cfg.ServiceAccountsSynced) {
+		return nil
+	}
 	var wg gosync.WaitGroup
 	for _, list := range m.lists() {
 		wg.Go(func() { m.watch(ctx, list) })
@@ -128,8 +140,17 @@ func (m *Manager) sync(ctx context.Context, key cache.ObjectName) error {
 		if err != nil || !ok {
 			return err
 		}
-		id := m.cfg.Namer.Desired(in)
-		want = &id
+		uid, bound, err := m.serviceAccountUID(gw, in.ServiceAccount)
+		if err != nil {
+			return err
+		}
+		if bound {
+			in.ServiceAccountUID = uid
+			id := m.cfg.Namer.Desired(in)
+			want = &id
+		} else {
+			klog.FromContext(ctx).V(4).Info("Gateway ServiceAccount missing or not the Gateway's; no identity", "gateway", key, "serviceAccount", in.ServiceAccount)
+		}
 	}
 	err := m.converge(ctx, key, want)
 	m.report(ctx, key, want != nil, err)
@@ -166,6 +187,23 @@ func (m *Manager) input(gw *gatewayv1.Gateway) (in Input, ok bool, err error) {
 		ServiceAccount: serviceAccount,
 		AuthMethod:     authMethod,
 	}, authMethod != "", nil
+}
+
+// serviceAccountUID is the UID of the Gateway's ServiceAccount when the Gateway
+// controls it; ok is false while it is missing or someone else's (the data plane's
+// status names the conflict): then no login may get the Gateway's role.
+func (m *Manager) serviceAccountUID(gw *gatewayv1.Gateway, name string) (uid types.UID, ok bool, err error) {
+	sa, err := m.cfg.ServiceAccounts.ServiceAccounts(gw.Namespace).Get(name)
+	if apierrors.IsNotFound(err) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("get ServiceAccount %s/%s from cache: %w", gw.Namespace, name, err)
+	}
+	if !metav1.IsControlledBy(sa, gw) {
+		return "", false, nil
+	}
+	return sa.UID, true, nil
 }
 
 // report records the problem of an accepted Gateway's identity, and tells the status
