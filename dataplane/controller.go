@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	gosync "sync"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -266,11 +267,19 @@ func (c *Controller) applyObjects(ctx context.Context, key cache.ObjectName, gw 
 		if problem.Problem != "" {
 			klog.FromContext(ctx).V(4).Info("Gateway object names are taken; nothing is deployed", "gateway", key, "problem", problem.Problem)
 			err = errors.Join(err, c.withdraw(ctx, gw))
+			// The object in the way carries no label of ours, so no cache tells
+			// when it goes: look again.
+			c.queue.AddAfter(key, conflictRecheck)
 		}
 		return err
 	}
 	return c.applyAll(ctx, key, gw, objects)
 }
+
+// conflictRecheck is how often the names of a Gateway in conflict are read again: a
+// few live reads per Gateway in conflict, and a deployment soon after the name is
+// free.
+const conflictRecheck = 10 * time.Second
 
 // checkOwners reports, as the Gateway's write problem, each object of its names that
 // exists and that the Gateway does not control.

@@ -81,11 +81,16 @@ func (s identityStack) objects(ctx context.Context, gateway string) (aclObjects,
 	return o, err
 }
 
-// complete reports whether the objects are the Gateway's whole identity.
-func (s identityStack) complete(o aclObjects, gateway string) error {
+// complete reports whether the objects are the Gateway's whole identity, bound to the
+// ServiceAccount the controller created (its UID).
+func (s identityStack) complete(ctx context.Context, o aclObjects, gateway string) error {
+	sa, err := env.KubeClient.CoreV1().ServiceAccounts(s.Namespace).Get(ctx, gateway+"-"+s.Class, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
 	want := s.namer.Desired(identity.Input{
 		Gateway: cache.ObjectName{Namespace: s.Namespace, Name: gateway}, Service: s.naming.EntryName(s.Namespace, gateway),
-		ServiceAccount: gateway + "-" + s.Class, AuthMethod: identityAuthMethod,
+		ServiceAccount: sa.Name, ServiceAccountUID: sa.UID, AuthMethod: identityAuthMethod,
 	})
 	switch {
 	case o.policy == nil || o.policy.Rules != want.Rules:
@@ -106,7 +111,7 @@ func (s identityStack) awaitComplete(t *testing.T, gateway, what string) aclObje
 		if o, err = s.objects(ctx, gateway); err != nil {
 			return err
 		}
-		return s.complete(o, gateway)
+		return s.complete(ctx, o, gateway)
 	})
 	return o
 }
