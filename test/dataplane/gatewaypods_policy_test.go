@@ -97,6 +97,7 @@ func TestGatewayServiceAccountOnlyForGatewayPods(t *testing.T) {
 	if _, err := controller.AppsV1().Deployments(ns).Create(ctx, deployment(ns, gatewaySA, gatewaySA), metav1.CreateOptions{}); err != nil {
 		t.Fatalf("the controller's Deployment: %v", err)
 	}
+	var gatewayPod string
 	testenv.Eventually(t, 60*time.Second, "the gateway Deployment's pod created", func(ctx context.Context) error {
 		pods, err := env.KubeClient.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=" + gatewaySA})
 		if err != nil {
@@ -105,8 +106,22 @@ func TestGatewayServiceAccountOnlyForGatewayPods(t *testing.T) {
 		if len(pods.Items) != 1 || pods.Items[0].Spec.ServiceAccountName != gatewaySA {
 			return fmt.Errorf("%d pods", len(pods.Items))
 		}
+		gatewayPod = pods.Items[0].Name
 		return nil
 	})
+
+	// Into the gateway pod, its token is a file away: no ephemeral container for a
+	// tenant.
+	pod, err := env.KubeClient.CoreV1().Pods(ns).Get(ctx, gatewayPod, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod.ResourceVersion = "" // kwok writes the pod's status meanwhile
+	pod.Spec.EphemeralContainers = append(pod.Spec.EphemeralContainers, corev1.EphemeralContainer{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+		Name: "debug", Image: "example.com/debug", TerminationMessagePolicy: corev1.TerminationMessageReadFile, ImagePullPolicy: corev1.PullIfNotPresent}})
+	if _, err := tenant.CoreV1().Pods(ns).UpdateEphemeralContainers(ctx, gatewayPod, pod, metav1.UpdateOptions{}); !isGatewayPodsDenial(err, "rule gateway-ephemeral") {
+		t.Errorf("a tenant's ephemeral container in the gateway pod: %v, want refused by rule gateway-ephemeral", err)
+	}
 }
 
 // installGatewayPodsPolicy creates deploy/'s gateway-pods policy and its binding,
@@ -135,6 +150,12 @@ func installGatewayPodsPolicy(t *testing.T, ns string) {
 	if err := errors.Join(yaml.UnmarshalStrict(docs[0], &policy), yaml.UnmarshalStrict(docs[1], &binding)); err != nil {
 		t.Fatal(err)
 	}
+	// The harness's users, its kube-controller-manager included, are in
+	// system:masters, which the policy lets be; here it holds them too.
+	if len(policy.Spec.MatchConditions) != 1 || policy.Spec.MatchConditions[0].Name != "not-cluster-admin" {
+		t.Fatalf("the gateway-pods policy's match conditions: %+v, want only not-cluster-admin", policy.Spec.MatchConditions)
+	}
+	policy.Spec.MatchConditions = nil
 	policy.Name, binding.Name = ns, ns
 	binding.Spec.PolicyName = ns
 	binding.Spec.MatchResources = &admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
