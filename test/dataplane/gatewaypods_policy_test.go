@@ -49,7 +49,10 @@ func TestGatewayServiceAccountOnlyForGatewayPods(t *testing.T) {
 		if isGatewayPodsDenial(err, "rule gateway-pods") {
 			return nil
 		}
-		return fmt.Errorf("a bare pod as the gateway's ServiceAccount: %v, want refused", err)
+		if err == nil {
+			return errors.New("a bare pod as the gateway's ServiceAccount admitted, want refused")
+		}
+		return fmt.Errorf("a bare pod as the gateway's ServiceAccount, want refused: %w", err)
 	})
 
 	forged := barePod(ns, "forged", gatewaySA)
