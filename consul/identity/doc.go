@@ -7,7 +7,9 @@
 //     routes (mesh, services and nodes);
 //   - a role holding that policy;
 //   - a binding rule in the Kubernetes auth method the Gateway's pods log in to, which
-//     gives the role to the Gateway's own ServiceAccount in its own namespace only.
+//     gives the role to the Gateway's own ServiceAccount in its own namespace only: the
+//     one the data plane created, by its UID. While that ServiceAccount is missing, or
+//     one of its name belongs to someone else, the Gateway has no identity.
 //
 // Policies and roles have deterministic names and every object carries this
 // controller's ownership in its description: a restart writes nothing, an object of the
