@@ -167,8 +167,8 @@ func TestDeployReadmeOverlay(t *testing.T) {
 }
 
 // TestDeployReadmeOverlayWithoutPolicy renders the overlay deploy/README.md shows for
-// turning the admission policy off: it must drop the policy and its binding, and
-// nothing else, and tell the controller not to require the policy, or it would not
+// turning the admission policies off: it must drop both policies and their bindings,
+// and nothing else, and tell the controller not to require the policy, or it would not
 // start.
 func TestDeployReadmeOverlayWithoutPolicy(t *testing.T) {
 	base := renderDeploy(t)
@@ -192,8 +192,8 @@ func TestDeployReadmeOverlayWithoutPolicy(t *testing.T) {
 	want := slices.DeleteFunc(names(base.objects), func(name string) bool {
 		return strings.HasPrefix(name, "ValidatingAdmissionPolicy")
 	})
-	if len(want) != len(base.objects)-2 {
-		t.Fatalf("the base renders %d objects of the policy's kinds, want 2", len(base.objects)-len(want))
+	if len(want) != len(base.objects)-4 {
+		t.Fatalf("the base renders %d objects of the policies' kinds, want 4 (two policies, two bindings)", len(base.objects)-len(want))
 	}
 	if diff := cmp.Diff(want, names(objects)); diff != "" {
 		t.Errorf("the overlay renders (-want +got):\n%s", diff)
