@@ -54,21 +54,30 @@ func (c *Controller) classIs(name string, ifMissing bool) (bool, error) {
 // deleteObjects deletes the Deployment, Service and ServiceAccount this controller
 // deployed for gw, whatever class name they were named after; pods first stop.
 func (c *Controller) deleteObjects(ctx context.Context, gw *gatewayv1.Gateway) error {
+	return c.deleteOwned(ctx, gw, true)
+}
+
+// deleteOwned deletes the Deployment and Service this controller deployed for gw, and
+// its ServiceAccount too when withServiceAccount.
+func (c *Controller) deleteOwned(ctx context.Context, gw *gatewayv1.Gateway, withServiceAccount bool) error {
 	selector := PodSelector(cache.MetaObjectToName(gw))
 	ns := gw.Namespace
 	// A later apply must not take the cache's lack of an object for its own lag.
 	defer c.forgetApplied(cache.MetaObjectToName(gw))
-	return errors.Join(
+	errs := []error{
 		deleteOurs(ctx, c, gw, "Deployment", selector,
 			c.cfg.Owned.Deployments.Lister().Deployments(ns).List,
 			c.cfg.Client.AppsV1().Deployments(ns).Delete),
 		deleteOurs(ctx, c, gw, "Service", selector,
 			c.cfg.Owned.Services.Lister().Services(ns).List,
 			c.cfg.Client.CoreV1().Services(ns).Delete),
-		deleteOurs(ctx, c, gw, "ServiceAccount", selector,
+	}
+	if withServiceAccount {
+		errs = append(errs, deleteOurs(ctx, c, gw, "ServiceAccount", selector,
 			c.cfg.Owned.ServiceAccounts.Lister().ServiceAccounts(ns).List,
-			c.cfg.Client.CoreV1().ServiceAccounts(ns).Delete),
-	)
+			c.cfg.Client.CoreV1().ServiceAccounts(ns).Delete))
+	}
+	return errors.Join(errs...)
 }
 
 // deleteOurs deletes each cached object of kind the selector finds that deployedByUs

@@ -319,17 +319,7 @@ func checkOwner[T metav1.Object](ctx context.Context, gw *gatewayv1.Gateway, kin
 // its own. Its ServiceAccount, if its own, stays (the identity manager binds only
 // that one).
 func (c *Controller) withdraw(ctx context.Context, gw *gatewayv1.Gateway) error {
-	selector := PodSelector(cache.MetaObjectToName(gw))
-	ns := gw.Namespace
-	defer c.forgetApplied(cache.MetaObjectToName(gw))
-	return errors.Join(
-		deleteOurs(ctx, c, gw, "Deployment", selector,
-			c.cfg.Owned.Deployments.Lister().Deployments(ns).List,
-			c.cfg.Client.AppsV1().Deployments(ns).Delete),
-		deleteOurs(ctx, c, gw, "Service", selector,
-			c.cfg.Owned.Services.Lister().Services(ns).List,
-			c.cfg.Client.CoreV1().Services(ns).Delete),
-	)
+	return c.deleteOwned(ctx, gw, false)
 }
 
 // applyAll applies the Gateway's objects, once no name is taken.

@@ -173,19 +173,7 @@ func TestDelegatedAuthAsksForGetOnThePath(t *testing.T) {
 // failed reviews are asked again; and that a full cache of fresh decisions stops
 // caching instead of growing.
 func TestDelegatedAuthCaches(t *testing.T) {
-	rv := newReviewer()
-	clock := clocktesting.NewFakePassiveClock(time.Now())
-	auth := NewDelegatedAuth(DelegatedAuthConfig{Client: rv.client, Clock: clock})
-	h := MetricsHandler(auth.Wrap)
-	expect := func(when string, authorization string, code int, reviews map[string]int) {
-		t.Helper()
-		if got, _ := scrape(h, authorization, &bytes.Buffer{}); got != code {
-			t.Errorf("%s: code %d, want %d", when, got, code)
-		}
-		if diff := cmp.Diff(reviews, rv.reviews()); diff != "" {
-			t.Errorf("%s: reviews (-want +got):\n%s", when, diff)
-		}
-	}
+	rv, clock, auth, h, expect := newAuthCase(t)
 	expect("first scrape", "Bearer "+readerToken, 200, map[string]int{"tokenreviews": 1, "subjectaccessreviews": 1})
 	clock.SetTime(clock.Now().Add(DefaultAuthTTL - time.Second))
 	expect("within the TTL", "Bearer "+readerToken, 200, map[string]int{"tokenreviews": 1, "subjectaccessreviews": 1})
@@ -253,19 +241,7 @@ func TestDelegatedAuthMadeUpTokensDoNotCrowdOutTheScraper(t *testing.T) {
 // review, while a scraper whose decision is cached is reviewed again when it expires;
 // a token no longer authenticated is not known any more.
 func TestDelegatedAuthBoundsReviewsOfUnknownTokens(t *testing.T) {
-	rv := newReviewer()
-	clock := clocktesting.NewFakePassiveClock(time.Now())
-	auth := NewDelegatedAuth(DelegatedAuthConfig{Client: rv.client, Clock: clock})
-	h := MetricsHandler(auth.Wrap)
-	expect := func(when string, authorization string, code int, reviews map[string]int) {
-		t.Helper()
-		if got, _ := scrape(h, authorization, &bytes.Buffer{}); got != code {
-			t.Errorf("%s: code %d, want %d", when, got, code)
-		}
-		if diff := cmp.Diff(reviews, rv.reviews()); diff != "" {
-			t.Errorf("%s: reviews (-want +got):\n%s", when, diff)
-		}
-	}
+	_, clock, auth, _, expect := newAuthCase(t)
 	expect("the scraper", "Bearer "+readerToken, 200, map[string]int{"tokenreviews": 1, "subjectaccessreviews": 1})
 	for range maxUnknownReviews {
 		if !auth.acquireUnknownReview() {
@@ -321,4 +297,24 @@ func BenchmarkScrapeUnderTokenFlood(b *testing.B) {
 			b.ReportMetric(float64(scraperReviews)/float64(b.N), "reviews/op")
 		})
 	}
+}
+
+// newAuthCase is a delegated auth guard on a fake reviewer and clock, its handler, and
+// expect, which scrapes with an Authorization header and checks the answer's code and
+// every review made so far.
+func newAuthCase(t *testing.T) (*reviewer, *clocktesting.FakePassiveClock, *DelegatedAuth, http.Handler, func(when, authorization string, code int, reviews map[string]int)) {
+	rv := newReviewer()
+	clock := clocktesting.NewFakePassiveClock(time.Now())
+	auth := NewDelegatedAuth(DelegatedAuthConfig{Client: rv.client, Clock: clock})
+	h := MetricsHandler(auth.Wrap)
+	expect := func(when, authorization string, code int, reviews map[string]int) {
+		t.Helper()
+		if got, _ := scrape(h, authorization, &bytes.Buffer{}); got != code {
+			t.Errorf("%s: code %d, want %d", when, got, code)
+		}
+		if diff := cmp.Diff(reviews, rv.reviews()); diff != "" {
+			t.Errorf("%s: reviews (-want +got):\n%s", when, diff)
+		}
+	}
+	return rv, clock, auth, h, expect
 }
