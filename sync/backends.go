@@ -38,6 +38,13 @@ var unsupportedAppProtocols = map[gatewayv1.Kind][]string{
 	},
 }
 
+// resolvedBackend is where a resolved backendRef sends traffic: a Consul service, and
+// whether only the referent namespace's instances of it (see narrowed).
+type resolvedBackend struct {
+	Service  string
+	Narrowed bool
+}
+
 // resolveBackendRef checks one backendRef of a route of routeKind ("HTTPRoute",
 // "TCPRoute", "GRPCRoute") in routeNamespace, and returns the Consul service it sends
 // traffic to. Only core Services are supported (group "" and kind "Service", the
@@ -52,7 +59,7 @@ var unsupportedAppProtocols = map[gatewayv1.Kind][]string{
 // The checks run in that order on purpose: the grant is checked before the Service is
 // looked up, so a route without permission learns nothing about what exists in the
 // other namespace.
-func resolveBackendRef(routeKind gatewayv1.Kind, routeNamespace string, ref gatewayv1.BackendObjectReference, services corelisters.ServiceLister, grants gatewaylisters.ReferenceGrantLister, names consulServices) (string, *backendProblem, error) {
+func resolveBackendRef(routeKind gatewayv1.Kind, routeNamespace string, ref gatewayv1.BackendObjectReference, services corelisters.ServiceLister, grants gatewaylisters.ReferenceGrantLister, names consulServices) (resolvedBackend, *backendProblem, error) {
 	if gatewayapi.IsMeshService(ref) {
 		return resolveMeshService(routeKind, routeNamespace, ref, grants, names)
 	}
@@ -60,51 +67,51 @@ func resolveBackendRef(routeKind gatewayv1.Kind, routeNamespace string, ref gate
 	namespace, name := referent.Namespace, referent.String()
 
 	if p := backendKindProblem(ref, name); p != nil {
-		return "", p, nil
+		return resolvedBackend{}, p, nil
 	}
 	permitted, err := referencePermitted(grants,
 		referenceFrom{Group: gatewayv1.GroupName, Kind: string(routeKind), Namespace: routeNamespace},
 		referenceTo{Group: gatewayapi.CoreGroup, Kind: gatewayapi.ServiceKind, Namespace: namespace, Name: string(ref.Name)})
 	if err != nil {
-		return "", nil, err
+		return resolvedBackend{}, nil, err
 	}
 	if !permitted {
-		return "", &backendProblem{
+		return resolvedBackend{}, &backendProblem{
 			Reason:  gatewayv1.RouteReasonRefNotPermitted,
 			Message: fmt.Sprintf("backendRef %s is not permitted: no ReferenceGrant in namespace %s allows %s from namespace %s to refer to it", name, namespace, routeKind, routeNamespace),
 		}, nil
 	}
 	svc, err := services.Services(namespace).Get(string(ref.Name))
 	if apierrors.IsNotFound(err) {
-		return "", &backendProblem{
+		return resolvedBackend{}, &backendProblem{
 			Reason:  gatewayv1.RouteReasonBackendNotFound,
 			Message: fmt.Sprintf("backendRef %s refers to a Service that does not exist", name),
 		}, nil
 	}
 	if err != nil {
-		return "", nil, fmt.Errorf("get Service %s: %w", name, err)
+		return resolvedBackend{}, nil, fmt.Errorf("get Service %s: %w", name, err)
 	}
 	if p := servicePortProblem(routeKind, svc, ref.Port, name); p != nil {
-		return "", p, nil
+		return resolvedBackend{}, p, nil
 	}
 	resolution, problem, err := names.resolve(name, svc, findServicePort(svc, *ref.Port))
 	if err != nil || problem != nil {
-		return "", problem, err
+		return resolvedBackend{}, problem, err
 	}
 	// A Service keeping its own name may have instances registered by other means
 	// (package backends); a renamed one's instances are its pods, registered by
 	// consul-k8s under the new name once they run.
 	if resolution.Renamed(svc) && names.catalog != nil && !names.catalog.Known(resolution.Service) {
-		return "", &backendProblem{
+		return resolvedBackend{}, &backendProblem{
 			Reason:  gatewayv1.RouteReasonBackendNotFound,
 			Message: fmt.Sprintf("backendRef %s is the Consul service %q (its pods' %s annotation), which Consul's catalog does not hold: none of its pods is registered yet", name, resolution.Service, backends.ServiceAnnotation),
 		}, nil
 	}
-	p, err := sharedNameProblem(routeKind, routeNamespace, svc, resolution.Service, name, grants, names)
-	if err != nil || p != nil {
-		return "", p, err
+	others, err := names.otherNamespacesRegister(resolution.Service, namespace)
+	if err != nil {
+		return resolvedBackend{}, nil, err
 	}
-	return resolution.Service, nil, nil
+	return resolvedBackend{Service: resolution.Service, Narrowed: others}, nil, nil
 }
 
 // ReasonPeerNotSupported is the ResolvedRefs reason of a MeshService whose Consul
@@ -115,14 +122,16 @@ const ReasonPeerNotSupported = "PeerNotSupported"
 // resolveMeshService checks a backendRef to a consul-k8s MeshService and returns the
 // Consul service it names: the CRD must be served, a ReferenceGrant must allow a
 // MeshService of another namespace, the MeshService must exist and name a service of
-// the local datacenter that Consul's catalog holds. Its port, which a Consul service does not have, is not read.
-// No shared-name check: a MeshService names a Consul service on purpose, wherever its
-// instances run.
-func resolveMeshService(routeKind gatewayv1.Kind, routeNamespace string, ref gatewayv1.BackendObjectReference, grants gatewaylisters.ReferenceGrantLister, names consulServices) (string, *backendProblem, error) {
+// the local datacenter that Consul's catalog holds. Its port, which a Consul service
+// does not have, is not read. A MeshService names a Consul service on purpose, also
+// one registered outside Kubernetes; but where pods of other namespaces register
+// that name, it reaches only its own namespace's instances, as a Service does, and
+// is not found when its namespace registers none.
+func resolveMeshService(routeKind gatewayv1.Kind, routeNamespace string, ref gatewayv1.BackendObjectReference, grants gatewaylisters.ReferenceGrantLister, names consulServices) (resolvedBackend, *backendProblem, error) {
 	referent := gatewayapi.Referent(routeNamespace, ref.Namespace, ref.Name)
 	name := referent.String()
 	if names.meshServices == nil {
-		return "", &backendProblem{
+		return resolvedBackend{}, &backendProblem{
 			Reason:  gatewayv1.RouteReasonInvalidKind,
 			Message: fmt.Sprintf("backendRef %s is a MeshService, but the MeshService CRD (meshservices.consul.hashicorp.com) was not served when the controller started: install it (consul-k8s does) and restart the controller", name),
 		}, nil
@@ -131,81 +140,63 @@ func resolveMeshService(routeKind gatewayv1.Kind, routeNamespace string, ref gat
 		referenceFrom{Group: gatewayv1.GroupName, Kind: string(routeKind), Namespace: routeNamespace},
 		referenceTo{Group: gatewayapi.MeshServiceGroup, Kind: gatewayapi.MeshServiceKind, Namespace: referent.Namespace, Name: referent.Name})
 	if err != nil {
-		return "", nil, err
+		return resolvedBackend{}, nil, err
 	}
 	if !permitted {
-		return "", &backendProblem{
+		return resolvedBackend{}, &backendProblem{
 			Reason:  gatewayv1.RouteReasonRefNotPermitted,
 			Message: fmt.Sprintf("backendRef %s is not permitted: no ReferenceGrant in namespace %s allows %s from namespace %s to refer to the MeshService", name, referent.Namespace, routeKind, routeNamespace),
 		}, nil
 	}
 	spec, found, err := names.meshService(referent)
 	if err != nil {
-		return "", nil, err
+		return resolvedBackend{}, nil, err
 	}
-	switch {
-	case !found:
-		return "", &backendProblem{
+	if p := meshServiceProblem(name, spec, found, names.catalog); p != nil {
+		return resolvedBackend{}, p, nil
+	}
+	others, err := names.otherNamespacesRegister(spec.name, referent.Namespace)
+	if err != nil || !others {
+		return resolvedBackend{Service: spec.name}, nil, err
+	}
+	own, err := names.namespaceRegisters(spec.name, referent.Namespace)
+	if err != nil {
+		return resolvedBackend{}, nil, err
+	}
+	if !own {
+		return resolvedBackend{}, &backendProblem{
 			Reason:  gatewayv1.RouteReasonBackendNotFound,
-			Message: fmt.Sprintf("backendRef %s refers to a MeshService that does not exist", name),
-		}, nil
-	case spec.name == "":
-		return "", &backendProblem{
-			Reason:  gatewayv1.RouteReasonBackendNotFound,
-			Message: fmt.Sprintf("backendRef %s refers to a MeshService without spec.name, so it names no Consul service", name),
-		}, nil
-	case spec.peer != "":
-		return "", &backendProblem{
-			Reason:  ReasonPeerNotSupported,
-			Message: fmt.Sprintf("backendRef %s is the Consul service %q of the cluster peer %q, but the routes of Consul's API gateway reach only services of the local datacenter", name, spec.name, spec.peer),
-		}, nil
-	case names.catalog != nil && !names.catalog.Known(spec.name):
-		return "", &backendProblem{
-			Reason:  gatewayv1.RouteReasonBackendNotFound,
-			Message: fmt.Sprintf("backendRef %s is the Consul service %q, which Consul's catalog does not hold: no instance of it is registered", name, spec.name),
+			Message: fmt.Sprintf("backendRef %s is the Consul service %q, which only pods of other namespaces register in this cluster; a MeshService reaches only its own namespace's pods of such a service, and namespace %s has none", name, spec.name, referent.Namespace),
 		}, nil
 	}
-	return spec.name, nil, nil
+	return resolvedBackend{Service: spec.name, Narrowed: true}, nil, nil
 }
 
-// sharedNameProblem refuses a Service whose Consul service consulName other Services,
-// of namespaces the route may not refer to, put instances into too: only Services
-// whose pods consul-k8s registers count, so an empty or pod-less Service of another
-// namespace changes nothing. Without namespace
-// mirroring consul-k8s registers the pods of every Service "web" as the one Consul
-// service "web" (and pods annotated with a connect-service name under that name,
-// whatever their Service), and Consul balances a route's traffic over all of them:
-// naming its own namespace's "web" would reach another namespace's pods, which
-// ReferenceGrant exists to prevent.
-func sharedNameProblem(routeKind gatewayv1.Kind, routeNamespace string, svc *corev1.Service, consulName, name string, grants gatewaylisters.ReferenceGrantLister, names consulServices) (*backendProblem, error) {
-	others, err := names.sharing(consulName)
-	if err != nil || others == nil {
-		return nil, err
-	}
-	var refused []string
-	for _, other := range others {
-		if other.Namespace == routeNamespace || (other.Namespace == svc.Namespace && other.Name == svc.Name) {
-			continue
+// meshServiceProblem says why a MeshService names no Consul service a route can use.
+func meshServiceProblem(name string, spec meshServiceSpec, found bool, catalog ConsulServiceNames) *backendProblem {
+	switch {
+	case !found:
+		return &backendProblem{
+			Reason:  gatewayv1.RouteReasonBackendNotFound,
+			Message: fmt.Sprintf("backendRef %s refers to a MeshService that does not exist", name),
 		}
-		permitted, err := referencePermitted(grants,
-			referenceFrom{Group: gatewayv1.GroupName, Kind: string(routeKind), Namespace: routeNamespace},
-			referenceTo{Group: gatewayapi.CoreGroup, Kind: gatewayapi.ServiceKind, Namespace: other.Namespace, Name: other.Name})
-		if err != nil {
-			return nil, err
+	case spec.name == "":
+		return &backendProblem{
+			Reason:  gatewayv1.RouteReasonBackendNotFound,
+			Message: fmt.Sprintf("backendRef %s refers to a MeshService without spec.name, so it names no Consul service", name),
 		}
-		if !permitted {
-			refused = append(refused, other.Namespace+"/"+other.Name)
+	case spec.peer != "":
+		return &backendProblem{
+			Reason:  ReasonPeerNotSupported,
+			Message: fmt.Sprintf("backendRef %s is the Consul service %q of the cluster peer %q, but the routes of Consul's API gateway reach only services of the local datacenter", name, spec.name, spec.peer),
+		}
+	case catalog != nil && !catalog.Known(spec.name):
+		return &backendProblem{
+			Reason:  gatewayv1.RouteReasonBackendNotFound,
+			Message: fmt.Sprintf("backendRef %s is the Consul service %q, which Consul's catalog does not hold: no instance of it is registered", name, spec.name),
 		}
 	}
-	if len(refused) == 0 {
-		return nil, nil
-	}
-	slices.Sort(refused)
-	return &backendProblem{
-		Reason: gatewayv1.RouteReasonRefNotPermitted,
-		Message: fmt.Sprintf("backendRef %s is the Consul service %q, which the Services %s are too (Consul namespaces are not mirrored); no ReferenceGrant allows %s from namespace %s to refer to them: rename the Service, or grant the reference",
-			name, consulName, strings.Join(refused, ", "), routeKind, routeNamespace),
-	}, nil
+	return nil
 }
 
 // backendKindProblem accepts only core Services, defaulting group and kind the way the

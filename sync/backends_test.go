@@ -3,6 +3,7 @@ package sync
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -237,9 +238,10 @@ func TestResolveBackendRefListerErrors(t *testing.T) {
 }
 
 // Without namespace mirroring every Service "web" whose pods consul-k8s registers is
-// the Consul service "web": a route may name its own "web" only if it may name every
-// other one with registered pods too. A Service of another namespace that registers
-// no pod (no selector, no pods, ignored) changes nothing: Consul holds no instance of it.
+// the Consul service "web": where another namespace's pods register it too, a route
+// to its own "web" reaches only its own namespace's instances, grant or no grant. A
+// Service of another namespace that registers no pod (no selector, no pods, ignored)
+// changes nothing: Consul holds no instance of it.
 func TestSharedConsulName(t *testing.T) {
 	selector := map[string]string{"app": "web"}
 	service := func(namespace string) *corev1.Service {
@@ -248,7 +250,7 @@ func TestSharedConsulName(t *testing.T) {
 		return svc
 	}
 	pod := func(namespace string) *corev1.Pod { return testenv.InjectedPod(namespace, "web-1", selector, "", 80) }
-	own, granted, foreign := service("apps"), service("granted"), service("payments")
+	apps, granted, foreign := service("apps"), service("granted"), service("payments")
 	selectorless := testService("payments", "web", corev1.ServicePort{Port: 80})
 	ignored := service("payments")
 	ignored.Labels = map[string]string{backends.ServiceIgnoreLabel: "true"}
@@ -256,41 +258,38 @@ func TestSharedConsulName(t *testing.T) {
 		[]gatewayv1.ReferenceGrantFrom{{Group: gatewayv1.GroupName, Kind: "HTTPRoute", Namespace: "apps"}},
 		[]gatewayv1.ReferenceGrantTo{{Kind: "Service"}}))
 	ref := gatewayv1.BackendObjectReference{Name: "web", Port: new(gatewayv1.PortNumber(80))}
-	refused := &backendProblem{Reason: gatewayv1.RouteReasonRefNotPermitted,
-		Message: `backendRef apps/web is the Consul service "web", which the Services payments/web are too (Consul namespaces are not mirrored); no ReferenceGrant allows HTTPRoute from namespace apps to refer to them: rename the Service, or grant the reference`}
+	own := resolvedBackend{Service: "web"}
+	narrowed := resolvedBackend{Service: "web", Narrowed: true}
 
 	tests := []struct {
 		name     string
 		shared   bool
 		services []*corev1.Service
 		pods     []*corev1.Pod
-		want     *backendProblem
+		want     resolvedBackend
 	}{
 		{name: "registered in an ungranted namespace", shared: true,
-			services: []*corev1.Service{own, granted, foreign}, pods: []*corev1.Pod{pod("apps"), pod("granted"), pod("payments")}, want: refused},
-		{name: "registered in a granted namespace only", shared: true,
-			services: []*corev1.Service{own, granted}, pods: []*corev1.Pod{pod("apps"), pod("granted")}},
+			services: []*corev1.Service{apps, granted, foreign}, pods: []*corev1.Pod{pod("apps"), pod("granted"), pod("payments")}, want: narrowed},
+		{name: "registered in a granted namespace only: still only the route's own", shared: true,
+			services: []*corev1.Service{apps, granted}, pods: []*corev1.Pod{pod("apps"), pod("granted")}, want: narrowed},
+		{name: "registered in another namespace, ours has no pods", shared: true,
+			services: []*corev1.Service{apps, foreign}, pods: []*corev1.Pod{pod("payments")}, want: narrowed},
 		{name: "names not shared (mirroring)", shared: false,
-			services: []*corev1.Service{own, foreign}, pods: []*corev1.Pod{pod("apps"), pod("payments")}},
+			services: []*corev1.Service{apps, foreign}, pods: []*corev1.Pod{pod("apps"), pod("payments")}, want: own},
 		{name: "another namespace's Service without a selector", shared: true,
-			services: []*corev1.Service{own, selectorless}, pods: []*corev1.Pod{pod("apps")}},
+			services: []*corev1.Service{apps, selectorless}, pods: []*corev1.Pod{pod("apps")}, want: own},
 		{name: "another namespace's Service without pods", shared: true,
-			services: []*corev1.Service{own, foreign}, pods: []*corev1.Pod{pod("apps")}},
+			services: []*corev1.Service{apps, foreign}, pods: []*corev1.Pod{pod("apps")}, want: own},
 		{name: "another namespace's ignored Service", shared: true,
-			services: []*corev1.Service{own, ignored}, pods: []*corev1.Pod{pod("apps"), pod("payments")}},
+			services: []*corev1.Service{apps, ignored}, pods: []*corev1.Pod{pod("apps"), pod("payments")}, want: own},
 		{name: "another namespace's Service without pods, ours without pods either", shared: true,
-			services: []*corev1.Service{own, foreign}},
+			services: []*corev1.Service{apps, foreign}, want: own},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			names := consulServicesOf(t, tt.shared, tt.services, tt.pods)
-			_, got, err := resolveBackendRef("HTTPRoute", "apps", ref, names.lister(), grants, names.consulServices)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("problem (-want +got):\n%s", diff)
-			}
+			got, problem, err := resolveBackendRef("HTTPRoute", "apps", ref, names.lister(), grants, names.consulServices)
+			checkResolution(t, got, problem, err, tt.want, "")
 		})
 	}
 }
@@ -311,13 +310,13 @@ func TestRenamedBackend(t *testing.T) {
 		shared     bool
 		pods       []*corev1.Pod
 		catalog    catalogOf // nil: every service held
-		wantName   string
+		want       resolvedBackend
 		wantReason gatewayv1.RouteConditionReason
 	}{
-		{name: "no injected pod: the Service's name", shared: true, wantName: "web"},
+		{name: "no injected pod: the Service's name", shared: true, want: resolvedBackend{Service: "web"}},
 		{name: "annotated pods: their name", shared: true,
 			pods:     []*corev1.Pod{testenv.InjectedPod("apps", "web-1", selector, "web-v2", 8080), testenv.InjectedPod("apps", "web-2", selector, "web-v2", 8080)},
-			wantName: "web-v2"},
+			want: resolvedBackend{Service: "web-v2"}},
 		{name: "annotated pods not registered yet", shared: true,
 			pods:       []*corev1.Pod{testenv.InjectedPod("apps", "web-1", selector, "web-v2", 8080)},
 			catalog:    catalogOf{"web"},
@@ -325,22 +324,22 @@ func TestRenamedBackend(t *testing.T) {
 		{name: "annotated pods registered", shared: true,
 			pods:     []*corev1.Pod{testenv.InjectedPod("apps", "web-1", selector, "web-v2", 8080)},
 			catalog:  catalogOf{"web-v2"},
-			wantName: "web-v2"},
-		{name: "no pod: the Service's name, held or not", shared: true, catalog: catalogOf{}, wantName: "web"},
+			want: resolvedBackend{Service: "web-v2"}},
+		{name: "no pod: the Service's name, held or not", shared: true, catalog: catalogOf{}, want: resolvedBackend{Service: "web"}},
 		{name: "pods disagree", shared: true,
 			pods:       []*corev1.Pod{testenv.InjectedPod("apps", "web-1", selector, "web-v2", 8080), testenv.InjectedPod("apps", "web-2", selector, "", 8080)},
 			wantReason: "ConsulServiceAmbiguous"},
 		{name: "registered on another port", shared: true,
 			pods:       []*corev1.Pod{testenv.InjectedPod("apps", "web-1", selector, "web-v2", 9090)},
 			wantReason: "PortNotRegistered"},
-		{name: "a pod of another namespace registers under the name", shared: true,
+		{name: "a pod of another namespace registers under the name: only ours reached", shared: true,
 			pods: []*corev1.Pod{testenv.InjectedPod("apps", "web-1", selector, "web-v2", 8080),
 				testenv.InjectedPod("payments", "billing-1", map[string]string{"app": "billing"}, "web-v2", 80)},
-			wantReason: gatewayv1.RouteReasonRefNotPermitted},
+			want: resolvedBackend{Service: "web-v2", Narrowed: true}},
 		{name: "shared, but names are mirrored", shared: false,
 			pods: []*corev1.Pod{testenv.InjectedPod("apps", "web-1", selector, "web-v2", 8080),
 				testenv.InjectedPod("payments", "billing-1", map[string]string{"app": "billing"}, "web-v2", 80)},
-			wantName: "web-v2"},
+			want: resolvedBackend{Service: "web-v2"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -349,7 +348,7 @@ func TestRenamedBackend(t *testing.T) {
 				names.catalog = tt.catalog
 			}
 			got, problem, err := resolveBackendRef("HTTPRoute", "apps", ref, names.lister(), grants, names.consulServices)
-			checkResolution(t, got, problem, err, tt.wantName, tt.wantReason)
+			checkResolution(t, got, problem, err, tt.want, tt.wantReason)
 		})
 	}
 }
@@ -431,23 +430,73 @@ func TestResolveMeshService(t *testing.T) {
 		name       string
 		ref        gatewayv1.BackendObjectReference
 		names      consulServices
-		wantName   string
+		want       resolvedBackend
 		wantReason gatewayv1.RouteConditionReason
 	}{
-		{"its spec.name", ref("", "billing"), served, "billing-vm", ""},
-		{"a service Consul's catalog does not hold", ref("", "billing"), unregistered, "", gatewayv1.RouteReasonBackendNotFound},
-		{"CRD not served", ref("", "billing"), consulServices{}, "", gatewayv1.RouteReasonInvalidKind},
-		{"absent", ref("", "missing"), served, "", gatewayv1.RouteReasonBackendNotFound},
-		{"without spec.name", ref("", "unnamed"), served, "", gatewayv1.RouteReasonBackendNotFound},
-		{"a peer's", ref("", "remote"), served, "", ReasonPeerNotSupported},
-		{"another namespace without a grant", ref("legacy", "ledger"), served, "", gatewayv1.RouteReasonRefNotPermitted},
-		{"another namespace with a grant", ref("granted", "ledger"), served, "ledger-vm", ""},
-		{"no group: the core group has no MeshService", gatewayv1.BackendObjectReference{Kind: new(gatewayv1.Kind(gatewayapi.MeshServiceKind)), Name: "billing"}, served, "", gatewayv1.RouteReasonInvalidKind},
+		{"its spec.name", ref("", "billing"), served, resolvedBackend{Service: "billing-vm"}, ""},
+		{"a service Consul's catalog does not hold", ref("", "billing"), unregistered, resolvedBackend{}, gatewayv1.RouteReasonBackendNotFound},
+		{"CRD not served", ref("", "billing"), consulServices{}, resolvedBackend{}, gatewayv1.RouteReasonInvalidKind},
+		{"absent", ref("", "missing"), served, resolvedBackend{}, gatewayv1.RouteReasonBackendNotFound},
+		{"without spec.name", ref("", "unnamed"), served, resolvedBackend{}, gatewayv1.RouteReasonBackendNotFound},
+		{"a peer's", ref("", "remote"), served, resolvedBackend{}, ReasonPeerNotSupported},
+		{"another namespace without a grant", ref("legacy", "ledger"), served, resolvedBackend{}, gatewayv1.RouteReasonRefNotPermitted},
+		{"another namespace with a grant", ref("granted", "ledger"), served, resolvedBackend{Service: "ledger-vm"}, ""},
+		{"no group: the core group has no MeshService", gatewayv1.BackendObjectReference{Kind: new(gatewayv1.Kind(gatewayapi.MeshServiceKind)), Name: "billing"}, served, resolvedBackend{}, gatewayv1.RouteReasonInvalidKind},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, problem, err := resolveBackendRef("HTTPRoute", "apps", tt.ref, serviceListerOf(t), grants, tt.names)
-			checkResolution(t, got, problem, err, tt.wantName, tt.wantReason)
+			checkResolution(t, got, problem, err, tt.want, tt.wantReason)
+		})
+	}
+}
+
+// A MeshService follows the shared-name rule of Services: where pods of other
+// namespaces register its spec.name too, it reaches only its own namespace's, and
+// names nothing when its namespace registers none. A name no pod registers (a
+// service outside Kubernetes) is reached whole.
+func TestMeshServiceNarrowed(t *testing.T) {
+	web := map[string]string{"app": "web"}
+	ledger := map[string]string{"app": "ledger"}
+	service := func(namespace, name string, selector map[string]string) *corev1.Service {
+		svc := testService(namespace, name, corev1.ServicePort{Port: 80})
+		svc.Spec.Selector = selector
+		return svc
+	}
+	names := consulServicesOf(t, true,
+		[]*corev1.Service{service("apps", "web", web), service("payments", "web", web), service("payments", "ledger", ledger)},
+		[]*corev1.Pod{testenv.InjectedPod("apps", "web-1", web, "", 80), testenv.InjectedPod("payments", "web-1", web, "", 80),
+			testenv.InjectedPod("payments", "ledger-1", ledger, "", 80)})
+	meshServices := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	for name, consulName := range map[string]string{"web": "web", "ledger": "ledger", "vm": "billing-vm"} {
+		u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"name": consulName}}}
+		u.SetNamespace("apps")
+		u.SetName(name)
+		if err := meshServices.Add(u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	names.meshServices = meshServices
+	ref := func(name string) gatewayv1.BackendObjectReference {
+		return gatewayv1.BackendObjectReference{Group: new(gatewayv1.Group(gatewayapi.MeshServiceGroup)), Kind: new(gatewayv1.Kind(gatewayapi.MeshServiceKind)), Name: gatewayv1.ObjectName(name)}
+	}
+	tests := []struct {
+		name       string
+		ref        gatewayv1.BackendObjectReference
+		want       resolvedBackend
+		wantReason gatewayv1.RouteConditionReason
+	}{
+		{"registered here and elsewhere: only here", ref("web"), resolvedBackend{Service: "web", Narrowed: true}, ""},
+		{"registered by another namespace only", ref("ledger"), resolvedBackend{}, gatewayv1.RouteReasonBackendNotFound},
+		{"registered by no pod", ref("vm"), resolvedBackend{Service: "billing-vm"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, problem, err := resolveBackendRef("HTTPRoute", "apps", tt.ref, names.lister(), grantListerOf(t), names.consulServices)
+			checkResolution(t, got, problem, err, tt.want, tt.wantReason)
+			if problem != nil && strings.Contains(problem.Message, "payments") {
+				t.Errorf("the message names another namespace: %s", problem.Message)
+			}
 		})
 	}
 }
@@ -460,7 +509,7 @@ func (c catalogOf) HasSynced() bool        { return true }
 
 // checkResolution compares what resolveBackendRef returned with the Consul service
 // wanted, or with the reason of the problem wanted.
-func checkResolution(t *testing.T, got string, problem *backendProblem, err error, wantName string, wantReason gatewayv1.RouteConditionReason) {
+func checkResolution(t *testing.T, got resolvedBackend, problem *backendProblem, err error, want resolvedBackend, wantReason gatewayv1.RouteConditionReason) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
@@ -469,7 +518,7 @@ func checkResolution(t *testing.T, got string, problem *backendProblem, err erro
 	if problem != nil {
 		reason = problem.Reason
 	}
-	if got != wantName || reason != wantReason {
-		t.Errorf("resolved to %q, problem %+v; want %q, reason %q", got, problem, wantName, wantReason)
+	if got != want || reason != wantReason {
+		t.Errorf("resolved to %+v, problem %+v; want %+v, reason %q", got, problem, want, wantReason)
 	}
 }

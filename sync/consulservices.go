@@ -118,6 +118,27 @@ func (c consulServices) sharing(name string) ([]*corev1.Service, error) {
 	return out, nil
 }
 
+// otherNamespacesRegister reports whether pods of a namespace other than namespace
+// register instances of the Consul service name (see sharing): a route to it must
+// then be narrowed to namespace's instances.
+func (c consulServices) otherNamespacesRegister(name, namespace string) (bool, error) {
+	sharing, err := c.sharing(name)
+	if err != nil {
+		return false, err
+	}
+	return slices.ContainsFunc(sharing, func(svc *corev1.Service) bool { return svc.Namespace != namespace }), nil
+}
+
+// namespaceRegisters reports whether pods of namespace register instances of the
+// Consul service name.
+func (c consulServices) namespaceRegisters(name, namespace string) (bool, error) {
+	sharing, err := c.sharing(name)
+	if err != nil {
+		return false, err
+	}
+	return slices.ContainsFunc(sharing, func(svc *corev1.Service) bool { return svc.Namespace == namespace }), nil
+}
+
 // servicesNamed returns the Services called name in every namespace.
 func (c consulServices) servicesNamed(name string) ([]*corev1.Service, error) {
 	objs, err := c.services.ByIndex(informers.ServiceNameIndex, name)

@@ -48,8 +48,9 @@ type Config struct {
 	// when it deploys none.
 	Deployments GatewayDeployments
 	// SharedConsulNames says that Consul knows the Services of one name in every
-	// namespace as one service (no namespace mirroring): a route may then name a
-	// Service only if it may name every Service of that name (sharedNameProblem).
+	// namespace as one service (no namespace mirroring): a backend whose Consul
+	// service other namespaces' pods register too is then narrowed to its own
+	// namespace's instances (decision.Route.NarrowedBackends).
 	SharedConsulNames bool
 	// InfrastructureKeys are the spec.infrastructure keys the deployed objects get
 	// (dataplane.Defaults); a Gateway's Accepted message names the others.

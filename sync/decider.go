@@ -117,7 +117,11 @@ type routeRules struct {
 	unresolved []BackendRefIndex
 	// renamed are the resolved backendRefs whose Consul service is not their
 	// Service's name.
-	renamed      []RenamedBackend
+	renamed []RenamedBackend
+	// narrowed are the resolved backendRefs that reach only their own namespace's
+	// instances of their Consul service.
+	narrowed []BackendRefIndex
+	// renamedNotes say where renamed and narrowed backendRefs send traffic.
 	renamedNotes []string
 }
 
@@ -218,7 +222,7 @@ func (r routeRules) parentConditions(b parentBinding, verdict Verdict, generatio
 // exactly as they are, then one entry of ours per parentRef that names one of our
 // Gateways. Our entries for parentRefs that are gone are dropped.
 func (d *decider) routeParentStatuses(route routeView, rules routeRules, existing []gatewayv1.RouteParentStatus, generation int64, now metav1.Time) ([]gatewayv1.RouteParentStatus, RouteDecision, error) {
-	decision := RouteDecision{DroppedRules: rules.dropped(), UnresolvedBackends: rules.unresolved, RenamedBackends: rules.renamed}
+	decision := RouteDecision{DroppedRules: rules.dropped(), UnresolvedBackends: rules.unresolved, RenamedBackends: rules.renamed, NarrowedBackends: rules.narrowed}
 	parents := make([]gatewayv1.RouteParentStatus, 0, len(existing))
 	for _, p := range existing {
 		if p.ControllerName != d.controllerName {
@@ -466,11 +470,19 @@ func ruleProblems[R any, Rule any](rules func(R) []Rule, problem func(int, Rule,
 // backendRef is checked, not only up to the first unresolved one: the others still
 // receive traffic, and the Consul translation must know which they are.
 func (d *decider) checkBackend(rules *routeRules, index BackendRefIndex, kind gatewayv1.Kind, namespace string, ref gatewayv1.BackendObjectReference) error {
-	consulName, problem, err := resolveBackendRef(kind, namespace, ref, d.services, d.refs.grants, d.consulServices)
+	resolved, problem, err := resolveBackendRef(kind, namespace, ref, d.services, d.refs.grants, d.consulServices)
 	if err != nil {
 		return err
 	}
 	if problem == nil {
+		consulName := resolved.Service
+		if resolved.Narrowed {
+			rules.narrowed = append(rules.narrowed, index)
+			note := fmt.Sprintf("backendRef %s is the Consul service %q, which pods of other namespaces register too: it reaches only the instances of namespace %s", gatewayapi.Referent(namespace, ref.Namespace, ref.Name), consulName, gatewayapi.Referent(namespace, ref.Namespace, ref.Name).Namespace)
+			if !slices.Contains(rules.renamedNotes, note) {
+				rules.renamedNotes = append(rules.renamedNotes, note)
+			}
+		}
 		if consulName != string(ref.Name) {
 			rules.renamed = append(rules.renamed, RenamedBackend{Ref: index, Service: consulName})
 			why := fmt.Sprintf("as its pods' %s annotation says", backends.ServiceAnnotation)

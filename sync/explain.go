@@ -32,6 +32,9 @@ type BackendExplanation struct {
 	// ConsulService is the Consul service the backendRef resolves to (before any
 	// prefix or namespace placement); empty when it does not resolve.
 	ConsulService string
+	// OnlyNamespace: pods of other namespaces register the Consul service too, and
+	// the backendRef reaches only the instances of its referent's namespace.
+	OnlyNamespace bool
 	// Problem says why it does not resolve.
 	Problem string
 }
@@ -61,11 +64,11 @@ func ExplainRoute(cfg OfflineConfig, route runtime.Object, objects []runtime.Obj
 			rule.Problem = p.Message
 		}
 		for _, ref := range refs {
-			name, problem, err := resolveBackendRef(kind.Kind, ns, ref, o.services, o.refs.grants, o.consulServices)
+			resolved, problem, err := resolveBackendRef(kind.Kind, ns, ref, o.services, o.refs.grants, o.consulServices)
 			if err != nil {
 				return RouteExplanation{}, fmt.Errorf("backendRef %s: %w", ref.Name, err)
 			}
-			b := BackendExplanation{Ref: ref, ConsulService: name}
+			b := BackendExplanation{Ref: ref, ConsulService: resolved.Service, OnlyNamespace: resolved.Narrowed}
 			if problem != nil {
 				b.ConsulService, b.Problem = "", problem.Message
 			}

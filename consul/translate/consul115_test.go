@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	consulapi "github.com/hashicorp/consul/api"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // checkConsul115Validation checks every entry against the validation Consul 1.15 applies
@@ -18,8 +19,10 @@ func checkConsul115Validation(t *testing.T, d Desired) {
 		if KeyOf(e) != key {
 			t.Errorf("entry under %v has key %v", key, KeyOf(e))
 		}
-		// The blackhole's service-defaults has no Kubernetes owner (see blackhole.go).
-		objectOwned := e.GetMeta()[metaKind] != blackholeOwnerKind
+		// The blackhole's service-defaults and the subsets of a shared name have no
+		// Kubernetes owner (see blackhole.go, narrowed.go), and a MeshService is not in
+		// the snapshot.
+		objectOwned := !slices.Contains([]string{blackholeOwnerKind, narrowedOwnerKind, "MeshService"}, e.GetMeta()[metaKind])
 		if e.GetMeta()[metaController] != testOwnership.Controller || (objectOwned && e.GetMeta()[metaUID] == "") {
 			t.Errorf("%v: meta %v does not name its owner", key, e.GetMeta())
 		}
@@ -91,11 +94,41 @@ func checkConsul115Validation(t *testing.T, d Desired) {
 				t.Errorf("%v: empty certificate", key)
 			}
 		case *consulapi.ServiceConfigEntry:
-			if e.Protocol != "http" {
+			// Only a narrowed backend's service of ours may be a tcp-route's.
+			narrowed := strings.HasPrefix(e.Name, "consul_gateway_controller_")
+			if e.Protocol != "http" && (!narrowed || e.Protocol != "tcp") {
 				t.Errorf("%v: protocol %q", key, e.Protocol)
 			}
+		case *consulapi.ServiceResolverConfigEntry:
+			checkResolver(t, d, key, e)
 		default:
 			t.Errorf("%v: unexpected entry %T", key, e)
+		}
+	}
+}
+
+// checkResolver: a resolver either redirects to a subset that the written resolver of
+// its target defines, or defines subsets named as Consul wants them (a DNS label, as
+// they end up in SNI) with a filter on the instances' Kubernetes namespace.
+func checkResolver(t *testing.T, d Desired, key EntryKey, e *consulapi.ServiceResolverConfigEntry) {
+	t.Helper()
+	if r := e.Redirect; r != nil {
+		target, ok := d.Entries[EntryKey{Kind: consulapi.ServiceResolver, Name: r.Service, Namespace: r.Namespace, Partition: r.Partition}].(*consulapi.ServiceResolverConfigEntry)
+		if len(e.Subsets) > 0 || !ok {
+			t.Errorf("%v: redirect to %+v, whose resolver is not written, or with subsets of its own", key, r)
+			return
+		}
+		if _, ok := target.Subsets[r.ServiceSubset]; !ok {
+			t.Errorf("%v: redirect to subset %q, which %s's resolver does not define", key, r.ServiceSubset, r.Service)
+		}
+		return
+	}
+	if len(e.Subsets) == 0 {
+		t.Errorf("%v: resolver with neither redirect nor subsets", key)
+	}
+	for name, s := range e.Subsets {
+		if len(validation.IsDNS1123Label(name)) > 0 || s.Filter != KubeNamespaceFilter(name) {
+			t.Errorf("%v: subset %q with filter %q", key, name, s.Filter)
 		}
 	}
 }

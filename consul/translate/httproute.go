@@ -164,15 +164,20 @@ func (t *pass) ruleServices(routeNamespace string, index int, refs []gatewayv1.H
 		if err != nil {
 			return nil, nil, fmt.Errorf("backendRef %d: %w", b, err)
 		}
-		consulName := decision.ConsulService(refIndex, key.Name)
+		b := backend{
+			Service:     key,
+			Consul:      decision.ConsulService(refIndex, key.Name),
+			MeshService: gatewayapi.IsMeshService(ref.BackendObjectReference),
+			Narrowed:    decision.Narrowed(refIndex),
+		}
 		services = append(services, consulapi.HTTPService{
-			Name:      t.naming.ServiceName(consulName),
+			Name:      b.consulName(t.naming),
 			Namespace: t.naming.Namespace(key.Namespace),
 			Partition: t.naming.Partition,
 			Weight:    weight,
 			Filters:   backendFilters,
 		})
-		used = append(used, backend{Service: key, Consul: consulName, MeshService: gatewayapi.IsMeshService(ref.BackendObjectReference)})
+		used = append(used, b)
 	}
 	if len(used) > 0 && invalidWeight > 0 {
 		services = append(services, t.blackhole(routeNamespace, invalidWeight))

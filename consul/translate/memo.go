@@ -2,8 +2,10 @@ package translate
 
 import (
 	"cmp"
+	"maps"
 	"reflect"
 	"slices"
+	"strings"
 
 	consulapi "github.com/hashicorp/consul/api"
 	corev1 "k8s.io/api/core/v1"
@@ -54,23 +56,44 @@ type unit struct {
 	kind unitKind
 	// key is a Gateway's or route's, a backend's Service, or a blackhole service's
 	// namespace and name; name is a backend's Consul name or a blackhole's partition.
-	key  cache.ObjectName
-	name string
-	mesh bool // a backend's MeshService
+	key      cache.ObjectName
+	name     string
+	mesh     bool // a backend's MeshService
+	narrowed bool // a backend reaching only its namespace's instances
 }
 
 func backendUnit(b backend) unit {
-	return unit{kind: unitBackend, key: b.Service, name: b.Consul, mesh: b.MeshService}
+	return unit{kind: unitBackend, key: b.Service, name: b.Consul, mesh: b.MeshService, narrowed: b.Narrowed}
 }
 
-func (u unit) backend() backend { return backend{Service: u.key, Consul: u.name, MeshService: u.mesh} }
+func (u unit) backend() backend {
+	return backend{Service: u.key, Consul: u.name, MeshService: u.mesh, Narrowed: u.narrowed}
+}
+
+// subsetsUnit is the service-resolver of a Consul service that narrowed backends
+// reach subsets of.
+func subsetsUnit(s consulService) unit {
+	return unit{kind: unitSubsets, key: cache.ObjectName{Namespace: s.namespace, Name: s.name}, name: s.partition}
+}
 
 func blackholeUnit(s consulService) unit {
 	return unit{kind: unitBlackhole, key: cache.ObjectName{Namespace: s.namespace, Name: s.name}, name: s.partition}
 }
 
-func (u unit) blackhole() consulService {
+func (u unit) blackhole() consulService { return u.consulService() }
+
+func (u unit) subsetsOf() consulService { return u.consulService() }
+
+// consulService is the Consul service of a blackhole or subsets unit.
+func (u unit) consulService() consulService {
 	return consulService{name: u.key.Name, namespace: u.key.Namespace, partition: u.name}
+}
+
+// subsetsSource is what a subsets unit translates: a Consul service and the
+// namespaces whose subsets it has, joined.
+type subsetsSource struct {
+	service    consulService
+	namespaces string
 }
 
 type unitKind int
@@ -81,11 +104,23 @@ const (
 	unitTCPRoute
 	unitBackend
 	unitBlackhole
+	unitSubsets // after unitBackend, whose translations say which subsets are used
 )
 
 // compareUnits orders units as a whole translation visits them.
 func compareUnits(a, b unit) int {
-	return cmp.Or(cmp.Compare(a.kind, b.kind), compareObjectNames(a.key, b.key), cmp.Compare(a.name, b.name))
+	return cmp.Or(cmp.Compare(a.kind, b.kind), compareObjectNames(a.key, b.key), cmp.Compare(a.name, b.name),
+		compareBools(a.mesh, b.mesh), compareBools(a.narrowed, b.narrowed))
+}
+
+func compareBools(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
 }
 
 // claim is one unit's entry under a key.
@@ -338,7 +373,15 @@ func (tr *Translator) source(u unit) (source any, decision *gwdecision.Route, tr
 		return gw, nil, func() { t.gateway(u.key, gw) }, gw != nil
 	case unitBackend:
 		b := u.backend()
+		if b.Narrowed {
+			return b, nil, func() { t.narrowedBackend(b) }, t.backends[b] > 0
+		}
 		return b, nil, func() { t.backendDefaults(b) }, t.backends[b] > 0 && t.opts.ManageServiceDefaults && !b.MeshService
+	case unitSubsets:
+		s := u.subsetsOf()
+		// The source names the namespaces, so a change of them translates the unit anew.
+		source := subsetsSource{s, strings.Join(slices.Sorted(maps.Keys(t.subsets[s])), ",")}
+		return source, nil, func() { t.put(subsetsResolver(s, t.subsets[s], t.naming, t.owner)) }, len(t.subsets[s]) > 0
 	case unitBlackhole:
 		s := u.blackhole()
 		return s, nil, func() { t.put(blackholeDefaults(s, t.naming, t.owner)) }, t.blackholes[s] > 0
@@ -389,6 +432,14 @@ func (tr *Translator) install(u unit, o *objectTranslation) {
 			tr.dirty[blackholeUnit(s)] = true
 		}
 	}
+	for _, use := range o.subsets {
+		if t.subsets[use.service] == nil {
+			t.subsets[use.service] = map[string]int{}
+		}
+		if t.subsets[use.service][use.kubeNamespace]++; t.subsets[use.service][use.kubeNamespace] == 1 {
+			tr.dirty[subsetsUnit(use.service)] = true
+		}
+	}
 	for _, r := range o.reads {
 		k := lookupKey{r.kind, r.key}
 		if tr.readers[k] == nil {
@@ -437,6 +488,16 @@ func (tr *Translator) withdraw(u unit, o *objectTranslation) {
 		if t.blackholes[s]--; t.blackholes[s] == 0 {
 			delete(t.blackholes, s)
 			tr.dirty[blackholeUnit(s)] = true
+		}
+	}
+	for _, use := range o.subsets {
+		namespaces := t.subsets[use.service]
+		if namespaces[use.kubeNamespace]--; namespaces[use.kubeNamespace] == 0 {
+			delete(namespaces, use.kubeNamespace)
+			tr.dirty[subsetsUnit(use.service)] = true
+		}
+		if len(namespaces) == 0 {
+			delete(t.subsets, use.service)
 		}
 	}
 	for _, r := range o.reads {
@@ -498,6 +559,8 @@ type objectTranslation struct {
 	httpServices []consulService
 	// blackholes are the blackhole services the routes send refused requests to.
 	blackholes []consulService
+	// subsets are the subsets a narrowed backend's service-resolver redirects to.
+	subsets []subsetUse
 }
 
 // readKind names what a translation looked up.

@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"fmt"
 	"strings"
 )
 
@@ -66,3 +67,22 @@ func (n Naming) Namespace(kubeNamespace string) string {
 
 // ServiceName is the Consul service of a Kubernetes Service backend.
 func (n Naming) ServiceName(name string) string { return name }
+
+// KubeNamespaceMeta is the service meta key under which consul-k8s's endpoints
+// controller records the Kubernetes namespace of each instance it registers.
+const KubeNamespaceMeta = "k8s-namespace"
+
+// NarrowedServiceName is the Consul service a route sends traffic to when it may reach
+// only the instances of kubeNamespace of the Consul service consulName (see
+// narrowed.go). A Kubernetes namespace has no underscore, so the first one after the
+// fixed part ends it: two pairs never share a name, and as a Kubernetes Service name
+// has no underscore, consul-k8s registers nothing under it from a Service.
+func (n Naming) NarrowedServiceName(kubeNamespace, consulName string) string {
+	return n.Prefix + "consul_gateway_controller_" + kubeNamespace + "_" + consulName
+}
+
+// KubeNamespaceFilter is the Consul filter expression that selects the instances
+// registered from pods of kubeNamespace.
+func KubeNamespaceFilter(kubeNamespace string) string {
+	return fmt.Sprintf("Service.Meta[%q] == %q", KubeNamespaceMeta, kubeNamespace)
+}

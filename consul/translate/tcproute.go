@@ -8,6 +8,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 	gwdecision "github.com/consul-gateway-controller/consul-gateway-controller/sync/decision"
 )
 
@@ -30,16 +31,18 @@ func (t *pass) tcpRoute(key cache.ObjectName, c ConfirmedRoute) {
 // did.
 func (t *pass) tcpEntry(key cache.ObjectName, r *gatewayv1.TCPRoute, decision gwdecision.Route, parents []parentListener) bool {
 	var services []consulapi.TCPService
+	var used []backend
 	for i, rule := range r.Spec.Rules {
 		if slices.Contains(decision.DroppedRules, i) {
 			continue
 		}
-		service, problem := t.tcpRule(r.Namespace, i, rule, decision)
+		service, b, problem := t.tcpRule(r.Namespace, i, rule, decision)
 		if problem != "" {
 			t.problem("TCPRoute", key, "%s", problem)
 			continue
 		}
 		services = append(services, service)
+		used = append(used, b)
 	}
 	// Without a service there is nothing to forward to: Gateway API refuses the
 	// connections, and Consul gets no route that could accept them.
@@ -53,7 +56,7 @@ func (t *pass) tcpEntry(key cache.ObjectName, r *gatewayv1.TCPRoute, decision gw
 	// The service-defaults written for http-route backends make the service http, and
 	// Consul 1.15 refuses a tcp-route to an http service ("route protocol does not match
 	// targeted service protocol"). The http-routes keep it; this route cannot have it.
-	if svc := services[0]; t.opts.ManageServiceDefaults && t.read(readHTTPService, consulService{svc.Name, svc.Namespace, svc.Partition}).(bool) {
+	if svc := services[0]; (t.opts.ManageServiceDefaults || used[0].Narrowed) && t.read(readHTTPService, consulService{svc.Name, svc.Namespace, svc.Partition}).(bool) {
 		t.problem("TCPRoute", key, "Consul service %s is also an HTTPRoute backend, so its service-defaults declare protocol http, and Consul's tcp-route cannot forward to an http service; the route is left out of Consul", svc.Name)
 		return false
 	}
@@ -66,12 +69,17 @@ func (t *pass) tcpEntry(key cache.ObjectName, r *gatewayv1.TCPRoute, decision gw
 		Services:  services,
 		Meta:      t.owner.Meta(ownerOf("TCPRoute", r)),
 	})
+	// Only a narrowed backend has entries of its own for a tcp-route (narrowed.go):
+	// the service-defaults of the others declare http.
+	if used[0].Narrowed {
+		t.out.backends = append(t.out.backends, used[0])
+	}
 	return true
 }
 
 // tcpRule returns the one service a TCP rule forwards to, or why it has none.
 // backendRefs with weight 0 receive no connections and are not counted.
-func (t *pass) tcpRule(routeNamespace string, index int, rule gatewayv1.TCPRouteRule, decision gwdecision.Route) (consulapi.TCPService, string) {
+func (t *pass) tcpRule(routeNamespace string, index int, rule gatewayv1.TCPRouteRule, decision gwdecision.Route) (consulapi.TCPService, backend, string) {
 	var refs []gatewayv1.BackendRef
 	var indexes []gwdecision.BackendRefIndex
 	for b, ref := range rule.BackendRefs {
@@ -82,15 +90,21 @@ func (t *pass) tcpRule(routeNamespace string, index int, rule gatewayv1.TCPRoute
 	}
 	switch len(refs) {
 	case 0:
-		return consulapi.TCPService{}, fmt.Sprintf("rule %d: no backendRef has a weight above 0; the rule is left out of Consul", index)
+		return consulapi.TCPService{}, backend{}, fmt.Sprintf("rule %d: no backendRef has a weight above 0; the rule is left out of Consul", index)
 	case 1:
 	default:
-		return consulapi.TCPService{}, fmt.Sprintf("rule %d: %d backends would receive connections, but Consul's tcp-route forwards to a single service; the rule is left out of Consul", index, len(refs))
+		return consulapi.TCPService{}, backend{}, fmt.Sprintf("rule %d: %d backends would receive connections, but Consul's tcp-route forwards to a single service; the rule is left out of Consul", index, len(refs))
 	}
 	resolved := !slices.Contains(decision.UnresolvedBackends, indexes[0])
 	key, why := backendProblem(routeNamespace, refs[0].BackendObjectReference, t.service, resolved)
 	if why != "" {
-		return consulapi.TCPService{}, fmt.Sprintf("rule %d: backendRef %s %s; the rule is left out of Consul", index, key, why)
+		return consulapi.TCPService{}, backend{}, fmt.Sprintf("rule %d: backendRef %s %s; the rule is left out of Consul", index, key, why)
 	}
-	return consulapi.TCPService{Name: t.naming.ServiceName(decision.ConsulService(indexes[0], key.Name)), Namespace: t.naming.Namespace(key.Namespace), Partition: t.naming.Partition}, ""
+	b := backend{
+		Service:     key,
+		Consul:      decision.ConsulService(indexes[0], key.Name),
+		MeshService: gatewayapi.IsMeshService(refs[0].BackendObjectReference),
+		Narrowed:    decision.Narrowed(indexes[0]),
+	}
+	return consulapi.TCPService{Name: b.consulName(t.naming), Namespace: t.naming.Namespace(key.Namespace), Partition: t.naming.Partition}, b, ""
 }

@@ -29,7 +29,7 @@ func TestTCPRuleBackends(t *testing.T) {
 		{"an unresolved backendRef of another rule", []gatewayv1.BackendRef{backendRef("", "a", 1, nil)}, consulapi.TCPService{Name: "a"}, "", []gwdecision.BackendRefIndex{{Rule: 1, Ref: 0}}},
 	}
 	for _, tt := range tests {
-		got, problem := tr.tcpRule("apps", 0, gatewayv1.TCPRouteRule{BackendRefs: tt.refs}, gwdecision.Route{UnresolvedBackends: tt.unresolved})
+		got, _, problem := tr.tcpRule("apps", 0, gatewayv1.TCPRouteRule{BackendRefs: tt.refs}, gwdecision.Route{UnresolvedBackends: tt.unresolved})
 		if problem != tt.wantProblem {
 			t.Errorf("%s: problem %q, want %q", tt.name, problem, tt.wantProblem)
 		}

@@ -102,6 +102,7 @@ func newPass(n Naming, o Ownership, opts Options) *pass {
 		backends:     map[backend]int{},
 		httpServices: map[consulService]int{},
 		blackholes:   map[consulService]int{},
+		subsets:      map[consulService]map[string]int{},
 	}
 }
 
@@ -122,6 +123,9 @@ type pass struct {
 	httpServices map[consulService]int
 	// blackholes are the blackhole services written http-routes use, counted alike.
 	blackholes map[consulService]int
+	// subsets are, per Consul service, the Kubernetes namespaces whose instances of
+	// it narrowed backends reach, each with the number of backends that do.
+	subsets map[consulService]map[string]int
 	// out records the translation of the unit being translated (see translateObject).
 	out *objectTranslation
 }
@@ -197,6 +201,18 @@ type backend struct {
 	// MeshService: Service names a MeshService, whose Consul service Kubernetes does
 	// not own; its service-defaults are its owner's to write.
 	MeshService bool
+	// Narrowed: pods of other namespaces register Consul too, and only the instances
+	// of Service's namespace receive the traffic (narrowed.go).
+	Narrowed bool
+}
+
+// consulName is the Consul service routes name for b: Consul itself, or the service
+// of ours that reaches only the instances of b's namespace.
+func (b backend) consulName(n Naming) string {
+	if b.Narrowed {
+		return n.NarrowedServiceName(b.Service.Namespace, b.Consul)
+	}
+	return n.ServiceName(b.Consul)
 }
 
 func compareObjectNames(a, b cache.ObjectName) int {

@@ -146,7 +146,12 @@ func explainRoute(ctx context.Context, w io.Writer, c connections, f statusFlags
 				p.line(2, "backendRef %s: not resolved: %s; its share of the requests is answered with HTTP 503", ref, b.Problem)
 				continue
 			}
-			p.line(2, "backendRef %s: the Consul service %q%s", ref, b.ConsulService, healthyInstances(c.consul, b.ConsulService))
+			if b.OnlyNamespace {
+				ns := gatewayapi.Referent(key.Namespace, b.Ref.Namespace, b.Ref.Name).Namespace
+				p.line(2, "backendRef %s: the Consul service %q, only its instances of namespace %s (pods of other namespaces register it too)%s", ref, b.ConsulService, ns, healthyInstances(c.consul, b.ConsulService, ns))
+				continue
+			}
+			p.line(2, "backendRef %s: the Consul service %q%s", ref, b.ConsulService, healthyInstances(c.consul, b.ConsulService, ""))
 		}
 	}
 	p.line(0, "")
@@ -331,8 +336,12 @@ func backendName(routeNamespace string, ref gatewayv1.BackendObjectReference) st
 
 // healthyInstances says how many passing instances Consul has of service, or why it
 // cannot tell.
-func healthyInstances(client *consulapi.Client, service string) string {
-	instances, meta, err := client.Health().Service(service, "", true, nil)
+func healthyInstances(client *consulapi.Client, service, kubeNamespace string) string {
+	var q *consulapi.QueryOptions
+	if kubeNamespace != "" {
+		q = &consulapi.QueryOptions{Filter: translate.KubeNamespaceFilter(kubeNamespace)}
+	}
+	instances, meta, err := client.Health().Service(service, "", true, q)
 	switch {
 	case err != nil:
 		return fmt.Sprintf(", whose instances Consul did not list: %v", err)

@@ -27,6 +27,11 @@ type Route struct {
 	// after their Service: consul-k8s registers the Service's pods under the name of
 	// their connect-service annotation. In rule and backendRef order.
 	RenamedBackends []RenamedBackend
+	// NarrowedBackends are the resolved backendRefs whose Consul service pods of other
+	// Kubernetes namespaces register too (Consul CE without namespace mirroring): their
+	// traffic goes only to the instances of the referent's own namespace. In rule and
+	// backendRef order.
+	NarrowedBackends []BackendRefIndex
 }
 
 // RenamedBackend is a backendRef and the Consul service its Service's pods register
@@ -48,12 +53,19 @@ func (d Route) ConsulService(ref BackendRefIndex, service string) string {
 	return service
 }
 
-// Equal reports whether d and o decide the same: the same dropped rules, unresolved
-// and renamed backendRefs and attachments, in the same order.
+// Narrowed reports whether backendRef ref reaches only its own namespace's instances
+// of its Consul service.
+func (d Route) Narrowed(ref BackendRefIndex) bool {
+	return slices.Contains(d.NarrowedBackends, ref)
+}
+
+// Equal reports whether d and o decide the same: the same dropped rules, unresolved,
+// renamed and narrowed backendRefs and attachments, in the same order.
 func (d Route) Equal(o Route) bool {
 	return slices.Equal(d.DroppedRules, o.DroppedRules) &&
 		slices.Equal(d.UnresolvedBackends, o.UnresolvedBackends) &&
 		slices.Equal(d.RenamedBackends, o.RenamedBackends) &&
+		slices.Equal(d.NarrowedBackends, o.NarrowedBackends) &&
 		slices.EqualFunc(d.Attachments, o.Attachments, func(x, y Attachment) bool {
 			return x.Gateway == y.Gateway && slices.Equal(x.Listeners, y.Listeners)
 		})

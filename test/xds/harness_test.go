@@ -144,21 +144,23 @@ func declareHTTP(t *testing.T, name string) {
 }
 
 // registerMeshInstance registers a Consul service's instance at addr, and its sidecar
-// proxy, as consul-k8s registers a mesh pod.
+// proxy, as consul-k8s registers a mesh pod of namespace ns: both carry the namespace
+// in their meta.
 func registerMeshInstance(t *testing.T, ns, name, addr string) {
 	t.Helper()
+	meta := map[string]string{translate.KubeNamespaceMeta: ns}
 	reg := &consulapi.CatalogRegistration{
 		Node: "backends-" + ns, Address: "10.2.0.254",
 		Service: &consulapi.AgentService{
 			Kind: consulapi.ServiceKindConnectProxy, ID: name + "-sidecar-proxy", Service: name + "-sidecar-proxy",
-			Address: addr, Port: 20000,
+			Address: addr, Port: 20000, Meta: meta,
 			Proxy: &consulapi.AgentServiceConnectProxyConfig{DestinationServiceName: name, LocalServicePort: 8080},
 		},
 	}
 	if _, err := env.ConsulClient.Catalog().Register(reg, nil); err != nil {
 		t.Fatal(err)
 	}
-	reg.Service = &consulapi.AgentService{ID: name, Service: name, Address: addr, Port: 8080}
+	reg.Service = &consulapi.AgentService{ID: name, Service: name, Address: addr, Port: 8080, Meta: meta}
 	if _, err := env.ConsulClient.Catalog().Register(reg, nil); err != nil {
 		t.Fatal(err)
 	}
