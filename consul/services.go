@@ -2,6 +2,7 @@ package consul
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	gosync "sync"
 	"sync/atomic"
@@ -9,6 +10,8 @@ import (
 
 	consulapi "github.com/hashicorp/consul/api"
 	"k8s.io/klog/v2"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
 )
 
 // servicesTimeout bounds how long the status workers wait at start for the first list
@@ -16,17 +19,26 @@ import (
 // until a list comes.
 const servicesTimeout = 30 * time.Second
 
+// outsideKubernetesFilter selects the instances of typical services that consul-k8s
+// did not register: its endpoints controller records the pod's namespace on every
+// instance (translate.KubeNamespaceMeta), an agent on a VM or another platform does not.
+var outsideKubernetesFilter = fmt.Sprintf("ServiceKind == \"\" and %q not in ServiceMeta", translate.KubeNamespaceMeta)
+
 // ServiceNames follows the names of the services in Consul's catalog (one namespace
 // and partition), so that the status pipeline can say that a MeshService names a
-// service Consul does not hold. It reads only: a blocking list of the catalog's
-// service names, from index 0 consistently (see listOptions).
+// service Consul does not hold, and which names have instances registered outside
+// Kubernetes. It reads only: two blocking lists of the catalog's service names (all,
+// and those with such an instance), each from index 0 consistently (see listOptions).
 type ServiceNames struct {
 	client    *consulapi.Client
 	partition string
 
-	mu     gosync.RWMutex
-	names  map[string]bool
-	synced atomic.Bool
+	mu    gosync.RWMutex
+	names map[string]bool
+	// outside are the names with an instance registered outside Kubernetes; nil
+	// before their first list.
+	outside map[string]bool
+	synced  atomic.Bool
 	// gaveUp: the status workers started before the first list, counting every name
 	// as known; the first list must then have every MeshService judged again.
 	gaveUp  atomic.Bool
@@ -39,9 +51,9 @@ func NewServiceNames(client *consulapi.Client, partition string) *ServiceNames {
 	return &ServiceNames{client: client, partition: partition}
 }
 
-// OnChange calls changed with each service name that appears or disappears, and with
-// "" when any may have: the first list after the start gave up waiting for it. Call it
-// before Run.
+// OnChange calls changed with each service name that appears or disappears, or whose
+// instances outside Kubernetes do, and with "" when any may have: the first list after
+// the start gave up waiting for it. Call it before Run.
 func (s *ServiceNames) OnChange(changed func(name string)) { s.changed = changed }
 
 // Known reports whether Consul's catalog has a service name. Before the first list
@@ -52,7 +64,15 @@ func (s *ServiceNames) Known(name string) bool {
 	return s.names == nil || s.names[name]
 }
 
-// HasSynced reports whether the first list was read (or given up on at start).
+// RegisteredOutsideKubernetes reports whether Consul's catalog has an instance of the
+// service name that consul-k8s did not register. Before the first list none has.
+func (s *ServiceNames) RegisteredOutsideKubernetes(name string) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.outside[name]
+}
+
+// HasSynced reports whether both lists were read (or given up on at start).
 func (s *ServiceNames) HasSynced() bool { return s.synced.Load() }
 
 // Run lists the catalog's services until ctx is done, blocking for changes.
@@ -66,17 +86,26 @@ func (s *ServiceNames) Run(ctx context.Context) {
 	}
 	timer := time.AfterFunc(servicesTimeout, func() { giveUp("not listed within " + servicesTimeout.String()) })
 	defer timer.Stop()
+	var wg gosync.WaitGroup
+	wg.Go(func() { s.watch(ctx, logger, "", giveUp, s.replaceNames) })
+	wg.Go(func() { s.watch(ctx, logger, outsideKubernetesFilter, giveUp, s.replaceOutside) })
+	wg.Wait()
+}
+
+// watch lists the names of the catalog's services whose instances filter selects
+// ("" all) until ctx is done, and hands each answer to replace.
+func (s *ServiceNames) watch(ctx context.Context, logger klog.Logger, filter string, giveUp func(string), replace func(context.Context, map[string]bool)) {
 	var index uint64
 	backoff := watchBackoff()
 	for ctx.Err() == nil {
-		q := (&consulapi.QueryOptions{WaitIndex: index, WaitTime: watchWait, Partition: s.partition, RequireConsistent: index == 0}).WithContext(ctx)
+		q := (&consulapi.QueryOptions{WaitIndex: index, WaitTime: watchWait, Partition: s.partition, RequireConsistent: index == 0, Filter: filter}).WithContext(ctx)
 		services, meta, err := s.client.Catalog().Services(q)
 		if err != nil {
 			// The status workers do not wait for a Consul that fails: statuses
 			// start, and what the list would refuse is judged again once it comes.
 			giveUp("the first list failed")
 			if ctx.Err() == nil {
-				logger.V(2).Info("Listing Consul's services failed; retrying", "err", err)
+				logger.V(2).Info("Listing Consul's services failed; retrying", "filter", filter, "err", err)
 				sleep(ctx, backoff.Step())
 			}
 			index = 0
@@ -88,21 +117,46 @@ func (s *ServiceNames) Run(ctx context.Context) {
 			continue
 		}
 		index = meta.LastIndex
-		s.replace(ctx, services)
+		names := make(map[string]bool, len(services))
+		for name := range services {
+			names[name] = true
+		}
+		replace(ctx, names)
 	}
 }
 
-// replace records the names of services and reports those that changed.
-func (s *ServiceNames) replace(ctx context.Context, services map[string][]string) {
-	names := make(map[string]bool, len(services))
-	for name := range services {
-		names[name] = true
-	}
+// replaceNames records the names of the catalog's services and reports those that
+// changed.
+func (s *ServiceNames) replaceNames(ctx context.Context, names map[string]bool) {
 	s.mu.Lock()
 	old := s.names
 	s.names = names
+	listed := s.outside != nil
 	s.mu.Unlock()
-	s.synced.Store(true)
+	s.report(ctx, old, names, "Consul service", listed)
+}
+
+// replaceOutside records the names with an instance outside Kubernetes and reports
+// those that changed; the first list reports every name in it, as none counted before.
+func (s *ServiceNames) replaceOutside(ctx context.Context, names map[string]bool) {
+	s.mu.Lock()
+	old := s.outside
+	s.outside = names
+	listed := s.names != nil
+	s.mu.Unlock()
+	if old == nil {
+		old = map[string]bool{}
+	}
+	s.report(ctx, old, names, "Consul service registered outside Kubernetes", listed)
+}
+
+// report marks the watch synced once both lists were read, and tells OnChange's
+// function which names are in one of old and names only. A first list (old nil)
+// reports nothing, or "" when the workers started without it.
+func (s *ServiceNames) report(ctx context.Context, old, names map[string]bool, what string, bothListed bool) {
+	if bothListed {
+		s.synced.Store(true)
+	}
 	if s.changed == nil {
 		return
 	}
@@ -114,13 +168,13 @@ func (s *ServiceNames) replace(ctx context.Context, services map[string][]string
 	}
 	for name := range maps.Keys(names) {
 		if !old[name] {
-			klog.FromContext(ctx).V(4).Info("Consul service appeared", "service", name)
+			klog.FromContext(ctx).V(4).Info(what+" appeared", "service", name)
 			s.changed(name)
 		}
 	}
 	for name := range maps.Keys(old) {
 		if !names[name] {
-			klog.FromContext(ctx).V(4).Info("Consul service disappeared", "service", name)
+			klog.FromContext(ctx).V(4).Info(what+" disappeared", "service", name)
 			s.changed(name)
 		}
 	}

@@ -3,6 +3,7 @@ package consul
 import (
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -22,7 +23,11 @@ func TestServiceNamesGiveUpOnFailure(t *testing.T) {
 			return
 		}
 		w.Header().Set("X-Consul-Index", "7")
-		_, _ = w.Write([]byte(`{"web":[]}`))
+		if r.URL.Query().Get("filter") == outsideKubernetesFilter {
+			_, _ = w.Write([]byte(`{"vm":[]}`))
+			return
+		}
+		_, _ = w.Write([]byte(`{"web":[],"vm":[]}`))
 	}))
 	defer server.Close()
 	client, err := consulapi.NewClient(&consulapi.Config{Address: server.URL})
@@ -44,16 +49,28 @@ func TestServiceNamesGiveUpOnFailure(t *testing.T) {
 	if !names.Known("api") {
 		t.Error("a service counted as missing before any list")
 	}
+	if names.RegisteredOutsideKubernetes("vm") {
+		t.Error("a service counted as registered outside Kubernetes before any list")
+	}
 	failing.Store(false)
-	select {
-	case name := <-changed:
-		if name != "" {
-			t.Errorf("first change after giving up: %q, want \"\" (judge everything again)", name)
+	var got []string
+	for len(got) < 2 {
+		select {
+		case name := <-changed:
+			got = append(got, name)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("changes reported once the lists came: %q, want \"\" and vm", got)
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("no change reported once the list came")
+	}
+	// The first list of all names judges everything again; the first of the names
+	// outside Kubernetes names each, as none counted before.
+	if slices.Sort(got); !slices.Equal(got, []string{"", "vm"}) {
+		t.Errorf("changes %q, want \"\" (judge everything again) and vm", got)
 	}
 	if names.Known("api") || !names.Known("web") {
 		t.Errorf("after the list: api known %v, web known %v; want false, true", names.Known("api"), names.Known("web"))
+	}
+	if !names.RegisteredOutsideKubernetes("vm") || names.RegisteredOutsideKubernetes("web") {
+		t.Errorf("after the list: vm outside %v, web outside %v; want true, false", names.RegisteredOutsideKubernetes("vm"), names.RegisteredOutsideKubernetes("web"))
 	}
 }

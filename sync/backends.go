@@ -43,7 +43,16 @@ var unsupportedAppProtocols = map[gatewayv1.Kind][]string{
 type resolvedBackend struct {
 	Service  string
 	Narrowed bool
+	// NarrowedBecause says what else the Consul service holds: instances of other
+	// namespaces' pods, or instances registered outside Kubernetes.
+	NarrowedBecause string
 }
+
+// Why a backend is narrowed, as the ResolvedRefs message says it.
+const (
+	sharedWithOtherNamespaces = "which pods of other namespaces register too"
+	sharedOutsideKubernetes   = "which instances registered outside Kubernetes have too"
+)
 
 // resolveBackendRef checks one backendRef of a route of routeKind ("HTTPRoute",
 // "TCPRoute", "GRPCRoute") in routeNamespace, and returns the Consul service it sends
@@ -107,11 +116,26 @@ func resolveBackendRef(routeKind gatewayv1.Kind, routeNamespace string, ref gate
 			Message: fmt.Sprintf("backendRef %s is the Consul service %q (its pods' %s annotation), which Consul's catalog does not hold: none of its pods is registered yet", name, resolution.Service, backends.ServiceAnnotation),
 		}, nil
 	}
-	others, err := names.otherNamespacesRegister(resolution.Service, namespace)
+	return names.narrowService(resolution.Service, namespace)
+}
+
+// narrowService returns the Consul service a Service backend of namespace is, narrowed
+// to that namespace's instances when others share it: pods of other namespaces that
+// register it, or instances registered outside Kubernetes (a Service reaches only
+// what its own namespace's pods serve; a MeshService names services outside on
+// purpose). Only without namespace mirroring: with it, the name is the namespace's.
+func (c consulServices) narrowService(consulName, namespace string) (resolvedBackend, *backendProblem, error) {
+	others, err := c.otherNamespacesRegister(consulName, namespace)
 	if err != nil {
 		return resolvedBackend{}, nil, err
 	}
-	return resolvedBackend{Service: resolution.Service, Narrowed: others}, nil, nil
+	switch {
+	case others:
+		return resolvedBackend{Service: consulName, Narrowed: true, NarrowedBecause: sharedWithOtherNamespaces}, nil, nil
+	case c.shared && c.catalog != nil && c.catalog.RegisteredOutsideKubernetes(consulName):
+		return resolvedBackend{Service: consulName, Narrowed: true, NarrowedBecause: sharedOutsideKubernetes}, nil, nil
+	}
+	return resolvedBackend{Service: consulName}, nil, nil
 }
 
 // ReasonPeerNotSupported is the ResolvedRefs reason of a MeshService whose Consul
@@ -169,7 +193,7 @@ func resolveMeshService(routeKind gatewayv1.Kind, routeNamespace string, ref gat
 			Message: fmt.Sprintf("backendRef %s is the Consul service %q, which only pods of other namespaces register in this cluster; a MeshService reaches only its own namespace's pods of such a service, and namespace %s has none", name, spec.name, referent.Namespace),
 		}, nil
 	}
-	return resolvedBackend{Service: spec.name, Narrowed: true}, nil, nil
+	return resolvedBackend{Service: spec.name, Narrowed: true, NarrowedBecause: sharedWithOtherNamespaces}, nil, nil
 }
 
 // meshServiceProblem says why a MeshService names no Consul service a route can use.

@@ -259,15 +259,23 @@ func TestSharedConsulName(t *testing.T) {
 		[]gatewayv1.ReferenceGrantTo{{Kind: "Service"}}))
 	ref := gatewayv1.BackendObjectReference{Name: "web", Port: new(gatewayv1.PortNumber(80))}
 	own := resolvedBackend{Service: "web"}
-	narrowed := resolvedBackend{Service: "web", Narrowed: true}
+	narrowed := resolvedBackend{Service: "web", Narrowed: true, NarrowedBecause: sharedWithOtherNamespaces}
+	outside := resolvedBackend{Service: "web", Narrowed: true, NarrowedBecause: sharedOutsideKubernetes}
 
 	tests := []struct {
 		name     string
 		shared   bool
 		services []*corev1.Service
 		pods     []*corev1.Pod
+		catalog  catalogOf
 		want     resolvedBackend
 	}{
+		{name: "instances registered outside Kubernetes too", shared: true,
+			services: []*corev1.Service{apps}, pods: []*corev1.Pod{pod("apps")}, catalog: catalogOf{"web", "outside:web"}, want: outside},
+		{name: "only instances outside Kubernetes, a Service without a selector", shared: true,
+			services: []*corev1.Service{testService("apps", "web", corev1.ServicePort{Port: 80})}, catalog: catalogOf{"web", "outside:web"}, want: outside},
+		{name: "instances outside Kubernetes, names mirrored", shared: false,
+			services: []*corev1.Service{apps}, pods: []*corev1.Pod{pod("apps")}, catalog: catalogOf{"web", "outside:web"}, want: own},
 		{name: "registered in an ungranted namespace", shared: true,
 			services: []*corev1.Service{apps, granted, foreign}, pods: []*corev1.Pod{pod("apps"), pod("granted"), pod("payments")}, want: narrowed},
 		{name: "registered in a granted namespace only: still only the route's own", shared: true,
@@ -288,6 +296,9 @@ func TestSharedConsulName(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			names := consulServicesOf(t, tt.shared, tt.services, tt.pods)
+			if tt.catalog != nil {
+				names.catalog = tt.catalog
+			}
 			got, problem, err := resolveBackendRef("HTTPRoute", "apps", ref, names.lister(), grants, names.consulServices)
 			checkResolution(t, got, problem, err, tt.want, "")
 		})
@@ -335,7 +346,7 @@ func TestRenamedBackend(t *testing.T) {
 		{name: "a pod of another namespace registers under the name: only ours reached", shared: true,
 			pods: []*corev1.Pod{testenv.InjectedPod("apps", "web-1", selector, "web-v2", 8080),
 				testenv.InjectedPod("payments", "billing-1", map[string]string{"app": "billing"}, "web-v2", 80)},
-			want: resolvedBackend{Service: "web-v2", Narrowed: true}},
+			want: resolvedBackend{Service: "web-v2", Narrowed: true, NarrowedBecause: sharedWithOtherNamespaces}},
 		{name: "shared, but names are mirrored", shared: false,
 			pods: []*corev1.Pod{testenv.InjectedPod("apps", "web-1", selector, "web-v2", 8080),
 				testenv.InjectedPod("payments", "billing-1", map[string]string{"app": "billing"}, "web-v2", 80)},
@@ -486,7 +497,7 @@ func TestMeshServiceNarrowed(t *testing.T) {
 		want       resolvedBackend
 		wantReason gatewayv1.RouteConditionReason
 	}{
-		{"registered here and elsewhere: only here", ref("web"), resolvedBackend{Service: "web", Narrowed: true}, ""},
+		{"registered here and elsewhere: only here", ref("web"), resolvedBackend{Service: "web", Narrowed: true, NarrowedBecause: sharedWithOtherNamespaces}, ""},
 		{"registered by another namespace only", ref("ledger"), resolvedBackend{}, gatewayv1.RouteReasonBackendNotFound},
 		{"registered by no pod", ref("vm"), resolvedBackend{Service: "billing-vm"}, ""},
 	}
@@ -504,7 +515,8 @@ func TestMeshServiceNarrowed(t *testing.T) {
 // catalogOf is a Consul catalog holding the services names.
 type catalogOf []string
 
-func (c catalogOf) Known(name string) bool { return slices.Contains(c, name) }
+func (c catalogOf) Known(name string) bool                     { return slices.Contains(c, name) }
+func (c catalogOf) RegisteredOutsideKubernetes(name string) bool { return slices.Contains(c, "outside:"+name) }
 func (c catalogOf) HasSynced() bool        { return true }
 
 // checkResolution compares what resolveBackendRef returned with the Consul service

@@ -478,7 +478,8 @@ func (d *decider) checkBackend(rules *routeRules, index BackendRefIndex, kind ga
 		consulName := resolved.Service
 		if resolved.Narrowed {
 			rules.narrowed = append(rules.narrowed, index)
-			note := fmt.Sprintf("backendRef %s is the Consul service %q, which pods of other namespaces register too: it reaches only the instances of namespace %s", gatewayapi.Referent(namespace, ref.Namespace, ref.Name), consulName, gatewayapi.Referent(namespace, ref.Namespace, ref.Name).Namespace)
+			referent := gatewayapi.Referent(namespace, ref.Namespace, ref.Name)
+			note := fmt.Sprintf("backendRef %s is the Consul service %q, %s: it reaches only the instances of namespace %s", referent, consulName, resolved.NarrowedBecause, referent.Namespace)
 			if !slices.Contains(rules.renamedNotes, note) {
 				rules.renamedNotes = append(rules.renamedNotes, note)
 			}

@@ -68,6 +68,10 @@ type ConsulVerdicts interface {
 // names one it does not hold has no instance to send traffic to.
 type ConsulServiceNames interface {
 	Known(name string) bool
+	// RegisteredOutsideKubernetes reports whether the catalog has an instance of
+	// the service name that consul-k8s did not register (a VM's, another
+	// platform's); false while unknown.
+	RegisteredOutsideKubernetes(name string) bool
 	// HasSynced reports whether the catalog was read once; the status workers wait
 	// for it, as for the verdicts.
 	HasSynced() bool
@@ -76,7 +80,8 @@ type ConsulServiceNames interface {
 // allServicesKnown is used when no catalog is wired in.
 type allServicesKnown struct{}
 
-func (allServicesKnown) Known(string) bool { return true }
+func (allServicesKnown) Known(string) bool                       { return true }
+func (allServicesKnown) RegisteredOutsideKubernetes(string) bool { return false }
 func (allServicesKnown) HasSynced() bool   { return true }
 
 // noVerdicts is used when no Consul syncer is wired in: nothing is ever programmed.

@@ -24,11 +24,12 @@ import (
 // pods from the real API server and
 //   - refuses the backend until Consul's catalog holds the annotation's name;
 //   - routes to the annotation's name, and says so in ResolvedRefs;
-//   - refuses the backend when its pods disagree on the name, when they are
+//   - refuses the backend when its pods disagree on the name and when they are
 //     registered with another port than the one the backendRef's Service port leads
-//     to, and when a pod of another namespace registers under the same name, each
-//     with its reason, and routes nothing to it;
-//   - resolves it again once the cause is gone.
+//     to, each with its reason, and routes nothing to it;
+//   - resolves it again once the cause is gone;
+//   - narrows it to its namespace's instances when a pod of another namespace
+//     registers under the same name.
 func TestBackendIsItsPodsConsulService(t *testing.T) {
 	s := newConsulStack(t, "renamed")
 	app := map[string]string{"app": "echo"}
@@ -65,7 +66,7 @@ func TestBackendIsItsPodsConsulService(t *testing.T) {
 	// Until consul-k8s registers a pod under the name, Consul has no such service.
 	s.awaitResolvedRefs(t, "web", `False/BackendNotFound: backendRef `+backend+` is the Consul service "echo-v2" (its pods' `+backends.ServiceAnnotation+` annotation), which Consul's catalog does not hold`)
 	routesNowhere("a name Consul does not hold gets no traffic")
-	env.RegisterOutsideService(t, "echo-v2", "10.4.1.1")
+	env.RegisterPodService(t, s.Namespace, "echo-v2", "10.4.1.1")
 	s.awaitResolvedRefs(t, "web", `True/ResolvedRefs: All references are resolved; backendRef `+backend+` is the Consul service "echo-v2"`)
 	routesTo("the route sends to the pods' Consul service", "echo-v2")
 
@@ -96,9 +97,10 @@ func TestBackendIsItsPodsConsulService(t *testing.T) {
 	if _, err := env.KubeClient.CoreV1().Services(other).Update(t.Context(), impostorSvc, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	declareHTTP(t, "echo-v2")
 	env.Create(t, testenv.InjectedPod(other, "impostor-1", map[string]string{"app": "impostor"}, "echo-v2", testenv.BackendPort))
-	s.awaitResolvedRefs(t, "web", `False/RefNotPermitted: backendRef `+backend+` is the Consul service "echo-v2", which the Services `+other+`/impostor are too`)
-	routesNowhere("a name another namespace's pods share gets no traffic")
+	s.awaitResolvedRefs(t, "web", `True/ResolvedRefs: All references are resolved; backendRef `+backend+` is the Consul service "echo-v2", which pods of other namespaces register too: it reaches only the instances of namespace `+s.Namespace)
+	routesTo("a name another namespace's pods share is narrowed to the route namespace's", s.naming.NarrowedServiceName(s.Namespace, "echo-v2"))
 }
 
 // deletePod deletes a pod at once: no kubelet runs it, so a grace period would keep it.

@@ -27,7 +27,9 @@ import (
 //     one target "the subset <namespace> of the shared name" (test/xds shows the
 //     gateway's endpoints then are that namespace's pods alone);
 //   - once the other pod goes, sends to the shared name again and removes the
-//     entries of ours that narrowed it.
+//     entries of ours that narrowed it;
+//   - narrows it again when an instance outside Kubernetes (a VM's) registers under
+//     the name: a tenant's Service cannot reach a VM's service by naming it.
 func TestSharedConsulNameReachesOnlyItsNamespace(t *testing.T) {
 	s := newConsulStack(t, "shared")
 	other := env.NewNamespace(t, "shared-other")
@@ -78,6 +80,14 @@ func TestSharedConsulNameReachesOnlyItsNamespace(t *testing.T) {
 	} {
 		s.waitEntry(t, key.kind, key.name, "the entries that narrowed the route are removed", absent)
 	}
+
+	// An instance registered outside Kubernetes (a VM's, no k8s-namespace meta) under
+	// the name: the Service reaches only its namespace's pods, not the VM.
+	env.RegisterOutsideService(t, s.Backend, "10.4.0.9")
+	s.awaitResolvedRefs(t, "web", "True/ResolvedRefs: All references are resolved; backendRef "+s.Namespace+"/"+s.Backend+
+		` is the Consul service "`+s.Backend+`", which instances registered outside Kubernetes have too: it reaches only the instances of namespace `+s.Namespace)
+	routesTo(ours, "a name with instances outside Kubernetes is narrowed")
+	awaitChainTargets(t, ours, s.Backend+"/"+s.Namespace)
 }
 
 // declareHTTP writes the service-defaults that say a Consul service speaks http, as

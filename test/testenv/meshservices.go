@@ -46,6 +46,24 @@ func (e *Env) CreateMeshService(t testing.TB, m *unstructured.Unstructured) {
 	}
 }
 
+// RegisterPodService registers an instance of the Consul service name at address as
+// consul-k8s's endpoints controller registers a pod of namespace: with the namespace
+// in the instance's meta, on a node of that namespace's. It is deregistered when the
+// test ends.
+func (e *Env) RegisterPodService(t testing.TB, namespace, name, address string) {
+	t.Helper()
+	node := "k8s-" + namespace
+	reg := &consulapi.CatalogRegistration{Node: node, Address: "10.4.1.254",
+		Service: &consulapi.AgentService{ID: name, Service: name, Address: address, Port: 8080,
+			Meta: map[string]string{"k8s-namespace": namespace}}}
+	if _, err := e.ConsulClient.Catalog().Register(reg, nil); err != nil {
+		t.Fatalf("register Consul service %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		_, _ = e.ConsulClient.Catalog().Deregister(&consulapi.CatalogDeregistration{Node: node, ServiceID: name}, nil)
+	})
+}
+
 // RegisterOutsideService registers an instance of the Consul service name at address
 // on the node "outside-kubernetes", as a VM's agent would, and deregisters it when the
 // test ends.

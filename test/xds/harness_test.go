@@ -148,9 +148,21 @@ func declareHTTP(t *testing.T, name string) {
 // in their meta.
 func registerMeshInstance(t *testing.T, ns, name, addr string) {
 	t.Helper()
-	meta := map[string]string{translate.KubeNamespaceMeta: ns}
+	registerInstance(t, "backends-"+ns, name, addr, map[string]string{translate.KubeNamespaceMeta: ns})
+}
+
+// registerOutsideInstance registers a Consul service's instance at addr, and its
+// sidecar proxy, as a VM's agent would: on a node of its own, without the Kubernetes
+// namespace meta.
+func registerOutsideInstance(t *testing.T, name, addr string) {
+	t.Helper()
+	registerInstance(t, "outside-kubernetes", name, addr, nil)
+}
+
+func registerInstance(t *testing.T, node, name, addr string, meta map[string]string) {
+	t.Helper()
 	reg := &consulapi.CatalogRegistration{
-		Node: "backends-" + ns, Address: "10.2.0.254",
+		Node: node, Address: "10.2.0.254",
 		Service: &consulapi.AgentService{
 			Kind: consulapi.ServiceKindConnectProxy, ID: name + "-sidecar-proxy", Service: name + "-sidecar-proxy",
 			Address: addr, Port: 20000, Meta: meta,

@@ -360,7 +360,7 @@ func (s scenario) run(t *testing.T) {
 	}
 	for i, name := range s.outside {
 		backends[name] = outsideAddress(i)
-		registerMeshInstance(t, s.namespace, name, backends[name])
+		registerOutsideInstance(t, name, backends[name])
 		declareHTTP(t, name)
 	}
 	awaitProgrammed(t, s.namespace, "edge", s.refusedRoutes...)
