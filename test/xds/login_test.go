@@ -185,9 +185,10 @@ func loginControllerToken(t *testing.T, admin *consulapi.Client) string {
 // and its sidecar proxy.
 func registerLoginBackend(t *testing.T, admin *consulapi.Client) {
 	t.Helper()
+	meta := map[string]string{translate.KubeNamespaceMeta: loginNamespace}
 	for _, svc := range []*consulapi.AgentService{
-		{ID: "login-echo", Service: "login-echo", Address: "10.2.1.1", Port: 8080},
-		{Kind: consulapi.ServiceKindConnectProxy, ID: "login-echo-sidecar-proxy", Service: "login-echo-sidecar-proxy", Address: "10.2.1.1", Port: 20000,
+		{ID: "login-echo", Service: "login-echo", Address: "10.2.1.1", Port: 8080, Meta: meta},
+		{Kind: consulapi.ServiceKindConnectProxy, ID: "login-echo-sidecar-proxy", Service: "login-echo-sidecar-proxy", Address: "10.2.1.1", Port: 20000, Meta: meta,
 			Proxy: &consulapi.AgentServiceConnectProxyConfig{DestinationServiceName: "login-echo", LocalServicePort: 8080}},
 	} {
 		if _, err := admin.Catalog().Register(&consulapi.CatalogRegistration{Node: "login-backends", Address: "10.2.1.254", Service: svc}, nil); err != nil {
