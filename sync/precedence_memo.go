@@ -1,0 +1,246 @@
+package sync
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	gosync "sync"
+	"sync/atomic"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/lru"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
+)
+
+// This file keeps the precedence model of each listener (precedence_model.go) from one
+// route's sync to the next. An edit of one route judges every route of its Gateway
+// again (informers.KeyMapper enqueues the siblings); without a memo each of those syncs
+// would build the listener's table and compare its matches anew, so one tenant's
+// churn on a shared listener would cost every other tenant's edit that listener's
+// whole model, once per route.
+
+// maxJudgedMatches bounds the HTTPRoute matches whose precedence is judged on one
+// listener. The cost of judging a route grows with the matches of the whole listener
+// (up to maxExampleRequests requests, each held against every match), so the judged
+// routes are bounded instead: the oldest routes first (then by namespace/name, the
+// spec's own tie-break), each while its matches fit in what is left. A route past it
+// is told plainly that its precedence was not judged. 256 matches judge a listener of
+// a few hundred single-match routes whole, and keep a listener's model within about
+// a second on one core in the worst case (every match competing with every other).
+const maxJudgedMatches = 256
+
+// listenerModelCacheSize bounds the listeners whose model is kept; the least recently
+// used is dropped first, so a Gateway that goes leaves nothing behind for long.
+const listenerModelCacheSize = 4096
+
+// precedenceMemo keeps a listenerModel per listener, valid while the inputs it was
+// built from are the same.
+type precedenceMemo struct {
+	// models maps a listenerModelKey to its *listenerModel; nil keeps nothing (every
+	// sync builds its own).
+	models *lru.Cache
+	// maxMatches is maxJudgedMatches, or what a benchmark sets.
+	maxMatches int
+	// builds and hits count the models built and those found still valid.
+	builds, hits atomic.Int64
+}
+
+func newPrecedenceMemo() *precedenceMemo {
+	return &precedenceMemo{models: lru.New(listenerModelCacheSize), maxMatches: maxJudgedMatches}
+}
+
+// listenerModelKey names a listener: the route kind, the parent (a Gateway or a
+// ListenerSet, by its index value) and the listener's name in the api-gateway entry.
+type listenerModelKey struct {
+	kind     gatewayv1.Kind
+	parent   string
+	listener gatewayv1.SectionName
+}
+
+// servedRoute is a cached route object served on a listener, with its binding view.
+type servedRoute struct {
+	obj  any
+	view routeView
+}
+
+func (r servedRoute) key() cache.ObjectName {
+	return cache.ObjectName{Namespace: r.view.namespace, Name: r.view.name}
+}
+
+// listenerMembers are the routes of one kind served on one listener: all a
+// listenerModel is made of.
+type listenerMembers struct {
+	name     gatewayv1.SectionName
+	hostname string // "" when the listener has none
+	routes   []servedRoute
+	// seen holds the routes' keys: a route naming the listener by several parentRefs
+	// is added once, without a scan of the listener's routes for each.
+	seen map[cache.ObjectName]bool
+}
+
+func (m *listenerMembers) add(r servedRoute) {
+	key := r.key()
+	if m.seen[key] {
+		return
+	}
+	if m.seen == nil {
+		m.seen = map[cache.ObjectName]bool{}
+	}
+	m.seen[key] = true
+	m.routes = append(m.routes, r)
+}
+
+// inputs identifies what the model is made of: the listener's name and hostname, and
+// each route by its UID and the generation of its spec (or, for an object no API
+// server counted generations of, its resourceVersion, compared for equality only).
+// The creation time is fixed by the UID, the spec by the generation; a status write
+// changes neither, so the routes' own status writes keep the model.
+func (m *listenerMembers) inputs() string {
+	var b strings.Builder
+	b.WriteString(string(m.name) + "\x00" + m.hostname)
+	for _, r := range m.routes {
+		obj := r.obj.(metav1.Object) // every route kind is
+		b.WriteString("\x00" + r.key().String() + " " + string(obj.GetUID()) + " " + specVersion(obj))
+	}
+	return b.String()
+}
+
+// specVersion names the version of obj's spec.
+func specVersion(obj metav1.Object) string {
+	if g := obj.GetGeneration(); g != 0 {
+		return "generation " + strconv.FormatInt(g, 10)
+	}
+	return "resourceVersion " + obj.GetResourceVersion()
+}
+
+// listenerModel is the precedence model of one listener at one set of inputs: its
+// table, which routes are judged, and the conflicts of each judged route once asked.
+// It is shared by the workers: the table is not changed once built.
+type listenerModel struct {
+	inputs string
+	table  *listenerTable
+	// judged says, per route of table, whether its precedence is judged; matches
+	// counts the listener's matches, for the message of a route that is not.
+	judged  []bool
+	matches int
+
+	mu        gosync.Mutex
+	conflicts map[int][]precedenceConflict
+}
+
+// model returns the listener's model for members, built anew only when its inputs
+// changed since the last one.
+func (p *precedenceMemo) model(key listenerModelKey, members *listenerMembers) *listenerModel {
+	slices.SortFunc(members.routes, func(a, b servedRoute) int {
+		return cmp.Or(cmp.Compare(a.view.namespace, b.view.namespace), cmp.Compare(a.view.name, b.view.name))
+	})
+	inputs := members.inputs()
+	if p.models != nil {
+		if cached, ok := p.models.Get(key); ok && cached.(*listenerModel).inputs == inputs {
+			p.hits.Add(1)
+			return cached.(*listenerModel)
+		}
+	}
+	m := newListenerModel(members, inputs, p.maxMatches)
+	p.builds.Add(1)
+	if p.models != nil {
+		p.models.Add(key, m)
+	}
+	return m
+}
+
+func newListenerModel(members *listenerMembers, inputs string, maxMatches int) *listenerModel {
+	t := &listenerTable{name: members.name, hostname: members.hostname}
+	for _, r := range members.routes {
+		if route, ok := newAttachedRoute(r.obj, r.view, members.hostname); ok {
+			t.routes = append(t.routes, route)
+		}
+	}
+	if len(t.routes) > 0 {
+		t.consulMatchesOf(0) // computes every route's: the table is read-only from here
+	}
+	judged, matches := judgedRoutes(t.routes, maxMatches)
+	return &listenerModel{inputs: inputs, table: t, judged: judged, matches: matches, conflicts: map[int][]precedenceConflict{}}
+}
+
+// judgedRoutes says which of routes are judged within maxMatches: the oldest first
+// (then by namespace/name), each while its matches fit in what is left; and how many
+// matches the routes have in all. A route without matches (a TCPRoute) is always
+// judged.
+func judgedRoutes(routes []attachedRoute, maxMatches int) ([]bool, int) {
+	order := make([]int, len(routes))
+	total := 0
+	for i, r := range routes {
+		order[i] = i
+		total += matchCount(r)
+	}
+	slices.SortFunc(order, func(a, b int) int {
+		ra, rb := routes[a], routes[b]
+		return cmp.Or(ra.created.Compare(rb.created), cmp.Compare(ra.key.String(), rb.key.String()))
+	})
+	judged := make([]bool, len(routes))
+	left := maxMatches
+	for _, i := range order {
+		if n := matchCount(routes[i]); n <= left {
+			judged[i], left = true, left-n
+		}
+	}
+	return judged, total
+}
+
+func matchCount(r attachedRoute) int {
+	n := 0
+	for _, matches := range r.rules {
+		n += len(matches)
+	}
+	return n
+}
+
+// indexOf is the index of route key in the model's table, -1 when the listener does
+// not serve it in Consul (routeConsulHosts).
+func (m *listenerModel) indexOf(key cache.ObjectName) int {
+	return slices.IndexFunc(m.table.routes, func(r attachedRoute) bool { return r.key == key })
+}
+
+// conflictsOf are the conflicts of route ri, a judged route, computed once per model.
+func (m *listenerModel) conflictsOf(ri int, kind gatewayv1.Kind) []precedenceConflict {
+	m.mu.Lock()
+	cached, ok := m.conflicts[ri]
+	m.mu.Unlock()
+	if ok {
+		return cached
+	}
+	var out []precedenceConflict
+	if kind == gatewayapi.TCPRouteKind {
+		out = m.table.tcpConflicts(ri)
+	} else {
+		out = m.table.conflictsOf(ri)
+	}
+	m.mu.Lock()
+	m.conflicts[ri] = out
+	m.mu.Unlock()
+	return out
+}
+
+// unjudgedListener is a listener where a route's precedence was not judged.
+type unjudgedListener struct {
+	name           gatewayv1.SectionName
+	matches, limit int
+}
+
+// unjudgedMessage says plainly, for the listeners where it was not judged, that the
+// route's precedence was not, and why.
+func unjudgedMessage(unjudged []unjudgedListener) string {
+	parts := make([]string, 0, len(unjudged))
+	for _, u := range unjudged {
+		parts = append(parts, fmt.Sprintf("listener %s serves %d matches", u.name, u.matches))
+	}
+	return fmt.Sprintf("Precedence was not judged for this route (%s): the controller judges the matches of a listener's oldest routes up to %d, "+
+		"so Consul 1.15 may send this route's requests elsewhere than the Gateway API precedence says, unreported.",
+		strings.Join(parts, "; "), unjudged[0].limit)
+}
