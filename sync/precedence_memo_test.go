@@ -2,10 +2,12 @@ package sync
 
 import (
 	"fmt"
+	gosync "sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -200,4 +202,35 @@ func benchChurn(b *testing.B, n int, memo *precedenceMemo, edits int) (judgeB, a
 	}
 	b.StartTimer()
 	return judgeB / time.Duration(edits), all / time.Duration(edits)
+}
+
+// TestPrecedenceMemoSharedByWorkers: workers judging the routes of one listener at
+// once share its model and get what one worker alone gets (run with -race).
+func TestPrecedenceMemoSharedByWorkers(t *testing.T) {
+	t.Parallel()
+	objs := []runtime.Object{ourClass(), gateway("apps", "gw", allowAll(httpListener("http", 80, "")))}
+	var routes []*gatewayv1.HTTPRoute
+	for i := range 8 {
+		r := precedenceRoute(fmt.Sprintf("tenant-%d", i%2), fmt.Sprintf("r%d", i), 1+i, i%2 == 0, "/p", fmt.Sprintf("/p/%d", i))
+		routes = append(routes, r)
+		objs = append(objs, r)
+	}
+	alone := newTestDecider(t, objs...)
+	want := make([]metav1.Condition, len(routes))
+	for i, r := range routes {
+		want[i] = judgeRoute(t, alone, r)
+	}
+	shared := newTestDecider(t, objs...)
+	got := make([]metav1.Condition, len(routes))
+	var wg gosync.WaitGroup
+	for i, r := range routes {
+		wg.Go(func() { got[i] = judgeRoute(t, shared, r) })
+	}
+	wg.Wait()
+	if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(metav1.Condition{}, "LastTransitionTime")); diff != "" {
+		t.Errorf("conditions judged at once (-alone +shared):\n%s", diff)
+	}
+	if builds := shared.precedence.builds.Load(); builds > int64(len(routes)) || shared.precedence.hits.Load()+builds != int64(len(routes)) {
+		t.Errorf("builds %d, hits %d for %d syncs of one listener", builds, shared.precedence.hits.Load(), len(routes))
+	}
 }
