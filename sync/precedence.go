@@ -212,10 +212,12 @@ func targetIndex(target parentTarget) (string, string, func(gatewayv1.ParentRefe
 // addServedRoute adds the cached route obj to the members of the listeners of target
 // it is served on, once per listener whatever the number of its parentRefs naming it.
 func (d *decider) addServedRoute(members map[gatewayv1.SectionName]*listenerMembers, obj any, target parentTarget, v gatewayVerdict, refers func(gatewayv1.ParentReference, string) bool) error {
-	view, refused, err := d.servedView(obj)
+	view, refused, err := d.precedenceMemo().servedView(d, obj)
 	if err != nil || refused {
 		return err
 	}
+	route := &servedRoute{obj: obj, view: view}
+	var added []*listenerMembers // the listeners route is on already: it names them once or more
 	for _, ref := range view.parentRefs {
 		if !refers(ref, view.namespace) {
 			continue
@@ -228,8 +230,9 @@ func (d *decider) addServedRoute(members map[gatewayv1.SectionName]*listenerMemb
 			continue
 		}
 		for _, l := range b.programmableListeners {
-			if m, ok := members[l]; ok {
-				m.add(servedRoute{obj: obj, view: view})
+			if m, ok := members[l]; ok && !slices.Contains(added, m) {
+				m.routes = append(m.routes, route)
+				added = append(added, m)
 			}
 		}
 	}

@@ -4,12 +4,12 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	gosync "sync"
 	"sync/atomic"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/lru"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -34,9 +34,13 @@ import (
 // a second on one core in the worst case (every match competing with every other).
 const maxJudgedMatches = 256
 
-// listenerModelCacheSize bounds the listeners whose model is kept; the least recently
-// used is dropped first, so a Gateway that goes leaves nothing behind for long.
-const listenerModelCacheSize = 4096
+// listenerModelCacheSize bounds the listeners whose model is kept, servedViewCacheSize
+// the routes whose served view is; the least recently used is dropped first, so what
+// goes leaves nothing behind for long.
+const (
+	listenerModelCacheSize = 4096
+	servedViewCacheSize    = 65536
+)
 
 // precedenceMemo keeps a listenerModel per listener, valid while the inputs it was
 // built from are the same.
@@ -44,14 +48,44 @@ type precedenceMemo struct {
 	// models maps a listenerModelKey to its *listenerModel; nil keeps nothing (every
 	// sync builds its own).
 	models *lru.Cache
+	// views maps a route's cache.ObjectName to its servedViewEntry; nil keeps none.
+	views *lru.Cache
 	// maxMatches is maxJudgedMatches, or what a benchmark sets.
 	maxMatches int
-	// builds and hits count the models built and those found still valid.
-	builds, hits atomic.Int64
+	// builds and hits count the models built and those found still valid,
+	// judgements the routes whose conflicts were computed.
+	builds, hits, judgements atomic.Int64
 }
 
 func newPrecedenceMemo() *precedenceMemo {
-	return &precedenceMemo{models: lru.New(listenerModelCacheSize), maxMatches: maxJudgedMatches}
+	return &precedenceMemo{models: lru.New(listenerModelCacheSize), views: lru.New(servedViewCacheSize), maxMatches: maxJudgedMatches}
+}
+
+// servedViewEntry is a route's servedView at one identity.
+type servedViewEntry struct {
+	id      routeIdentity
+	view    routeView
+	refused bool
+}
+
+// servedView is d.servedView(obj), computed once per identity of the route: every sync
+// of a route of the Gateway views every route naming it.
+func (p *precedenceMemo) servedView(d *decider, obj any) (routeView, bool, error) {
+	route, ok := obj.(metav1.Object)
+	if p.views == nil || !ok {
+		return d.servedView(obj)
+	}
+	key, id := cache.ObjectName{Namespace: route.GetNamespace(), Name: route.GetName()}, identityOf(obj)
+	if cached, ok := p.views.Get(key); ok && cached.(servedViewEntry).id == id {
+		e := cached.(servedViewEntry)
+		return e.view, e.refused, nil
+	}
+	view, refused, err := d.servedView(obj)
+	if err != nil {
+		return view, refused, err
+	}
+	p.views.Add(key, servedViewEntry{id: id, view: view, refused: refused})
+	return view, refused, nil
 }
 
 // listenerModelKey names a listener: the route kind, the parent (a Gateway or a
@@ -77,52 +111,64 @@ func (r servedRoute) key() cache.ObjectName {
 type listenerMembers struct {
 	name     gatewayv1.SectionName
 	hostname string // "" when the listener has none
-	routes   []servedRoute
-	// seen holds the routes' keys: a route naming the listener by several parentRefs
-	// is added once, without a scan of the listener's routes for each.
-	seen map[cache.ObjectName]bool
+	routes   []*servedRoute
 }
 
-func (m *listenerMembers) add(r servedRoute) {
-	key := r.key()
-	if m.seen[key] {
-		return
-	}
-	if m.seen == nil {
-		m.seen = map[cache.ObjectName]bool{}
-	}
-	m.seen[key] = true
-	m.routes = append(m.routes, r)
+// routeIdentity is what a served route's part of a model is made of: the route by its
+// UID (which fixes its creation time) and the version of its spec: its generation, or,
+// for an object no API server counted generations of, its resourceVersion (compared
+// for equality only). A status write changes neither, so the routes' own status
+// writes keep the model.
+type routeIdentity struct {
+	uid             types.UID
+	generation      int64
+	resourceVersion string
 }
 
-// inputs identifies what the model is made of: the listener's name and hostname, and
-// each route by its UID and the generation of its spec (or, for an object no API
-// server counted generations of, its resourceVersion, compared for equality only).
-// The creation time is fixed by the UID, the spec by the generation; a status write
-// changes neither, so the routes' own status writes keep the model.
-func (m *listenerMembers) inputs() string {
-	var b strings.Builder
-	b.WriteString(string(m.name) + "\x00" + m.hostname)
+func identityOf(obj any) routeIdentity {
+	o := obj.(metav1.Object) // every route kind is
+	id := routeIdentity{uid: o.GetUID(), generation: o.GetGeneration()}
+	if id.generation == 0 {
+		id.resourceVersion = o.GetResourceVersion()
+	}
+	return id
+}
+
+// modelInputs identifies what a model is made of: the listener's name and hostname,
+// and the routes served on it.
+type modelInputs struct {
+	name     gatewayv1.SectionName
+	hostname string
+	routes   map[cache.ObjectName]routeIdentity
+}
+
+func (m *listenerMembers) inputs() modelInputs {
+	in := modelInputs{name: m.name, hostname: m.hostname, routes: make(map[cache.ObjectName]routeIdentity, len(m.routes))}
 	for _, r := range m.routes {
-		obj := r.obj.(metav1.Object) // every route kind is
-		b.WriteString("\x00" + r.key().String() + " " + string(obj.GetUID()) + " " + specVersion(obj))
+		in.routes[r.key()] = identityOf(r.obj)
 	}
-	return b.String()
+	return in
 }
 
-// specVersion names the version of obj's spec.
-func specVersion(obj metav1.Object) string {
-	if g := obj.GetGeneration(); g != 0 {
-		return "generation " + strconv.FormatInt(g, 10)
+// madeOf reports whether in are the inputs of members, without sorting them or
+// building anything on the way: most syncs find the model unchanged.
+func (in modelInputs) madeOf(members *listenerMembers) bool {
+	if in.name != members.name || in.hostname != members.hostname || len(in.routes) != len(members.routes) {
+		return false
 	}
-	return "resourceVersion " + obj.GetResourceVersion()
+	for _, r := range members.routes {
+		if id, ok := in.routes[r.key()]; !ok || id != identityOf(r.obj) {
+			return false
+		}
+	}
+	return true
 }
 
 // listenerModel is the precedence model of one listener at one set of inputs: its
 // table, which routes are judged, and the conflicts of each judged route once asked.
 // It is shared by the workers: the table is not changed once built.
 type listenerModel struct {
-	inputs string
+	inputs modelInputs
 	table  *listenerTable
 	// judged says, per route of table, whether its precedence is judged; matches
 	// counts the listener's matches, for the message of a route that is not.
@@ -131,22 +177,24 @@ type listenerModel struct {
 
 	mu        gosync.Mutex
 	conflicts map[int][]precedenceConflict
+	// judgements counts the conflicts computed (precedenceMemo.judgements).
+	judgements *atomic.Int64
 }
 
 // model returns the listener's model for members, built anew only when its inputs
 // changed since the last one.
 func (p *precedenceMemo) model(key listenerModelKey, members *listenerMembers) *listenerModel {
-	slices.SortFunc(members.routes, func(a, b servedRoute) int {
-		return cmp.Or(cmp.Compare(a.view.namespace, b.view.namespace), cmp.Compare(a.view.name, b.view.name))
-	})
-	inputs := members.inputs()
 	if p.models != nil {
-		if cached, ok := p.models.Get(key); ok && cached.(*listenerModel).inputs == inputs {
+		if cached, ok := p.models.Get(key); ok && cached.(*listenerModel).inputs.madeOf(members) {
 			p.hits.Add(1)
 			return cached.(*listenerModel)
 		}
 	}
-	m := newListenerModel(members, inputs, p.maxMatches)
+	slices.SortFunc(members.routes, func(a, b *servedRoute) int {
+		return cmp.Or(cmp.Compare(a.view.namespace, b.view.namespace), cmp.Compare(a.view.name, b.view.name))
+	})
+	m := newListenerModel(members, members.inputs(), p.maxMatches)
+	m.judgements = &p.judgements
 	p.builds.Add(1)
 	if p.models != nil {
 		p.models.Add(key, m)
@@ -154,7 +202,7 @@ func (p *precedenceMemo) model(key listenerModelKey, members *listenerMembers) *
 	return m
 }
 
-func newListenerModel(members *listenerMembers, inputs string, maxMatches int) *listenerModel {
+func newListenerModel(members *listenerMembers, inputs modelInputs, maxMatches int) *listenerModel {
 	t := &listenerTable{name: members.name, hostname: members.hostname}
 	for _, r := range members.routes {
 		if route, ok := newAttachedRoute(r.obj, r.view, members.hostname); ok {
@@ -214,6 +262,9 @@ func (m *listenerModel) conflictsOf(ri int, kind gatewayv1.Kind) []precedenceCon
 	m.mu.Unlock()
 	if ok {
 		return cached
+	}
+	if m.judgements != nil {
+		m.judgements.Add(1)
 	}
 	var out []precedenceConflict
 	if kind == gatewayapi.TCPRouteKind {

@@ -143,9 +143,10 @@ func TestPrecedenceNotJudged(t *testing.T) {
 // edited route, informers.KeyMapper), B's among them. Each sub-benchmark reports, as
 // multiples of judging B's route on a listener of its own (a baseline taken in the
 // same run): b-x-alone, judging B's route right after A's edit; all-x-alone, judging
-// every route of the listener, which B's next edit waits behind; and the listener
-// models built per edit. "before" is the decider without a memo and without a cap on
-// the matches judged, as it was; "after" is the controller's.
+// every route of the listener, which B's next edit waits behind; and, as counts, the
+// listener models built and the routes whose conflicts were computed per edit.
+// "before" is the decider without a memo and without a cap on the matches judged, as
+// it was; "after" is the controller's.
 func BenchmarkTenantChurn(b *testing.B) {
 	aloneB, _ := benchChurn(b, 0, newPrecedenceMemo(), 20)
 	for _, n := range []int{10, 100, 1000} {
@@ -162,6 +163,7 @@ func BenchmarkTenantChurn(b *testing.B) {
 				b.ReportMetric(float64(judgeB)/float64(aloneB), "b-x-alone")
 				b.ReportMetric(float64(all)/float64(aloneB), "all-x-alone")
 				b.ReportMetric(float64(memo.builds.Load())/float64(b.N), "models/edit")
+				b.ReportMetric(float64(memo.judgements.Load())/float64(b.N), "judged/edit")
 			})
 		}
 	}
