@@ -25,13 +25,15 @@ import (
 // whole model, once per route.
 
 // maxJudgedMatches bounds the HTTPRoute matches whose precedence is judged on one
-// listener. The cost of judging a route grows with the matches of the whole listener
-// (up to maxExampleRequests requests, each held against every match), so the judged
-// routes are bounded instead: the oldest routes first (then by namespace/name, the
-// spec's own tie-break), each while its matches fit in what is left. A route past it
-// is told plainly that its precedence was not judged. 256 matches judge a listener of
-// a few hundred single-match routes whole, and keep a listener's model within about
-// a second on one core in the worst case (every match competing with every other).
+// listener. Judging a route costs up to maxExampleRequests requests, each held against
+// every match of the listener, so the judged routes are bounded: the oldest routes
+// first (then by namespace/name, the spec's own tie-break), each while its matches fit
+// in what is left. A judged route is still held against every route, judged or not; a
+// route past the limit is told plainly that its precedence was not judged. So a
+// listener's model costs at most 256 routes' judgements, each linear in the
+// listener's matches, and a tenant who adds routes cannot push an older route of
+// another out of judgement. 256 judges a listener of a few hundred single-match routes
+// whole.
 const maxJudgedMatches = 256
 
 // listenerModelCacheSize bounds the listeners whose model is kept, servedViewCacheSize
@@ -48,7 +50,7 @@ type precedenceMemo struct {
 	// models maps a listenerModelKey to its *listenerModel; nil keeps nothing (every
 	// sync builds its own).
 	models *lru.Cache
-	// views maps a route's cache.ObjectName to its servedViewEntry; nil keeps none.
+	// views maps a route's servedViewKey to its servedViewEntry; nil keeps none.
 	views *lru.Cache
 	// maxMatches is maxJudgedMatches, or what a benchmark sets.
 	maxMatches int
@@ -61,6 +63,12 @@ func newPrecedenceMemo() *precedenceMemo {
 	return &precedenceMemo{models: lru.New(listenerModelCacheSize), views: lru.New(servedViewCacheSize), maxMatches: maxJudgedMatches}
 }
 
+// servedViewKey names a route: its kind and namespace/name.
+type servedViewKey struct {
+	kind gatewayv1.Kind
+	name cache.ObjectName
+}
+
 // servedViewEntry is a route's servedView at one identity.
 type servedViewEntry struct {
 	id      routeIdentity
@@ -71,11 +79,13 @@ type servedViewEntry struct {
 // servedView is d.servedView(obj), computed once per identity of the route: every sync
 // of a route of the Gateway views every route naming it.
 func (p *precedenceMemo) servedView(d *decider, obj any) (routeView, bool, error) {
+	kind, isRoute := gatewayapi.RouteOf(obj)
 	route, ok := obj.(metav1.Object)
-	if p.views == nil || !ok {
+	if p.views == nil || !ok || !isRoute {
 		return d.servedView(obj)
 	}
-	key, id := cache.ObjectName{Namespace: route.GetNamespace(), Name: route.GetName()}, identityOf(obj)
+	key := servedViewKey{kind: kind.Kind, name: cache.ObjectName{Namespace: route.GetNamespace(), Name: route.GetName()}}
+	id := identityOf(obj)
 	if cached, ok := p.views.Get(key); ok && cached.(servedViewEntry).id == id {
 		e := cached.(servedViewEntry)
 		return e.view, e.refused, nil

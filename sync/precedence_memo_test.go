@@ -101,6 +101,35 @@ func TestPrecedenceMemo(t *testing.T) {
 	}
 }
 
+// TestPrecedenceMemoFollowsParentRefs: a route's served view (its parentRefs) is kept
+// per spec generation; a route that moves to another listener leaves the first
+// listener's model.
+func TestPrecedenceMemoFollowsParentRefs(t *testing.T) {
+	t.Parallel()
+	gw := gateway("apps", "gw", allowAll(httpListener("http", 80, "")), allowAll(httpListener("alt", 81, "")))
+	older := precedenceRoute("tenant-a", "older", 1, false, "/p")
+	older.Spec.ParentRefs = []gatewayv1.ParentReference{parentRef("apps", "gw", "http")}
+	newer := precedenceRoute("tenant-b", "newer", 2, false, "/p")
+	moved := newer.DeepCopy()
+	moved.Generation++
+	moved.Spec.ParentRefs = []gatewayv1.ParentReference{parentRef("apps", "gw", "alt")}
+	memo := newPrecedenceMemo()
+	for _, step := range []struct {
+		name       string
+		newer      *gatewayv1.HTTPRoute
+		wantReason string
+	}{
+		{"both on every listener", newer, ReasonTieOrderedByConsul},
+		{"the newer moved to alt", moved, ReasonRoutedAsSpecified},
+	} {
+		d := newTestDecider(t, ourClass(), gw, older, step.newer)
+		d.precedence = memo
+		if c := judgeRoute(t, d, older); c.Reason != step.wantReason {
+			t.Errorf("%s: RoutedAsSpecified of the older route = %s/%s, want %s: %s", step.name, c.Status, c.Reason, step.wantReason, c.Message)
+		}
+	}
+}
+
 // TestPrecedenceNotJudged: past the matches judged on a listener, the newest routes'
 // condition says plainly that their precedence was not judged, while the judged
 // routes are still held against every route of the listener, judged or not.
