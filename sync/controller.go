@@ -151,6 +151,7 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 			configs:            listers.New[*v1alpha1.GatewayConfig](inf.GatewayConfigs.GetIndexer(), v1alpha1.Resource("gatewayconfigs")),
 			refs:               listenerRefs{secrets: inf.Secrets.Lister(), grants: inf.ReferenceGrants.Lister()},
 			routeIndexers:      make(map[gatewayv1.Kind]cache.Indexer, len(gatewayapi.Routes)),
+			precedence:         newPrecedenceMemo(),
 		},
 		client:            cfg.GatewayClient,
 		publisher:         cfg.Publisher,

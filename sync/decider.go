@@ -49,6 +49,9 @@ type decider struct {
 	// routeIndexers hold each route kind's cache, indexed by
 	// informers.RouteParentGatewayIndex.
 	routeIndexers map[gatewayv1.Kind]cache.Indexer
+	// precedence keeps each listener's precedence model between syncs; nil keeps
+	// none.
+	precedence *precedenceMemo
 }
 
 // ourGateway resolves a parentRef to a Gateway whose class is ours; ok is false for

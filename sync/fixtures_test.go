@@ -23,7 +23,7 @@ const testController gatewayv1.GatewayController = "test.example.com/controller"
 
 // newTestDecider returns a decider whose caches hold objs, indexed as the informers
 // index them.
-func newTestDecider(t *testing.T, objs ...runtime.Object) *decider {
+func newTestDecider(t testing.TB, objs ...runtime.Object) *decider {
 	t.Helper()
 	ns := cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}
 	routeIdx := cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc, informers.RouteParentGatewayIndex: informers.IndexRouteParentGateways,
@@ -85,6 +85,7 @@ func newTestDecider(t *testing.T, objs ...runtime.Object) *decider {
 			grants:  gatewaylisters.NewReferenceGrantLister(idx["ReferenceGrant"]),
 		},
 		routeIndexers: routeIndexers,
+		precedence:    newPrecedenceMemo(),
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,33 +32,40 @@ func (d *decider) routedAsSpecified(route routeView, target parentTarget, v gate
 	if (route.kind != gatewayapi.HTTPRouteKind && route.kind != gatewayapi.TCPRouteKind) || !b.served() {
 		return metav1.Condition{}, false, nil
 	}
-	tables, err := d.listenerTables(route.kind, target, v)
+	models, err := d.listenerModels(route.kind, target, v)
 	if err != nil {
 		return metav1.Condition{}, false, err
 	}
 	self := cache.ObjectName{Namespace: route.namespace, Name: route.name}
 	var conflicts []precedenceConflict
+	var unjudged []unjudgedListener
 	for _, l := range b.programmableListeners {
-		t, ok := tables[l]
+		m, ok := models[l]
 		if !ok {
 			continue
 		}
-		ri := slices.IndexFunc(t.routes, func(r attachedRoute) bool { return r.key == self })
+		ri := m.indexOf(self)
 		if ri < 0 {
 			continue // left out of Consul on this listener (routeConsulHosts)
 		}
-		if route.kind == gatewayapi.TCPRouteKind {
-			conflicts = append(conflicts, t.tcpConflicts(ri)...)
+		if !m.judged[ri] {
+			unjudged = append(unjudged, unjudgedListener{name: m.table.name, matches: m.matches, limit: d.precedenceMemo().maxMatches})
 			continue
 		}
-		conflicts = append(conflicts, t.conflictsOf(ri)...)
+		conflicts = append(conflicts, m.conflictsOf(ri, route.kind)...)
 	}
-	return routedCondition(route.kind, route.namespace, conflicts, generation), true, nil
+	return routedCondition(route.kind, route.namespace, conflicts, unjudged, generation), true, nil
 }
 
 // routedCondition states conflicts of a route in namespace: the first few, most
-// serious first, how many more there are, and why Consul routes them so.
-func routedCondition(kind gatewayv1.Kind, namespace string, conflicts []precedenceConflict, generation int64) metav1.Condition {
+// serious first, how many more there are, and why Consul routes them so; and the
+// listeners where its precedence was not judged (maxJudgedMatches).
+func routedCondition(kind gatewayv1.Kind, namespace string, conflicts []precedenceConflict, unjudged []unjudgedListener, generation int64) metav1.Condition {
+	if len(conflicts) == 0 && len(unjudged) > 0 {
+		c := condition(RoutedAsSpecifiedCondition, false, ReasonPrecedenceNotJudged, unjudgedMessage(unjudged), generation)
+		c.Status = metav1.ConditionUnknown
+		return c
+	}
 	if len(conflicts) == 0 {
 		return condition(RoutedAsSpecifiedCondition, true, ReasonRoutedAsSpecified,
 			"Consul sends the route's requests where the Gateway API precedence does", generation)
@@ -79,6 +85,9 @@ func routedCondition(kind gatewayv1.Kind, namespace string, conflicts []preceden
 		msg += fmt.Sprintf("; and %d more", more)
 	}
 	msg += ". " + strings.Join(why, " ")
+	if len(unjudged) > 0 {
+		msg += " " + unjudgedMessage(unjudged)
+	}
 	return condition(RoutedAsSpecifiedCondition, false, conflicts[0].reason, msg, generation)
 }
 
@@ -145,17 +154,19 @@ func (t *listenerTable) tcpConflicts(ri int) []precedenceConflict {
 	return out
 }
 
-// listenerTables are, per listener of target (by its name in the api-gateway entry),
-// the routes of kind served on it.
-func (d *decider) listenerTables(kind gatewayv1.Kind, target parentTarget, v gatewayVerdict) (map[gatewayv1.SectionName]*listenerTable, error) {
+// listenerModels are, per listener of target (by its name in the api-gateway entry),
+// the precedence models of the routes of kind served on it: which routes are served is
+// decided on every call, the model only when they or the listener changed
+// (precedenceMemo).
+func (d *decider) listenerModels(kind gatewayv1.Kind, target parentTarget, v gatewayVerdict) (map[gatewayv1.SectionName]*listenerModel, error) {
 	listeners, _ := target.listeners(v)
-	tables := make(map[gatewayv1.SectionName]*listenerTable, len(listeners))
+	members := make(map[gatewayv1.SectionName]*listenerMembers, len(listeners))
 	for _, st := range listeners {
 		hostname := ""
 		if st.listener.Hostname != nil {
 			hostname = string(*st.listener.Hostname)
 		}
-		tables[st.entryName] = &listenerTable{name: st.listener.Name, hostname: hostname}
+		members[st.entryName] = &listenerMembers{name: st.listener.Name, hostname: hostname}
 	}
 	index, value, refers := targetIndex(target)
 	objs, err := d.routeIndexers[kind].ByIndex(index, value)
@@ -163,14 +174,25 @@ func (d *decider) listenerTables(kind gatewayv1.Kind, target parentTarget, v gat
 		return nil, fmt.Errorf("list %s of parent %s: %w", kind, value, err)
 	}
 	for _, obj := range objs {
-		if err := d.addServedRoute(tables, obj, target, v, refers); err != nil {
+		if err := d.addServedRoute(members, obj, target, v, refers); err != nil {
 			return nil, err
 		}
 	}
-	for _, t := range tables {
-		sort.Slice(t.routes, func(i, j int) bool { return t.routes[i].key.String() < t.routes[j].key.String() })
+	memo := d.precedenceMemo()
+	models := make(map[gatewayv1.SectionName]*listenerModel, len(members))
+	for entry, m := range members {
+		models[entry] = memo.model(listenerModelKey{kind: kind, parent: index + " " + value, listener: entry}, m)
 	}
-	return tables, nil
+	return models, nil
+}
+
+// precedenceMemo is the decider's memo; a decider built without one (a one-shot
+// command) keeps nothing.
+func (d *decider) precedenceMemo() *precedenceMemo {
+	if d.precedence != nil {
+		return d.precedence
+	}
+	return &precedenceMemo{maxMatches: maxJudgedMatches}
 }
 
 // targetIndex is the route index and value that find the routes naming target, and
@@ -187,14 +209,15 @@ func targetIndex(target parentTarget) (string, string, func(gatewayv1.ParentRefe
 	}
 }
 
-// addServedRoute adds the cached route obj to the tables of the listeners of target it
-// is served on, once per listener whatever the number of its parentRefs naming it.
-func (d *decider) addServedRoute(tables map[gatewayv1.SectionName]*listenerTable, obj any, target parentTarget, v gatewayVerdict, refers func(gatewayv1.ParentReference, string) bool) error {
-	view, refused, err := d.servedView(obj)
+// addServedRoute adds the cached route obj to the members of the listeners of target
+// it is served on, once per listener whatever the number of its parentRefs naming it.
+func (d *decider) addServedRoute(members map[gatewayv1.SectionName]*listenerMembers, obj any, target parentTarget, v gatewayVerdict, refers func(gatewayv1.ParentReference, string) bool) error {
+	view, refused, err := d.precedenceMemo().servedView(d, obj)
 	if err != nil || refused {
 		return err
 	}
-	key := cache.ObjectName{Namespace: view.namespace, Name: view.name}
+	route := &servedRoute{obj: obj, view: view}
+	var added []*listenerMembers // the listeners route is on already: it names them once or more
 	for _, ref := range view.parentRefs {
 		if !refers(ref, view.namespace) {
 			continue
@@ -207,12 +230,9 @@ func (d *decider) addServedRoute(tables map[gatewayv1.SectionName]*listenerTable
 			continue
 		}
 		for _, l := range b.programmableListeners {
-			t, ok := tables[l]
-			if !ok || slices.ContainsFunc(t.routes, func(r attachedRoute) bool { return r.key == key }) {
-				continue
-			}
-			if route, ok := newAttachedRoute(obj, view, t.hostname); ok {
-				t.routes = append(t.routes, route)
+			if m, ok := members[l]; ok && !slices.Contains(added, m) {
+				m.routes = append(m.routes, route)
+				added = append(added, m)
 			}
 		}
 	}

@@ -19,6 +19,9 @@ const (
 	ReasonHiddenByHostname   = "HiddenByHostname"
 	ReasonTieOrderedByConsul = "TieOrderedByConsul"
 	ReasonPrecedenceDiffers  = "PrecedenceDiffers"
+	// ReasonPrecedenceNotJudged is the reason of RoutedAsSpecified=Unknown: the route
+	// is past the matches judged on its listener (maxJudgedMatches).
+	ReasonPrecedenceNotJudged = "PrecedenceNotJudged"
 )
 
 // reasonRank orders conflicts in a message, and the reason of a parent with several.

@@ -17,6 +17,9 @@
 // so), and a Gateway that goes or leaves our classes has its objects removed. Consul's
 // ACL endpoints have no check-and-set, so each object is compared before it is written;
 // a blocking query on each ACL list brings a hand edit back to the Gateway's worker.
+// After its first answer (which compares every Gateway), a list's change brings back
+// only the Gateways whose objects in it changed, and, when an object not ours changed,
+// those whose identity has a problem: one Gateway's churn costs no other a sync.
 //
 // Manager is a controller of its own, run only by the leader, like the catalog
 // registrar: a queue of Gateway keys fed by confirmed Gateways and by those queries.

@@ -456,41 +456,52 @@ func countWrite(object, op string, err error) {
 }
 
 // aclList is one of the ACL lists a blocking query watches: its answer names the
-// Gateways of the objects of ours it holds.
+// Gateways of the objects of ours it holds, and says which objects changed.
 type aclList struct {
 	name  string
-	query func(q *consulapi.QueryOptions) (descriptions []string, meta *consulapi.QueryMeta, err error)
+	query func(q *consulapi.QueryOptions) (objects []aclObject, meta *consulapi.QueryMeta, err error)
+}
+
+// aclObject is one entry of an ACL list: its description names its owner when it is
+// ours; its ID and ModifyIndex change when it is replaced or edited.
+type aclObject struct {
+	id, description string
+	modifyIndex     uint64
 }
 
 func (m *Manager) lists() []aclList {
 	acl := m.cfg.Client.ACL()
 	return []aclList{
-		{"policies", func(q *consulapi.QueryOptions) ([]string, *consulapi.QueryMeta, error) {
+		{"policies", func(q *consulapi.QueryOptions) ([]aclObject, *consulapi.QueryMeta, error) {
 			list, meta, err := acl.PolicyList(q)
-			out := make([]string, 0, len(list))
+			out := make([]aclObject, 0, len(list))
 			for _, p := range list {
-				out = append(out, p.Description)
+				out = append(out, aclObject{id: p.ID, description: p.Description, modifyIndex: p.ModifyIndex})
 			}
 			return out, meta, err
 		}},
-		{"roles", func(q *consulapi.QueryOptions) ([]string, *consulapi.QueryMeta, error) {
+		{"roles", func(q *consulapi.QueryOptions) ([]aclObject, *consulapi.QueryMeta, error) {
 			list, meta, err := acl.RoleList(q)
-			out := make([]string, 0, len(list))
+			out := make([]aclObject, 0, len(list))
 			for _, r := range list {
-				out = append(out, r.Description)
+				out = append(out, aclObject{id: r.ID, description: r.Description, modifyIndex: r.ModifyIndex})
 			}
 			return out, meta, err
 		}},
-		// An auth method that appears may be the one a Gateway waits for.
-		{"auth methods", func(q *consulapi.QueryOptions) ([]string, *consulapi.QueryMeta, error) {
-			_, meta, err := acl.AuthMethodList(q)
-			return nil, meta, err
+		// An auth method that appears may be the one a Gateway waits for; none is ours.
+		{"auth methods", func(q *consulapi.QueryOptions) ([]aclObject, *consulapi.QueryMeta, error) {
+			list, meta, err := acl.AuthMethodList(q)
+			out := make([]aclObject, 0, len(list))
+			for _, a := range list {
+				out = append(out, aclObject{id: a.Name, modifyIndex: a.ModifyIndex})
+			}
+			return out, meta, err
 		}},
-		{"binding rules", func(q *consulapi.QueryOptions) ([]string, *consulapi.QueryMeta, error) {
+		{"binding rules", func(q *consulapi.QueryOptions) ([]aclObject, *consulapi.QueryMeta, error) {
 			list, meta, err := acl.BindingRuleList("", q)
-			out := make([]string, 0, len(list))
+			out := make([]aclObject, 0, len(list))
 			for _, r := range list {
-				out = append(out, r.Description)
+				out = append(out, aclObject{id: r.ID, description: r.Description, modifyIndex: r.ModifyIndex})
 			}
 			return out, meta, err
 		}},
@@ -500,15 +511,19 @@ func (m *Manager) lists() []aclList {
 // aclWatchWait is how long one blocking query on an ACL list may wait for a change.
 const aclWatchWait = 10 * time.Second
 
-// watch follows one ACL list: its first answer brings back the Gateways whose objects
-// of ours outlived them (they went while no leader ran), each later change every
-// Gateway of ours, so a hand edit or deletion is put back.
+// watch follows one ACL list: its first answer brings back every Gateway known and
+// those whose objects of ours outlived them (they went while no leader ran); each
+// later change only the Gateways whose objects in the list changed, came or went, so
+// a hand edit or deletion is put back without a sync of every other Gateway (each a
+// few consistent reads), and the Gateways with a problem when an object that is not
+// ours changed (one in the way may be gone, an auth method awaited may have come).
 func (m *Manager) watch(ctx context.Context, list aclList) {
 	logger := klog.FromContext(ctx).WithName("identity")
 	var index uint64
+	var last aclSnapshot
 	for ctx.Err() == nil {
 		opts := (&consulapi.QueryOptions{WaitIndex: index, WaitTime: aclWatchWait, Partition: m.cfg.Naming.Partition}).WithContext(ctx)
-		descriptions, meta, err := list.query(opts)
+		objects, meta, err := list.query(opts)
 		if err != nil {
 			if ctx.Err() == nil {
 				logger.V(4).Info("ACL watch failed; retrying", "list", list.name, "err", err)
@@ -520,20 +535,78 @@ func (m *Manager) watch(ctx context.Context, list aclList) {
 			continue
 		}
 		if meta.LastIndex != index {
-			m.enqueueOwners(descriptions)
+			now := m.snapshot(objects)
+			m.enqueueChanged(last, now)
+			last = now
 		}
 		index = meta.LastIndex
 	}
 }
 
-// enqueueOwners queues every Gateway known, and every Gateway an object of ours names.
-func (m *Manager) enqueueOwners(descriptions []string) {
-	for _, d := range descriptions {
-		if owner, ok := m.cfg.Namer.OwnerOf(d); ok {
-			m.gateways.Know(owner)
+// aclSnapshot is what one answer of an ACL list holds, as far as the watch cares.
+type aclSnapshot struct {
+	// owned says, per Gateway, which of its objects the list holds (ID and
+	// ModifyIndex of each, in list order); nil before the first answer.
+	owned map[cache.ObjectName]string
+	// foreign is the same of the objects that are not ours.
+	foreign string
+}
+
+// snapshot records objects by owner.
+func (m *Manager) snapshot(objects []aclObject) aclSnapshot {
+	s := aclSnapshot{owned: map[cache.ObjectName]string{}}
+	var foreign strings.Builder
+	for _, o := range objects {
+		version := fmt.Sprintf("%s@%d;", o.id, o.modifyIndex)
+		owner, ok := m.cfg.Namer.OwnerOf(o.description)
+		if !ok {
+			foreign.WriteString(version)
+			continue
+		}
+		s.owned[owner] += version
+	}
+	s.foreign = foreign.String()
+	return s
+}
+
+// enqueueChanged queues the Gateways whose identity may have changed from last to
+// now: every one known, and every one an object of ours names, on the first answer;
+// later those whose objects changed, and those with a problem when an object not
+// ours did.
+func (m *Manager) enqueueChanged(last, now aclSnapshot) {
+	for owner := range now.owned {
+		m.gateways.Know(owner)
+	}
+	if last.owned == nil {
+		for _, k := range m.gateways.Known() {
+			m.queue.Add(k)
+		}
+		return
+	}
+	for owner, objects := range now.owned {
+		if last.owned[owner] != objects {
+			m.queue.Add(owner)
 		}
 	}
-	for _, k := range m.gateways.Known() {
-		m.queue.Add(k)
+	for owner := range last.owned {
+		if _, ok := now.owned[owner]; !ok {
+			m.queue.Add(owner)
+		}
 	}
+	if last.foreign != now.foreign {
+		for _, k := range m.withProblems() {
+			m.queue.Add(k)
+		}
+	}
+}
+
+// withProblems are the Gateways whose identity has a problem (see Problem).
+func (m *Manager) withProblems() []cache.ObjectName {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]cache.ObjectName, 0, len(m.problems))
+	for k := range m.problems {
+		out = append(out, k)
+	}
+	return out
 }
