@@ -16,8 +16,12 @@ import (
 )
 
 func TestDependencies(t *testing.T) {
-	defaults := func(name string) translate.EntryKey { return translate.EntryKey{Kind: consulapi.ServiceDefaults, Name: name} }
-	resolver := func(name string) translate.EntryKey { return translate.EntryKey{Kind: consulapi.ServiceResolver, Name: name} }
+	defaults := func(name string) translate.EntryKey {
+		return translate.EntryKey{Kind: consulapi.ServiceDefaults, Name: name}
+	}
+	resolver := func(name string) translate.EntryKey {
+		return translate.EntryKey{Kind: consulapi.ServiceResolver, Name: name}
+	}
 	tests := []struct {
 		name  string
 		entry consulapi.ConfigEntry
