@@ -298,9 +298,15 @@ func (s *Syncer) queueAll(keys []translate.EntryKey) {
 }
 
 // stillReferred is the error of a delete that waits for the entries that refer to key,
-// nil when none does.
+// nil when none does. Only a referrer that is to stop referring to key is waited for
+// (deleted, or changed to name something else): one desired to go on naming key would
+// hold the delete back for good, and nothing Consul refuses is in that case (a route
+// that goes on naming a service whose resolver of ours is no longer desired).
 func (s *Syncer) stillReferred(key translate.EntryKey) error {
-	by := s.refs.referrers(key)
+	by := slices.DeleteFunc(s.refs.referrers(key), func(referrer translate.EntryKey) bool {
+		desired, ok := s.desiredEntry(referrer)
+		return ok && slices.Contains(deleteOrdered(desired), key)
+	})
 	if len(by) == 0 {
 		return nil
 	}

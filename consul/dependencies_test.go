@@ -284,3 +284,24 @@ func TestConsulReferences(t *testing.T) {
 		t.Errorf("released by the redirect's delete (-want +got):\n%s", diff)
 	}
 }
+
+// A route desired to go on naming a service does not hold back the delete of that
+// service's resolver of ours (the narrowing withdrawn: the route names echo itself
+// again): it would hold it back for good, and Consul refuses nothing there.
+func TestDeleteDoesNotWaitForARouteThatKeepsNamingTheService(t *testing.T) {
+	deletes := 0
+	shared := sharedResolver()
+	client := consulAnswering(t, map[string]consulapi.ConfigEntry{"service-resolver/echo": shared}, func(w http.ResponseWriter, r *http.Request) {
+		deletes++
+		_, _ = w.Write([]byte("true"))
+	})
+	s := NewSyncer(Config{Client: client, Ownership: testOwnership})
+	direct := narrowedRoute()
+	direct.Rules = []consulapi.HTTPRouteRule{{Services: []consulapi.HTTPService{{Name: "echo"}}}}
+	s.desired.Entries[translate.KeyOf(direct)] = direct
+	s.refs.wrote(translate.KeyOf(direct), direct)
+
+	if err := s.syncEntry(t.Context(), translate.KeyOf(shared)); err != nil || deletes != 1 {
+		t.Errorf("%d deletes, error %v; want the resolver deleted", deletes, err)
+	}
+}
