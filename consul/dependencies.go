@@ -77,16 +77,25 @@ func serviceEntries(name, namespace, partition string) []translate.EntryKey {
 	}
 }
 
-// deleteOrdered are the references whose target may be deleted only after the entry
-// that refers to it: a route's service-resolvers (the route would reach no instance),
-// and everything a redirecting resolver needs (Consul refuses the delete). A route's
-// service-defaults are not: they outlive it by ServiceDefaultsGrace anyway.
-func deleteOrdered(entry consulapi.ConfigEntry) []translate.EntryKey {
-	deps := dependencies(entry)
+// orderedReferences are the references of entry, an entry of ours Consul holds, whose
+// target may be deleted only after entry stops naming it: everything a redirecting
+// resolver needs (Consul refuses the delete), and a route's service-resolvers (the
+// route would lose its narrowing, or reach no instance) where one exists or is
+// desired; most routes name services without one, and at thousands of routes nothing
+// is kept for them. A route's service-defaults are not ordered: they outlive it by
+// ServiceDefaultsGrace anyway.
+func (s *Syncer) orderedReferences(entry consulapi.ConfigEntry) []translate.EntryKey {
 	if entry.GetKind() == consulapi.ServiceResolver {
-		return deps
+		return dependencies(entry)
 	}
-	return slices.DeleteFunc(deps, func(k translate.EntryKey) bool { return k.Kind != consulapi.ServiceResolver })
+	var refs []translate.EntryKey
+	for _, svc := range routeServices(entry) {
+		k := translate.EntryKey{Kind: consulapi.ServiceResolver, Name: svc.Name, Namespace: svc.Namespace, Partition: svc.Partition}
+		if _, desired := s.desiredEntry(k); desired || s.view.exists(k) {
+			refs = append(refs, k)
+		}
+	}
+	return refs
 }
 
 // isRoute reports whether kind is a route entry kind.
@@ -199,9 +208,10 @@ func newConsulReferences() *consulReferences {
 	return &consulReferences{from: map[translate.EntryKey][]translate.EntryKey{}, to: map[translate.EntryKey]map[translate.EntryKey]bool{}}
 }
 
-// list records that the entries of ours of kind Consul holds are exactly owned, and
-// returns the entries nothing refers to any more.
-func (r *consulReferences) list(kind string, owned []consulapi.ConfigEntry) []translate.EntryKey {
+// list records that the entries of ours of kind Consul holds are exactly the keys of
+// refs, each referring to its value, and returns the entries nothing refers to any
+// more.
+func (r *consulReferences) list(kind string, refs map[translate.EntryKey][]translate.EntryKey) []translate.EntryKey {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var released []translate.EntryKey
@@ -210,18 +220,18 @@ func (r *consulReferences) list(kind string, owned []consulapi.ConfigEntry) []tr
 			released = append(released, r.setLocked(from, nil)...)
 		}
 	}
-	for _, entry := range owned {
-		r.setLocked(translate.KeyOf(entry), deleteOrdered(entry))
+	for from, to := range refs {
+		r.setLocked(from, to)
 	}
 	return slices.DeleteFunc(released, func(k translate.EntryKey) bool { return len(r.to[k]) > 0 })
 }
 
-// wrote records that Consul holds entry under key, and returns the entries nothing
-// refers to any more.
-func (r *consulReferences) wrote(key translate.EntryKey, entry consulapi.ConfigEntry) []translate.EntryKey {
+// wrote records that Consul holds an entry under key that refers to refs, and returns
+// the entries nothing refers to any more.
+func (r *consulReferences) wrote(key translate.EntryKey, refs []translate.EntryKey) []translate.EntryKey {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.setLocked(key, deleteOrdered(entry))
+	return r.setLocked(key, refs)
 }
 
 // deleted records that Consul holds nothing under key, and returns the entries nothing
@@ -280,13 +290,16 @@ func (s *Syncer) noteReferences(kind string, entries []consulapi.ConfigEntry) {
 	if !isRoute(kind) && kind != consulapi.ServiceResolver {
 		return
 	}
-	owned := make([]consulapi.ConfigEntry, 0, len(entries))
+	refs := map[translate.EntryKey][]translate.EntryKey{}
 	for _, entry := range entries {
-		if s.cfg.Ownership.Owns(entry.GetMeta()) {
-			owned = append(owned, entry)
+		if !s.cfg.Ownership.Owns(entry.GetMeta()) {
+			continue
+		}
+		if to := s.orderedReferences(entry); len(to) > 0 {
+			refs[translate.KeyOf(entry)] = to
 		}
 	}
-	s.queueAll(s.refs.list(kind, owned))
+	s.queueAll(s.refs.list(kind, refs))
 }
 
 // queueAll queues keys: entries whose delete (or change) waited for a referrer that
@@ -297,16 +310,22 @@ func (s *Syncer) queueAll(keys []translate.EntryKey) {
 	}
 }
 
-// stillReferred is the error of a delete that waits for the entries that refer to key,
-// nil when none does. Only a referrer that is to stop referring to key is waited for
-// (deleted, or changed to name something else): one desired to go on naming key would
-// hold the delete back for good, and nothing Consul refuses is in that case (a route
-// that goes on naming a service whose resolver of ours is no longer desired).
-func (s *Syncer) stillReferred(key translate.EntryKey) error {
-	by := slices.DeleteFunc(s.refs.referrers(key), func(referrer translate.EntryKey) bool {
+// leavingReferrers are the entries of ours Consul holds that refer to key and are to
+// stop referring to it: deleted, or changed to name something else. One desired to go
+// on naming key is left out: waiting for it would hold key back for good, and nothing
+// Consul refuses is in that case (a route that goes on naming a service whose
+// resolver of ours is no longer desired).
+func (s *Syncer) leavingReferrers(key translate.EntryKey) []translate.EntryKey {
+	return slices.DeleteFunc(s.refs.referrers(key), func(referrer translate.EntryKey) bool {
 		desired, ok := s.desiredEntry(referrer)
-		return ok && slices.Contains(deleteOrdered(desired), key)
+		return ok && slices.Contains(dependencies(desired), key)
 	})
+}
+
+// stillReferred is the error of a delete that waits for the entries of ours that are
+// to stop referring to key (leavingReferrers), nil when there is none.
+func (s *Syncer) stillReferred(key translate.EntryKey) error {
+	by := s.leavingReferrers(key)
 	if len(by) == 0 {
 		return nil
 	}

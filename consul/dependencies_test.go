@@ -236,7 +236,7 @@ func TestDeleteWaitsForTheRedirectThatNeedsIt(t *testing.T) {
 	})
 	s := NewSyncer(Config{Client: client, Ownership: testOwnership})
 	key, narrowedKey := translate.KeyOf(shared), translate.KeyOf(narrowedResolver())
-	s.refs.wrote(narrowedKey, narrowedResolver())
+	s.refs.wrote(narrowedKey, s.orderedReferences(narrowedResolver()))
 
 	err := s.syncEntry(t.Context(), key)
 	if err == nil || deletes != 0 {
@@ -254,14 +254,15 @@ func TestDeleteWaitsForTheRedirectThatNeedsIt(t *testing.T) {
 }
 
 func TestConsulReferences(t *testing.T) {
-	r := newConsulReferences()
+	s := NewSyncer(Config{Ownership: testOwnership})
 	route, narrowed := narrowedRoute(), narrowedResolver()
 	routeKey, narrowedKey := translate.KeyOf(route), translate.KeyOf(narrowed)
 	echoResolver := translate.EntryKey{Kind: consulapi.ServiceResolver, Name: "echo"}
 	ownDefaults := translate.EntryKey{Kind: consulapi.ServiceDefaults, Name: narrowedName}
+	s.desired.Entries[narrowedKey] = narrowed
 
-	r.list(consulapi.HTTPRoute, []consulapi.ConfigEntry{route})
-	r.wrote(narrowedKey, narrowed)
+	s.noteReferences(consulapi.HTTPRoute, []consulapi.ConfigEntry{route})
+	s.refs.wrote(narrowedKey, s.orderedReferences(narrowed))
 	for key, want := range map[translate.EntryKey][]translate.EntryKey{
 		narrowedKey:  {routeKey},
 		echoResolver: {narrowedKey},
@@ -269,19 +270,36 @@ func TestConsulReferences(t *testing.T) {
 		// (ServiceDefaultsGrace keeps them), only by the redirect.
 		ownDefaults: {narrowedKey},
 	} {
-		if diff := cmp.Diff(want, r.referrers(key)); diff != "" {
+		if diff := cmp.Diff(want, s.refs.referrers(key)); diff != "" {
 			t.Errorf("referrers of %v (-want +got):\n%s", key, diff)
 		}
 	}
 	// The route kind listed again without the route: its resolver is released.
-	if diff := cmp.Diff([]translate.EntryKey{narrowedKey}, r.list(consulapi.HTTPRoute, nil)); diff != "" {
+	if diff := cmp.Diff([]translate.EntryKey{narrowedKey}, s.refs.list(consulapi.HTTPRoute, nil)); diff != "" {
 		t.Errorf("released by the route's going (-want +got):\n%s", diff)
 	}
-	released := r.deleted(narrowedKey)
+	released := s.refs.deleted(narrowedKey)
 	slices.SortFunc(released, compareKeys)
 	want := []translate.EntryKey{ownDefaults, {Kind: consulapi.ServiceDefaults, Name: "echo"}, echoResolver}
 	if diff := cmp.Diff(want, released); diff != "" {
 		t.Errorf("released by the redirect's delete (-want +got):\n%s", diff)
+	}
+}
+
+// A route keeps a reference to a service's resolver only where one is desired or
+// exists: at thousands of routes to services without one, nothing is kept.
+func TestRouteReferencesOnlyResolversThatExist(t *testing.T) {
+	s := NewSyncer(Config{Ownership: testOwnership})
+	route := narrowedRoute()
+	route.Rules = append(route.Rules, consulapi.HTTPRouteRule{Services: []consulapi.HTTPService{{Name: "plain"}, {Name: "theirs"}}})
+	s.desired.Entries[translate.KeyOf(narrowedResolver())] = narrowedResolver()
+	s.view.list(consulapi.ServiceResolver, []translate.EntryKey{{Kind: consulapi.ServiceResolver, Name: "theirs"}})
+	want := []translate.EntryKey{
+		{Kind: consulapi.ServiceResolver, Name: narrowedName},
+		{Kind: consulapi.ServiceResolver, Name: "theirs"},
+	}
+	if diff := cmp.Diff(want, s.orderedReferences(route)); diff != "" {
+		t.Errorf("the route's ordered references (-want +got):\n%s", diff)
 	}
 }
 
@@ -299,9 +317,27 @@ func TestDeleteDoesNotWaitForARouteThatKeepsNamingTheService(t *testing.T) {
 	direct := narrowedRoute()
 	direct.Rules = []consulapi.HTTPRouteRule{{Services: []consulapi.HTTPService{{Name: "echo"}}}}
 	s.desired.Entries[translate.KeyOf(direct)] = direct
-	s.refs.wrote(translate.KeyOf(direct), direct)
+	s.refs.wrote(translate.KeyOf(direct), []translate.EntryKey{translate.KeyOf(shared)})
 
 	if err := s.syncEntry(t.Context(), translate.KeyOf(shared)); err != nil || deletes != 1 {
 		t.Errorf("%d deletes, error %v; want the resolver deleted", deletes, err)
+	}
+}
+
+// A redirecting resolver is written only once its own name's service-defaults exist:
+// before them its name is tcp, the target's http, and Consul refuses the redirect.
+func TestRedirectWaitsForItsOwnServiceDefaults(t *testing.T) {
+	client := consulAnswering(t, map[string]consulapi.ConfigEntry{"service-resolver/echo": sharedResolver()}, func(w http.ResponseWriter, r *http.Request) {
+		t.Errorf("unexpected %s %s: the redirect waits for its service-defaults", r.Method, r.URL)
+	})
+	s := NewSyncer(Config{Client: client, Ownership: testOwnership})
+	narrowed := narrowedResolver()
+	defaults := &consulapi.ServiceConfigEntry{Kind: consulapi.ServiceDefaults, Name: narrowedName, Protocol: "http", Meta: narrowed.Meta}
+	for _, e := range []consulapi.ConfigEntry{narrowed, defaults, sharedResolver()} {
+		s.desired.Entries[translate.KeyOf(e)] = e
+	}
+	err := s.syncEntry(t.Context(), translate.KeyOf(narrowed))
+	if err == nil || !strings.Contains(err.Error(), "waits for service-defaults "+narrowedName) {
+		t.Errorf("the redirect's sync returned %v; want it to wait for its service-defaults", err)
 	}
 }

@@ -151,7 +151,7 @@ func (s *Syncer) put(ctx context.Context, logger klog.Logger, verb string, key t
 		return ok, err
 	})
 	var refused consulapi.StatusError
-	if errors.As(err, &refused) && len(s.refs.referrers(key)) > 0 {
+	if errors.As(err, &refused) && len(s.leavingReferrers(key)) > 0 {
 		// Consul refuses dropping a subset that a redirect of ours still names
 		// until the redirect goes; its delete queues this key again (queueAll).
 		return workqueue.Expected(err)
@@ -159,7 +159,7 @@ func (s *Syncer) put(ctx context.Context, logger klog.Logger, verb string, key t
 	if err != nil {
 		return err
 	}
-	s.queueAll(s.refs.wrote(key, desired))
+	s.queueAll(s.refs.wrote(key, s.orderedReferences(desired)))
 	if index == 0 {
 		// A new entry: the verdict of any earlier one is not its verdict. Only once
 		// created: a create the check-and-set refused (the watch's view was behind)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/http"
 	"slices"
 	"strings"
 	gosync "sync"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	consulapi "github.com/hashicorp/consul/api"
+	"github.com/hashicorp/go-cleanhttp"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
@@ -111,15 +113,23 @@ type narrowedSyncer struct {
 	*consul.Syncer
 	hand   *handTranslator
 	writes *requestCounter
+	gate   *deleteGate
 }
 
 // startNarrowedSyncer runs a Syncer against agent that desires entries.
 func startNarrowedSyncer(t *testing.T, agent *testenv.ConsulAgent, entries []consulapi.ConfigEntry) narrowedSyncer {
 	t.Helper()
-	s := narrowedSyncer{hand: &handTranslator{}, writes: &requestCounter{}}
+	s := narrowedSyncer{hand: &handTranslator{}, writes: &requestCounter{}, gate: &deleteGate{next: cleanhttp.DefaultTransport(), open: make(chan struct{})}}
 	s.hand.set(entries)
+	cfg := consulapi.DefaultNonPooledConfig()
+	cfg.Address, cfg.Token, cfg.TokenFile, cfg.TLSConfig = agent.HTTPAddr(), "", "", consulapi.TLSConfig{}
+	cfg.HttpClient = &http.Client{Transport: &consulWriteCounter{next: s.gate, writes: s.writes}}
+	client, err := consulapi.NewClient(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	s.Syncer = consul.NewSyncer(consul.Config{
-		Client:     consulClient(t, &consulOptions{agent: agent}, s.writes),
+		Client:     client,
 		Ownership:  narrowedOwnership,
 		Translator: s.hand,
 		Secrets:    corelisters.NewSecretLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
@@ -145,6 +155,52 @@ func startNarrowedSyncer(t *testing.T, agent *testenv.ConsulAgent, entries []con
 func (s narrowedSyncer) desire(t *testing.T, entries []consulapi.ConfigEntry) {
 	s.hand.set(entries)
 	s.Publish(t.Context(), gwsync.Confirmation{Kind: gatewayapi.GatewayKind, Key: cache.ObjectName{Namespace: "demo", Name: "gw"}})
+}
+
+// deleteGate, once armed, holds the syncer's delete of the narrowed resolver back
+// until the syncer has decided about echo's resolver, which the redirect needs: it read
+// echo's resolver twice (the second read is a retry, so the first decision was taken
+// and it was not a delete), or it deleted echo's resolver first, which then reaches
+// Consul while the redirect still exists. Without the gate the deletes race, and the
+// wrong order is met only now and then.
+type deleteGate struct {
+	next      http.RoundTripper
+	mu        gosync.Mutex
+	armed     bool
+	echoReads int
+	open      chan struct{}
+	once      gosync.Once
+}
+
+func (g *deleteGate) arm() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.armed = true
+}
+
+func (g *deleteGate) RoundTrip(req *http.Request) (*http.Response, error) {
+	const resolvers = "/v1/config/" + consulapi.ServiceResolver + "/"
+	g.mu.Lock()
+	armed := g.armed
+	if armed && req.Method == http.MethodGet && req.URL.Path == resolvers+"echo" {
+		if g.echoReads++; g.echoReads >= 2 {
+			g.once.Do(func() { close(g.open) })
+		}
+	}
+	g.mu.Unlock()
+	switch {
+	case armed && req.Method == http.MethodDelete && req.URL.Path == resolvers+"echo":
+		resp, err := g.next.RoundTrip(req)
+		g.once.Do(func() { close(g.open) })
+		return resp, err
+	case armed && req.Method == http.MethodDelete && req.URL.Path == resolvers+narrowedName:
+		select {
+		case <-g.open:
+		case <-req.Context().Done():
+			return nil, req.Context().Err()
+		}
+	}
+	return g.next.RoundTrip(req)
 }
 
 // refused is how many config entry writes Consul answered with anything but 200.
@@ -291,6 +347,7 @@ func TestNarrowedBackendsReachOneNamespace(t *testing.T) {
 	}
 
 	written, refused := s.writes.total(), s.writes.refused()
+	s.gate.arm()
 	s.desire(t, narrowedEntries(false))
 	awaitOwned(t, client, "the narrowing withdrawn", []string{"api-gateway gw", "http-route web.demo"}, routeNames("echo", client))
 	if n := s.writes.refused() - refused; n != 0 {
