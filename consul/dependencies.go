@@ -129,30 +129,37 @@ func (s *Syncer) dependenciesWritten(ctx context.Context, key translate.EntryKey
 			// The resolver under a name of ours narrows the route to its namespace's
 			// instances; one written by someone else may send the traffic anywhere.
 			s.queue.Add(dep)
-			return s.blocked(key, desired, fmt.Sprintf("%s %s waits for %s %s, which exists in Consul and is not this controller's: it is left alone; remove it so that this controller can write its own",
-				key.Kind, key.Name, dep.Kind, dep.Name))
+			return s.blocked(key, desired, fmt.Sprintf("%s %s, which exists in Consul and is not this controller's: it is left alone; remove it so that this controller can write its own",
+				dep.Kind, dep.Name))
 		}
 	}
 	return nil
 }
 
-// waitFor is the error of an entry that waits for dep to be written. When Consul
-// refused dep, the entry's owner is told why, with what stands in dep's way.
+// waitFor is the error of an entry that waits for dep to be written. When dep cannot
+// be written, because Consul refused it or it waits in turn for an entry that cannot
+// be, the entry's owner is told why, with what stands in the way.
 func (s *Syncer) waitFor(key translate.EntryKey, desired consulapi.ConfigEntry, dep translate.EntryKey, depDesired consulapi.ConfigEntry) error {
-	why := s.verdicts.refusal(dep)
-	if why == "" {
-		return workqueue.Expected(fmt.Errorf("%s %s waits for %s %s to be written first", key.Kind, key.Name, dep.Kind, dep.Name))
+	if why := s.verdicts.refusal(dep); why != "" {
+		reason := fmt.Sprintf("%s %s, which Consul refused: %s", dep.Kind, dep.Name, why)
+		for _, note := range s.notOursNotes(depDesired) {
+			reason += "; " + note
+		}
+		return s.blocked(key, desired, reason)
 	}
-	msg := fmt.Sprintf("%s %s waits for %s %s, which Consul refused: %s", key.Kind, key.Name, dep.Kind, dep.Name, why)
-	for _, note := range s.notOursNotes(depDesired) {
-		msg += "; " + note
+	if held := s.verdicts.heldBackBy(dep); held != "" {
+		return s.blocked(key, desired, fmt.Sprintf("%s %s, which waits for %s", dep.Kind, dep.Name, held))
 	}
-	return s.blocked(key, desired, msg)
+	return workqueue.Expected(fmt.Errorf("%s %s waits for %s %s to be written first", key.Kind, key.Name, dep.Kind, dep.Name))
 }
 
-// blocked reports msg on the owner of the entry under key and returns it as the
-// expected error of a key that is tried again later.
-func (s *Syncer) blocked(key translate.EntryKey, desired consulapi.ConfigEntry, msg string) error {
+// blocked records that the entry under key waits for what reason names and cannot be
+// written: on its owner's verdict, and for the entries that wait for it in turn (a
+// route for the redirect that waits for a resolver Consul refused). It returns that
+// as the expected error of a key that is tried again later.
+func (s *Syncer) blocked(key translate.EntryKey, desired consulapi.ConfigEntry, reason string) error {
+	msg := fmt.Sprintf("%s %s waits for %s", key.Kind, key.Name, reason)
+	s.verdicts.holdBack(key, reason)
 	s.verdicts.waits(key, desired.GetMeta(), msg, s.statusChanged)
 	return workqueue.Expected(errors.New(msg))
 }

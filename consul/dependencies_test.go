@@ -341,3 +341,34 @@ func TestRedirectWaitsForItsOwnServiceDefaults(t *testing.T) {
 		t.Errorf("the redirect's sync returned %v; want it to wait for its service-defaults", err)
 	}
 }
+
+// A route whose redirect waits for a resolver Consul refused (here the token may not
+// write echo's resolver) says so through the redirect: nothing refused the redirect
+// itself, and without the chain the route would wait in silence.
+func TestRouteSaysWhatItsRedirectWaitsFor(t *testing.T) {
+	client := consulAnswering(t, nil, func(w http.ResponseWriter, r *http.Request) {
+		var e struct{ Kind, Name string }
+		_ = json.NewDecoder(r.Body).Decode(&e)
+		if r.Method == http.MethodPut && e.Kind == consulapi.ServiceResolver && e.Name == "echo" {
+			http.Error(w, `Permission denied: token lacks permission 'service:write' on "echo"`, http.StatusForbidden)
+			return
+		}
+		t.Errorf("unexpected %s %s of %s %s", r.Method, r.URL, e.Kind, e.Name)
+	})
+	s := NewSyncer(Config{Client: client, Ownership: testOwnership})
+	route, narrowed, shared := narrowedRoute(), narrowedResolver(), sharedResolver()
+	for _, e := range []consulapi.ConfigEntry{route, narrowed, shared} {
+		s.desired.Entries[translate.KeyOf(e)] = e
+	}
+	for _, e := range []consulapi.ConfigEntry{shared, narrowed, route} {
+		if err := s.syncEntry(t.Context(), translate.KeyOf(e)); err == nil {
+			t.Fatalf("%s %s was written", e.GetKind(), e.GetName())
+		}
+	}
+	want := `http-route web.demo waits for service-resolver consul_gateway_controller_demo_echo, which waits for ` +
+		`service-resolver echo, which Consul refused: Permission denied: token lacks permission 'service:write' on "echo"`
+	v := s.Verdict("HTTPRoute", cache.ObjectName{Namespace: "demo", Name: "web"})
+	if diff := cmp.Diff(want, v.Message); diff != "" || v.Reason != ReasonWriteFailed {
+		t.Errorf("verdict %s; message (-want +got):\n%s", v.Reason, diff)
+	}
+}

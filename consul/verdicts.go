@@ -113,11 +113,29 @@ type verdicts struct {
 	// Service). Both end when the entry settles.
 	refused     map[translate.EntryKey]string
 	foreignKeys map[translate.EntryKey]bool
+	// heldBack is, per entry that cannot be written until something else is
+	// resolved, what it waits for (see blocked); it ends when the entry settles.
+	heldBack map[translate.EntryKey]string
 }
 
 func newVerdicts(naming translate.Naming) *verdicts {
 	return &verdicts{naming: naming, owners: map[ownerKey]ownerState{}, failing: map[translate.EntryKey]ownerKey{},
-		refused: map[translate.EntryKey]string{}, foreignKeys: map[translate.EntryKey]bool{}}
+		refused: map[translate.EntryKey]string{}, foreignKeys: map[translate.EntryKey]bool{}, heldBack: map[translate.EntryKey]string{}}
+}
+
+// holdBack records what the entry under key waits for and cannot be written without.
+func (v *verdicts) holdBack(key translate.EntryKey, reason string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.heldBack[key] = reason
+}
+
+// heldBackBy is what the entry under key was last held back by, "" when it was not
+// since it settled.
+func (v *verdicts) heldBackBy(key translate.EntryKey) string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.heldBack[key]
 }
 
 // refusal is what Consul answered when it last refused to write key, "" when it has
@@ -381,6 +399,7 @@ func (v *verdicts) settled(key translate.EntryKey, changed func(gatewayv1.Kind, 
 	v.mu.Lock()
 	delete(v.refused, key)
 	delete(v.foreignKeys, key)
+	delete(v.heldBack, key)
 	owner, failed := v.failing[key]
 	moved := false
 	if failed {
