@@ -48,10 +48,11 @@ import (
 // entry, an HTTPService Weight of 0 is normalized to 1, an empty path Match becomes
 // prefix "/", an empty Method means every method.
 //
-// Keys that a type's own MarshalJSON produces and that are not struct fields (the
-// client has such types for service-resolver, service-router, mesh and
-// exported-services) are treated as struct fields; those kinds are not written by this
-// controller.
+// Keys that a type's own MarshalJSON produces in place of a struct field (the client
+// has such types for service-resolver, service-router, mesh and exported-services) are
+// compacted by that field: a service-resolver's ConnectTimeout and RequestTimeout are
+// durations written as strings, and dropped when zero. Of those kinds this controller
+// writes only service-resolver.
 //
 // Reading needs nothing: the client decodes Get and List answers with encoding/json,
 // which ignores keys it does not know and leaves fields a server does not send at zero.

@@ -172,6 +172,8 @@ func decodeEntry(kind string, raw []byte) (consulapi.ConfigEntry, error) {
 		entry = &consulapi.InlineCertificateConfigEntry{}
 	case consulapi.ServiceDefaults:
 		entry = &consulapi.ServiceConfigEntry{}
+	case consulapi.ServiceResolver:
+		entry = &consulapi.ServiceResolverConfigEntry{}
 	}
 	if entry != nil && json.Unmarshal(raw, entry) == nil && entry.GetKind() == kind {
 		return entry, nil

@@ -29,7 +29,14 @@ import (
 )
 
 // entryKinds are the Consul config entry kinds the syncer writes and watches.
-var entryKinds = []string{consulapi.APIGateway, consulapi.HTTPRoute, consulapi.TCPRoute, consulapi.InlineCertificate, consulapi.ServiceDefaults}
+var entryKinds = []string{consulapi.APIGateway, consulapi.HTTPRoute, consulapi.TCPRoute, consulapi.InlineCertificate, consulapi.ServiceDefaults, consulapi.ServiceResolver}
+
+// Translator computes the desired entries from what was confirmed
+// (translate.Translator). The syncer uses it from its translation loop alone.
+type Translator interface {
+	Update(translate.Changes) translate.Delta
+	Translated() int
+}
 
 // Config is what NewSyncer needs.
 type Config struct {
@@ -55,6 +62,9 @@ type Config struct {
 	// Routes, when set, is told every owned route entry Consul holds each time the
 	// watch lists a route kind (package consul/intentions).
 	Routes RouteObserver
+	// Translator, when set, replaces translate.NewTranslator(Naming, Ownership,
+	// Options): a test gives the syncer hand-written entries through it.
+	Translator Translator
 }
 
 // RouteObserver is told the route entries of ours that Consul holds: every owned
@@ -72,7 +82,7 @@ type Syncer struct {
 	clock clock.PassiveClock
 	queue kworkqueue.TypedRateLimitingInterface[translate.EntryKey]
 	// translator is used by the translation loop alone.
-	translator *translate.Translator
+	translator Translator
 
 	mu       gosync.Mutex
 	snapshot translate.Snapshot
@@ -85,6 +95,7 @@ type Syncer struct {
 	chains    *chainRefresher
 	matched   *matchedEntries
 	view      *consulView
+	refs      *consulReferences
 	undesired undesiredSince
 	// version is the Consul server's version, "" until known.
 	version atomic.Pointer[string]
@@ -116,11 +127,15 @@ func NewSyncer(cfg Config) *Syncer {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
+	translator := cfg.Translator
+	if translator == nil {
+		translator = translate.NewTranslator(cfg.Naming, cfg.Ownership, cfg.Options)
+	}
 	return &Syncer{
 		cfg:           cfg,
 		clock:         cfg.Clock,
 		queue:         workqueue.New[translate.EntryKey]("consul"),
-		translator:    translate.NewTranslator(cfg.Naming, cfg.Ownership, cfg.Options),
+		translator:    translator,
 		snapshot:      translate.NewSnapshot(),
 		confirmed:     map[ownerKey]bool{},
 		pending:       map[ownerKey]bool{},
@@ -133,6 +148,7 @@ func NewSyncer(cfg Config) *Syncer {
 		chains:        newChainRefresher(),
 		matched:       newMatchedEntries(),
 		view:          newConsulView(),
+		refs:          newConsulReferences(),
 		undesired:     undesiredSince{since: map[translate.EntryKey]time.Time{}},
 		dirty:         make(chan struct{}, 1),
 	}

@@ -2,6 +2,7 @@ package consul
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -105,10 +106,80 @@ type verdicts struct {
 	failing map[translate.EntryKey]ownerKey
 	// problems are the translation problems last set; most translations repeat them.
 	problems []translate.Problem
+	// refused and foreignKeys are, per entry whatever its owner, what Consul answered
+	// when it last refused to write it, and that the entry Consul holds is someone
+	// else's: an entry that waits for it says why (dependenciesWritten), also when
+	// its own owner has no status to carry that (a service-resolver written for a
+	// Service). Both end when the entry settles.
+	refused     map[translate.EntryKey]string
+	foreignKeys map[translate.EntryKey]bool
+	// heldBack is, per entry that cannot be written until something else is
+	// resolved, what it waits for (see blocked); it ends when the entry settles.
+	heldBack map[translate.EntryKey]string
 }
 
 func newVerdicts(naming translate.Naming) *verdicts {
-	return &verdicts{naming: naming, owners: map[ownerKey]ownerState{}, failing: map[translate.EntryKey]ownerKey{}}
+	return &verdicts{naming: naming, owners: map[ownerKey]ownerState{}, failing: map[translate.EntryKey]ownerKey{},
+		refused: map[translate.EntryKey]string{}, foreignKeys: map[translate.EntryKey]bool{}, heldBack: map[translate.EntryKey]string{}}
+}
+
+// holdBack records what the entry under key waits for and cannot be written without.
+func (v *verdicts) holdBack(key translate.EntryKey, reason string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.heldBack[key] = reason
+}
+
+// heldBackBy is what the entry under key was last held back by, "" when it was not
+// since it settled.
+func (v *verdicts) heldBackBy(key translate.EntryKey) string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.heldBack[key]
+}
+
+// refusal is what Consul answered when it last refused to write key, "" when it has
+// not since key settled.
+func (v *verdicts) refusal(key translate.EntryKey) string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.refused[key]
+}
+
+// notOurs reports whether the entry Consul holds under key was last found to be
+// someone else's.
+func (v *verdicts) notOurs(key translate.EntryKey) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.foreignKeys[key]
+}
+
+// waits records that the entry under key is held back, with why, on its owner, until
+// the entry settles.
+func (v *verdicts) waits(key translate.EntryKey, desiredMeta map[string]string, why string, changed func(gatewayv1.Kind, cache.ObjectName)) {
+	owner, ok := reportedOwner(desiredMeta)
+	if !ok {
+		return
+	}
+	v.update(owner, changed, func(o *ownerState) {
+		errs := maps.Clone(o.writeErrs)
+		if errs == nil {
+			errs = map[translate.EntryKey]string{}
+		}
+		errs[key] = why
+		o.writeErrs = errs
+		v.failing[key] = owner // update holds v.mu while it mutates
+	})
+}
+
+// refusalText is Consul's own words when it answered err with a status, "" for any
+// other failure (Consul unreachable): only an answer is a refusal.
+func refusalText(err error) string {
+	var status consulapi.StatusError
+	if !errors.As(err, &status) {
+		return ""
+	}
+	return cmp.Or(strings.TrimSpace(status.Body), fmt.Sprintf("HTTP %d", status.Code))
 }
 
 // get returns the verdict on an object.
@@ -326,6 +397,9 @@ func (v *verdicts) written(key translate.EntryKey, desiredMeta map[string]string
 // successful write would leave ConsulWriteFailed for good on an entry that needs none.
 func (v *verdicts) settled(key translate.EntryKey, changed func(gatewayv1.Kind, cache.ObjectName)) {
 	v.mu.Lock()
+	delete(v.refused, key)
+	delete(v.foreignKeys, key)
+	delete(v.heldBack, key)
 	owner, failed := v.failing[key]
 	moved := false
 	if failed {
@@ -347,6 +421,11 @@ func (v *verdicts) settled(key translate.EntryKey, changed func(gatewayv1.Kind, 
 // writeFailed records a read or write Consul refused, with its reason (never the
 // entry).
 func (v *verdicts) writeFailed(key translate.EntryKey, desiredMeta map[string]string, err error, changed func(gatewayv1.Kind, cache.ObjectName)) {
+	if text := refusalText(err); text != "" {
+		v.mu.Lock()
+		v.refused[key] = text
+		v.mu.Unlock()
+	}
 	owner, ok := reportedOwner(desiredMeta)
 	if !ok {
 		return
@@ -365,6 +444,9 @@ func (v *verdicts) writeFailed(key translate.EntryKey, desiredMeta map[string]st
 
 // foreign records that the entry an object needs exists and belongs to someone else.
 func (v *verdicts) foreign(key translate.EntryKey, desired consulapi.ConfigEntry, changed func(gatewayv1.Kind, cache.ObjectName)) {
+	v.mu.Lock()
+	v.foreignKeys[key] = true
+	v.mu.Unlock()
 	owner, ok := reportedOwner(desired.GetMeta())
 	if !ok {
 		return

@@ -155,6 +155,8 @@ func (s *Syncer) watchKind(ctx context.Context, kind string) {
 			s.checkVersion(ctx)
 			s.forgetKind(kind)
 		}
+		// References first: a delete the comparison queues waits for its referrers.
+		s.noteReferences(kind, entries)
 		s.compareKind(ctx, kind, entries)
 		s.refreshChainsOf(ctx, kind, entries, fresh)
 		s.observeRoutes(kind, entries)

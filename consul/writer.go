@@ -63,6 +63,13 @@ func (s *Syncer) syncEntry(ctx context.Context, key translate.EntryKey) error {
 			s.queue.AddAfter(key, wait)
 			return nil
 		}
+		// Consul refuses the delete, or the referrer breaks, while an entry of ours
+		// still refers to this one (see dependencies.go); the key is queued again
+		// when the last referrer goes. A referrer that is not ours is not known here:
+		// Consul's refusal then requeues the key with backoff until its owner changes it.
+		if err := s.stillReferred(key); err != nil {
+			return err
+		}
 		err := s.write(ctx, logger, "Deleted", key, actual.GetMeta(), func(w *consulapi.WriteOptions) (bool, error) {
 			ok, _, err := s.cfg.Client.ConfigEntries().DeleteCAS(key.Kind, key.Name, actual.GetModifyIndex(), w)
 			return ok, err
@@ -71,6 +78,7 @@ func (s *Syncer) syncEntry(ctx context.Context, key translate.EntryKey) error {
 			return err
 		}
 		metrics.GCDeletions.WithLabelValues(key.Kind).Inc()
+		s.queueAll(s.refs.deleted(key))
 		s.verdicts.absent(key, actual.GetMeta(), s.statusChanged)
 		s.matched.forget(key)
 		s.view.deleted(key)
@@ -134,7 +142,7 @@ func (s *Syncer) writeWithoutReading(ctx context.Context, logger klog.Logger, ke
 // put creates (index 0) or updates the entry under key with check-and-set, and counts
 // it as a drift correction when Consul had held exactly this content before.
 func (s *Syncer) put(ctx context.Context, logger klog.Logger, verb string, key translate.EntryKey, desired consulapi.ConfigEntry, index uint64) error {
-	if err := s.dependenciesWritten(ctx, desired); err != nil {
+	if err := s.dependenciesWritten(ctx, key, desired); err != nil {
 		return err
 	}
 	drift := s.held.held(key, desired)
@@ -142,9 +150,16 @@ func (s *Syncer) put(ctx context.Context, logger klog.Logger, verb string, key t
 		ok, _, err := s.cfg.Client.ConfigEntries().CAS(Compact(desired), index, w)
 		return ok, err
 	})
+	var refused consulapi.StatusError
+	if errors.As(err, &refused) && len(s.leavingReferrers(key)) > 0 {
+		// Consul refuses dropping a subset that a redirect of ours still names
+		// until the redirect goes; its delete queues this key again (queueAll).
+		return workqueue.Expected(err)
+	}
 	if err != nil {
 		return err
 	}
+	s.queueAll(s.refs.wrote(key, s.orderedReferences(desired)))
 	if index == 0 {
 		// A new entry: the verdict of any earlier one is not its verdict. Only once
 		// created: a create the check-and-set refused (the watch's view was behind)
@@ -162,50 +177,6 @@ func (s *Syncer) put(ctx context.Context, logger klog.Logger, verb string, key t
 		logger.V(2).Info("Put back a Consul config entry that was changed or removed outside the controller")
 	}
 	return nil
-}
-
-// dependenciesWritten holds an entry back until the entries it references, and the
-// syncer writes, exist: Consul judges an entry when it is written, against what exists
-// then. An http-route written before its backends' service-defaults is refused
-// (InvalidDiscoveryChain), an api-gateway written before its inline-certificates is
-// judged InvalidCertificates; each is judged again only later, if ever.
-func (s *Syncer) dependenciesWritten(ctx context.Context, desired consulapi.ConfigEntry) error {
-	for _, dep := range dependencies(desired) {
-		if _, wanted := s.desiredEntry(dep); !wanted || s.view.exists(dep) {
-			continue
-		}
-		actual, err := s.readEntry(ctx, dep)
-		if err != nil {
-			return err
-		}
-		if actual == nil {
-			s.queue.Add(dep)
-			return workqueue.Expected(fmt.Errorf("%s %s waits for %s %s to be written first", desired.GetKind(), desired.GetName(), dep.Kind, dep.Name))
-		}
-	}
-	return nil
-}
-
-// dependencies are the entries desired refers to that must exist before it is written.
-func dependencies(desired consulapi.ConfigEntry) []translate.EntryKey {
-	var deps []translate.EntryKey
-	switch e := desired.(type) {
-	case *consulapi.HTTPRouteConfigEntry:
-		for _, rule := range e.Rules {
-			for _, svc := range rule.Services {
-				deps = append(deps, translate.EntryKey{Kind: consulapi.ServiceDefaults, Name: svc.Name, Namespace: svc.Namespace, Partition: svc.Partition})
-			}
-		}
-	case *consulapi.APIGatewayConfigEntry:
-		for _, l := range e.Listeners {
-			for _, cert := range l.TLS.Certificates {
-				if cert.Kind == consulapi.InlineCertificate {
-					deps = append(deps, translate.EntryKey{Kind: cert.Kind, Name: cert.Name, Namespace: cert.Namespace, Partition: cert.Partition})
-				}
-			}
-		}
-	}
-	return deps
 }
 
 // readEntry returns the entry under key, or nil when there is none.
