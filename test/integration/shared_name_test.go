@@ -99,10 +99,36 @@ func declareHTTP(t *testing.T, name string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
+		// The controller stopped first and may have left a redirect of ours to a
+		// subset of name; Consul refuses to change name's protocol under it.
+		removeRedirectsTo(t, name)
 		if _, err := env.ConsulClient.ConfigEntries().Delete(consulapi.ServiceDefaults, name, nil); err != nil {
 			t.Errorf("delete service-defaults %s: %v", name, err)
 		}
 	})
+}
+
+// removeRedirectsTo deletes the service-resolvers that redirect to name, with their
+// service-defaults, and then name's own service-resolver.
+func removeRedirectsTo(t *testing.T, name string) {
+	t.Helper()
+	entries, _, err := env.ConsulClient.ConfigEntries().List(consulapi.ServiceResolver, nil)
+	if err != nil {
+		t.Errorf("list service-resolvers: %v", err)
+		return
+	}
+	remove := func(kind, entry string) {
+		if _, err := env.ConsulClient.ConfigEntries().Delete(kind, entry, nil); err != nil {
+			t.Errorf("delete %s %s: %v", kind, entry, err)
+		}
+	}
+	for _, e := range entries {
+		if r, ok := e.(*consulapi.ServiceResolverConfigEntry); ok && r.Redirect != nil && r.Redirect.Service == name {
+			remove(consulapi.ServiceResolver, r.Name)
+			remove(consulapi.ServiceDefaults, r.Name)
+		}
+	}
+	remove(consulapi.ServiceResolver, name)
 }
 
 // awaitChainTargets waits until Consul's discovery chain for service has exactly the
