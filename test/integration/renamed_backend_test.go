@@ -47,6 +47,9 @@ func TestBackendIsItsPodsConsulService(t *testing.T) {
 	}
 	env.Create(t, testenv.InjectedPod(s.Namespace, "echo-1", app, "echo-v2", testenv.BackendPort))
 	env.Create(t, s.Route("web"))
+	// Declared before the controller starts, so that the controller is stopped before
+	// this is removed (cleanups run last first).
+	declareHTTP(t, "echo-v2")
 	s.runStatusController(t, "renamed")
 	routeName := s.naming.EntryName(s.Namespace, "web")
 	backend := s.Namespace + "/" + s.Backend
@@ -97,7 +100,6 @@ func TestBackendIsItsPodsConsulService(t *testing.T) {
 	if _, err := env.KubeClient.CoreV1().Services(other).Update(t.Context(), impostorSvc, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	declareHTTP(t, "echo-v2")
 	env.Create(t, testenv.InjectedPod(other, "impostor-1", map[string]string{"app": "impostor"}, "echo-v2", testenv.BackendPort))
 	s.awaitResolvedRefs(t, "web", `True/ResolvedRefs: All references are resolved; backendRef `+backend+` is the Consul service "echo-v2", which pods of other namespaces register too: it reaches only the instances of namespace `+s.Namespace)
 	routesTo("a name another namespace's pods share is narrowed to the route namespace's", s.naming.NarrowedServiceName(s.Namespace, "echo-v2"))
