@@ -2,9 +2,11 @@ package sync
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -373,7 +375,7 @@ func (c testConsulServices) lister() corelisters.ServiceLister {
 	return corelisters.NewServiceLister(c.services)
 }
 
-func consulServicesOf(t *testing.T, shared bool, services []*corev1.Service, pods []*corev1.Pod) testConsulServices {
+func consulServicesOf(t testing.TB, shared bool, services []*corev1.Service, pods []*corev1.Pod) testConsulServices {
 	t.Helper()
 	svcs := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{
 		cache.NamespaceIndex:       cache.MetaNamespaceIndexFunc,
@@ -515,9 +517,11 @@ func TestMeshServiceNarrowed(t *testing.T) {
 // catalogOf is a Consul catalog holding the services names.
 type catalogOf []string
 
-func (c catalogOf) Known(name string) bool                     { return slices.Contains(c, name) }
-func (c catalogOf) RegisteredOutsideKubernetes(name string) bool { return slices.Contains(c, "outside:"+name) }
-func (c catalogOf) HasSynced() bool        { return true }
+func (c catalogOf) Known(name string) bool { return slices.Contains(c, name) }
+func (c catalogOf) RegisteredOutsideKubernetes(name string) bool {
+	return slices.Contains(c, "outside:"+name)
+}
+func (c catalogOf) HasSynced() bool { return true }
 
 // checkResolution compares what resolveBackendRef returned with the Consul service
 // wanted, or with the reason of the problem wanted.
@@ -533,4 +537,87 @@ func checkResolution(t *testing.T, got resolvedBackend, problem *backendProblem,
 	if got != want || reason != wantReason {
 		t.Errorf("resolved to %+v, problem %+v; want %+v, reason %q", got, problem, want, wantReason)
 	}
+}
+
+// The shared-name answer is kept until a Service or pod event invalidates it, and the
+// handler that queues the event's routes runs after the invalidation, with the
+// caches already holding the event: a route judged for it reads the new answer.
+func TestSharingMemo(t *testing.T) {
+	web := map[string]string{"app": "web"}
+	service := func(namespace string) *corev1.Service {
+		svc := testService(namespace, "web", corev1.ServicePort{Port: 80})
+		svc.Spec.Selector = web
+		return svc
+	}
+	names := consulServicesOf(t, true, []*corev1.Service{service("apps"), service("payments")}, []*corev1.Pod{testenv.InjectedPod("apps", "web-1", web, "", 80)})
+	names.memo = newSharingMemo()
+	count := func() int {
+		t.Helper()
+		sharing, err := names.sharing("web")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(sharing)
+	}
+	if got := count(); got != 1 {
+		t.Fatalf("sharing web: %d Services, want 1 (apps)", got)
+	}
+	pod := testenv.InjectedPod("payments", "web-1", web, "", 80)
+	if err := names.pods.Add(pod); err != nil {
+		t.Fatal(err)
+	}
+	if got := count(); got != 1 {
+		t.Errorf("before the event's handler: %d Services, want the kept answer 1", got)
+	}
+	var inHandler int
+	handler := invalidating(names.memo, cache.ResourceEventHandlerFuncs{AddFunc: func(any) { inHandler = count() }})
+	handler.OnAdd(pod, false)
+	if inHandler != 2 {
+		t.Errorf("the routes queued by the event read %d Services, want 2 (apps, payments)", inHandler)
+	}
+}
+
+// BenchmarkSharedNameAfterPodEvent: one tenant's pod event re-judges every route naming
+// a Service of that name, in every namespace; each route asks which Services share
+// the name. Reported: the cost of one event's re-judging with the answer kept per
+// version of the caches, as a multiple of without (listed again for each route).
+func BenchmarkSharedNameAfterPodEvent(b *testing.B) {
+	const namespaces, podsPerNamespace, routes = 200, 5, 200
+	web := map[string]string{"app": "web"}
+	var services []*corev1.Service
+	var pods []*corev1.Pod
+	for i := range namespaces {
+		ns := fmt.Sprintf("tenant-%d", i)
+		svc := testService(ns, "web", corev1.ServicePort{Port: 80})
+		svc.Spec.Selector = web
+		services = append(services, svc)
+		for p := range podsPerNamespace {
+			pods = append(pods, testenv.InjectedPod(ns, fmt.Sprintf("web-%d", p), web, "", 80))
+		}
+	}
+	names := consulServicesOf(b, true, services, pods)
+	event := func(memo *sharingMemo) {
+		names.memo = memo
+		if memo != nil {
+			memo.invalidate()
+		}
+		for range routes {
+			if _, err := names.sharing("web"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	measure := func(memo *sharingMemo) time.Duration {
+		start := time.Now()
+		for range 20 {
+			event(memo)
+		}
+		return time.Since(start)
+	}
+	var kept, listed time.Duration
+	for b.Loop() {
+		listed += measure(nil)
+		kept += measure(newSharingMemo())
+	}
+	b.ReportMetric(float64(kept)/float64(listed), "kept/listed")
 }

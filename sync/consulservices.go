@@ -3,6 +3,8 @@ package sync
 import (
 	"fmt"
 	"slices"
+	gosync "sync"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -30,6 +32,70 @@ type consulServices struct {
 	meshServices cache.Indexer
 	// catalog says which services Consul's catalog holds.
 	catalog ConsulServiceNames
+	// memo keeps sharing's answers until a Service or injected pod changes; nil
+	// keeps none.
+	memo *sharingMemo
+}
+
+// sharingMemo keeps, per Consul service name, the Services that share it, as of one
+// version of the Service and pod caches. Every Service or injected pod event makes a
+// new version (invalidate), before the event's routes are queued; so a route judged
+// for that event never reads an answer from before it. A pod event re-judges every
+// route naming a Service of the pod's name, and each would otherwise list the
+// Services and pods of every namespace registering it again.
+type sharingMemo struct {
+	version atomic.Uint64
+	mu      gosync.Mutex
+	byName  map[string]sharingAnswer
+}
+
+type sharingAnswer struct {
+	version  uint64
+	services []*corev1.Service
+}
+
+// sharingMemoLimit bounds the names kept; past it the memo starts over.
+const sharingMemoLimit = 4096
+
+func newSharingMemo() *sharingMemo { return &sharingMemo{byName: map[string]sharingAnswer{}} }
+
+// invalidate starts a new version: every answer kept is stale.
+func (m *sharingMemo) invalidate() { m.version.Add(1) }
+
+// get returns the answer for name computed at version, if kept.
+func (m *sharingMemo) get(name string, version uint64) ([]*corev1.Service, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	a, ok := m.byName[name]
+	return a.services, ok && a.version == version
+}
+
+// put keeps an answer computed from caches read at version or later.
+func (m *sharingMemo) put(name string, version uint64, services []*corev1.Service) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.byName) >= sharingMemoLimit {
+		clear(m.byName)
+	}
+	m.byName[name] = sharingAnswer{version: version, services: services}
+}
+
+// invalidating is handler with the memo invalidated before each event.
+func invalidating(m *sharingMemo, handler cache.ResourceEventHandler) cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(obj any, isInInitialList bool) {
+			m.invalidate()
+			handler.OnAdd(obj, isInInitialList)
+		},
+		UpdateFunc: func(oldObj, newObj any) {
+			m.invalidate()
+			handler.OnUpdate(oldObj, newObj)
+		},
+		DeleteFunc: func(obj any) {
+			m.invalidate()
+			handler.OnDelete(obj)
+		},
+	}
 }
 
 // meshServiceSpec is what the controller reads of a MeshService.
@@ -56,7 +122,7 @@ func newConsulServices(inf Informers, shared bool, catalog ConsulServiceNames) c
 	if catalog == nil {
 		catalog = allServicesKnown{}
 	}
-	c := consulServices{services: inf.Services.Informer().GetIndexer(), pods: inf.InjectedPods.GetIndexer(), shared: shared, catalog: catalog}
+	c := consulServices{services: inf.Services.Informer().GetIndexer(), pods: inf.InjectedPods.GetIndexer(), shared: shared, catalog: catalog, memo: newSharingMemo()}
 	if inf.MeshServices != nil {
 		c.meshServices = inf.MeshServices.GetIndexer()
 	}
@@ -86,6 +152,22 @@ func (c consulServices) sharing(name string) ([]*corev1.Service, error) {
 	if !c.shared {
 		return nil, nil
 	}
+	if c.memo == nil {
+		return c.listSharing(name)
+	}
+	version := c.memo.version.Load()
+	if services, ok := c.memo.get(name, version); ok {
+		return services, nil
+	}
+	services, err := c.listSharing(name)
+	if err == nil {
+		c.memo.put(name, version, services)
+	}
+	return services, err
+}
+
+// listSharing is sharing read from the caches.
+func (c consulServices) listSharing(name string) ([]*corev1.Service, error) {
 	candidates, err := c.servicesNamed(name)
 	if err != nil {
 		return nil, err

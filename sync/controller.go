@@ -210,8 +210,10 @@ func (c *Controller) addEventHandlers(ctx context.Context) error {
 		{gatewayapi.ListenerSetKind, inf.ListenerSets.Informer(), keys.ListenerSetHandler()},
 		{gatewayapi.ReferenceGrantKind, inf.ReferenceGrants.Informer(), keys.ReferenceGrantHandler()},
 		{"Namespace", inf.Namespaces.Informer(), keys.NamespaceHandler()},
-		{gatewayapi.ServiceKind, inf.Services.Informer(), keys.ServiceHandler()},
-		{"Pod", inf.InjectedPods, keys.PodHandler()},
+		// The shared-name answers go stale with any Service or pod event, before its
+		// routes are queued.
+		{gatewayapi.ServiceKind, inf.Services.Informer(), invalidating(c.consulServices.memo, keys.ServiceHandler())},
+		{"Pod", inf.InjectedPods, invalidating(c.consulServices.memo, keys.PodHandler())},
 		{gatewayapi.SecretKind, inf.Secrets, keys.SecretHandler()},
 		{v1alpha1.GatewayConfigKind, inf.GatewayConfigs, keys.GatewayConfigHandler()},
 	}
