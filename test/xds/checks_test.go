@@ -242,10 +242,9 @@ func sameShares(got, want map[string]uint32) bool {
 	return true
 }
 
-// serviceOf is the Consul service of a cluster: Consul names an upstream's cluster
-// "<service>.<namespace>.<datacenter>.internal.<trust domain>".
+// serviceOf is the Consul service of a cluster, of a subset of it or not.
 func serviceOf(cluster string) string {
-	service, _, _ := strings.Cut(cluster, ".")
+	service, _ := envoy.ServiceOfCluster(cluster)
 	return service
 }
 

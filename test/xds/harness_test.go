@@ -84,8 +84,10 @@ func kubectlApply(path string) error {
 
 // backendAddress is the address of the one mesh instance registered for the i-th
 // backend Service of a namespace (in name order), so that the gateway's clusters have
-// endpoints.
-func backendAddress(i int) string { return fmt.Sprintf("10.2.0.%d", i+1) }
+// endpoints: in 10.2.0.0/24 for the scenario's own namespace (subnet 0), in
+// 10.2.<10+k>.0/24 for its k-th other one, so that instances of one name in two
+// namespaces differ.
+func backendAddress(subnet, i int) string { return fmt.Sprintf("10.2.%d.%d", subnet, i+1) }
 
 // outsideAddress is the address of the i-th Consul service of a scenario registered
 // outside Kubernetes.
@@ -94,9 +96,9 @@ func outsideAddress(i int) string { return fmt.Sprintf("10.3.0.%d", i+1) }
 // registerBackends plays consul-k8s's endpoints controller: for each Service of the
 // namespace, it registers the instance and sidecar proxy of a mesh pod under each
 // Consul service the Service's injected pods register as (their connect-service
-// annotation), or under the Service's name when it has none, on one node. It
-// returns the address of each Consul service.
-func registerBackends(t *testing.T, ns string) map[string]string {
+// annotation), or under the Service's name when it has none, on one node, at
+// addresses of subnet (backendAddress). It returns the address of each Consul service.
+func registerBackends(t *testing.T, ns string, subnet int) map[string]string {
 	t.Helper()
 	services, err := env.KubeClient.CoreV1().Services(ns).List(t.Context(), metav1.ListOptions{})
 	if err != nil {
@@ -124,7 +126,7 @@ func registerBackends(t *testing.T, ns string) map[string]string {
 			names = []string{svc.Name}
 		}
 		for _, name := range names {
-			addr := backendAddress(len(addresses))
+			addr := backendAddress(subnet, len(addresses))
 			addresses[name] = addr
 			registerMeshInstance(t, ns, name, addr)
 		}

@@ -18,20 +18,20 @@ import (
 )
 
 // TestNarrowedBackendReachesItsNamespaceOnly: on Consul CE without namespace mirroring,
-// the Services "echo" and "db" of two namespaces, each with an injected pod, are the
-// Consul services "echo" and "db" with an instance from each namespace. The routes of
-// one namespace, an HTTPRoute to its echo and a TCPRoute to its db, resolve, and the
+// the Services "narrowed-echo" and "narrowed-db" of two namespaces, each with an
+// injected pod, are two Consul services with an instance from each namespace. The
+// routes of one namespace, an HTTPRoute to its echo and a TCPRoute to its db, resolve, and the
 // gateway's endpoints for them, as Consul's xDS serves them, are that namespace's
 // instances alone: the other namespace's pods are never reached.
 func TestNarrowedBackendReachesItsNamespaceOnly(t *testing.T) {
 	setup(t)
 	const ns, other = "xds-narrowed", "xds-narrowed-other"
-	own := map[string]string{"echo": "10.2.1.1", "db": "10.2.1.3"}
-	theirs := map[string]string{"echo": "10.2.1.2", "db": "10.2.1.4"}
+	own := map[string]string{"narrowed-echo": "10.2.1.1", "narrowed-db": "10.2.1.3"}
+	theirs := map[string]string{"narrowed-echo": "10.2.1.2", "narrowed-db": "10.2.1.4"}
 	for _, n := range []string{ns, other} {
 		env.Create(t, testenv.Namespace(n, nil))
 		env.Create(t, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: n, Name: testenv.PodServiceAccount}})
-		for name, port := range map[string]int32{"echo": 8080, "db": 5432} {
+		for name, port := range map[string]int32{"narrowed-echo": 8080, "narrowed-db": 5432} {
 			svc := testenv.Service(n, name, port)
 			svc.Spec.Selector = map[string]string{"app": name}
 			env.Create(t, svc)
@@ -44,13 +44,13 @@ func TestNarrowedBackendReachesItsNamespaceOnly(t *testing.T) {
 	}
 	// Echo's owners declare it http, as an http-route's backend must be; the
 	// controller does not write the protocol of a name several namespaces share.
-	declareHTTP(t, "echo")
+	declareHTTP(t, "narrowed-echo")
 
 	edge := testenv.Gateway(ns, "edge", "consul", testenv.HTTPListener("http", 80),
 		gatewayv1.Listener{Name: "db", Protocol: gatewayv1.TCPProtocolType, Port: 9000})
 	env.Create(t, edge)
-	env.Create(t, testenv.HTTPRoute(ns, "web", []gatewayv1.ParentReference{{Name: "edge", SectionName: new(gatewayv1.SectionName("http"))}}, testenv.Backend("echo", 8080)))
-	env.Create(t, testenv.TCPRoute(ns, "db", []gatewayv1.ParentReference{{Name: "edge", SectionName: new(gatewayv1.SectionName("db"))}}, testenv.Backend("db", 5432)))
+	env.Create(t, testenv.HTTPRoute(ns, "web", []gatewayv1.ParentReference{{Name: "edge", SectionName: new(gatewayv1.SectionName("http"))}}, testenv.Backend("narrowed-echo", 8080)))
+	env.Create(t, testenv.TCPRoute(ns, "db", []gatewayv1.ParentReference{{Name: "edge", SectionName: new(gatewayv1.SectionName("db"))}}, testenv.Backend("narrowed-db", 5432)))
 	awaitProgrammed(t, ns, "edge")
 	route, err := env.GatewayClient.GatewayV1().HTTPRoutes(ns).Get(t.Context(), "web", metav1.GetOptions{})
 	if err != nil {
@@ -62,10 +62,10 @@ func TestNarrowedBackendReachesItsNamespaceOnly(t *testing.T) {
 
 	w := envoy.Watch(t.Context(), env.Consul.GRPCAddr(), gatewayProxy(t, ns, "edge"))
 	t.Cleanup(w.Close)
-	awaitEndpoints(t, w, 80, "the HTTPRoute to its own echo", own["echo"])
-	testenv.Eventually(t, 60*time.Second, "the TCPRoute to its own db reaches "+own["db"]+" only", func(context.Context) error {
+	awaitEndpoints(t, w, 80, "the HTTPRoute to its own echo", own["narrowed-echo"])
+	testenv.Eventually(t, 60*time.Second, "the TCPRoute to its own db reaches "+own["narrowed-db"]+" only", func(context.Context) error {
 		cfg, missing := w.Partial()
-		return tcpEndpoints(cfg, 9000, own["db"], missing)
+		return tcpEndpoints(cfg, 9000, own["narrowed-db"], missing)
 	})
 }
 

@@ -20,7 +20,7 @@ func TestRouteAppliedAgain(t *testing.T) {
 	if err := kubectlApply(filepath.Join("testdata", "reapplied.yaml")); err != nil {
 		t.Fatal(err)
 	}
-	registerBackends(t, ns)
+	registerBackends(t, ns, 0)
 	awaitProgrammed(t, ns, "edge")
 	w := envoy.Watch(t.Context(), env.Consul.GRPCAddr(), gatewayProxy(t, ns, "edge"))
 	t.Cleanup(w.Close)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -37,6 +36,9 @@ type scenario struct {
 	// outside are Consul services registered outside Kubernetes, as on VMs, which
 	// MeshServices name.
 	outside []string
+	// declaredHTTP are Consul services that several namespaces register, which their
+	// owners declare http (the controller does not write a shared name's protocol).
+	declaredHTTP []string
 	// ports are the Gateway's listener ports: one Envoy listener each, and no other.
 	ports []uint32
 	// requests say where each request must go (nil want: nowhere, Envoy's 404).
@@ -317,14 +319,16 @@ var scenarios = []scenario{
 		name: "renamed", namespace: "xds-renamed", ports: []uint32{8080, 9000},
 		backendNamespaces: []string{"xds-renamed-other"},
 		outside:           []string{"legacy-billing"},
+		declaredHTTP:      []string{"common"},
 		requests: []routeCase{
 			{8080, envoy.Request{Host: "billing.example.net", Target: "/"}, to("billing-v2")},
 			{8080, envoy.Request{Host: "vm.example.net", Target: "/"}, to("legacy-billing")},
 			// Pods that disagree on their name, and a pod on another port: refused.
 			{8080, envoy.Request{Host: "split.example.net", Target: "/"}, to(blackhole)},
 			{8080, envoy.Request{Host: "ported.example.net", Target: "/"}, to(blackhole)},
-			// A Consul name another namespace's Service shares, without its grant.
-			{8080, envoy.Request{Host: "shared.example.net", Target: "/"}, to(blackhole)},
+			// A Consul name another namespace's Service shares: only this namespace's
+			// instance of it.
+			{8080, envoy.Request{Host: "shared.example.net", Target: "/"}, to("common")},
 		},
 		tcp: map[uint32]string{9000: "ledger-primary"},
 	},
@@ -354,9 +358,18 @@ func (s scenario) run(t *testing.T) {
 	if s.certificateSecret != "" {
 		certPEM = createCertificateSecret(t, s.namespace, s.certificateSecret)
 	}
-	backends := registerBackends(t, s.namespace)
-	for _, ns := range s.backendNamespaces {
-		maps.Copy(backends, registerBackends(t, ns))
+	backends := registerBackends(t, s.namespace, 0)
+	for k, ns := range s.backendNamespaces {
+		// A name both namespaces register is the scenario namespace's: a route of it
+		// reaches only its namespace's instances (narrowed).
+		for name, addr := range registerBackends(t, ns, 10+k) {
+			if _, own := backends[name]; !own {
+				backends[name] = addr
+			}
+		}
+	}
+	for _, name := range s.declaredHTTP {
+		declareHTTP(t, name)
 	}
 	for i, name := range s.outside {
 		backends[name] = outsideAddress(i)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
@@ -24,10 +25,47 @@ var ErrRejected = errors.New("envoy would reject the response")
 type state struct {
 	resources  map[string]map[string]proto.Message
 	subscribed map[string]map[string]bool
+	// edsSince is when each cluster's endpoints were first asked for: Envoy waits
+	// for them only its initial fetch timeout (initialFetchTimeout).
+	edsSince map[string]time.Time
+	// now is the clock; time.Now but in tests.
+	now func() time.Time
 }
 
 func newState() *state {
-	return &state{resources: map[string]map[string]proto.Message{}, subscribed: map[string]map[string]bool{}}
+	return &state{resources: map[string]map[string]proto.Message{}, subscribed: map[string]map[string]bool{},
+		edsSince: map[string]time.Time{}, now: time.Now}
+}
+
+// defaultInitialFetchTimeout is Envoy's initial_fetch_timeout when a ConfigSource sets
+// none (api/envoy/config/core/v3/config_source.proto): a warming cluster whose
+// endpoints have not come by then is initialized without them, and Envoy goes on.
+const defaultInitialFetchTimeout = 15 * time.Second
+
+// initialFetchTimeout is how long Envoy waits for the endpoints of cluster name: its
+// EDS config source's initial_fetch_timeout, the default when unset; 0 waits forever.
+func (st *state) initialFetchTimeout(name string) time.Duration {
+	c, ok := st.resources[ClusterType][name].(*clusterv3.Cluster)
+	if !ok {
+		return 0
+	}
+	d := c.GetEdsClusterConfig().GetEdsConfig().GetInitialFetchTimeout()
+	if d == nil {
+		return defaultInitialFetchTimeout
+	}
+	return d.AsDuration()
+}
+
+// gaveUpOn reports whether Envoy stopped waiting for the endpoints of cluster name,
+// and otherwise how long it still waits (0: forever).
+func (st *state) gaveUpOn(name string) (bool, time.Duration) {
+	timeout := st.initialFetchTimeout(name)
+	since, asked := st.edsSince[name]
+	if timeout <= 0 || !asked {
+		return false, 0
+	}
+	left := timeout - st.now().Sub(since)
+	return left <= 0, left
 }
 
 // apply takes one response as Envoy does: it decodes and validates every resource and
@@ -141,9 +179,13 @@ func (st *state) missing() string {
 	var out []string
 	for _, typeURL := range []string{EndpointType, RouteType} {
 		for name := range st.subscribed[typeURL] {
-			if _, ok := st.resources[typeURL][name]; !ok {
-				out = append(out, typeURL+" "+name)
+			if _, ok := st.resources[typeURL][name]; ok {
+				continue
 			}
+			if gaveUp, _ := st.gaveUpOn(name); typeURL == EndpointType && gaveUp {
+				continue // initialized without endpoints, as Envoy does
+			}
+			out = append(out, typeURL+" "+name)
 		}
 	}
 	slices.Sort(out)
@@ -151,6 +193,21 @@ func (st *state) missing() string {
 		return ""
 	}
 	return fmt.Sprint(out)
+}
+
+// nextGiveUp is how long until Envoy stops waiting for the endpoints of a cluster
+// still missing them; 0 when it waits for none that way.
+func (st *state) nextGiveUp() time.Duration {
+	var next time.Duration
+	for name := range st.subscribed[EndpointType] {
+		if _, ok := st.resources[EndpointType][name]; ok {
+			continue
+		}
+		if gaveUp, left := st.gaveUpOn(name); !gaveUp && left > 0 && (next == 0 || left < next) {
+			next = left
+		}
+	}
+	return next
 }
 
 // config copies the accepted resources out; the messages themselves are shared and

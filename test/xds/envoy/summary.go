@@ -124,11 +124,25 @@ func summarizeAction(r node) string {
 	return strings.Join(parts, ", ")
 }
 
-// serviceOfCluster shortens Consul's "<service>.<namespace>.<dc>.internal.<trust
-// domain>" cluster names to the service.
+// serviceOfCluster shortens a Consul cluster name to the service (ServiceOfCluster),
+// and names the subset after it when there is one.
 func serviceOfCluster(name string) string {
-	service, _, _ := strings.Cut(name, ".")
+	service, subset := ServiceOfCluster(name)
+	if subset != "" {
+		return service + " (subset " + subset + ")"
+	}
 	return service
+}
+
+// ServiceOfCluster is the Consul service and subset of an upstream cluster: Consul
+// names one "<service>.<namespace>.<dc>.internal.<trust domain>", and one of a
+// subset "<subset>.<service>.<namespace>.<dc>.internal.<trust domain>".
+func ServiceOfCluster(name string) (service, subset string) {
+	parts := strings.Split(name, ".")
+	if len(parts) > 4 && parts[4] == "internal" {
+		return parts[1], parts[0]
+	}
+	return parts[0], ""
 }
 
 // node is a step through decoded JSON that tolerates missing fields.

@@ -194,7 +194,7 @@ func (w *Watcher) ready(quiet time.Duration) (*Config, time.Duration, <-chan str
 		return nil, 0, nil, err
 	}
 	if w.st.missing() != "" {
-		return nil, 0, w.changed, nil
+		return nil, w.st.nextGiveUp(), w.changed, nil
 	}
 	if since := time.Since(w.lastResponse); since < quiet {
 		return nil, quiet - since, w.changed, nil
@@ -400,6 +400,14 @@ func (s *session) subscribe(typeURL string, names []string) error {
 	// Envoy forgets what it no longer subscribes to.
 	for _, n := range remove {
 		delete(s.st.resources[typeURL], n)
+		if typeURL == EndpointType {
+			delete(s.st.edsSince, n)
+		}
+	}
+	if typeURL == EndpointType {
+		for _, n := range add {
+			s.st.edsSince[n] = s.st.now()
+		}
 	}
 	slices.Sort(add)
 	slices.Sort(remove)
