@@ -82,7 +82,7 @@ type allServicesKnown struct{}
 
 func (allServicesKnown) Known(string) bool                       { return true }
 func (allServicesKnown) RegisteredOutsideKubernetes(string) bool { return false }
-func (allServicesKnown) HasSynced() bool   { return true }
+func (allServicesKnown) HasSynced() bool                         { return true }
 
 // noVerdicts is used when no Consul syncer is wired in: nothing is ever programmed.
 type noVerdicts struct{}
