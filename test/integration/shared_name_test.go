@@ -70,6 +70,15 @@ func TestSharedConsulNameReachesOnlyItsNamespace(t *testing.T) {
 	}
 	routesTo(ours, "the route sends to the service of ours that reaches its namespace's instances")
 	awaitChainTargets(t, ours, s.Backend+"/"+s.Namespace)
+	// The gateway is let through to what the chain reaches: the shared name's
+	// instances check the intention as the destination.
+	gateway := s.naming.EntryName(s.Namespace, "edge")
+	s.waitEntry(t, consulapi.ServiceIntentions, s.Backend, "the gateway may reach "+s.Backend, func(e consulapi.ConfigEntry) bool {
+		intentions, ok := e.(*consulapi.ServiceIntentionsConfigEntry)
+		return ok && hasSource(intentions, func(src *consulapi.SourceIntention) bool {
+			return src.Name == gateway && src.Action == consulapi.IntentionActionAllow
+		})
+	})
 
 	if err := env.KubeClient.CoreV1().Pods(other).Delete(t.Context(), impostor.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
