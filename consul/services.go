@@ -67,7 +67,7 @@ func (s *ServiceNames) Run(ctx context.Context) {
 	timer := time.AfterFunc(servicesTimeout, func() { giveUp("not listed within " + servicesTimeout.String()) })
 	defer timer.Stop()
 	var index uint64
-	backoff := watchBackoff()
+	backoff := WatchBackoff()
 	for ctx.Err() == nil {
 		q := (&consulapi.QueryOptions{WaitIndex: index, WaitTime: watchWait, Partition: s.partition, RequireConsistent: index == 0}).WithContext(ctx)
 		services, meta, err := s.client.Catalog().Services(q)
@@ -82,7 +82,7 @@ func (s *ServiceNames) Run(ctx context.Context) {
 			index = 0
 			continue
 		}
-		backoff = watchBackoff()
+		backoff = WatchBackoff()
 		if meta.LastIndex < index {
 			index = 0 // Consul went back (restarted empty or restored): list again from 0
 			continue

@@ -22,4 +22,11 @@
 // consul), so the intentions follow what Consul holds, including entries the syncer
 // keeps for objects it could not confirm. Nothing is removed before both route kinds
 // have been listed once.
+//
+// A Consul that lost its data lost the routes too: when the syncer's watch of a route
+// kind, or the keeper's own watch of service-intentions, fails or finds Consul's index
+// gone back, nothing is written until every list has come again from the Consul that
+// answers now; then every destination is judged against the entries as listed and
+// written at most once, and a keeper whose entries are as needed reads and writes
+// nothing.
 package intentions
