@@ -73,6 +73,8 @@ type Keeper struct {
 	// epoch counts the times needs were forgotten, so that work begun from needs that
 	// have since been forgotten is dropped.
 	epoch uint64
+	// readAll is set once the first computation queued every destination of ours.
+	readAll bool
 }
 
 // NewKeeper builds a keeper; nothing talks to Consul until Run.
@@ -207,11 +209,20 @@ func (k *Keeper) compute(ctx context.Context) {
 	}
 	needs := NeedsOf(routes, k.targets)
 	if k.needs == nil {
-		// Every destination is judged against the entries as listed, those left by
-		// earlier runs included: a source of ours that no route needs is removed.
+		// Every destination is judged, those left by earlier runs included: a source
+		// of ours that no route needs is removed. The first time, each is read and
+		// compared by a worker; after a watch restarted (which a flaky network makes
+		// frequent), against the entries as listed, queuing only those to write.
 		k.needs = needs
+		if !k.readAll {
+			k.readAll = true
+			ours := k.ours()
+			logger.V(2).Info("Intentions are known; comparing every destination", "destinations", len(ours))
+			k.add(ours)
+			return
+		}
 		misjudged := k.misjudged()
-		logger.V(4).Info("Intentions are known; compared every destination", "destinations", len(k.needs), "toWrite", len(misjudged))
+		logger.V(4).Info("Intentions are known again; compared every destination", "destinations", len(k.needs), "toWrite", len(misjudged))
 		k.add(misjudged)
 		return
 	}
@@ -226,6 +237,21 @@ func (k *Keeper) add(destinations []Service) {
 	for _, d := range destinations {
 		k.queue.Add(d)
 	}
+}
+
+// ours lists the destinations that need a source of ours or whose entry, as listed,
+// holds one. Callers hold mu, with needs and listed known.
+func (k *Keeper) ours() []Service {
+	out := slices.Collect(maps.Keys(k.needs))
+	for d, entry := range k.listed {
+		if _, needed := k.needs[d]; !needed && slices.ContainsFunc(entry.Sources, func(src *consulapi.SourceIntention) bool {
+			return src.Description == k.marker
+		}) {
+			out = append(out, d)
+		}
+	}
+	slices.SortFunc(out, compareServices)
+	return out
 }
 
 // misjudged lists the destinations whose entry, as listed, is not what their needs
