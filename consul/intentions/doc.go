@@ -24,9 +24,9 @@
 // have been listed once.
 //
 // A Consul that lost its data lost the routes too: when the syncer's watch of a route
-// kind, or the keeper's own watch of service-intentions, fails or finds Consul's index
-// gone back, nothing is written until every list has come again from the Consul that
-// answers now; then every destination is judged against the entries as listed and
-// written at most once, and a keeper whose entries are as needed reads and writes
-// nothing.
+// kind fails or finds Consul's index gone back, nothing is written until it has listed
+// the kind again from the Consul that answers now; then every destination is read and
+// compared once, and what Consul lost is put back without waiting for the keeper's own
+// watch. Each answer of that watch is judged against what the routes need, so a
+// keeper whose entries are as needed reads and writes nothing.
 package intentions

@@ -63,18 +63,16 @@ type Keeper struct {
 	// entry; other services are their own only target.
 	targets map[Service][]Service
 	// listed are the service-intentions entries, by destination, as last listed; nil
-	// before the first list and after the watch restarted.
+	// before the first list.
 	listed map[Service]*consulapi.ServiceIntentionsConfigEntry
-	// needs is nil until every list the keeper needs came since its watch last
-	// restarted: a watch that failed or found Consul's index gone back may have lost
-	// sight of a Consul that lost its data, and needs computed from what it listed
-	// before would put back intentions for routes that are gone.
+	// needs is nil until every list the keeper needs came once, and again after the
+	// syncer's watch of a route kind restarted (ForgetRoutes) until it lists the kind
+	// again: Consul may have lost its data, and needs computed from the routes it
+	// held would put back intentions for routes that are gone.
 	needs Needs
 	// epoch counts the times needs were forgotten, so that work begun from needs that
 	// have since been forgotten is dropped.
 	epoch uint64
-	// readAll is set once the first computation queued every destination of ours.
-	readAll bool
 }
 
 // NewKeeper builds a keeper; nothing talks to Consul until Run.
@@ -209,21 +207,14 @@ func (k *Keeper) compute(ctx context.Context) {
 	}
 	needs := NeedsOf(routes, k.targets)
 	if k.needs == nil {
-		// Every destination is judged, those left by earlier runs included: a source
-		// of ours that no route needs is removed. The first time, each is read and
-		// compared by a worker; after a watch restarted (which a flaky network makes
-		// frequent), against the entries as listed, queuing only those to write.
+		// Every destination is read and compared, those left by earlier runs
+		// included (a source of ours that no route needs is removed), and, after a
+		// data loss, those Consul lost, without waiting for the intentions watch to
+		// list the Consul that answers now.
 		k.needs = needs
-		if !k.readAll {
-			k.readAll = true
-			ours := k.ours()
-			logger.V(2).Info("Intentions are known; comparing every destination", "destinations", len(ours))
-			k.add(ours)
-			return
-		}
-		misjudged := k.misjudged()
-		logger.V(4).Info("Intentions are known again; compared every destination", "destinations", len(k.needs), "toWrite", len(misjudged))
-		k.add(misjudged)
+		ours := k.ours()
+		logger.V(2).Info("Intentions are known; comparing every destination", "destinations", len(ours))
+		k.add(ours)
 		return
 	}
 	changed := Changed(k.needs, needs)
@@ -405,74 +396,40 @@ func (k *Keeper) observeIntentions(ctx context.Context, entries []consulapi.Conf
 	k.add(misjudged)
 }
 
-// forget is called when the watch of kind restarts: what it listed is unknown until
-// it lists again. lost says that Consul's index went back: it lost its data (or
-// answered from a server replaying its log). When the watch of the entries the keeper
-// writes finds that, the routes the syncer listed before may be gone too, whether or
-// not the syncer's watch has noticed yet (ForgetRoutes): they are unknown until the
-// syncer lists them again, which it does at least once per blocking wait.
-func (k *Keeper) forget(kind string, lost bool) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if kind != consulapi.ServiceIntentions {
-		delete(k.chained, kind)
-		k.forgetNeeds()
-		return
-	}
-	k.listed = nil
-	if lost {
-		for _, routeKind := range routeKinds {
-			delete(k.routes, routeKind)
-		}
-	}
-	k.forgetNeeds()
-}
-
 // watchWait is how long one blocking list waits for a change.
 const watchWait = 10 * time.Second
 
 // watch follows every entry of kind with blocking queries and calls observe with each
-// answer whose index moved, as the syncer's watch does (package consul): after an
-// error, and when the index goes back (Consul lost its data), the kind is forgotten
-// and read again from 0, consistently, and that answer is observed whatever its index.
-// The last index answered is kept across an error, so that a Consul that came back
-// with less than it had is told from one that was only out of reach.
+// answer whose index moved. After an error, or when the index goes back (Consul lost
+// its data), the kind is read again from 0, consistently; retries are paced as the
+// syncer's watch paces its own.
 func (k *Keeper) watch(ctx context.Context, kind string, observe func(context.Context, []consulapi.ConfigEntry)) {
 	logger := klog.FromContext(ctx).WithValues("kind", kind)
 	backoff := consul.WatchBackoff()
 	var index uint64
-	fresh := true
 	for ctx.Err() == nil {
-		wait := index
-		if fresh {
-			wait = 0
-		}
-		q := (&consulapi.QueryOptions{WaitIndex: wait, WaitTime: watchWait, Partition: k.cfg.Partition, RequireConsistent: fresh}).WithContext(ctx)
+		q := (&consulapi.QueryOptions{WaitIndex: index, WaitTime: watchWait, Partition: k.cfg.Partition, RequireConsistent: index == 0}).WithContext(ctx)
 		if k.cfg.AllNamespaces {
 			q.Namespace = "*"
 		}
 		entries, meta, err := k.cfg.Client.ConfigEntries().List(kind, q)
 		if err != nil {
-			if ctx.Err() != nil {
-				return
+			if ctx.Err() == nil {
+				logger.V(2).Info("Watching Consul failed; retrying", "err", err)
+				sleep(ctx, backoff.Step())
 			}
-			logger.V(2).Info("Watching Consul failed; retrying", "err", err)
-			k.forget(kind, false)
-			fresh = true
-			sleep(ctx, backoff.Step())
+			index = 0
 			continue
 		}
 		backoff = consul.WatchBackoff()
 		if meta.LastIndex < index {
-			logger.Info("Consul's index went back; its data was reset or it is replaying its log, reading everything again", "from", index, "to", meta.LastIndex)
-			k.forget(kind, true)
-			index, fresh = 0, true
+			index = 0
 			continue
 		}
-		if fresh || meta.LastIndex != index {
+		if meta.LastIndex != index {
 			observe(ctx, entries)
 		}
-		index, fresh = meta.LastIndex, false
+		index = meta.LastIndex
 	}
 }
 

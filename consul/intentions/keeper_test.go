@@ -3,7 +3,6 @@ package intentions
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	gosync "sync"
 	"testing"
@@ -24,7 +23,7 @@ import (
 // outage had its intentions put back in the new Consul). Once they are listed, each
 // destination they need is written once, and a quiet keeper then writes nothing.
 func TestKeeperWaitsForTheRoutesOfAConsulThatLostItsData(t *testing.T) {
-	kt := newKeeperTest(t)
+	kt := newKeeperTest(t, true)
 	kt.observe(httpRoute("web", "edge", "echo"))
 	kt.waitUntil("the needs of route web are known", kt.needed("echo", "edge"))
 	kt.drain()
@@ -53,45 +52,47 @@ func TestKeeperWaitsForTheRoutesOfAConsulThatLostItsData(t *testing.T) {
 	kt.expectQuiet("echo-v2")
 }
 
-// The keeper tells a Consul that lost its data by its own watch too: the index it
-// lists comes back lower than it was. The routes it was told before are then dropped
-// until the syncer lists them again, even if the syncer's watch has not noticed yet.
-func TestKeeperDropsTheRoutesItKnewWhenConsulsIndexGoesBack(t *testing.T) {
-	kt := newKeeperTest(t)
+// When the syncer lists again, after a data loss, the routes Consul lost (it writes
+// them again), the keeper reads every destination they need and puts back what Consul
+// lost at once, writing each once: it does not wait for its own watch to list the
+// Consul that answers now (test/chaos, seed 202: the replicas stopped, converged,
+// before the keeper had put back intentions, and the referee wrote them).
+func TestKeeperPutsBackWhatConsulLostOnceTheRoutesAreListedAgain(t *testing.T) {
+	kt := newKeeperTest(t, false) // the test lists for the keeper's watches
+	kt.listForWatches()
 	kt.observe(httpRoute("web", "edge", "echo"))
 	kt.waitUntil("the needs of route web are known", kt.needed("echo", "edge"))
 	kt.drain()
 	kt.expectSource("echo", "edge")
-	// More writes than the new Consul will have seen when the keeper lists it.
-	for i := range 20 {
-		kt.putForeign("other", fmt.Sprintf("team-%d", i))
-	}
 
 	if err := kt.agent.Stop(); err != nil {
 		t.Fatal(err)
 	}
+	kt.k.ForgetRoutes(consulapi.HTTPRoute)
+	kt.k.ForgetRoutes(consulapi.TCPRoute)
 	if err := kt.agent.Start(); err != nil {
 		t.Fatal(err)
 	}
-	kt.waitUntil("the keeper dropped the routes of the Consul that lost its data", func() bool {
-		_, known := kt.k.routes[consulapi.HTTPRoute]
-		return !known
-	})
-	kt.expectNothingWrittenOnceListed("probe", "before the syncer lists the routes again")
-
-	// The syncer writes route web again and lists it: its intentions come back, once.
+	// The syncer, which writes route web again, lists it before the keeper's own
+	// watches list the new Consul.
 	writes := kt.writes()
 	kt.observe(httpRoute("web", "edge", "echo"))
 	kt.waitUntil("the needs of route web are known again", kt.needed("echo", "edge"))
 	kt.drain()
 	kt.expectSource("echo", "edge")
 	if got := kt.writes() - writes; got != 1 {
-		t.Errorf("the keeper wrote %v times once the routes were listed; want 1 (echo created)", got)
+		t.Errorf("the keeper wrote %v times once the routes were listed again; want 1 (echo created)", got)
 	}
-	kt.expectQuiet("echo")
+	// Its watches list the new Consul: nothing more to write.
+	kt.listForWatches()
+	kt.drain()
+	if got := kt.writes() - writes; got != 1 {
+		t.Errorf("the keeper wrote %v times once its watches listed the new Consul; want 1", got)
+	}
 }
 
-// keeperTest runs a keeper's watches against a Consul dev agent of the test's own. The
+// keeperTest runs a keeper against a Consul dev agent of the test's own: its watches,
+// or only its computation when the test lists for the watches (listForWatches). The
 // test drains the keeper's queue itself (drain), so what it checks after a drain is
 // all the keeper did.
 type keeperTest struct {
@@ -105,19 +106,40 @@ type keeperTest struct {
 
 var keeperOwnership = translate.Ownership{Controller: "example.com/gateway", ClusterID: "keeper-test"}
 
-func newKeeperTest(t *testing.T) *keeperTest {
+func newKeeperTest(t *testing.T, watch bool) *keeperTest {
 	t.Helper()
 	agent, admin := testenv.StartConsulFor(t, t.TempDir(), testenv.ConsulOptions{})
 	k := NewKeeper(Config{Client: admin, Ownership: keeperOwnership})
 	ctx, cancel := context.WithCancel(t.Context())
 	var wg gosync.WaitGroup
-	k.watchAll(ctx, &wg)
+	if watch {
+		k.watchAll(ctx, &wg)
+	} else {
+		wg.Go(func() { k.computeLoop(ctx) })
+	}
 	t.Cleanup(func() {
 		cancel()
 		k.queue.ShutDown()
 		wg.Wait()
 	})
 	return &keeperTest{t: t, ctx: ctx, agent: agent, consul: admin, k: k, marker: Marker(keeperOwnership)}
+}
+
+// listForWatches plays the keeper's watches: it lists service-intentions and the
+// chain kinds, consistently, and tells the keeper.
+func (kt *keeperTest) listForWatches() {
+	kt.t.Helper()
+	for _, kind := range append([]string{consulapi.ServiceIntentions}, chainKinds...) {
+		entries, _, err := kt.consul.ConfigEntries().List(kind, &consulapi.QueryOptions{RequireConsistent: true})
+		if err != nil {
+			kt.t.Fatal(err)
+		}
+		if kind == consulapi.ServiceIntentions {
+			kt.k.observeIntentions(kt.ctx, entries)
+		} else {
+			kt.k.observeChains(kind, entries)
+		}
+	}
 }
 
 // observe plays the syncer listing both route kinds: routes are every route of ours.
