@@ -96,7 +96,7 @@ func (s *ServiceNames) Run(ctx context.Context) {
 // ("" all) until ctx is done, and hands each answer to replace.
 func (s *ServiceNames) watch(ctx context.Context, logger klog.Logger, filter string, giveUp func(string), replace func(context.Context, map[string]bool)) {
 	var index uint64
-	backoff := watchBackoff()
+	backoff := WatchBackoff()
 	for ctx.Err() == nil {
 		q := (&consulapi.QueryOptions{WaitIndex: index, WaitTime: watchWait, Partition: s.partition, RequireConsistent: index == 0, Filter: filter}).WithContext(ctx)
 		services, meta, err := s.client.Catalog().Services(q)
@@ -111,7 +111,7 @@ func (s *ServiceNames) watch(ctx context.Context, logger klog.Logger, filter str
 			index = 0
 			continue
 		}
-		backoff = watchBackoff()
+		backoff = WatchBackoff()
 		if meta.LastIndex < index {
 			index = 0 // Consul went back (restarted empty or restored): list again from 0
 			continue

@@ -69,8 +69,14 @@ type Config struct {
 
 // RouteObserver is told the route entries of ours that Consul holds: every owned
 // entry of kind, each time the watch lists the kind. It must not block.
+//
+// ForgetRoutes tells it that the watch of kind failed or found Consul's index gone
+// back: Consul may have lost its data, so what the watch said before may describe
+// entries that no longer exist, and nothing should be done from it until the watch
+// lists the kind again (ObserveRoutes).
 type RouteObserver interface {
 	ObserveRoutes(kind string, owned []consulapi.ConfigEntry)
+	ForgetRoutes(kind string)
 }
 
 // Syncer keeps Consul equal to the translation of the confirmed objects. It consumes

@@ -32,8 +32,9 @@ const watchWait = 10 * time.Second
 // (Pending), which is what is known of an unreachable Consul.
 const verdictsTimeout = 30 * time.Second
 
-// watchBackoff paces the retries of a failed list.
-func watchBackoff() wait.Backoff {
+// WatchBackoff paces the retries of a failed list: of the watches here, and of those
+// that follow other kinds of the same Consul (package consul/intentions).
+func WatchBackoff() wait.Backoff {
 	return wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.2, Steps: 12, Cap: 30 * time.Second}
 }
 
@@ -69,7 +70,7 @@ func (s *Syncer) readVerdicts(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, verdictsTimeout)
 	defer cancel()
 	for _, kind := range []string{consulapi.APIGateway, consulapi.HTTPRoute, consulapi.TCPRoute} {
-		backoff := watchBackoff()
+		backoff := WatchBackoff()
 		var lastErr error
 		for {
 			answer, err := s.listKind(ctx, kind, 0, nil)
@@ -120,7 +121,7 @@ func (s *Syncer) HasSynced() bool { return s.verdictsRead.Load() }
 // again from 0, consistently, and that answer is a fresh start: everything is compared.
 func (s *Syncer) watchKind(ctx context.Context, kind string) {
 	logger := klog.FromContext(ctx).WithValues("kind", kind)
-	backoff := watchBackoff()
+	backoff := WatchBackoff()
 	known := newKnownEntries()
 	var index uint64
 	for ctx.Err() == nil {
@@ -135,10 +136,11 @@ func (s *Syncer) watchKind(ctx context.Context, kind string) {
 			}
 			logger.V(2).Info("Watching Consul failed; retrying", "err", err)
 			index = 0
+			s.forgetRoutes(kind)
 			sleep(ctx, backoff.Step())
 			continue
 		}
-		backoff = watchBackoff()
+		backoff = WatchBackoff()
 		entries, meta := answer.entries, answer.meta
 		if meta.LastIndex < index {
 			// Consul lost its data, or this answer came from a server that has not
@@ -146,6 +148,7 @@ func (s *Syncer) watchKind(ctx context.Context, kind string) {
 			// kind is read again from 0, consistently.
 			logger.Info("Consul's index went back; its data was reset or it is replaying its log, reading everything again", "from", index, "to", meta.LastIndex)
 			index = 0
+			s.forgetRoutes(kind)
 			continue
 		}
 		fresh := index == 0
@@ -247,6 +250,15 @@ func (s *Syncer) observeRoutes(kind string, entries []consulapi.ConfigEntry) {
 		}
 	}
 	s.cfg.Routes.ObserveRoutes(kind, owned)
+}
+
+// forgetRoutes tells the route observer, if any, that the watch of a route kind starts
+// again from 0: Consul may have been replaced, and the routes it was told may be gone.
+func (s *Syncer) forgetRoutes(kind string) {
+	if s.cfg.Routes == nil || (kind != consulapi.HTTPRoute && kind != consulapi.TCPRoute) {
+		return
+	}
+	s.cfg.Routes.ForgetRoutes(kind)
 }
 
 // forgetKind drops what the watch knew of kind's entries.

@@ -176,3 +176,88 @@ func TestReadVerdictsReadsConsistently(t *testing.T) {
 		t.Errorf("readVerdicts listed %v, want the three kinds Consul judges", lists)
 	}
 }
+
+// routeLog records what a RouteObserver is told, in order.
+type routeLog struct {
+	mu    gosync.Mutex
+	calls []string
+	// observed is called with the number of ObserveRoutes calls after each one.
+	observed func(int)
+}
+
+func (l *routeLog) ObserveRoutes(kind string, _ []consulapi.ConfigEntry) {
+	l.mu.Lock()
+	l.calls = append(l.calls, "observe "+kind)
+	n := 0
+	for _, call := range l.calls {
+		if call == "observe "+kind {
+			n++
+		}
+	}
+	l.mu.Unlock()
+	l.observed(n)
+}
+
+func (l *routeLog) ForgetRoutes(kind string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.calls = append(l.calls, "forget "+kind)
+}
+
+// The intentions keeper acts on the routes the watch tells it of, in the Consul it
+// writes to. When the watch fails or finds Consul's index gone back, Consul may have
+// lost those routes (test/chaos, seed 202: intentions were put back in an emptied
+// Consul for a route that no longer existed), so the observer is told to forget them
+// before the watch lists the kind again.
+func TestWatchTellsTheRouteObserverWhenItStartsAgain(t *testing.T) {
+	answers := []struct {
+		index  string // X-Consul-Index; "" answers an error
+		status int
+	}{
+		{index: "50"},
+		{status: http.StatusInternalServerError}, // Consul stopped
+		{index: "50"},
+		{index: "20"}, // Consul came back without its data
+		{index: "20"},
+	}
+	var mu gosync.Mutex
+	served := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/config/"+consulapi.HTTPRoute {
+			http.NotFound(w, r) // the version check: not known, which the watch tolerates
+			return
+		}
+		mu.Lock()
+		answer := answers[min(served, len(answers)-1)]
+		served++
+		mu.Unlock()
+		if answer.status != 0 {
+			http.Error(w, "No cluster leader", answer.status)
+			return
+		}
+		w.Header().Set("X-Consul-Index", answer.index)
+		_, _ = w.Write([]byte("[]"))
+	}))
+	t.Cleanup(srv.Close)
+	client, err := consulapi.NewClient(&consulapi.Config{Address: srv.Listener.Addr().String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	observer := &routeLog{observed: func(n int) {
+		if n == 3 { // each answer of the script was taken in
+			cancel()
+		}
+	}}
+	s := NewSyncer(Config{Client: client, Ownership: testOwnership, Routes: observer})
+	s.watchKind(ctx, consulapi.HTTPRoute)
+
+	observe, forget := "observe "+consulapi.HTTPRoute, "forget "+consulapi.HTTPRoute
+	want := []string{observe, forget, observe, forget, observe}
+	observer.mu.Lock()
+	defer observer.mu.Unlock()
+	if !slices.Equal(observer.calls, want) {
+		t.Errorf("the route observer was told %q; want %q", observer.calls, want)
+	}
+}

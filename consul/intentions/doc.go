@@ -22,4 +22,11 @@
 // consul), so the intentions follow what Consul holds, including entries the syncer
 // keeps for objects it could not confirm. Nothing is removed before both route kinds
 // have been listed once.
+//
+// A Consul that lost its data lost the routes too: when the syncer's watch of a route
+// kind fails or finds Consul's index gone back, nothing is written until it has listed
+// the kind again from the Consul that answers now; then every destination is read and
+// compared once, and what Consul lost is put back without waiting for the keeper's own
+// watch. Each answer of that watch is judged against what the routes need, so a
+// keeper whose entries are as needed reads and writes nothing.
 package intentions

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	gosync "sync"
 	"time"
 
@@ -61,27 +62,29 @@ type Keeper struct {
 	// targets are the discovery chain targets of routed services that have a chain
 	// entry; other services are their own only target.
 	targets map[Service][]Service
-	// holding are the destinations whose entry holds a source of ours, as last listed;
-	// nil before the first list.
-	holding map[Service]bool
-	// modifyIndexes are the entries' ModifyIndexes as last listed, compared for
-	// equality only, to tell which entries changed.
-	modifyIndexes map[Service]uint64
-	// needs is nil until every list the keeper needs came once.
+	// listed are the service-intentions entries, by destination, as last listed; nil
+	// before the first list.
+	listed map[Service]*consulapi.ServiceIntentionsConfigEntry
+	// needs is nil until every list the keeper needs came once, and again after the
+	// syncer's watch of a route kind restarted (ForgetRoutes) until it lists the kind
+	// again: Consul may have lost its data, and needs computed from the routes it
+	// held would put back intentions for routes that are gone.
 	needs Needs
+	// epoch counts the times needs were forgotten, so that work begun from needs that
+	// have since been forgotten is dropped.
+	epoch uint64
 }
 
 // NewKeeper builds a keeper; nothing talks to Consul until Run.
 func NewKeeper(cfg Config) *Keeper {
 	return &Keeper{
-		cfg:           cfg,
-		marker:        Marker(cfg.Ownership),
-		queue:         workqueue.New[Service]("intentions"),
-		wake:          make(chan struct{}, 1),
-		routes:        map[string]map[translate.EntryKey]Route{},
-		chained:       map[string]map[Service]bool{},
-		targets:       map[Service][]Service{},
-		modifyIndexes: map[Service]uint64{},
+		cfg:     cfg,
+		marker:  Marker(cfg.Ownership),
+		queue:   workqueue.New[Service]("intentions"),
+		wake:    make(chan struct{}, 1),
+		routes:  map[string]map[translate.EntryKey]Route{},
+		chained: map[string]map[Service]bool{},
+		targets: map[Service][]Service{},
 	}
 }
 
@@ -101,6 +104,23 @@ func (k *Keeper) ObserveRoutes(kind string, owned []consulapi.ConfigEntry) {
 	k.signal()
 }
 
+// ForgetRoutes implements consul.RouteObserver: the syncer's watch of kind restarts,
+// and Consul may have lost the routes it listed. Nothing is written until it lists
+// them again.
+func (k *Keeper) ForgetRoutes(kind string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	delete(k.routes, kind)
+	k.forgetNeeds()
+}
+
+// forgetNeeds makes the needs unknown until every list came again; the computation
+// then judges every destination afresh. Callers hold mu.
+func (k *Keeper) forgetNeeds() {
+	k.needs = nil
+	k.epoch++
+}
+
 func (k *Keeper) signal() {
 	select {
 	case k.wake <- struct{}{}:
@@ -112,6 +132,15 @@ func (k *Keeper) signal() {
 func (k *Keeper) Run(ctx context.Context) error {
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithName("intentions"))
 	var wg gosync.WaitGroup
+	k.watchAll(ctx, &wg)
+	workqueue.Run(ctx, "intentions", k.queue, max(k.cfg.Workers, 1), k.sync)
+	wg.Wait()
+	return nil
+}
+
+// watchAll starts, in wg, the watches and the loop that computes the needs and queues
+// what they change; the workers are Run's.
+func (k *Keeper) watchAll(ctx context.Context, wg *gosync.WaitGroup) {
 	wg.Go(func() { k.watch(ctx, consulapi.ServiceIntentions, k.observeIntentions) })
 	for _, kind := range chainKinds {
 		wg.Go(func() {
@@ -119,9 +148,6 @@ func (k *Keeper) Run(ctx context.Context) error {
 		})
 	}
 	wg.Go(func() { k.computeLoop(ctx) })
-	workqueue.Run(ctx, "intentions", k.queue, max(k.cfg.Workers, 1), k.sync)
-	wg.Wait()
-	return nil
 }
 
 // computeLoop computes the needs again each time something they depend on changed, and
@@ -147,6 +173,7 @@ func (k *Keeper) compute(ctx context.Context) {
 		k.mu.Unlock()
 		return
 	}
+	epoch := k.epoch
 	routes := k.allRoutes()
 	toRead := k.chainsToRead(routes)
 	k.chainsChanged = false
@@ -173,25 +200,71 @@ func (k *Keeper) compute(ctx context.Context) {
 	}
 
 	k.mu.Lock()
+	defer k.mu.Unlock()
 	maps.Copy(k.targets, read)
+	if k.epoch != epoch {
+		return // a list was forgotten meanwhile: these routes may be gone
+	}
 	needs := NeedsOf(routes, k.targets)
-	first := k.needs == nil
+	if k.needs == nil {
+		// Every destination is read and compared, those left by earlier runs
+		// included (a source of ours that no route needs is removed), and, after a
+		// data loss, those Consul lost, without waiting for the intentions watch to
+		// list the Consul that answers now.
+		k.needs = needs
+		ours := k.ours()
+		logger.V(2).Info("Intentions are known; comparing every destination", "destinations", len(ours))
+		k.add(ours)
+		return
+	}
 	changed := Changed(k.needs, needs)
-	if first {
-		// What was left by earlier runs is compared too: a source of ours that no
-		// route needs any more is removed.
-		for d := range k.holding {
-			changed = append(changed, d)
-		}
-	}
 	k.needs = needs
-	k.mu.Unlock()
-	if first {
-		logger.V(2).Info("Intentions are known; comparing every destination", "destinations", len(changed))
-	}
-	for _, d := range changed {
+	k.add(changed)
+}
+
+// add queues destinations. Callers hold mu, so that whoever sees the state that
+// queued them also sees them queued.
+func (k *Keeper) add(destinations []Service) {
+	for _, d := range destinations {
 		k.queue.Add(d)
 	}
+}
+
+// ours lists the destinations that need a source of ours or whose entry, as listed,
+// holds one. Callers hold mu, with needs and listed known.
+func (k *Keeper) ours() []Service {
+	out := slices.Collect(maps.Keys(k.needs))
+	for d, entry := range k.listed {
+		if _, needed := k.needs[d]; !needed && slices.ContainsFunc(entry.Sources, func(src *consulapi.SourceIntention) bool {
+			return src.Description == k.marker
+		}) {
+			out = append(out, d)
+		}
+	}
+	slices.SortFunc(out, compareServices)
+	return out
+}
+
+// misjudged lists the destinations whose entry, as listed, is not what their needs
+// ask: the ones to write. Callers hold mu, with needs and listed known.
+func (k *Keeper) misjudged() []Service {
+	var out []Service
+	judge := func(d Service) {
+		plan := PlanEntry(k.listed[d], d, k.needs[d], k.marker, nil)
+		if plan.Entry != nil || plan.Delete {
+			out = append(out, d)
+		}
+	}
+	for d := range k.needs {
+		judge(d)
+	}
+	for d := range k.listed {
+		if _, needed := k.needs[d]; !needed {
+			judge(d)
+		}
+	}
+	slices.SortFunc(out, compareServices)
+	return out
 }
 
 // listedAll reports whether every list the needs depend on has come. Callers hold mu.
@@ -206,7 +279,7 @@ func (k *Keeper) listedAll() bool {
 			return false
 		}
 	}
-	return k.holding != nil
+	return k.listed != nil
 }
 
 // allRoutes lists what every route of ours needs. Callers hold mu.
@@ -298,54 +371,29 @@ func (k *Keeper) observeChains(kind string, entries []consulapi.ConfigEntry) {
 	k.signal()
 }
 
-// observeIntentions records which entries hold a source of ours, and queues the
-// destinations whose entry changed and that hold or need one: a hand edit is put back.
+// observeIntentions records the service-intentions entries Consul holds and, once the
+// needs are known, queues every destination whose entry is not what they ask: a hand
+// edit is put back, and so is an entry Consul lost. A destination whose entry is as
+// needed is not queued, so a converged keeper reads and writes nothing.
 func (k *Keeper) observeIntentions(ctx context.Context, entries []consulapi.ConfigEntry) {
-	holding := map[Service]bool{}
-	indexes := make(map[Service]uint64, len(entries))
-	var changed []Service
-	k.mu.Lock()
+	listed := make(map[Service]*consulapi.ServiceIntentionsConfigEntry, len(entries))
 	for _, e := range entries {
-		entry, ok := e.(*consulapi.ServiceIntentionsConfigEntry)
-		if !ok {
-			continue
-		}
-		d := NewService(entry.Name, entry.Namespace, entry.Partition)
-		indexes[d] = entry.ModifyIndex
-		for _, src := range entry.Sources {
-			if src.Description == k.marker {
-				holding[d] = true
-			}
-		}
-		if k.modifyIndexes[d] != entry.ModifyIndex {
-			changed = append(changed, d)
+		if entry, ok := e.(*consulapi.ServiceIntentionsConfigEntry); ok {
+			listed[NewService(entry.Name, entry.Namespace, entry.Partition)] = entry
 		}
 	}
-	for d := range k.modifyIndexes {
-		if _, ok := indexes[d]; !ok {
-			changed = append(changed, d) // deleted
-		}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.listed = listed
+	if k.needs == nil {
+		k.signal() // the needs may be computed now
+		return
 	}
-	first := k.holding == nil
-	k.holding, k.modifyIndexes = holding, indexes
-	var queue []Service
-	if k.needs != nil {
-		for _, d := range changed {
-			if holding[d] || len(k.needs[d]) > 0 {
-				queue = append(queue, d)
-			}
-		}
+	misjudged := k.misjudged()
+	if len(misjudged) > 0 {
+		klog.FromContext(ctx).V(4).Info("Service intentions in Consul differ from what the routes need", "destinations", len(misjudged))
 	}
-	k.mu.Unlock()
-	if first {
-		k.signal()
-	}
-	if len(queue) > 0 {
-		klog.FromContext(ctx).V(4).Info("Service intentions changed in Consul; comparing them", "destinations", len(queue))
-	}
-	for _, d := range queue {
-		k.queue.Add(d)
-	}
+	k.add(misjudged)
 }
 
 // watchWait is how long one blocking list waits for a change.
@@ -353,9 +401,11 @@ const watchWait = 10 * time.Second
 
 // watch follows every entry of kind with blocking queries and calls observe with each
 // answer whose index moved. After an error, or when the index goes back (Consul lost
-// its data), the kind is read again from 0.
+// its data), the kind is read again from 0, consistently; retries are paced as the
+// syncer's watch paces its own.
 func (k *Keeper) watch(ctx context.Context, kind string, observe func(context.Context, []consulapi.ConfigEntry)) {
 	logger := klog.FromContext(ctx).WithValues("kind", kind)
+	backoff := consul.WatchBackoff()
 	var index uint64
 	for ctx.Err() == nil {
 		q := (&consulapi.QueryOptions{WaitIndex: index, WaitTime: watchWait, Partition: k.cfg.Partition, RequireConsistent: index == 0}).WithContext(ctx)
@@ -366,11 +416,12 @@ func (k *Keeper) watch(ctx context.Context, kind string, observe func(context.Co
 		if err != nil {
 			if ctx.Err() == nil {
 				logger.V(2).Info("Watching Consul failed; retrying", "err", err)
-				sleep(ctx, 5*time.Second)
+				sleep(ctx, backoff.Step())
 			}
 			index = 0
 			continue
 		}
+		backoff = consul.WatchBackoff()
 		if meta.LastIndex < index {
 			index = 0
 			continue
@@ -396,11 +447,11 @@ var errCASMismatch = errors.New("the service-intentions entry changed since it w
 // routes need, by check-and-set on the entry as just read.
 func (k *Keeper) sync(ctx context.Context, dest Service) error {
 	k.mu.Lock()
-	known := k.needs != nil
+	known, epoch := k.needs != nil, k.epoch
 	want := maps.Clone(k.needs[dest])
 	k.mu.Unlock()
 	if !known {
-		return nil // the first computation queues every destination
+		return nil // the next computation judges every destination
 	}
 	logger := klog.FromContext(ctx).WithValues("destination", dest)
 	current, err := k.read(ctx, dest)
@@ -414,6 +465,9 @@ func (k *Keeper) sync(ctx context.Context, dest Service) error {
 	}
 	if len(plan.Foreign) > 0 {
 		logger.V(2).Info("A source this controller did not write already names these gateways; it is left as it is", "gateways", plan.Foreign)
+	}
+	if !k.stillKnown(epoch) {
+		return nil // Consul may have lost its data while the entry was read
 	}
 	w := (&consulapi.WriteOptions{Namespace: dest.Namespace, Partition: dest.Partition}).WithContext(ctx)
 	var index uint64
@@ -433,6 +487,13 @@ func (k *Keeper) sync(ctx context.Context, dest Service) error {
 		return k.written(logger, op, ok, err, "Wrote service intentions", want)
 	}
 	return nil
+}
+
+// stillKnown reports whether the needs of epoch are still the keeper's.
+func (k *Keeper) stillKnown(epoch uint64) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.needs != nil && k.epoch == epoch
 }
 
 // written counts and logs one check-and-set write.

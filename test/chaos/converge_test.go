@@ -87,8 +87,9 @@ func lastProblems(problems []string) string {
 }
 
 // convergenceProblems compares the servers with the world model: every condition of
-// ours is at its object's generation and carries Consul's current verdict, and Consul
-// holds exactly an entry per object of ours, carrying its newest edit and content.
+// ours is at its object's generation and carries Consul's current verdict, Consul
+// holds exactly an entry per object of ours, carrying its newest edit and content, and
+// its service-intentions let exactly the gateways of those routes through.
 func (s *scenario) convergenceProblems(ctx context.Context) ([]string, error) {
 	routes, gateways, grant := s.world.snapshot()
 	entries, err := s.ownedEntries(ctx)
@@ -109,6 +110,11 @@ func (s *scenario) convergenceProblems(ctx context.Context) ([]string, error) {
 	problems = append(problems, s.tcpEntryProblems(ctx, entries[consulapi.TCPRoute+"/"+tcpRoute])...)
 	problems = append(problems, certificateProblems(secret, entries[consulapi.InlineCertificate+"/"+certSecret])...)
 	problems = append(problems, blackholeProblems(entries[blackholeKey])...)
+	intentionsWrong, err := s.intentionProblems(ctx, entries)
+	if err != nil {
+		return nil, err
+	}
+	problems = append(problems, intentionsWrong...)
 	dataPlane, err := s.dataPlaneProblems(ctx, gateways)
 	if err != nil {
 		return nil, err
