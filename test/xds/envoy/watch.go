@@ -273,12 +273,16 @@ func (w *Watcher) stream(ctx context.Context) error {
 	}
 	defer closeStream()
 	s := &session{stream: stream, node: proxyNode(w.proxy), st: newState()}
-	w.update(func() { w.st, w.streamErr, w.rejected = s.st, nil, map[string]error{} })
-	if err := s.subscribe(ClusterType, nil); err != nil {
-		return err
-	}
-	if err := s.subscribe(ListenerType, nil); err != nil {
-		return err
+	// The state is the Watcher's from here on: it changes only under its lock.
+	var subscribeErr error
+	w.update(func() {
+		w.st, w.streamErr, w.rejected = s.st, nil, map[string]error{}
+		if subscribeErr = s.subscribe(ClusterType, nil); subscribeErr == nil {
+			subscribeErr = s.subscribe(ListenerType, nil)
+		}
+	})
+	if subscribeErr != nil {
+		return subscribeErr
 	}
 	for {
 		resp, err := stream.Recv()
