@@ -250,21 +250,9 @@ func serviceOf(cluster string) string {
 
 // checkTCP: the port's listener proxies TCP to the backend's cluster.
 func checkTCP(cfg *envoy.Config, port uint32, backend, address string) error {
-	l := listenerOn(cfg, port)
-	if l == nil {
-		return fmt.Errorf("no listener on TCP port %d", port)
-	}
-	var clusters []string
-	for _, chain := range l.GetFilterChains() {
-		for _, f := range chain.GetFilters() {
-			p := &tcpproxyv3.TcpProxy{}
-			if tc := f.GetTypedConfig(); tc != nil && tc.MessageIs(p) {
-				if err := tc.UnmarshalTo(p); err != nil {
-					return err
-				}
-				clusters = append(clusters, p.GetCluster())
-			}
-		}
+	clusters, err := tcpClusters(cfg, port)
+	if err != nil {
+		return err
 	}
 	if len(clusters) != 1 || serviceOf(clusters[0]) != backend {
 		return fmt.Errorf("TCP listener on port %d proxies to %v, want the cluster of %s", port, clusters, backend)
@@ -280,6 +268,27 @@ func checkTCP(cfg *envoy.Config, port uint32, backend, address string) error {
 		return fmt.Errorf("TCP connection to port %d reaches %s at %s, want %s at %s", port, cluster, endpoint, backend, address)
 	}
 	return nil
+}
+
+// tcpClusters are the clusters the TCP proxies of the listener on port forward to.
+func tcpClusters(cfg *envoy.Config, port uint32) ([]string, error) {
+	l := listenerOn(cfg, port)
+	if l == nil {
+		return nil, fmt.Errorf("no listener on TCP port %d", port)
+	}
+	var clusters []string
+	for _, chain := range l.GetFilterChains() {
+		for _, f := range chain.GetFilters() {
+			p := &tcpproxyv3.TcpProxy{}
+			if tc := f.GetTypedConfig(); tc != nil && tc.MessageIs(p) {
+				if err := tc.UnmarshalTo(p); err != nil {
+					return nil, err
+				}
+				clusters = append(clusters, p.GetCluster())
+			}
+		}
+	}
+	return clusters, nil
 }
 
 // checkEndpoints: each backend cluster Consul sends has the backend's instance.

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	tcpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -85,21 +84,9 @@ func conditionMessage(parents []gatewayv1.RouteParentStatus, condType string) st
 // tcpEndpoints: the TCP listener on port proxies to one cluster whose endpoints are
 // want and nothing else.
 func tcpEndpoints(cfg *envoy.Config, port uint32, want, missing string) error {
-	l := listenerOn(cfg, port)
-	if l == nil {
-		return fmt.Errorf("no listener on port %d (missing: %s)", port, missing)
-	}
-	var clusters []string
-	for _, chain := range l.GetFilterChains() {
-		for _, f := range chain.GetFilters() {
-			p := &tcpproxyv3.TcpProxy{}
-			if tc := f.GetTypedConfig(); tc != nil && tc.MessageIs(p) {
-				if err := tc.UnmarshalTo(p); err != nil {
-					return err
-				}
-				clusters = append(clusters, p.GetCluster())
-			}
-		}
+	clusters, err := tcpClusters(cfg, port)
+	if err != nil {
+		return fmt.Errorf("%w (missing: %s)", err, missing)
 	}
 	if len(clusters) != 1 {
 		return fmt.Errorf("TCP listener on port %d proxies to %v, want one cluster", port, clusters)
