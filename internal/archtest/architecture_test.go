@@ -48,7 +48,6 @@ type picture struct {
 // pkg is one non-test package of the module, by its path from the module root.
 type pkg struct {
 	rel     string
-	dir     string
 	files   []string                    // non-test Go files, relative to the module root
 	imports map[string][]token.Position // every import path, with where it is imported
 }
@@ -369,7 +368,7 @@ func (g *graph) readPackage(dir string) error {
 		return err
 	}
 	rel = filepath.ToSlash(rel)
-	p := &pkg{rel: rel, dir: dir, imports: bp.ImportPos}
+	p := &pkg{rel: rel, imports: bp.ImportPos}
 	for _, f := range bp.GoFiles {
 		p.files = append(p.files, path.Join(rel, f))
 	}
