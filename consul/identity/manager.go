@@ -123,12 +123,6 @@ func (m *Manager) Run(ctx context.Context, initialSyncDone <-chan struct{}) erro
 	return nil
 }
 
-// SyncOnce compares and writes one Gateway's identity now, as a worker would; tests use
-// it to see the error a worker would retry.
-func (m *Manager) SyncOnce(ctx context.Context, gateway cache.ObjectName) error {
-	return m.sync(ctx, gateway)
-}
-
 func (m *Manager) sync(ctx context.Context, key cache.ObjectName) error {
 	gw, known := m.gateways.Get(key)
 	if !known {
