@@ -59,7 +59,7 @@ const (
 // namespace, or a ReferenceGrant), and at most a cap of distinct Secrets per referrer
 // namespace, the oldest referrers first; the lister answers SecretOverCapError past
 // it, and NotFound for a Secret named only out of scope. The watches' transform keeps
-// only tls.crt and tls.key, and neither of a Secret larger than MaxCertificateBytes
+// only tls.crt and tls.key, and neither of a Secret larger than maxCertificateBytes
 // (SecretRefusal).
 //
 // Cost: each watched Secret is one watch on the API server and a few goroutines here,

@@ -74,7 +74,7 @@ func gatewayParameters(configs listers.ResourceIndexer[*v1alpha1.GatewayConfig],
 
 // resolveParameters finds and validates the GatewayConfig ref names. A missing config
 // is a problem of the reference, not an error: it may be created later, and its event
-// brings the referrers back (informers.GatewayClassParametersIndex).
+// brings the referrers back (the informers index of GatewayClasses by parametersRef).
 func resolveParameters(configs listers.ResourceIndexer[*v1alpha1.GatewayConfig], ref gatewayapi.ParametersRef) (parameters, error) {
 	if ref.Problem != "" {
 		return parameters{problem: ref.Problem}, nil
