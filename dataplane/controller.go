@@ -141,7 +141,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	if gw == nil {
 		return c.syncUnconfirmed(ctx, key)
 	}
-	if why := Unfit(gw, c.cfg.Defaults.InfrastructureKeys); why != "" {
+	if why := unfit(gw, c.cfg.Defaults.InfrastructureKeys); why != "" {
 		klog.FromContext(ctx).V(4).Info("Gateway cannot be deployed; nothing is written", "gateway", key, "problem", why)
 		return nil
 	}

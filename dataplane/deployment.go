@@ -47,7 +47,7 @@ func defaultResources() *corev1ac.ResourceRequirementsApplyConfiguration {
 func deployment(in Gateway, name string, labels, annotations map[string]string, owner *metav1ac.OwnerReferenceApplyConfiguration, spec v1alpha1.GatewayConfigSpec, defaults Defaults) *appsv1ac.DeploymentApplyConfiguration {
 	gw := in.Gateway
 	podAnnotations := maps.Clone(annotations)
-	podAnnotations[ConnectInjectAnnotation] = "false"
+	podAnnotations[connectInjectAnnotation] = "false"
 	podTemplate := corev1ac.PodTemplateSpec().
 		WithLabels(labels).
 		WithAnnotations(podAnnotations).
@@ -157,7 +157,7 @@ func container(in Gateway, spec v1alpha1.GatewayConfigSpec, defaults Defaults) *
 			WithReadOnlyRootFilesystem(true).
 			WithCapabilities(corev1ac.Capabilities().WithDrop("ALL").WithAdd("NET_BIND_SERVICE"))).
 		// consul-dataplane writes no termination message: the end of its log is
-		// what the Gateway's Programmed message shows of a crash (PodProblem).
+		// what the Gateway's Programmed message shows of a crash (firstPodProblem).
 		WithTerminationMessagePolicy(corev1.TerminationMessageFallbackToLogsOnError)
 	for _, port := range listenerPorts(in) {
 		c.WithPorts(corev1ac.ContainerPort().WithName(portName(port)).WithContainerPort(port).WithProtocol(corev1.ProtocolTCP))

@@ -32,16 +32,16 @@ var ManagedSelector = ManagedByLabel + "=" + ManagedByValue
 // apply then carries no replicas, so it never fights them.
 const AutoscaledAnnotation = "consul-gateway-controller.github.io/autoscaled"
 
-// ControllerAnnotation on each object names the controllerName of the class it was
+// controllerAnnotation on each object names the controllerName of the class it was
 // deployed for. Instances of this controller with different controller names share
 // ManagedByValue; this is how one tells its own objects from another's after the
 // class's controllerName changed (a label value cannot hold a controllerName's "/").
-const ControllerAnnotation = "consul-gateway-controller.github.io/controller-name"
+const controllerAnnotation = "consul-gateway-controller.github.io/controller-name"
 
-// ConnectInjectAnnotation, "false" on the gateway pods, keeps consul-k8s's injector
+// connectInjectAnnotation, "false" on the gateway pods, keeps consul-k8s's injector
 // (connectInject.default: true) from adding a sidecar: a gateway pod is its own proxy,
 // registered by this controller.
-const ConnectInjectAnnotation = "consul.hashicorp.com/connect-inject"
+const connectInjectAnnotation = "consul.hashicorp.com/connect-inject"
 
 // Defaults are what a Gateway without a GatewayConfig (or one that leaves a field
 // unset) is deployed with; they come from the controller's flags.
@@ -119,7 +119,7 @@ func Desired(in Gateway, defaults Defaults) Objects {
 	spec := configSpec(in.Config)
 
 	// Only on the objects' own metadata: on the pod template it would roll the pods.
-	controller := map[string]string{ControllerAnnotation: string(in.Class.Spec.ControllerName)}
+	controller := map[string]string{controllerAnnotation: string(in.Class.Spec.ControllerName)}
 	sa := corev1ac.ServiceAccount(name, gw.Namespace).
 		WithLabels(labels).WithOwnerReferences(owner).WithAnnotations(annotations).WithAnnotations(controller)
 	d := deployment(in, name, labels, annotations, owner, spec, defaults)

@@ -44,7 +44,7 @@ func classifyWriteErrors(results ...error) (gwsync.DeploymentState, error) {
 		case err == nil:
 		case errors.As(err, &conflict):
 			problem.Problem = joinProblems(problem.Problem, conflict.Error())
-		case IsPolicyRefusal(err):
+		case isPolicyRefusal(err):
 			// Said on the Gateway, with the rule that refused, and retried: what lifts
 			// it (the namespace's opt-in label, another writer's field removed) is no
 			// event of the Gateway.
