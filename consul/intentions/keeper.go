@@ -208,7 +208,7 @@ func (k *Keeper) compute(ctx context.Context) {
 		k.add(ours)
 		return
 	}
-	changed := Changed(k.needs, needs)
+	changed := changedDestinations(k.needs, needs)
 	k.needs = needs
 	k.add(changed)
 }
