@@ -428,7 +428,7 @@ func (s *Syncer) Run(ctx context.Context, confirmedAll <-chan struct{}) error {
 // Every version gets the entries Consul 1.15 accepts (see Compact and
 // consullimits.Consul115), so a change needs no other action yet.
 func (s *Syncer) checkVersion(ctx context.Context) {
-	version, err := ServerVersion(s.cfg.Client)
+	version, err := serverVersion(s.cfg.Client)
 	if err != nil {
 		klog.FromContext(ctx).V(2).Info("Consul's version is not known", "err", err)
 		return
@@ -438,8 +438,8 @@ func (s *Syncer) checkVersion(ctx context.Context) {
 	}
 }
 
-// ServerVersion asks the Consul agent for its version.
-func ServerVersion(client *consulapi.Client) (string, error) {
+// serverVersion asks the Consul agent for its version.
+func serverVersion(client *consulapi.Client) (string, error) {
 	self, err := client.Agent().Self()
 	if err != nil {
 		return "", fmt.Errorf("ask Consul for its version: %w", err)

@@ -50,42 +50,7 @@ func (s *Syncer) syncEntry(ctx context.Context, key translate.EntryKey) error {
 		s.verdicts.settled(key, s.statusChanged)
 		return nil
 	case !want:
-		if !s.cfg.Ownership.Owns(actual.GetMeta()) {
-			s.verdicts.settled(key, s.statusChanged)
-			return nil // not ours: never deleted
-		}
-		if s.unconfirmedOwner(actual.GetMeta()) {
-			logger.V(4).Info("Keeping the entry of an object not confirmed yet")
-			return nil
-		}
-		if wait := s.serviceDefaultsGrace(key, actual.GetMeta()); wait > 0 {
-			logger.V(4).Info("Keeping the service-defaults of an existing Service a while after their last route", "for", wait)
-			s.queue.AddAfter(key, wait)
-			return nil
-		}
-		// Consul refuses the delete, or the referrer breaks, while an entry of ours
-		// still refers to this one (see dependencies.go); the key is queued again
-		// when the last referrer goes. A referrer that is not ours is not known here:
-		// Consul's refusal then requeues the key with backoff until its owner changes it.
-		if err := s.stillReferred(key); err != nil {
-			return err
-		}
-		err := s.write(ctx, logger, "Deleted", key, actual.GetMeta(), func(w *consulapi.WriteOptions) (bool, error) {
-			ok, _, err := s.cfg.Client.ConfigEntries().DeleteCAS(key.Kind, key.Name, actual.GetModifyIndex(), w)
-			return ok, err
-		})
-		if err != nil {
-			return err
-		}
-		metrics.GCDeletions.WithLabelValues(key.Kind).Inc()
-		s.queueAll(s.refs.deleted(key))
-		s.verdicts.absent(key, actual.GetMeta(), s.statusChanged)
-		s.matched.forget(key)
-		s.view.deleted(key)
-		s.held.forget(key)
-		s.judging.forget(key)
-		s.forgetUndesired(key)
-		return nil
+		return s.removeUndesired(ctx, logger, key, actual)
 	case actual == nil:
 		return s.put(ctx, logger, "Created", key, desired, 0)
 	case !s.cfg.Ownership.Owns(actual.GetMeta()):
@@ -93,22 +58,69 @@ func (s *Syncer) syncEntry(ctx context.Context, key translate.EntryKey) error {
 		logger.V(4).Info("Entry exists and is not ours; leaving it alone")
 		return nil
 	case sameEntry(desired, actual):
-		s.verdicts.settled(key, s.statusChanged)
-		s.held.record(key, desired)
-		if s.chains.take(key) {
-			return s.refreshChain(ctx, logger, key, desired, actual)
-		}
-		rejudge, wait := s.judging.check(key, actual, s.clock.Now())
-		if rejudge {
-			return s.rejudge(ctx, logger, key, desired, actual)
-		}
-		if wait > 0 {
-			s.queue.AddAfter(key, wait)
-		}
-		return nil
+		return s.keepSettled(ctx, logger, key, desired, actual)
 	default:
 		return s.put(ctx, logger, "Updated", key, desired, actual.GetModifyIndex())
 	}
+}
+
+// removeUndesired deletes an entry nothing desires any more, when it is ours and
+// nothing holds it back.
+func (s *Syncer) removeUndesired(ctx context.Context, logger klog.Logger, key translate.EntryKey, actual consulapi.ConfigEntry) error {
+	if !s.cfg.Ownership.Owns(actual.GetMeta()) {
+		s.verdicts.settled(key, s.statusChanged)
+		return nil // not ours: never deleted
+	}
+	if s.unconfirmedOwner(actual.GetMeta()) {
+		logger.V(4).Info("Keeping the entry of an object not confirmed yet")
+		return nil
+	}
+	if wait := s.serviceDefaultsGrace(key, actual.GetMeta()); wait > 0 {
+		logger.V(4).Info("Keeping the service-defaults of an existing Service a while after their last route", "for", wait)
+		s.queue.AddAfter(key, wait)
+		return nil
+	}
+	// Consul refuses the delete, or the referrer breaks, while an entry of ours
+	// still refers to this one (see dependencies.go); the key is queued again
+	// when the last referrer goes. A referrer that is not ours is not known here:
+	// Consul's refusal then requeues the key with backoff until its owner changes it.
+	if err := s.stillReferred(key); err != nil {
+		return err
+	}
+	err := s.write(ctx, logger, "Deleted", key, actual.GetMeta(), func(w *consulapi.WriteOptions) (bool, error) {
+		ok, _, err := s.cfg.Client.ConfigEntries().DeleteCAS(key.Kind, key.Name, actual.GetModifyIndex(), w)
+		return ok, err
+	})
+	if err != nil {
+		return err
+	}
+	metrics.GCDeletions.WithLabelValues(key.Kind).Inc()
+	s.queueAll(s.refs.deleted(key))
+	s.verdicts.absent(key, actual.GetMeta(), s.statusChanged)
+	s.matched.forget(key)
+	s.view.deleted(key)
+	s.held.forget(key)
+	s.judging.forget(key)
+	s.forgetUndesired(key)
+	return nil
+}
+
+// keepSettled records an entry Consul holds as desired, then runs the Consul 1.15
+// workarounds it may still need (a chain refresh, a rejudge) or waits for its verdict.
+func (s *Syncer) keepSettled(ctx context.Context, logger klog.Logger, key translate.EntryKey, desired, actual consulapi.ConfigEntry) error {
+	s.verdicts.settled(key, s.statusChanged)
+	s.held.record(key, desired)
+	if s.chains.take(key) {
+		return s.refreshChain(ctx, logger, key, desired, actual)
+	}
+	rejudge, wait := s.judging.check(key, actual, s.clock.Now())
+	if rejudge {
+		return s.rejudge(ctx, logger, key, desired, actual)
+	}
+	if wait > 0 {
+		s.queue.AddAfter(key, wait)
+	}
+	return nil
 }
 
 // writeWithoutReading settles key from what the drift watch last saw, without the read

@@ -126,7 +126,7 @@ func deleteOurs[T metav1.Object](ctx context.Context, c *Controller, gw *gateway
 // deployedByUs reports whether obj is what this controller deployed for gw: controlled
 // by gw (its UID), managed by this controller's kind, and deployed by this instance.
 // Instances of other controller names share the managed-by label, so the instance is
-// told by ControllerAnnotation, or, on an object without it (applied by a build that
+// told by controllerAnnotation, or, on an object without it (applied by a build that
 // did not set it), by the class label: a class of ours, or one that no longer exists
 // (no one serves it). An object of a class another controller has is that
 // controller's.
@@ -134,7 +134,7 @@ func (c *Controller) deployedByUs(obj metav1.Object, gw *gatewayv1.Gateway) (boo
 	if !metav1.IsControlledBy(obj, gw) || obj.GetLabels()[ManagedByLabel] != ManagedByValue {
 		return false, nil
 	}
-	if name, ok := obj.GetAnnotations()[ControllerAnnotation]; ok {
+	if name, ok := obj.GetAnnotations()[controllerAnnotation]; ok {
 		return gatewayv1.GatewayController(name) == c.cfg.ControllerName, nil
 	}
 	class := obj.GetLabels()[GatewayClassLabel]

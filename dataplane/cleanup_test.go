@@ -28,7 +28,7 @@ func class(name string, controller gatewayv1.GatewayController) *gatewayv1.Gatew
 }
 
 // gatewayObject is metadata as Desired writes it for gw under class, deployed by
-// controller ("" for an object without ControllerAnnotation).
+// controller ("" for an object without controllerAnnotation).
 func gatewayObject(gw *gatewayv1.Gateway, name, class string, controller gatewayv1.GatewayController) metav1.ObjectMeta {
 	meta := metav1.ObjectMeta{
 		Namespace: gw.Namespace, Name: name, UID: types.UID("uid-obj-" + name), ResourceVersion: "7",
@@ -37,7 +37,7 @@ func gatewayObject(gw *gatewayv1.Gateway, name, class string, controller gateway
 			Name: gw.Name, UID: gw.UID, Controller: new(true)}},
 	}
 	if controller != "" {
-		meta.Annotations = map[string]string{ControllerAnnotation: string(controller)}
+		meta.Annotations = map[string]string{controllerAnnotation: string(controller)}
 	}
 	return meta
 }

@@ -76,7 +76,7 @@ func TestDesired(t *testing.T) {
 	// operator lets through that must not reach the pods.
 	beside := testGateway("beside", listener("http", 80, gatewayv1.HTTPProtocolType))
 	beside.Spec.Infrastructure = &gatewayv1.GatewayInfrastructure{
-		Annotations: map[gatewayv1.AnnotationKey]gatewayv1.AnnotationValue{ConnectInjectAnnotation: "true"},
+		Annotations: map[gatewayv1.AnnotationKey]gatewayv1.AnnotationValue{connectInjectAnnotation: "true"},
 	}
 	allowConsul := overTLS
 	allowConsul.InfrastructureKeys = []string{"consul.hashicorp.com/*"}

@@ -14,7 +14,7 @@ import (
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 )
 
-// Unfit says why a Gateway's ServiceAccount, Deployment, Service and pods cannot be
+// unfit says why a Gateway's ServiceAccount, Deployment, Service and pods cannot be
 // written under the name and labels this controller gives them; "" when they can.
 // Every value checked is a fact of the Gateway (its name, its class's name, its
 // spec.infrastructure), so no retry changes the answer: nothing is written for an
@@ -25,7 +25,7 @@ import (
 // and the admission policy (deploy/validatingadmissionpolicy.yaml) accepts an object
 // only when the label equals its owner's name and its name is "<gateway>-<class>",
 // which a name made of anything else could not show.
-func Unfit(gw *gatewayv1.Gateway, allowed gatewayapi.KeyAllowlist) string {
+func unfit(gw *gatewayv1.Gateway, allowed gatewayapi.KeyAllowlist) string {
 	problems := nameProblems(gw)
 	problems = append(problems, labelProblems(objectLabels(Gateway{Gateway: gw}, allowed))...)
 	for _, err := range apivalidation.ValidateAnnotations(infrastructureAnnotations(gw, allowed), field.NewPath("spec", "infrastructure", "annotations")) {

@@ -9,7 +9,7 @@ import (
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 )
 
-// Unfit refuses what the API server would refuse forever, and nothing else: each
+// unfit refuses what the API server would refuse forever, and nothing else: each
 // case's problem names the value that breaks a limit and the limit.
 func TestUnfit(t *testing.T) {
 	withInfra := func(gw *gatewayv1.Gateway, labels map[gatewayv1.LabelKey]gatewayv1.LabelValue, annotations map[gatewayv1.AnnotationKey]gatewayv1.AnnotationValue) *gatewayv1.Gateway {
@@ -61,7 +61,7 @@ func TestUnfit(t *testing.T) {
 			map[gatewayv1.LabelKey]gatewayv1.LabelValue{"example.com/tier": "not a value"}, nil)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := Unfit(tc.gateway, tc.allowed)
+			got := unfit(tc.gateway, tc.allowed)
 			if len(tc.want) == 0 {
 				if got != "" {
 					t.Errorf("Unfit = %q, want none", got)

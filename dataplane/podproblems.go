@@ -21,7 +21,7 @@ const (
 	reasonPodInitializing   = "PodInitializing"
 )
 
-// Waiting reasons whose reports PodProblem rewrites into a form that stays the same
+// Waiting reasons whose reports firstPodProblem rewrites into a form that stays the same
 // while the kubelet retries (see containerProblem).
 const (
 	reasonCrashLoopBackOff = "CrashLoopBackOff"
@@ -38,7 +38,7 @@ var pullReasons = map[string]bool{
 // termination message, the scheduler's) the Gateway's status carries.
 const maxReported = 256
 
-// PodProblem says what the first of the gateway pods, by name, that reports a problem
+// firstPodProblem says what the first of the gateway pods, by name, that reports a problem
 // says: "pod <namespace>/<name>: <problem>", followed by how many more pods report
 // one; "" when none does. Ready pods, pods on their way out and pods that only report
 // progress (scheduled, creating their containers, running but not Ready yet) report
@@ -47,7 +47,7 @@ const maxReported = 256
 // The Gateway's status is written whenever this text changes, so it holds nothing
 // that changes while a pod keeps failing the same way: no restart count, no back-off
 // time, no timestamp of a log line.
-func PodProblem(gatewayPods []*corev1.Pod) string {
+func firstPodProblem(gatewayPods []*corev1.Pod) string {
 	sorted := slices.SortedFunc(slices.Values(gatewayPods), func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
 	var problems []string
 	for _, pod := range sorted {

@@ -11,7 +11,7 @@ import (
 )
 
 // podProblemCase is one case of testdata/pod_problems.yaml: pods as the cache lists
-// them, and the text PodProblem makes of them.
+// them, and the text firstPodProblem makes of them.
 type podProblemCase struct {
 	Name string       `json:"name"`
 	Want string       `json:"want"`
@@ -36,8 +36,8 @@ func TestPodProblem(t *testing.T) {
 			for i := range tc.Pods {
 				pods[i] = &tc.Pods[i]
 			}
-			if diff := cmp.Diff(tc.Want, PodProblem(pods)); diff != "" {
-				t.Errorf("PodProblem (-want +got):\n%s", diff)
+			if diff := cmp.Diff(tc.Want, firstPodProblem(pods)); diff != "" {
+				t.Errorf("firstPodProblem (-want +got):\n%s", diff)
 			}
 		})
 	}

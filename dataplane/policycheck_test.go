@@ -29,11 +29,11 @@ func TestCheckAdmissionPolicy(t *testing.T) {
 		answer error // nil: admitted
 		want   string
 	}{
-		{"refused by the policy's rule namespace", policyRefusal("serviceaccounts", PolicyProbeName, "namespace"), "in force"},
+		{"refused by the policy's rule namespace", policyRefusal("serviceaccounts", policyProbeName, "namespace"), "in force"},
 		{"admitted", nil, "not in force"},
-		{"refused by RBAC", apierrors.NewForbidden(schema.GroupResource{Resource: "serviceaccounts"}, PolicyProbeName,
+		{"refused by RBAC", apierrors.NewForbidden(schema.GroupResource{Resource: "serviceaccounts"}, policyProbeName,
 			errors.New(`User "x" cannot create resource "serviceaccounts"`)), "check failed"},
-		{"refused by another rule", policyRefusal("serviceaccounts", PolicyProbeName, "managed-by"), "check failed"},
+		{"refused by another rule", policyRefusal("serviceaccounts", policyProbeName, "managed-by"), "check failed"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			client := fake.NewClientset()
@@ -45,7 +45,7 @@ func TestCheckAdmissionPolicy(t *testing.T) {
 			err := CheckAdmissionPolicy(t.Context(), client)
 			got := "in force"
 			switch {
-			case errors.Is(err, ErrAdmissionPolicyNotInForce):
+			case errors.Is(err, errAdmissionPolicyNotInForce):
 				got = "not in force"
 			case err != nil:
 				got = "check failed"

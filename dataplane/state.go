@@ -14,11 +14,11 @@ import (
 
 // State implements sync.GatewayDeployments from the owned caches: the Gateway's
 // addresses from its Service, how many of its pods are Ready and, when none is, what
-// they report; and why nothing can be written for it, if so (Unfit, writeProblem).
+// they report; and why nothing can be written for it, if so (unfit, writeProblem).
 func (c *Controller) State(gw *gatewayv1.Gateway) gwsync.DeploymentState {
 	key := cache.MetaObjectToName(gw)
 	state := c.writeProblem(key)
-	if why := Unfit(gw, c.cfg.Defaults.InfrastructureKeys); why != "" {
+	if why := unfit(gw, c.cfg.Defaults.InfrastructureKeys); why != "" {
 		state.Invalid = why
 	}
 	gatewayPods, err := c.cfg.Owned.Pods.Lister().Pods(gw.Namespace).List(PodSelector(key))
@@ -38,11 +38,11 @@ func (c *Controller) State(gw *gatewayv1.Gateway) gwsync.DeploymentState {
 	}
 	state.ReadyPods = len(ready)
 	if len(ready) == 0 {
-		state.PodProblem = PodProblem(own)
+		state.PodProblem = firstPodProblem(own)
 	}
 	svc, err := c.cfg.Owned.Services.Lister().Services(gw.Namespace).Get(Name(gw))
 	if err == nil && metav1.IsControlledBy(svc, gw) {
-		state.Addresses = Addresses(svc, ready)
+		state.Addresses = gatewayAddresses(svc, ready)
 	}
 	return state
 }
@@ -57,11 +57,11 @@ func (c *Controller) HasSynced() bool {
 	return true
 }
 
-// Addresses are a Gateway's addresses, by its Service's type: a LoadBalancer's
+// gatewayAddresses are a Gateway's addresses, by its Service's type: a LoadBalancer's
 // ingress IPs and hostnames, a ClusterIP Service's cluster IPs, and for a NodePort
 // Service the IPs of the nodes its Ready pods run on. Each appears once, IPs before
 // hostnames, in order.
-func Addresses(svc *corev1.Service, readyPods []*corev1.Pod) []gatewayv1.GatewayStatusAddress {
+func gatewayAddresses(svc *corev1.Service, readyPods []*corev1.Pod) []gatewayv1.GatewayStatusAddress {
 	var ips, hostnames []string
 	switch svc.Spec.Type {
 	case corev1.ServiceTypeLoadBalancer:

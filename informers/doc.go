@@ -9,7 +9,7 @@
 // it reads. StartWithContext runs the informers. Workers wait for HasSynced: a decision
 // made on a half-filled cache reports objects missing that merely have not arrived yet.
 //
-// Secrets are not an informer over the cluster: SecretCache (secrets.go) holds only the
+// Secrets are not an informer over the cluster: SecretCache (secrets.go, secret*.go) holds only the
 // kubernetes.io/tls Secrets that a Gateway or ListenerSet listener names, one watch per
 // Secret, started and stopped as the Gateway and ListenerSet events add and drop
 // references, so Secrets nobody refers to cost nothing however many or large they are.

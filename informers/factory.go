@@ -129,7 +129,7 @@ func (i *Informers) mustTrackCertificateReferences() {
 
 // gatewaySecrets are the Secrets a Gateway's listeners name as certificates (kind
 // Secret of the core group, the Gateway's namespace by default): the same reading as
-// GatewayCertificateSecretIndex, which certificateReferenced relies on.
+// gatewayCertificateSecretIndex, which certificateReferenced relies on.
 func gatewaySecrets(obj any) referrerRecord {
 	gw, ok := obj.(*gatewayv1.Gateway)
 	if !ok {
@@ -143,7 +143,7 @@ func gatewaySecrets(obj any) referrerRecord {
 }
 
 // listenerSetSecrets is gatewaySecrets for a ListenerSet, the same reading as
-// ListenerSetCertificateSecretIndex.
+// listenerSetCertificateSecretIndex.
 // The Gateway it is attached to decides its class.
 func listenerSetSecrets(obj any) referrerRecord {
 	set, ok := obj.(*gatewayv1.ListenerSet)
@@ -165,8 +165,8 @@ func (i *Informers) certificateReferenced(secret cache.ObjectName) bool {
 		indexer cache.Indexer
 		index   string
 	}{
-		{i.Gateways.Informer().GetIndexer(), GatewayCertificateSecretIndex},
-		{i.ListenerSets.Informer().GetIndexer(), ListenerSetCertificateSecretIndex},
+		{i.Gateways.Informer().GetIndexer(), gatewayCertificateSecretIndex},
+		{i.ListenerSets.Informer().GetIndexer(), listenerSetCertificateSecretIndex},
 	} {
 		if keys, err := lookup.indexer.IndexKeys(lookup.index, secret.String()); err == nil && len(keys) > 0 {
 			return true
@@ -197,16 +197,16 @@ func (i *Informers) addIndexers() {
 
 // GatewayClassIndexers are the indexes of the GatewayClass cache.
 func GatewayClassIndexers() cache.Indexers {
-	return cache.Indexers{GatewayClassParametersIndex: IndexGatewayClassParameters}
+	return cache.Indexers{gatewayClassParametersIndex: indexGatewayClassParameters}
 }
 
 // GatewayIndexers are the indexes of the Gateway cache.
 func GatewayIndexers() cache.Indexers {
 	return cache.Indexers{
-		GatewayClassNameIndex:         IndexGatewayClassName,
-		GatewayCertificateSecretIndex: IndexGatewayCertificateSecrets,
-		GatewaySelectsNamespacesIndex: IndexGatewaySelectsNamespaces,
-		GatewayParametersIndex:        IndexGatewayParameters,
+		gatewayClassNameIndex:         indexGatewayClassName,
+		gatewayCertificateSecretIndex: indexGatewayCertificateSecrets,
+		gatewaySelectsNamespacesIndex: indexGatewaySelectsNamespaces,
+		gatewayParametersIndex:        indexGatewayParameters,
 	}
 }
 
@@ -214,7 +214,7 @@ func GatewayIndexers() cache.Indexers {
 func ListenerSetIndexers() cache.Indexers {
 	return cache.Indexers{
 		ListenerSetParentGatewayIndex:     IndexListenerSetParentGateway,
-		ListenerSetCertificateSecretIndex: IndexListenerSetCertificateSecrets,
+		listenerSetCertificateSecretIndex: indexListenerSetCertificateSecrets,
 	}
 }
 
@@ -222,9 +222,9 @@ func ListenerSetIndexers() cache.Indexers {
 func RouteIndexers() cache.Indexers {
 	return cache.Indexers{
 		RouteParentGatewayIndex:      IndexRouteParentGateways,
-		RouteBackendServiceNameIndex: IndexRouteBackendServiceNames,
+		routeBackendServiceNameIndex: indexRouteBackendServiceNames,
 		RouteParentListenerSetIndex:  IndexRouteParentListenerSets,
-		RouteBackendMeshServiceIndex: IndexRouteBackendMeshServices,
+		routeBackendMeshServiceIndex: indexRouteBackendMeshServices,
 	}
 }
 

@@ -232,18 +232,18 @@ func TestTrimMetadata(t *testing.T) {
 
 func TestNewInstallsIndexers(t *testing.T) {
 	i := New(kubefake.NewClientset(), gatewayfake.NewClientset(), configfake.NewClientset(), 0)
-	routes := []string{cache.NamespaceIndex, RouteParentGatewayIndex, RouteBackendServiceNameIndex, RouteParentListenerSetIndex, RouteBackendMeshServiceIndex}
+	routes := []string{cache.NamespaceIndex, RouteParentGatewayIndex, routeBackendServiceNameIndex, RouteParentListenerSetIndex, routeBackendMeshServiceIndex}
 	type indexes struct {
 		informer cache.SharedIndexInformer
 		want     []string
 	}
 	all := map[string]indexes{
-		"GatewayClass": {i.GatewayClasses.Informer(), []string{cache.NamespaceIndex, GatewayClassParametersIndex}},
+		"GatewayClass": {i.GatewayClasses.Informer(), []string{cache.NamespaceIndex, gatewayClassParametersIndex}},
 		"Gateway": {i.Gateways.Informer(), []string{
-			cache.NamespaceIndex, GatewayClassNameIndex, GatewayCertificateSecretIndex, GatewaySelectsNamespacesIndex, GatewayParametersIndex,
+			cache.NamespaceIndex, gatewayClassNameIndex, gatewayCertificateSecretIndex, gatewaySelectsNamespacesIndex, gatewayParametersIndex,
 		}},
 		"ListenerSet": {i.ListenerSets.Informer(), []string{
-			cache.NamespaceIndex, ListenerSetParentGatewayIndex, ListenerSetCertificateSecretIndex,
+			cache.NamespaceIndex, ListenerSetParentGatewayIndex, listenerSetCertificateSecretIndex,
 		}},
 		"GatewayConfig":  {i.GatewayConfigs, []string{cache.NamespaceIndex}},
 		"ReferenceGrant": {i.ReferenceGrants.Informer(), []string{cache.NamespaceIndex}},

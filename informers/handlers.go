@@ -42,7 +42,7 @@ type Indexes struct {
 	// nothing.
 	Services     cache.Indexer
 	InjectedPods cache.Indexer
-	// MeshServices, with MeshServiceConsulNameIndex; nil when not cached.
+	// MeshServices, with meshServiceConsulNameIndex; nil when not cached.
 	MeshServices cache.Indexer
 }
 
@@ -155,7 +155,7 @@ func (m *KeyMapper) ServiceHandler() cache.ResourceEventHandler {
 // with the MeshService as a backend.
 func (m *KeyMapper) MeshServiceHandler() cache.ResourceEventHandler {
 	return m.forEachName(func(name cache.ObjectName) {
-		m.enqueueRoutesIndexed(RouteBackendMeshServiceIndex, name.String())
+		m.enqueueRoutesIndexed(routeBackendMeshServiceIndex, name.String())
 	})
 }
 

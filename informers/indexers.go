@@ -20,45 +20,45 @@ const (
 	// RouteParentGatewayIndex is on every route kind's informer: the
 	// "namespace/name" of every Gateway the route names in a parentRef.
 	RouteParentGatewayIndex = "routeParentGateway"
-	// RouteBackendServiceNameIndex is on every route kind's informer: the name alone of
+	// routeBackendServiceNameIndex is on every route kind's informer: the name alone of
 	// every Service the route names in a backendRef. Without Consul namespace mirroring
 	// Consul knows the Services of one name in every namespace as one service, so a
 	// Service of that name anywhere can change the route's ResolvedRefs.
-	RouteBackendServiceNameIndex = "routeBackendServiceName"
-	// RouteBackendMeshServiceIndex is on every route kind's informer: the
+	routeBackendServiceNameIndex = "routeBackendServiceName"
+	// routeBackendMeshServiceIndex is on every route kind's informer: the
 	// "namespace/name" of every MeshService the route names in a backendRef.
-	RouteBackendMeshServiceIndex = "routeBackendMeshService"
+	routeBackendMeshServiceIndex = "routeBackendMeshService"
 	// ServiceNameIndex is on Services: the name alone, to find the Services of other
 	// namespaces that share a Consul name.
 	ServiceNameIndex = "serviceName"
-	// GatewayClassNameIndex is on Gateways: spec.gatewayClassName.
-	GatewayClassNameIndex = "gatewayClassName"
-	// GatewayCertificateSecretIndex is on Gateways: the "namespace/name" of every Secret
+	// gatewayClassNameIndex is on Gateways: spec.gatewayClassName.
+	gatewayClassNameIndex = "gatewayClassName"
+	// gatewayCertificateSecretIndex is on Gateways: the "namespace/name" of every Secret
 	// a listener names in tls.certificateRefs.
-	GatewayCertificateSecretIndex = "gatewayCertificateSecret"
-	// GatewayClassParametersIndex is on GatewayClasses: the "namespace/name" of the
+	gatewayCertificateSecretIndex = "gatewayCertificateSecret"
+	// gatewayClassParametersIndex is on GatewayClasses: the "namespace/name" of the
 	// GatewayConfig its parametersRef names.
-	GatewayClassParametersIndex = "gatewayClassParameters"
-	// GatewayParametersIndex is on Gateways: the "namespace/name" of the GatewayConfig
+	gatewayClassParametersIndex = "gatewayClassParameters"
+	// gatewayParametersIndex is on Gateways: the "namespace/name" of the GatewayConfig
 	// its spec.infrastructure.parametersRef names.
-	GatewayParametersIndex = "gatewayParameters"
-	// GatewaySelectsNamespacesIndex is on Gateways: SelectsNamespaces when any listener
+	gatewayParametersIndex = "gatewayParameters"
+	// gatewaySelectsNamespacesIndex is on Gateways: selectsNamespacesValue when any listener
 	// admits routes by a namespace label selector, and nothing otherwise. Only those
 	// gateways can change when a Namespace's labels do.
-	GatewaySelectsNamespacesIndex = "gatewaySelectsNamespaces"
+	gatewaySelectsNamespacesIndex = "gatewaySelectsNamespaces"
 	// RouteParentListenerSetIndex is on every route kind's informer: the
 	// "namespace/name" of every ListenerSet the route names as a parent.
 	RouteParentListenerSetIndex = "routeParentListenerSet"
 	// ListenerSetParentGatewayIndex is on ListenerSets: the "namespace/name" of the
 	// Gateway spec.parentRef names.
 	ListenerSetParentGatewayIndex = "listenerSetParentGateway"
-	// ListenerSetCertificateSecretIndex is on ListenerSets: the "namespace/name" of
+	// listenerSetCertificateSecretIndex is on ListenerSets: the "namespace/name" of
 	// every Secret a listener names as a certificate.
-	ListenerSetCertificateSecretIndex = "listenerSetCertificateSecret"
+	listenerSetCertificateSecretIndex = "listenerSetCertificateSecret"
 )
 
-// SelectsNamespaces is the one value of GatewaySelectsNamespacesIndex.
-const SelectsNamespaces = "true"
+// selectsNamespacesValue is the one value of gatewaySelectsNamespacesIndex.
+const selectsNamespacesValue = "true"
 
 // IndexRouteParentGateways is the index function of RouteParentGatewayIndex.
 func IndexRouteParentGateways(obj any) ([]string, error) {
@@ -70,30 +70,30 @@ func IndexRouteParentGateways(obj any) ([]string, error) {
 	return nameStrings(names), err
 }
 
-// IndexRouteBackendServices returns the "namespace/name" of every Service a route names
+// indexRouteBackendServices returns the "namespace/name" of every Service a route names
 // in a rule's backendRef.
-func IndexRouteBackendServices(obj any) ([]string, error) {
+func indexRouteBackendServices(obj any) ([]string, error) {
 	kind, ok := gatewayapi.RouteOf(obj)
 	if !ok {
-		return nil, unexpectedType(RouteBackendServiceNameIndex, obj)
+		return nil, unexpectedType(routeBackendServiceNameIndex, obj)
 	}
 	names, err := kind.BackendServices(obj)
 	return nameStrings(names), err
 }
 
-// IndexRouteBackendMeshServices is the index function of RouteBackendMeshServiceIndex.
-func IndexRouteBackendMeshServices(obj any) ([]string, error) {
+// indexRouteBackendMeshServices is the index function of routeBackendMeshServiceIndex.
+func indexRouteBackendMeshServices(obj any) ([]string, error) {
 	kind, ok := gatewayapi.RouteOf(obj)
 	if !ok {
-		return nil, unexpectedType(RouteBackendMeshServiceIndex, obj)
+		return nil, unexpectedType(routeBackendMeshServiceIndex, obj)
 	}
 	names, err := kind.BackendMeshServices(obj)
 	return nameStrings(names), err
 }
 
-// IndexRouteBackendServiceNames is the index function of RouteBackendServiceNameIndex.
-func IndexRouteBackendServiceNames(obj any) ([]string, error) {
-	services, err := IndexRouteBackendServices(obj)
+// indexRouteBackendServiceNames is the index function of routeBackendServiceNameIndex.
+func indexRouteBackendServiceNames(obj any) ([]string, error) {
+	services, err := indexRouteBackendServices(obj)
 	if err != nil {
 		return nil, err
 	}
@@ -116,11 +116,11 @@ func IndexServiceName(obj any) ([]string, error) {
 	return []string{svc.Name}, nil
 }
 
-// IndexGatewayClassName is the index function of GatewayClassNameIndex.
-func IndexGatewayClassName(obj any) ([]string, error) {
+// indexGatewayClassName is the index function of gatewayClassNameIndex.
+func indexGatewayClassName(obj any) ([]string, error) {
 	gateway, ok := obj.(*gatewayv1.Gateway)
 	if !ok {
-		return nil, unexpectedType(GatewayClassNameIndex, obj)
+		return nil, unexpectedType(gatewayClassNameIndex, obj)
 	}
 	if gateway.Spec.GatewayClassName == "" {
 		return nil, nil
@@ -128,29 +128,29 @@ func IndexGatewayClassName(obj any) ([]string, error) {
 	return []string{string(gateway.Spec.GatewayClassName)}, nil
 }
 
-// IndexGatewayCertificateSecrets is the index function of GatewayCertificateSecretIndex.
-func IndexGatewayCertificateSecrets(obj any) ([]string, error) {
+// indexGatewayCertificateSecrets is the index function of gatewayCertificateSecretIndex.
+func indexGatewayCertificateSecrets(obj any) ([]string, error) {
 	gateway, ok := obj.(*gatewayv1.Gateway)
 	if !ok {
-		return nil, unexpectedType(GatewayCertificateSecretIndex, obj)
+		return nil, unexpectedType(gatewayCertificateSecretIndex, obj)
 	}
 	return nameStrings(gatewayapi.CertificateSecrets(gateway)), nil
 }
 
-// IndexGatewayClassParameters is the index function of GatewayClassParametersIndex.
-func IndexGatewayClassParameters(obj any) ([]string, error) {
+// indexGatewayClassParameters is the index function of gatewayClassParametersIndex.
+func indexGatewayClassParameters(obj any) ([]string, error) {
 	class, ok := obj.(*gatewayv1.GatewayClass)
 	if !ok {
-		return nil, unexpectedType(GatewayClassParametersIndex, obj)
+		return nil, unexpectedType(gatewayClassParametersIndex, obj)
 	}
 	return configIndexValue(gatewayapi.ClassParameters(class)), nil
 }
 
-// IndexGatewayParameters is the index function of GatewayParametersIndex.
-func IndexGatewayParameters(obj any) ([]string, error) {
+// indexGatewayParameters is the index function of gatewayParametersIndex.
+func indexGatewayParameters(obj any) ([]string, error) {
 	gateway, ok := obj.(*gatewayv1.Gateway)
 	if !ok {
-		return nil, unexpectedType(GatewayParametersIndex, obj)
+		return nil, unexpectedType(gatewayParametersIndex, obj)
 	}
 	return configIndexValue(gatewayapi.GatewayParameters(gateway)), nil
 }
@@ -162,16 +162,16 @@ func configIndexValue(ref gatewayapi.ParametersRef, ok bool) []string {
 	return []string{ref.Config.String()}
 }
 
-// IndexGatewaySelectsNamespaces is the index function of GatewaySelectsNamespacesIndex.
-func IndexGatewaySelectsNamespaces(obj any) ([]string, error) {
+// indexGatewaySelectsNamespaces is the index function of gatewaySelectsNamespacesIndex.
+func indexGatewaySelectsNamespaces(obj any) ([]string, error) {
 	gateway, ok := obj.(*gatewayv1.Gateway)
 	if !ok {
-		return nil, unexpectedType(GatewaySelectsNamespacesIndex, obj)
+		return nil, unexpectedType(gatewaySelectsNamespacesIndex, obj)
 	}
 	if !selectsNamespaces(gateway) {
 		return nil, nil
 	}
-	return []string{SelectsNamespaces}, nil
+	return []string{selectsNamespacesValue}, nil
 }
 
 // IndexRouteParentListenerSets is the index function of RouteParentListenerSetIndex.
@@ -197,12 +197,12 @@ func IndexListenerSetParentGateway(obj any) ([]string, error) {
 	return []string{parent.String()}, nil
 }
 
-// IndexListenerSetCertificateSecrets is the index function of
-// ListenerSetCertificateSecretIndex.
-func IndexListenerSetCertificateSecrets(obj any) ([]string, error) {
+// indexListenerSetCertificateSecrets is the index function of
+// listenerSetCertificateSecretIndex.
+func indexListenerSetCertificateSecrets(obj any) ([]string, error) {
 	set, ok := obj.(*gatewayv1.ListenerSet)
 	if !ok {
-		return nil, unexpectedType(ListenerSetCertificateSecretIndex, obj)
+		return nil, unexpectedType(listenerSetCertificateSecretIndex, obj)
 	}
 	return nameStrings(gatewayapi.CertificateSecretsOf(set.Namespace, set.Spec.Listeners)), nil
 }

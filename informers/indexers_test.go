@@ -104,7 +104,7 @@ func TestIndexRouteBackendServices(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := IndexRouteBackendServices(tt.obj)
+			got, err := indexRouteBackendServices(tt.obj)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -127,7 +127,7 @@ func TestIndexGatewayClassName(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			gateway := &gatewayv1.Gateway{Spec: gatewayv1.GatewaySpec{GatewayClassName: tt.className}}
-			got, err := IndexGatewayClassName(gateway)
+			got, err := indexGatewayClassName(gateway)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -170,7 +170,7 @@ func TestIndexGatewayCertificateSecrets(t *testing.T) {
 				ObjectMeta: metav1.ObjectMeta{Namespace: "infra", Name: "gw"},
 				Spec:       gatewayv1.GatewaySpec{Listeners: tt.listeners},
 			}
-			got, err := IndexGatewayCertificateSecrets(gateway)
+			got, err := indexGatewayCertificateSecrets(gateway)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -195,13 +195,13 @@ func TestIndexGatewaySelectsNamespaces(t *testing.T) {
 		{"no namespaces", []gatewayv1.Listener{{AllowedRoutes: &gatewayv1.AllowedRoutes{}}}, nil},
 		{"no from", []gatewayv1.Listener{{AllowedRoutes: &gatewayv1.AllowedRoutes{Namespaces: &gatewayv1.RouteNamespaces{}}}}, nil},
 		{"Same and All", []gatewayv1.Listener{from(gatewayv1.NamespacesFromSame), from(gatewayv1.NamespacesFromAll)}, nil},
-		{"one Selector", []gatewayv1.Listener{from(gatewayv1.NamespacesFromSame), from(gatewayv1.NamespacesFromSelector)}, []string{SelectsNamespaces}},
-		{"two Selectors", []gatewayv1.Listener{from(gatewayv1.NamespacesFromSelector), from(gatewayv1.NamespacesFromSelector)}, []string{SelectsNamespaces}},
+		{"one Selector", []gatewayv1.Listener{from(gatewayv1.NamespacesFromSame), from(gatewayv1.NamespacesFromSelector)}, []string{selectsNamespacesValue}},
+		{"two Selectors", []gatewayv1.Listener{from(gatewayv1.NamespacesFromSelector), from(gatewayv1.NamespacesFromSelector)}, []string{selectsNamespacesValue}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			gateway := &gatewayv1.Gateway{Spec: gatewayv1.GatewaySpec{Listeners: tt.listeners}}
-			got, err := IndexGatewaySelectsNamespaces(gateway)
+			got, err := indexGatewaySelectsNamespaces(gateway)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -217,11 +217,11 @@ func TestIndexGatewaySelectsNamespaces(t *testing.T) {
 func TestIndexFuncsRejectOtherTypes(t *testing.T) {
 	funcs := map[string]func(any) ([]string, error){
 		RouteParentGatewayIndex:       IndexRouteParentGateways,
-		RouteBackendServiceNameIndex:  IndexRouteBackendServiceNames,
+		routeBackendServiceNameIndex:  indexRouteBackendServiceNames,
 		ServiceNameIndex:              func(obj any) ([]string, error) { return IndexServiceName(&gatewayv1.Gateway{}) },
-		GatewayClassNameIndex:         IndexGatewayClassName,
-		GatewayCertificateSecretIndex: IndexGatewayCertificateSecrets,
-		GatewaySelectsNamespacesIndex: IndexGatewaySelectsNamespaces,
+		gatewayClassNameIndex:         indexGatewayClassName,
+		gatewayCertificateSecretIndex: indexGatewayCertificateSecrets,
+		gatewaySelectsNamespacesIndex: indexGatewaySelectsNamespaces,
 	}
 	for name, index := range funcs {
 		if _, err := index(&corev1.Service{}); err == nil {

@@ -21,7 +21,7 @@ import (
 // and new class names, which needs the Gateway objects and not only their name.
 func (m *KeyMapper) gatewayClassChanged(class cache.ObjectName) {
 	m.queues.GatewayClasses.Add(class.Name)
-	for _, gateway := range m.indexed(m.gateways, GatewayClassNameIndex, class.Name) {
+	for _, gateway := range m.indexed(m.gateways, gatewayClassNameIndex, class.Name) {
 		m.enqueueGatewayAndRoutes(gateway)
 	}
 }
@@ -122,7 +122,7 @@ func (m *KeyMapper) enqueueSiblings(kind gatewayapi.RouteKind, queue workqueue.T
 // the namespace depends on the namespace's labels, and the gateway's other routes
 // compete with the routes it admits (RoutedAsSpecified).
 func (m *KeyMapper) namespaceChanged(namespace cache.ObjectName) {
-	for _, gateway := range m.indexed(m.gateways, GatewaySelectsNamespacesIndex, SelectsNamespaces) {
+	for _, gateway := range m.indexed(m.gateways, gatewaySelectsNamespacesIndex, selectsNamespacesValue) {
 		m.enqueueGatewayAndRoutes(gateway)
 	}
 	m.enqueueRoutesIndexed(cache.NamespaceIndex, namespace.Name)
@@ -144,7 +144,7 @@ func (m *KeyMapper) serviceChanged(obj any) {
 		m.reportUnmapped(err, obj)
 		return
 	}
-	m.enqueueRoutesIndexed(RouteBackendServiceNameIndex, name.Name)
+	m.enqueueRoutesIndexed(routeBackendServiceNameIndex, name.Name)
 	svc, err := objectAs[*corev1.Service](obj)
 	if err != nil {
 		return // a tombstone without the object: its pods' Services catch up at resync
@@ -168,7 +168,7 @@ func (m *KeyMapper) podChanged(obj any) {
 		return
 	}
 	for _, svc := range m.servicesRegistering(pod) {
-		m.enqueueRoutesIndexed(RouteBackendServiceNameIndex, svc)
+		m.enqueueRoutesIndexed(routeBackendServiceNameIndex, svc)
 	}
 	if consulName := pod.Annotations[backends.ServiceAnnotation]; consulName != "" {
 		m.consulNameChanged(consulName)
@@ -194,8 +194,8 @@ func (m *KeyMapper) ConsulServiceChanged(name string) {
 	if m.meshes == nil {
 		return
 	}
-	for _, mesh := range m.indexed(m.meshes, MeshServiceConsulNameIndex, name) {
-		m.enqueueRoutesIndexed(RouteBackendMeshServiceIndex, mesh.String())
+	for _, mesh := range m.indexed(m.meshes, meshServiceConsulNameIndex, name) {
+		m.enqueueRoutesIndexed(routeBackendMeshServiceIndex, mesh.String())
 	}
 }
 
@@ -218,7 +218,7 @@ func (m *KeyMapper) consulNameChanged(consulName string) {
 		}
 	}
 	for name := range names {
-		m.enqueueRoutesIndexed(RouteBackendServiceNameIndex, name)
+		m.enqueueRoutesIndexed(routeBackendServiceNameIndex, name)
 	}
 }
 
@@ -264,10 +264,10 @@ func (m *KeyMapper) podsIn(namespace string) []*corev1.Pod {
 // secretChanged enqueues every gateway with the secret as a listener certificate, with
 // their routes: a listener whose certificate does not resolve is not valid.
 func (m *KeyMapper) secretChanged(secret cache.ObjectName) {
-	for _, gateway := range m.indexed(m.gateways, GatewayCertificateSecretIndex, secret.String()) {
+	for _, gateway := range m.indexed(m.gateways, gatewayCertificateSecretIndex, secret.String()) {
 		m.enqueueGatewayAndRoutes(gateway)
 	}
-	for _, set := range m.indexed(m.sets, ListenerSetCertificateSecretIndex, secret.String()) {
+	for _, set := range m.indexed(m.sets, listenerSetCertificateSecretIndex, secret.String()) {
 		m.enqueueListenerSetParent(set)
 	}
 }
@@ -291,10 +291,10 @@ func (m *KeyMapper) enqueueListenerSetParent(set cache.ObjectName) {
 // names it, with their routes: whether their parameters are valid is part of their
 // Accepted condition.
 func (m *KeyMapper) gatewayConfigChanged(config cache.ObjectName) {
-	for _, class := range m.indexed(m.classes, GatewayClassParametersIndex, config.String()) {
+	for _, class := range m.indexed(m.classes, gatewayClassParametersIndex, config.String()) {
 		m.gatewayClassChanged(class)
 	}
-	for _, gateway := range m.indexed(m.gateways, GatewayParametersIndex, config.String()) {
+	for _, gateway := range m.indexed(m.gateways, gatewayParametersIndex, config.String()) {
 		m.enqueueGatewayAndRoutes(gateway)
 	}
 }

@@ -18,15 +18,15 @@ var MeshServiceResource = schema.GroupVersionResource{
 	Group: gatewayapi.MeshServiceGroup, Version: gatewayapi.MeshServiceVersion, Resource: gatewayapi.MeshServiceResource,
 }
 
-// MeshServiceConsulNameIndex is on MeshServices: the Consul service their spec.name
+// meshServiceConsulNameIndex is on MeshServices: the Consul service their spec.name
 // names, to find the MeshServices (and so the routes) a catalog change affects.
-const MeshServiceConsulNameIndex = "meshServiceConsulName"
+const meshServiceConsulNameIndex = "meshServiceConsulName"
 
-// IndexMeshServiceConsulName is the index function of MeshServiceConsulNameIndex.
-func IndexMeshServiceConsulName(obj any) ([]string, error) {
+// indexMeshServiceConsulName is the index function of meshServiceConsulNameIndex.
+func indexMeshServiceConsulName(obj any) ([]string, error) {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
-		return nil, unexpectedType(MeshServiceConsulNameIndex, obj)
+		return nil, unexpectedType(meshServiceConsulNameIndex, obj)
 	}
 	if name, _, _ := unstructured.NestedString(u.Object, "spec", "name"); name != "" {
 		return []string{name}, nil
@@ -43,7 +43,7 @@ type Option func(i *Informers, resync time.Duration)
 func WithMeshServices(client dynamic.Interface) Option {
 	return func(i *Informers, resync time.Duration) {
 		informer := dynamicinformer.NewFilteredDynamicInformer(client, MeshServiceResource, metav1.NamespaceAll, resync,
-			cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc, MeshServiceConsulNameIndex: IndexMeshServiceConsulName}, nil).Informer()
+			cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc, meshServiceConsulNameIndex: indexMeshServiceConsulName}, nil).Informer()
 		mustSetTransform(informer, trimMetadata)
 		i.MeshServices = informer
 		i.own = append(i.own, informer)

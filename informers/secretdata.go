@@ -7,22 +7,22 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// MaxCertificateBytes is the most a cached certificate Secret may hold in tls.crt and
+// maxCertificateBytes is the most a cached certificate Secret may hold in tls.crt and
 // tls.key together. A certificate chain and its key take a few KiB; the API server
 // admits Secrets of up to 1 MiB, so without a limit of its own every listener could
 // pin a MiB in the controller's memory. A larger Secret is cached without its data and
 // refused (SecretRefusal).
-const MaxCertificateBytes = 64 << 10
+const maxCertificateBytes = 64 << 10
 
 // refusedSizeAnnotation marks, in the cache only, a Secret whose data trimSecret
-// dropped for being larger than MaxCertificateBytes; its value is the size in bytes.
+// dropped for being larger than maxCertificateBytes; its value is the size in bytes.
 // The API server never sees it.
 const refusedSizeAnnotation = "consul-gateway-controller.internal/refused-certificate-bytes"
 
 // trimSecret is the transform of every Secret watch: the metadata trimmed as for every
 // cache, and of the data only tls.crt and tls.key, the only keys a listener's
 // certificate is read from (ca.crt and any padding stay on the API server). A Secret
-// whose two keys exceed MaxCertificateBytes keeps neither, and is marked refused.
+// whose two keys exceed maxCertificateBytes keeps neither, and is marked refused.
 func trimSecret(obj any) (any, error) {
 	obj, err := trimMetadata(obj)
 	if err != nil {
@@ -41,7 +41,7 @@ func trimSecret(obj any) (any, error) {
 	}
 	delete(secret.Annotations, refusedSizeAnnotation)
 	secret.StringData = nil
-	if size := len(cert) + len(key); size > MaxCertificateBytes {
+	if size := len(cert) + len(key); size > maxCertificateBytes {
 		secret.Data = nil
 		if secret.Annotations == nil {
 			secret.Annotations = map[string]string{}
@@ -60,11 +60,11 @@ func trimSecret(obj any) (any, error) {
 }
 
 // SecretRefusal says why a cached certificate Secret may not be used, "" when it may:
-// its tls.crt and tls.key were over MaxCertificateBytes, so the cache kept neither.
+// its tls.crt and tls.key were over maxCertificateBytes, so the cache kept neither.
 func SecretRefusal(secret *corev1.Secret) string {
 	size, ok := secret.Annotations[refusedSizeAnnotation]
 	if !ok {
 		return ""
 	}
-	return fmt.Sprintf("its tls.crt and tls.key hold %s bytes, over the controller's limit of %d", size, MaxCertificateBytes)
+	return fmt.Sprintf("its tls.crt and tls.key hold %s bytes, over the controller's limit of %d", size, maxCertificateBytes)
 }

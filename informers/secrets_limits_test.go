@@ -24,12 +24,12 @@ import (
 )
 
 // The cache keeps of a certificate Secret only tls.crt and tls.key, and of a Secret
-// whose two keys are over MaxCertificateBytes nothing, marked refused.
+// whose two keys are over maxCertificateBytes nothing, marked refused.
 func TestSecretCacheKeepsOnlyCertificateKeys(t *testing.T) {
 	padded := testenv.TLSSecret("infra", "padded", []byte("cert"), []byte("key"))
 	padded.Data["ca.crt"] = []byte("ca")
 	padded.Data["padding"] = bytes.Repeat([]byte("x"), 512<<10)
-	oversize := testenv.TLSSecret("infra", "oversize", bytes.Repeat([]byte("c"), MaxCertificateBytes), []byte("key"))
+	oversize := testenv.TLSSecret("infra", "oversize", bytes.Repeat([]byte("c"), maxCertificateBytes), []byte("key"))
 	forged := testenv.TLSSecret("infra", "forged", []byte("cert"), []byte("key"))
 	forged.Annotations = map[string]string{refusedSizeAnnotation: "1"}
 	kube := kubefake.NewClientset([]runtime.Object{padded, oversize, forged}...)

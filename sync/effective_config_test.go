@@ -70,7 +70,7 @@ func TestEffectiveConfig(t *testing.T) {
 	}, {
 		name: "no class config: bounds filled in",
 		own:  v1alpha1.GatewayConfigSpec{Replicas: &v1alpha1.Replicas{Default: new(int32(3))}},
-		want: v1alpha1.GatewayConfigSpec{Replicas: &v1alpha1.Replicas{Default: new(int32(3)), Min: new(int32(0)), Max: new(int32(MaxGatewayReplicas))}},
+		want: v1alpha1.GatewayConfigSpec{Replicas: &v1alpha1.Replicas{Default: new(int32(3)), Min: new(int32(0)), Max: new(int32(maxGatewayReplicas))}},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, problem := effectiveConfig(tc.class, gatewayConfig(tc.own))

@@ -74,7 +74,7 @@ func gatewayParameters(configs listers.ResourceIndexer[*v1alpha1.GatewayConfig],
 
 // resolveParameters finds and validates the GatewayConfig ref names. A missing config
 // is a problem of the reference, not an error: it may be created later, and its event
-// brings the referrers back (informers.GatewayClassParametersIndex).
+// brings the referrers back (the informers index of GatewayClasses by parametersRef).
 func resolveParameters(configs listers.ResourceIndexer[*v1alpha1.GatewayConfig], ref gatewayapi.ParametersRef) (parameters, error) {
 	if ref.Problem != "" {
 		return parameters{problem: ref.Problem}, nil
@@ -92,9 +92,9 @@ func resolveParameters(configs listers.ResourceIndexer[*v1alpha1.GatewayConfig],
 	return parameters{config: config}, nil
 }
 
-// MaxGatewayReplicas bounds the replicas a Gateway's own GatewayConfig may ask for
+// maxGatewayReplicas bounds the replicas a Gateway's own GatewayConfig may ask for
 // when its class's GatewayConfig sets no max (consul-k8s's default maxInstances).
-const MaxGatewayReplicas = 8
+const maxGatewayReplicas = 8
 
 // effectiveConfig is the GatewayConfig a Gateway with its own GatewayConfig is deployed
 // with: the class's (nil for none), with the fields a Gateway may choose taken from
@@ -159,10 +159,10 @@ func classOnlyFields(spec v1alpha1.GatewayConfigSpec) []string {
 }
 
 // boundedReplicas is what a Gateway's own GatewayConfig asks for, within its class's
-// min and max (MaxGatewayReplicas when the class sets none); problem names the
+// min and max (maxGatewayReplicas when the class sets none); problem names the
 // request outside them.
 func boundedReplicas(class, own *v1alpha1.Replicas) (*v1alpha1.Replicas, string) {
-	lo, hi := int32(0), int32(MaxGatewayReplicas)
+	lo, hi := int32(0), int32(maxGatewayReplicas)
 	if class != nil && class.Min != nil {
 		lo = *class.Min
 	}

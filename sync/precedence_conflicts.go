@@ -10,8 +10,9 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
-// This file compares where Gateway API and Consul send a request (precedence_model.go)
-// and turns each difference into a conflict of the route the spec picks.
+// This file compares where Gateway API and Consul send a request (precedence_model.go
+// and the files it names) and turns each difference into a conflict of the route the
+// spec picks.
 
 // Reasons of the RoutedAsSpecified condition.
 const (

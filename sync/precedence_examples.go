@@ -2,7 +2,9 @@ package sync
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
+	"sort"
 	"strings"
 )
 
@@ -238,4 +240,85 @@ func mergedValues(own, other []valueMatch) (map[string]string, bool) {
 		}
 	}
 	return values, true
+}
+
+// exampleRequest is a concrete request, as a user would send it.
+type exampleRequest struct {
+	method  string // "" is GET
+	host    string
+	path    string
+	headers map[string]string
+	query   map[string]string
+	// withheld are the parts taken from the match of a route of another namespace
+	// than the route judged ("path", "header:NAME", "query:NAME"): a message shows
+	// them withheld (shown).
+	withheld map[string]bool
+}
+
+func (r exampleRequest) String() string {
+	var b strings.Builder
+	b.WriteString(cmp.Or(r.method, "GET") + " " + r.host + r.path)
+	sep := "?"
+	for _, name := range sortedKeys(r.query) {
+		b.WriteString(sep + name + "=" + r.query[name])
+		sep = "&"
+	}
+	for _, name := range sortedKeys(r.headers) {
+		fmt.Fprintf(&b, " (%s: %s)", name, r.headers[name])
+	}
+	return b.String()
+}
+
+// shown is the request as a message shows it to the judged route's author: the
+// values of another namespace's route are withheld, its path as "/...", its header
+// and query params only counted.
+func (r exampleRequest) shown() string {
+	if len(r.withheld) == 0 {
+		return r.String()
+	}
+	var b strings.Builder
+	path := r.path
+	if r.withheld["path"] {
+		path = "/..."
+	}
+	b.WriteString(cmp.Or(r.method, "GET") + " " + r.host + path)
+	sep := "?"
+	for _, name := range sortedKeys(r.query) {
+		if !r.withheld["query:"+name] {
+			b.WriteString(sep + name + "=" + r.query[name])
+			sep = "&"
+		}
+	}
+	for _, name := range sortedKeys(r.headers) {
+		if !r.withheld["header:"+name] {
+			fmt.Fprintf(&b, " (%s: %s)", name, r.headers[name])
+		}
+	}
+	if n := len(r.withheld) - btoi(r.withheld["path"]); n > 0 {
+		fmt.Fprintf(&b, " with %d header or query %s of another namespace's route", n, plural(n, "value", "values"))
+	}
+	return b.String()
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }

@@ -113,32 +113,32 @@ func (n Namer) Desired(in Input) Identity {
 		Gateway:     in.Gateway,
 		Name:        name,
 		Description: description,
-		Rules:       Rules(in.Gateway, in.Service),
+		Rules:       policyRules(in.Gateway, in.Service),
 		BindingRule: consulapi.ACLBindingRule{
 			Description: description,
 			AuthMethod:  in.AuthMethod,
-			Selector:    Selector(in.Gateway.Namespace, in.ServiceAccount, in.ServiceAccountUID),
+			Selector:    bindingSelector(in.Gateway.Namespace, in.ServiceAccount, in.ServiceAccountUID),
 			BindType:    consulapi.BindingRuleBindTypeRole,
 			BindName:    name,
 		},
 	}
 }
 
-// Selector selects the logins of one ServiceAccount: Consul's Kubernetes auth method
+// bindingSelector selects the logins of one ServiceAccount: Consul's Kubernetes auth method
 // takes the UID from the TokenReview of the login's token, so it is the object's, not
 // only its name's.
-func Selector(namespace, serviceAccount string, uid types.UID) string {
+func bindingSelector(namespace, serviceAccount string, uid types.UID) string {
 	return fmt.Sprintf("serviceaccount.namespace==%q and serviceaccount.name==%q and serviceaccount.uid==%q", namespace, serviceAccount, uid)
 }
 
-// Rules is the policy of a Gateway's pods. Write on the Gateway's own service is what
+// policyRules is the policy of a Gateway's pods. Write on the Gateway's own service is what
 // lets a proxy receive that service's configuration and register as it; nothing else
 // is writable. The reads are what Consul 1.15 checks while it builds an api-gateway
 // proxy's configuration: mesh read for the route and inline-certificate entries, service
 // read for the discovery chains of the backends and node read for their endpoints.
 // Consul has no narrower grant for those entries: mesh read also lets the token read
 // other gateways' routes and certificate entries.
-func Rules(gateway cache.ObjectName, service string) string {
+func policyRules(gateway cache.ObjectName, service string) string {
 	return fmt.Sprintf(`# Gateway %s: its pods act as its Consul service and nothing else.
 service %q {
   policy = "write"

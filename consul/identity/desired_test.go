@@ -98,7 +98,7 @@ func TestDocumentedPolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Rules(cache.ObjectName{Namespace: "demo", Name: "edge"}, "edge.demo")
+	want := policyRules(cache.ObjectName{Namespace: "demo", Name: "edge"}, "edge.demo")
 	if !strings.Contains(string(readme), "```hcl\n"+want+"```") {
 		t.Errorf("deploy/README.md does not print the policy of demo/edge as written:\n%s", want)
 	}

@@ -118,8 +118,8 @@ func NeedsOf(routes []Route, targets map[Service][]Service) Needs {
 	return needs
 }
 
-// Changed lists the destinations whose gateways differ between before and after.
-func Changed(before, after Needs) []Service {
+// changedDestinations lists the destinations whose gateways differ between before and after.
+func changedDestinations(before, after Needs) []Service {
 	var out []Service
 	for d, gateways := range after {
 		if !maps.Equal(before[d], gateways) {

@@ -68,7 +68,7 @@ func TestNeedsOf(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("NeedsOf (-want +got):\n%s", diff)
 	}
-	changed := Changed(got, NeedsOf(routes[:1], nil))
+	changed := changedDestinations(got, NeedsOf(routes[:1], nil))
 	if diff := cmp.Diff([]Service{NewService("v1", "", ""), NewService("v2", "", "")}, changed); diff != "" {
 		t.Errorf("Changed after the split's route went (-want +got):\n%s", diff)
 	}

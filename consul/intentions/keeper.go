@@ -2,11 +2,7 @@ package intentions
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"maps"
-	"net/http"
-	"net/url"
 	"slices"
 	gosync "sync"
 	"time"
@@ -15,9 +11,7 @@ import (
 	kworkqueue "k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
-	"github.com/consul-gateway-controller/consul-gateway-controller/consul"
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
-	"github.com/consul-gateway-controller/consul-gateway-controller/internal/metrics"
 	"github.com/consul-gateway-controller/consul-gateway-controller/workqueue"
 )
 
@@ -163,9 +157,6 @@ func (k *Keeper) computeLoop(ctx context.Context) {
 	}
 }
 
-// chainRetry is how soon a discovery chain that could not be read is read again.
-const chainRetry = 30 * time.Second
-
 func (k *Keeper) compute(ctx context.Context) {
 	logger := klog.FromContext(ctx)
 	k.mu.Lock()
@@ -217,7 +208,7 @@ func (k *Keeper) compute(ctx context.Context) {
 		k.add(ours)
 		return
 	}
-	changed := Changed(k.needs, needs)
+	changed := changedDestinations(k.needs, needs)
 	k.needs = needs
 	k.add(changed)
 }
@@ -291,245 +282,4 @@ func (k *Keeper) allRoutes() []Route {
 		}
 	}
 	return out
-}
-
-// chainsToRead returns the routed services with a chain entry whose targets are not
-// known or may have changed, and forgets the targets of the others. Callers hold mu.
-func (k *Keeper) chainsToRead(routes []Route) []Service {
-	routed := map[Service]bool{}
-	for _, r := range routes {
-		for _, s := range r.Services {
-			routed[s] = true
-		}
-	}
-	var out []Service
-	for s := range routed {
-		if !k.hasChainEntry(s) {
-			delete(k.targets, s)
-			continue
-		}
-		if _, known := k.targets[s]; !known || k.chainsChanged {
-			out = append(out, s)
-		}
-	}
-	for s := range k.targets {
-		if !routed[s] {
-			delete(k.targets, s)
-		}
-	}
-	return out
-}
-
-func (k *Keeper) hasChainEntry(s Service) bool {
-	for _, names := range k.chained {
-		if names[s] {
-			return true
-		}
-	}
-	return false
-}
-
-// chainTargets reads the services s's compiled discovery chain sends to. Targets in a
-// peer cluster are left out: their intentions are the peer's. The answer is decoded
-// here because consul/api's DiscoveryTarget has no Peer or Partition.
-func (k *Keeper) chainTargets(ctx context.Context, s Service) ([]Service, error) {
-	q := (&consulapi.QueryOptions{Namespace: s.Namespace, Partition: s.Partition}).WithContext(ctx)
-	var resp struct {
-		Chain *struct {
-			Targets map[string]struct {
-				Service, Namespace, Partition, Peer string
-				External                            bool
-			}
-		}
-	}
-	if _, err := k.cfg.Client.Raw().Query("/v1/discovery-chain/"+url.PathEscape(s.Name), &resp, q); err != nil {
-		return nil, fmt.Errorf("read the discovery chain of %s: %w", s, err)
-	}
-	if resp.Chain == nil {
-		return []Service{s}, nil
-	}
-	var out []Service
-	for _, t := range resp.Chain.Targets {
-		if t.Peer != "" || t.External {
-			continue
-		}
-		out = append(out, NewService(t.Service, t.Namespace, t.Partition))
-	}
-	return sortedUnique(out), nil
-}
-
-// observeChains records which services have an entry of a chain kind.
-func (k *Keeper) observeChains(kind string, entries []consulapi.ConfigEntry) {
-	names := make(map[Service]bool, len(entries))
-	for _, e := range entries {
-		names[NewService(e.GetName(), e.GetNamespace(), e.GetPartition())] = true
-	}
-	k.mu.Lock()
-	k.chained[kind] = names
-	k.chainsChanged = true
-	k.mu.Unlock()
-	k.signal()
-}
-
-// observeIntentions records the service-intentions entries Consul holds and, once the
-// needs are known, queues every destination whose entry is not what they ask: a hand
-// edit is put back, and so is an entry Consul lost. A destination whose entry is as
-// needed is not queued, so a converged keeper reads and writes nothing.
-func (k *Keeper) observeIntentions(ctx context.Context, entries []consulapi.ConfigEntry) {
-	listed := make(map[Service]*consulapi.ServiceIntentionsConfigEntry, len(entries))
-	for _, e := range entries {
-		if entry, ok := e.(*consulapi.ServiceIntentionsConfigEntry); ok {
-			listed[NewService(entry.Name, entry.Namespace, entry.Partition)] = entry
-		}
-	}
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	k.listed = listed
-	if k.needs == nil {
-		k.signal() // the needs may be computed now
-		return
-	}
-	misjudged := k.misjudged()
-	if len(misjudged) > 0 {
-		klog.FromContext(ctx).V(4).Info("Service intentions in Consul differ from what the routes need", "destinations", len(misjudged))
-	}
-	k.add(misjudged)
-}
-
-// watchWait is how long one blocking list waits for a change.
-const watchWait = 10 * time.Second
-
-// watch follows every entry of kind with blocking queries and calls observe with each
-// answer whose index moved. After an error, or when the index goes back (Consul lost
-// its data), the kind is read again from 0, consistently; retries are paced as the
-// syncer's watch paces its own.
-func (k *Keeper) watch(ctx context.Context, kind string, observe func(context.Context, []consulapi.ConfigEntry)) {
-	logger := klog.FromContext(ctx).WithValues("kind", kind)
-	backoff := consul.WatchBackoff()
-	var index uint64
-	for ctx.Err() == nil {
-		q := (&consulapi.QueryOptions{WaitIndex: index, WaitTime: watchWait, Partition: k.cfg.Partition, RequireConsistent: index == 0}).WithContext(ctx)
-		if k.cfg.AllNamespaces {
-			q.Namespace = "*"
-		}
-		entries, meta, err := k.cfg.Client.ConfigEntries().List(kind, q)
-		if err != nil {
-			if ctx.Err() == nil {
-				logger.V(2).Info("Watching Consul failed; retrying", "err", err)
-				sleep(ctx, backoff.Step())
-			}
-			index = 0
-			continue
-		}
-		backoff = consul.WatchBackoff()
-		if meta.LastIndex < index {
-			index = 0
-			continue
-		}
-		if meta.LastIndex != index {
-			observe(ctx, entries)
-		}
-		index = meta.LastIndex
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) {
-	select {
-	case <-ctx.Done():
-	case <-time.After(d):
-	}
-}
-
-// errCASMismatch is a check-and-set that found the entry changed since it was read.
-var errCASMismatch = errors.New("the service-intentions entry changed since it was read")
-
-// sync makes dest's service-intentions entry hold exactly the sources of ours its
-// routes need, by check-and-set on the entry as just read.
-func (k *Keeper) sync(ctx context.Context, dest Service) error {
-	k.mu.Lock()
-	known, epoch := k.needs != nil, k.epoch
-	want := maps.Clone(k.needs[dest])
-	k.mu.Unlock()
-	if !known {
-		return nil // the next computation judges every destination
-	}
-	logger := klog.FromContext(ctx).WithValues("destination", dest)
-	current, err := k.read(ctx, dest)
-	if err != nil {
-		return err
-	}
-	meta := k.cfg.Ownership.Meta(translate.Owner{Kind: "ServiceIntentions", Name: dest.Name})
-	plan := PlanEntry(current, dest, want, k.marker, meta)
-	if plan.ManagedElsewhere && len(want) > 0 {
-		logger.V(2).Info("The destination's intentions are managed by a consul-k8s ServiceIntentions resource; allow the gateways there", "gateways", sortedKeys(want))
-	}
-	if len(plan.Foreign) > 0 {
-		logger.V(2).Info("A source this controller did not write already names these gateways; it is left as it is", "gateways", plan.Foreign)
-	}
-	if !k.stillKnown(epoch) {
-		return nil // Consul may have lost its data while the entry was read
-	}
-	w := (&consulapi.WriteOptions{Namespace: dest.Namespace, Partition: dest.Partition}).WithContext(ctx)
-	var index uint64
-	if current != nil {
-		index = current.ModifyIndex
-	}
-	switch {
-	case plan.Delete:
-		ok, _, err := k.cfg.Client.ConfigEntries().DeleteCAS(consulapi.ServiceIntentions, dest.Name, index, w)
-		return k.written(logger, "delete", ok, err, "Deleted service intentions left with no source", want)
-	case plan.Entry != nil:
-		op := "update"
-		if current == nil {
-			op = "create"
-		}
-		ok, _, err := k.cfg.Client.ConfigEntries().CAS(consul.Compact(plan.Entry), index, w)
-		return k.written(logger, op, ok, err, "Wrote service intentions", want)
-	}
-	return nil
-}
-
-// stillKnown reports whether the needs of epoch are still the keeper's.
-func (k *Keeper) stillKnown(epoch uint64) bool {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return k.needs != nil && k.epoch == epoch
-}
-
-// written counts and logs one check-and-set write.
-func (k *Keeper) written(logger klog.Logger, op string, ok bool, err error, msg string, gateways map[Service]bool) error {
-	result := metrics.ResultOK
-	switch {
-	case err != nil:
-		result = metrics.ResultError
-	case !ok:
-		result = metrics.ResultConflict
-	}
-	metrics.ConsulWrites.WithLabelValues(consulapi.ServiceIntentions, op, result).Inc()
-	if err != nil {
-		return fmt.Errorf("%s service-intentions: %w", op, err)
-	}
-	if !ok {
-		return workqueue.Expected(errCASMismatch)
-	}
-	logger.V(2).Info(msg, "gateways", sortedKeys(gateways))
-	return nil
-}
-
-// read returns dest's service-intentions entry, nil when Consul has none.
-func (k *Keeper) read(ctx context.Context, dest Service) (*consulapi.ServiceIntentionsConfigEntry, error) {
-	q := (&consulapi.QueryOptions{Namespace: dest.Namespace, Partition: dest.Partition, RequireConsistent: true}).WithContext(ctx)
-	entry, _, err := k.cfg.Client.ConfigEntries().Get(consulapi.ServiceIntentions, dest.Name, q)
-	var status consulapi.StatusError
-	if errors.As(err, &status) && status.Code == http.StatusNotFound {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read the service-intentions of %s: %w", dest, err)
-	}
-	intentions, ok := entry.(*consulapi.ServiceIntentionsConfigEntry)
-	if !ok {
-		return nil, fmt.Errorf("read the service-intentions of %s: Consul answered a %T", dest, entry)
-	}
-	return intentions, nil
 }

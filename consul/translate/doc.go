@@ -4,7 +4,7 @@
 // a Snapshot in, a Desired state out, no clients and no clock. Translator is the same
 // translation with a memory, so that one changed object costs its own translation.
 //
-// The translation trusts the status pipeline's decision (sync.RouteDecision): a rule
+// The translation trusts the status pipeline's decision (decision.Route, package sync/decision): a rule
 // the decision dropped is sent to the blackhole service, and a field the decision
 // allowed is always expressed.
 package translate

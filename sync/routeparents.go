@@ -1,0 +1,142 @@
+package sync
+
+import (
+	"fmt"
+	"strings"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+// routeParentStatuses computes the route's status.parents: other controllers' entries
+// exactly as they are, then one entry of ours per parentRef that names one of our
+// Gateways. Our entries for parentRefs that are gone are dropped.
+func (d *decider) routeParentStatuses(route routeView, rules routeRules, existing []gatewayv1.RouteParentStatus, generation int64, now metav1.Time) ([]gatewayv1.RouteParentStatus, RouteDecision, error) {
+	decision := RouteDecision{DroppedRules: rules.dropped(), UnresolvedBackends: rules.unresolved, RenamedBackends: rules.renamed, NarrowedBackends: rules.narrowed}
+	parents := make([]gatewayv1.RouteParentStatus, 0, len(existing))
+	for _, p := range existing {
+		if p.ControllerName != d.controllerName {
+			parents = append(parents, p)
+		}
+	}
+	verdicts := map[cache.ObjectName]gatewayVerdict{}
+	routeKey := cache.ObjectName{Namespace: route.namespace, Name: route.name}
+	routeVerdict := d.verdicts.Verdict(route.kind, routeKey)
+	for _, ref := range route.parentRefs {
+		target, class, ok, err := d.ourParent(ref, route.namespace)
+		if err != nil || !ok {
+			if err != nil {
+				return nil, decision, err
+			}
+			continue
+		}
+		gw := target.gw
+		key := cache.MetaObjectToName(gw)
+		v, seen := verdicts[key]
+		if !seen {
+			if v, err = d.evaluateGateway(gw, class); err != nil {
+				return nil, decision, err
+			}
+			verdicts[key] = v
+		}
+		b, err := d.bindParent(route, ref, target, v)
+		if err != nil {
+			return nil, decision, err
+		}
+		if b.served() && !rules.refused() {
+			decision.Attachments = append(decision.Attachments, Attachment{Gateway: key, Listeners: b.programmableListeners})
+		}
+		verdict := parentVerdict(routeVerdict, d.bindings(route.kind, routeKey, key, b.programmableListeners))
+		if b.accepted && !b.served() {
+			verdict = notServedVerdict(b)
+		}
+		conds := rules.parentConditions(b, verdict, generation)
+		routed, ok, err := d.routedAsSpecified(route, target, v, b, generation)
+		if err != nil {
+			return nil, decision, err
+		}
+		if ok && !rules.refused() {
+			conds = append(conds, routed)
+		}
+		previous := d.ourParentStatus(existing, ref)
+		parents = append(parents, gatewayv1.RouteParentStatus{
+			ParentRef:      ref,
+			ControllerName: d.controllerName,
+			Conditions:     mergeConditions(previous, conds, now),
+		})
+	}
+	return parents, decision, nil
+}
+
+// notServedVerdict is the verdict on a parent whose Gateway or attached listeners
+// cannot be programmed: nothing is written to Consul for it, so Consul never judges
+// it, and waiting for that would say Pending forever.
+func notServedVerdict(b parentBinding) Verdict {
+	if b.unservable != "" {
+		return Verdict{Known: true, Reason: ReasonNotExpressible, Message: "not served: " + b.unservable}
+	}
+	return Verdict{Known: true, Reason: ReasonListenersNotValid,
+		Message: fmt.Sprintf("not served: the listeners the route attaches to (%s) are not valid, see the Gateway's listener status", joinNames(b.listeners))}
+}
+
+// bindings are the data plane's verdicts on serving the route on the listeners of
+// gateway it is written to.
+func (d *decider) bindings(kind gatewayv1.Kind, route, gateway cache.ObjectName, listeners []gatewayv1.SectionName) []Binding {
+	out := make([]Binding, len(listeners))
+	for i, l := range listeners {
+		out[i] = d.verdicts.Binding(kind, route, gateway, l)
+	}
+	return out
+}
+
+// parentVerdict is the verdict on a route for one parent: the route's own verdict,
+// narrowed by the bindings on the parent's listeners. A refusal on any listener the
+// route should be served on makes the parent refused. A pending binding leaves the
+// parent unknown, with the same Pending condition as before the data plane answered:
+// a step that changes nothing in status costs no status write (a new route passes
+// through one in Consul 1.15), and when it lasts, the Gateway's status says why. A
+// listener the data plane said nothing about follows the route's verdict, as the
+// route's verdict itself stands until the data plane judges a new version of the
+// route.
+func parentVerdict(route Verdict, bindings []Binding) Verdict {
+	if !route.Known || !route.Programmed {
+		return route
+	}
+	var refused []Binding
+	pending := false
+	for _, b := range bindings {
+		switch b.State {
+		case BindingRefused:
+			refused = append(refused, b)
+		case BindingPending:
+			pending = true
+		}
+	}
+	switch {
+	case len(refused) > 0:
+		return Verdict{Known: true, Reason: refused[0].Reason, Message: refusalMessages(refused)}
+	case pending:
+		return Verdict{}
+	default:
+		return route
+	}
+}
+
+func refusalMessages(bindings []Binding) string {
+	msgs := make([]string, len(bindings))
+	for i, b := range bindings {
+		msgs[i] = b.Message
+	}
+	return strings.Join(msgs, "; ")
+}
+
+func (d *decider) ourParentStatus(existing []gatewayv1.RouteParentStatus, ref gatewayv1.ParentReference) []metav1.Condition {
+	for _, p := range existing {
+		if p.ControllerName == d.controllerName && apiequality.Semantic.DeepEqual(p.ParentRef, ref) {
+			return p.Conditions
+		}
+	}
+	return nil
+}
