@@ -365,9 +365,8 @@ func (p *pipeline) synced() []cache.InformerSynced {
 }
 
 // lead runs the writers until ctx is done, and returns once all of them have stopped:
-// the Events sink, the status controller, the Consul syncer, when the controller
-// deploys gateways the deployer and the registrar, and with --gateway-auth-method the
-// identity manager. leading is true meanwhile.
+// the Events sink, the status controller, and the parts beside it (writers). leading
+// is true meanwhile.
 func (p *pipeline) lead(ctx context.Context, eventBroadcaster events.EventBroadcaster, leading *atomic.Bool) error {
 	leading.Store(true)
 	defer leading.Store(false)
@@ -382,37 +381,45 @@ func (p *pipeline) lead(ctx context.Context, eventBroadcaster events.EventBroadc
 	if err := eventBroadcaster.StartRecordingToSinkWithContext(ctx); err != nil {
 		return fmt.Errorf("start recording events: %w", err)
 	}
-	syncerDone := make(chan error, 1)
-	go func() { syncerDone <- p.syncer.Run(ctx, p.controller.InitialSyncDone()) }()
-	servicesDone := make(chan struct{})
-	go func() {
-		defer close(servicesDone)
-		if p.serviceNames != nil {
-			p.serviceNames.Run(ctx)
-		}
-	}()
-	defer func() { <-servicesDone }()
-	deployerDone, registrarDone, identitiesDone := make(chan error, 1), make(chan error, 1), make(chan error, 1)
+	return runBeside(ctx, p.controller.Run, p.writers()...)
+}
+
+// writers are the parts that write beside the status controller while this replica
+// leads: the Consul syncer, the catalog watch of service names, and those the flags
+// enable.
+func (p *pipeline) writers() []func(context.Context) error {
+	initialSync := p.controller.InitialSyncDone()
+	writers := []func(context.Context) error{
+		func(ctx context.Context) error { return p.syncer.Run(ctx, initialSync) },
+	}
+	if p.serviceNames != nil {
+		writers = append(writers, func(ctx context.Context) error { p.serviceNames.Run(ctx); return nil })
+	}
 	if p.deployer != nil {
-		go func() { deployerDone <- p.deployer.Run(ctx) }()
-		go func() { registrarDone <- p.registrar.Run(ctx, p.controller.InitialSyncDone()) }()
-	} else {
-		deployerDone <- nil
-		registrarDone <- nil
+		writers = append(writers, p.deployer.Run, func(ctx context.Context) error { return p.registrar.Run(ctx, initialSync) })
 	}
 	if p.identities != nil {
-		go func() { identitiesDone <- p.identities.Run(ctx, p.controller.InitialSyncDone()) }()
-	} else {
-		identitiesDone <- nil
+		writers = append(writers, func(ctx context.Context) error { return p.identities.Run(ctx, initialSync) })
 	}
-	intentionsDone := make(chan error, 1)
 	if p.intentions != nil {
-		go func() { intentionsDone <- p.intentions.Run(ctx) }()
-	} else {
-		intentionsDone <- nil
+		writers = append(writers, p.intentions.Run)
 	}
-	err := p.controller.Run(ctx)
-	return errors.Join(err, <-syncerDone, <-deployerDone, <-registrarDone, <-identitiesDone, <-intentionsDone)
+	return writers
+}
+
+// runBeside runs primary, and each of others in a goroutine of its own, and returns
+// once all have returned, with their errors in that order.
+func runBeside(ctx context.Context, primary func(context.Context) error, others ...func(context.Context) error) error {
+	done := make([]chan error, len(others))
+	for i, run := range others {
+		done[i] = make(chan error, 1)
+		go func() { done[i] <- run(ctx) }()
+	}
+	errs := []error{primary(ctx)}
+	for _, d := range done {
+		errs = append(errs, <-d)
+	}
+	return errors.Join(errs...)
 }
 
 // fieldManager names this controller in the managedFields of what it applies.

@@ -1,0 +1,36 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+)
+
+// runBeside returns only once every part has returned, with all their errors, the
+// primary part's first: a deposed leader's writers must all have stopped before the
+// Lease is released.
+func TestRunBesideWaitsForEveryPart(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	errPrimary, errFirst, errSecond := errors.New("primary"), errors.New("first"), errors.New("second")
+	var stopped atomic.Int32
+	other := func(err error) func(context.Context) error {
+		return func(ctx context.Context) error {
+			<-ctx.Done()
+			stopped.Add(1)
+			return err
+		}
+	}
+	primary := func(context.Context) error {
+		cancel()
+		return errPrimary
+	}
+	err := runBeside(ctx, primary, other(errFirst), other(nil), other(errSecond))
+	if got := stopped.Load(); got != 3 {
+		t.Errorf("%d of 3 parts had stopped when runBeside returned", got)
+	}
+	want := errors.Join(errPrimary, errFirst, errSecond).Error()
+	if err == nil || err.Error() != want {
+		t.Errorf("runBeside: %v, want %q", err, want)
+	}
+}
