@@ -10,39 +10,26 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"os/signal"
-	"slices"
-	"strings"
 	"sync/atomic"
 	"syscall"
 
-	consulapi "github.com/hashicorp/consul/api"
-	"github.com/spf13/pflag"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/listers"
 	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
-	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 	gatewayscheme "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned/scheme"
 
-	configclient "github.com/consul-gateway-controller/consul-gateway-controller/api/client"
 	"github.com/consul-gateway-controller/consul-gateway-controller/api/v1alpha1"
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul"
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul/catalog"
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul/identity"
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul/intentions"
+	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
 	"github.com/consul-gateway-controller/consul-gateway-controller/dataplane"
 	"github.com/consul-gateway-controller/consul-gateway-controller/informers"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/cli"
@@ -58,37 +45,14 @@ func main() {
 	// Subcommands come first; without one the binary is the controller, with its flags
 	// as they have always been.
 	if len(os.Args) > 1 {
-		switch os.Args[1] {
-		case "translate":
-			os.Exit(cli.Translate(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
-		case "status", "explain":
-			command := cli.Status
-			if os.Args[1] == "explain" {
-				command = cli.Explain
-			}
-			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-			code := command(ctx, os.Args[2:], os.Stdout, os.Stderr)
-			stop()
+		if code, ok := runCommand(os.Args[1], os.Args[2:]); ok {
 			os.Exit(code)
 		}
 	}
-	opts := options.New()
-	fss := opts.Flags()
-	fs := pflag.NewFlagSet("consul-gateway-controller", pflag.ContinueOnError)
-	options.AddTo(fs, fss)
-	fs.Usage = func() { options.Usage(os.Stderr, fss) }
-	if err := fs.Parse(os.Args[1:]); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			os.Exit(0)
-		}
-		fmt.Fprintf(os.Stderr, "consul-gateway-controller: %v\n", err)
-		os.Exit(2)
+	opts, code := parseFlags(os.Args[1:], os.Stderr)
+	if opts == nil {
+		os.Exit(code)
 	}
-	if err := opts.Validate(); err != nil {
-		fmt.Fprintf(os.Stderr, "consul-gateway-controller: invalid flags: %s\n", strings.ReplaceAll(err.Error(), "\n", "; "))
-		os.Exit(2)
-	}
-
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, opts); err != nil {
@@ -97,6 +61,23 @@ func main() {
 		os.Exit(1)
 	}
 	klog.Flush()
+}
+
+// runCommand runs the read-only command name, if it is one, and returns its exit code.
+func runCommand(name string, args []string) (code int, ok bool) {
+	switch name {
+	case "translate":
+		return cli.Translate(args, os.Stdin, os.Stdout, os.Stderr), true
+	case "status", "explain":
+		command := cli.Status
+		if name == "explain" {
+			command = cli.Explain
+		}
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+		defer stop()
+		return command(ctx, args, os.Stdout, os.Stderr), true
+	}
+	return 0, false
 }
 
 // run connects to the API server and Consul, wires the pipeline, serves the health
@@ -144,123 +125,7 @@ func run(ctx context.Context, opts *options.Options) error {
 		metrics.Leader.Set(1)
 		return writers(ctx)
 	}
-	return leader.Run(ctx, c.side.leaderElection, opts.LeaderConfig(), writers)
-}
-
-// clients are the controller's connections: to the API server, one client per API
-// and the side clients, and to Consul.
-type clients struct {
-	kube    kubernetes.Interface
-	side    sideClients
-	gateway gatewayclient.Interface
-	meta    metadata.Interface
-	configs configclient.Interface
-	// dynamic reads consul-k8s's MeshServices; nil when their CRD is not served.
-	dynamic dynamic.Interface
-	consul  *consulapi.Client
-}
-
-// newClients creates the clients, and checks that the API server answers and serves
-// the Gateway API and this controller's own API.
-func newClients(ctx context.Context, opts *options.Options) (clients, error) {
-	var c clients
-	cfg, err := clientcmd.BuildConfigFromFlags("", opts.Kubeconfig)
-	if err != nil {
-		return c, fmt.Errorf("load kubeconfig: %w", err)
-	}
-	cfg.QPS, cfg.Burst = opts.KubeAPIQPS, opts.KubeAPIBurst
-	if c.kube, err = kubernetes.NewForConfig(cfg); err != nil {
-		return c, fmt.Errorf("create kubernetes client: %w", err)
-	}
-	if c.side, err = newSideClients(cfg, opts); err != nil {
-		return c, err
-	}
-	if c.gateway, err = gatewayclient.NewForConfig(cfg); err != nil {
-		return c, fmt.Errorf("create gateway-api client: %w", err)
-	}
-	if c.meta, err = metadata.NewForConfig(cfg); err != nil {
-		return c, fmt.Errorf("create metadata client: %w", err)
-	}
-	if c.configs, err = configclient.NewForConfig(cfg); err != nil {
-		return c, fmt.Errorf("create GatewayConfig client: %w", err)
-	}
-	if err := checkAPIs(ctx, c.kube, cfg.Host); err != nil {
-		return c, err
-	}
-	if c.dynamic, err = meshServicesClient(ctx, c.kube, cfg); err != nil {
-		return c, err
-	}
-	if c.consul, err = consulapi.NewClient(opts.ConsulConfig()); err != nil {
-		return c, fmt.Errorf("create consul client: %w", err)
-	}
-	return c, nil
-}
-
-// resolveClusterID sets an unset --cluster-id to one unique to this cluster: the UID
-// of its kube-system Namespace, which lives as long as the cluster. Two clusters
-// sharing a Consul then never take each other's entries for their own, which a
-// shared default name would make them do. It is read with list, which the
-// Namespace informer's grant already allows.
-func resolveClusterID(ctx context.Context, opts *options.Options, kube kubernetes.Interface) error {
-	logger := klog.FromContext(ctx)
-	if opts.ClusterID != "" {
-		if opts.ClusterID == options.SharedClusterID && opts.Naming.Prefix == "" {
-			logger.Info("Warning: --cluster-id=default with no --consul-entry-prefix: another cluster sharing this Consul with the same settings would change and delete this cluster's entries; leave --cluster-id unset to derive a unique one")
-		}
-		return nil
-	}
-	list, err := kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", metav1.NamespaceSystem).String()})
-	if err != nil {
-		return fmt.Errorf("derive --cluster-id from the %s Namespace: %w", metav1.NamespaceSystem, err)
-	}
-	if len(list.Items) != 1 || list.Items[0].UID == "" {
-		return fmt.Errorf("derive --cluster-id: Namespace %s not found; set --cluster-id", metav1.NamespaceSystem)
-	}
-	opts.ClusterID = options.ClusterIDOf(list.Items[0].UID)
-	logger.Info("Derived the cluster ID from the kube-system Namespace", "clusterID", opts.ClusterID)
-	return nil
-}
-
-// meshServicesClient returns a client for consul-k8s's MeshServices when the API
-// server serves them, and nil otherwise: MeshService backendRefs are then refused,
-// with the reason in their status, until the controller restarts with the CRD
-// installed. Only a MeshService resource in the group's discovery counts; any other
-// discovery error is returned.
-func meshServicesClient(ctx context.Context, kube kubernetes.Interface, cfg *rest.Config) (dynamic.Interface, error) {
-	resources, err := kube.Discovery().ServerResourcesForGroupVersion(informers.MeshServiceResource.GroupVersion().String())
-	switch {
-	case apierrors.IsNotFound(err):
-		klog.FromContext(ctx).Info("MeshService CRD not served: MeshService backendRefs will be refused", "groupVersion", informers.MeshServiceResource.GroupVersion())
-		return nil, nil
-	case err != nil:
-		return nil, fmt.Errorf("discover %s: %w", informers.MeshServiceResource.GroupVersion(), err)
-	}
-	if !slices.ContainsFunc(resources.APIResources, func(r metav1.APIResource) bool { return r.Name == informers.MeshServiceResource.Resource }) {
-		klog.FromContext(ctx).Info("MeshService CRD not served: MeshService backendRefs will be refused", "groupVersion", informers.MeshServiceResource.GroupVersion())
-		return nil, nil
-	}
-	client, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("create MeshService client: %w", err)
-	}
-	return client, nil
-}
-
-// checkAPIs checks that the API server at host answers, and serves the Gateway API and
-// this controller's own API.
-func checkAPIs(ctx context.Context, kube kubernetes.Interface, host string) error {
-	version, err := kube.Discovery().ServerVersion()
-	if err != nil {
-		return fmt.Errorf("reach the Kubernetes API server: %w", err)
-	}
-	if _, err := kube.Discovery().ServerResourcesForGroupVersion(gatewayv1.GroupVersion.String()); err != nil {
-		return fmt.Errorf("find the Gateway API (%s); are its CRDs installed? %w", gatewayv1.GroupVersion, err)
-	}
-	if _, err := kube.Discovery().ServerResourcesForGroupVersion(v1alpha1.SchemeGroupVersion.String()); err != nil {
-		return fmt.Errorf("find this controller's own API (%s); is deploy/crds installed? %w", v1alpha1.SchemeGroupVersion, err)
-	}
-	klog.FromContext(ctx).Info("Connected to Kubernetes", "host", host, "version", version.GitVersion)
-	return nil
+	return leader.Run(ctx, c.side.leaderElection, leaderConfig(opts), writers)
 }
 
 // pipeline is the controller's parts, wired together: the informers they share, the
@@ -292,6 +157,30 @@ type pipeline struct {
 // verdicts, the gateway pods and Services, and the installed CRDs' bundle version
 // change.
 func newPipeline(ctx context.Context, opts *options.Options, c clients, recorder events.EventRecorder) (*pipeline, error) {
+	p := &pipeline{
+		informers: newInformers(opts, c),
+		meta:      c.meta,
+		bundle:    informers.NewBundleVersion(c.meta, 0),
+	}
+	p.addConsulWriters(opts, c)
+	if opts.DeployGateways {
+		if err := p.addDataPlane(ctx, opts, c); err != nil {
+			return nil, err
+		}
+	}
+	controller, err := gwsync.NewController(ctx, p.controllerConfig(opts, c, recorder))
+	if err != nil {
+		return nil, err
+	}
+	p.controller = controller
+	if err := p.enqueueOnChanges(ctx); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// newInformers builds the informers every part reads from.
+func newInformers(opts *options.Options, c clients) *informers.Informers {
 	informerOpts := []informers.Option{
 		informers.WithSecretClient(c.side.secrets),
 		informers.WithControllerName(gatewayv1.GatewayController(opts.ControllerName)),
@@ -300,104 +189,110 @@ func newPipeline(ctx context.Context, opts *options.Options, c clients, recorder
 	if c.dynamic != nil {
 		informerOpts = append(informerOpts, informers.WithMeshServices(c.dynamic))
 	}
-	inf := informers.New(c.kube, c.gateway, c.configs, 0, informerOpts...)
-	p := &pipeline{
-		informers: inf,
-		meta:      c.meta,
-		bundle:    informers.NewBundleVersion(c.meta, 0),
-	}
+	return informers.New(c.kube, c.gateway, c.configs, 0, informerOpts...)
+}
+
+// addConsulWriters builds the Consul syncer, with --manage-intentions the intentions
+// keeper it tells about routes, and the catalog watch of service names.
+func (p *pipeline) addConsulWriters(opts *options.Options, c clients) {
 	var routes consul.RouteObserver
 	if opts.ManageIntentions {
 		p.intentions = intentions.NewKeeper(intentions.Config{
 			Client:        c.consul,
-			Ownership:     opts.Ownership(),
+			Ownership:     ownership(opts),
 			Partition:     opts.Naming.Partition,
-			AllNamespaces: opts.Naming.MirrorNamespaces || opts.Naming.DestinationNamespace != "",
+			AllNamespaces: opts.Naming.ConsulNamespaces(),
 			Workers:       opts.ConsulWorkers,
 		})
 		routes = p.intentions
 	}
 	p.syncer = consul.NewSyncer(consul.Config{
 		Client:      c.consul,
-		Naming:      opts.Naming,
-		Ownership:   opts.Ownership(),
-		Options:     opts.Translation,
-		Secrets:     inf.Secrets.Lister(),
-		Services:    inf.Services.Lister(),
-		OwnerExists: inf.Exists,
+		Naming:      naming(opts),
+		Ownership:   ownership(opts),
+		Options:     translate.Options{ManageServiceDefaults: opts.ManageServiceDefaults},
+		Secrets:     p.informers.Secrets.Lister(),
+		Services:    p.informers.Services.Lister(),
+		OwnerExists: p.informers.Exists,
 		Workers:     opts.ConsulWorkers,
 		Routes:      routes,
 
 		ServiceDefaultsGrace: opts.ServiceDefaultsGrace,
 	})
-	publishers := gwsync.Publishers{p.syncer}
-	var deployments gwsync.GatewayDeployments
-	if opts.DeployGateways {
-		if err := p.addDataPlane(ctx, opts, c); err != nil {
-			return nil, err
-		}
-		publishers = append(publishers, p.deployer, p.registrar)
-		deployments = p.deployer
-		if p.identities != nil {
-			publishers = append(publishers, p.identities)
-			deployments = withIdentities{p.deployer, p.identities}
-		}
-	}
 	// The catalog watch follows the default Consul namespace only: with Enterprise
 	// namespaces the service of a MeshService or of renamed pods is not looked up,
 	// and counts as held.
-	var serviceNames gwsync.ConsulServiceNames
-	if !opts.Naming.MirrorNamespaces && opts.Naming.DestinationNamespace == "" {
+	if !opts.Naming.ConsulNamespaces() {
 		p.serviceNames = consul.NewServiceNames(c.consul, opts.Naming.Partition)
+	}
+}
+
+// controllerConfig is the status controller's configuration: it publishes to the
+// Consul syncer and the data plane's parts, and reads their verdicts and states.
+func (p *pipeline) controllerConfig(opts *options.Options, c clients, recorder events.EventRecorder) gwsync.Config {
+	publishers := gwsync.Publishers{p.syncer}
+	var deployments gwsync.GatewayDeployments
+	if p.deployer != nil {
+		publishers = append(publishers, p.deployer, p.registrar)
+		deployments = p.deployer
+	}
+	if p.identities != nil {
+		publishers = append(publishers, p.identities)
+		deployments = withIdentities{p.deployer, p.identities}
+	}
+	var serviceNames gwsync.ConsulServiceNames
+	if p.serviceNames != nil {
 		serviceNames = p.serviceNames
 	}
-	controller, err := gwsync.NewController(ctx, gwsync.Config{
+	return gwsync.Config{
 		ControllerName:     gatewayv1.GatewayController(opts.ControllerName),
 		Capabilities:       consullimits.Consul115,
-		Informers:          gwsync.InformersOf(inf),
+		Informers:          gwsync.InformersOf(p.informers),
 		GatewayClient:      c.gateway,
 		Publisher:          publishers,
 		Verdicts:           p.syncer,
 		ServiceNames:       serviceNames,
 		Deployments:        deployments,
-		InfrastructureKeys: opts.Gateway.InfrastructureKeys,
+		InfrastructureKeys: infrastructureKeys(opts),
 		SharedConsulNames:  !opts.Naming.MirrorNamespaces,
 		Workers:            gwsync.Workers{GatewayClasses: 1, Gateways: opts.GatewayWorkers, Routes: opts.RouteWorkers},
 		BundleVersion:      p.bundle.Get,
 		Clock:              clock.RealClock{},
 		Events:             recorder,
-	})
-	if err != nil {
-		return nil, err
 	}
-	p.controller = controller
-	p.syncer.OnVerdictChange(controller.Enqueue)
+}
+
+// enqueueOnChanges makes the status controller judge a Gateway again when what it
+// reads from the other parts changes: Consul's verdicts and service names, the
+// gateways' identities and deployments, their pods and Services, and the installed
+// CRDs' bundle version.
+func (p *pipeline) enqueueOnChanges(ctx context.Context) error {
+	enqueueGateway := func(gw cache.ObjectName) { p.controller.Enqueue(gatewayapi.GatewayKind, gw) }
+	p.syncer.OnVerdictChange(p.controller.Enqueue)
 	if p.serviceNames != nil {
-		p.serviceNames.OnChange(controller.EnqueueConsulService)
+		p.serviceNames.OnChange(p.controller.EnqueueConsulService)
 	}
 	if p.identities != nil {
-		p.identities.OnProblemChange(func(gw cache.ObjectName) { controller.Enqueue(gatewayapi.GatewayKind, gw) })
+		p.identities.OnProblemChange(enqueueGateway)
 	}
 	if p.deployer != nil {
 		// An object the deployer may not or cannot write changes no owned object.
-		p.deployer.OnProblemChange(func(gw cache.ObjectName) { controller.Enqueue(gatewayapi.GatewayKind, gw) })
+		p.deployer.OnProblemChange(enqueueGateway)
 	}
 	if p.owned != nil {
 		// A gateway pod or Service that changes may change its Gateway's status.
-		if err := p.owned.AddEventHandlers(ctx, func(gw cache.ObjectName) { controller.Enqueue(gatewayapi.GatewayKind, gw) }); err != nil {
-			return nil, err
+		if err := p.owned.AddEventHandlers(ctx, enqueueGateway); err != nil {
+			return err
 		}
 	}
-	if err := p.bundle.OnChange(controller.EnqueueAllGatewayClasses); err != nil {
-		return nil, err
-	}
-	return p, nil
+	return p.bundle.OnChange(p.controller.EnqueueAllGatewayClasses)
 }
 
 // addDataPlane builds the deployer of gateway pods and Services, the registrar of the
 // gateway pods in Consul's catalog, and the informers of what they own.
 func (p *pipeline) addDataPlane(ctx context.Context, opts *options.Options, c clients) error {
 	inf := p.informers
+	defaults := gatewayDefaults(opts)
 	p.owned = informers.NewOwned(c.kube, dataplane.ManagedSelector, 0)
 	deployer, err := dataplane.NewController(ctx, dataplane.Config{
 		Client:         c.kube,
@@ -407,7 +302,7 @@ func (p *pipeline) addDataPlane(ctx context.Context, opts *options.Options, c cl
 		Synced:         []cache.InformerSynced{inf.Gateways.Informer().HasSynced, inf.GatewayClasses.Informer().HasSynced},
 		Configs:        listers.New[*v1alpha1.GatewayConfig](inf.GatewayConfigs.GetIndexer(), v1alpha1.Resource("gatewayconfigs")),
 		Owned:          p.owned,
-		Defaults:       opts.GatewayDefaults(),
+		Defaults:       defaults,
 		FieldManager:   fieldManager,
 		Workers:        opts.DataplaneWorkers,
 	})
@@ -417,21 +312,21 @@ func (p *pipeline) addDataPlane(ctx context.Context, opts *options.Options, c cl
 	p.deployer = deployer
 	p.registrar = catalog.NewRegistrar(catalog.Config{
 		Client:      c.consul,
-		Naming:      opts.Naming,
-		Ownership:   opts.Ownership(),
+		Naming:      naming(opts),
+		Ownership:   ownership(opts),
 		Pods:        p.owned.Pods.Lister(),
 		PodsSynced:  p.owned.Pods.Informer().HasSynced,
 		GatewayPods: dataplane.PodSelector,
 		OwnsPod:     dataplane.OwnsPod,
 		InstanceID:  dataplane.ProxyServiceID,
-		NodeName:    func(node string) string { return dataplane.SyntheticNode(opts.SyntheticNodePrefix(), node) },
+		NodeName:    func(node string) string { return dataplane.SyntheticNode(defaults.NodePrefix, node) },
 		Workers:     opts.ConsulWorkers,
 	})
-	if defaults := opts.GatewayDefaults(); defaults.AuthMethod != "" {
+	if defaults.AuthMethod != "" {
 		p.identities = identity.NewManager(identity.Config{
 			Client:  c.consul,
-			Namer:   identity.Namer{Prefix: opts.Naming.Prefix, Ownership: opts.Ownership()},
-			Naming:  opts.Naming,
+			Namer:   identity.Namer{Prefix: opts.Naming.Prefix, Ownership: ownership(opts)},
+			Naming:  naming(opts),
 			Classes: inf.GatewayClasses.Lister(),
 			Configs: listers.New[*v1alpha1.GatewayConfig](inf.GatewayConfigs.GetIndexer(), v1alpha1.Resource("gatewayconfigs")),
 			Pods: func(gw *gatewayv1.Gateway, config *v1alpha1.GatewayConfig) (string, string) {
@@ -448,45 +343,6 @@ func (p *pipeline) addDataPlane(ctx context.Context, opts *options.Options, c cl
 		}
 	}
 	return p.owned.AddEventHandlers(ctx, p.registrar.Enqueue)
-}
-
-// gatewayOfObject calls enqueue with the Gateway an owned object is labelled with.
-func gatewayOfObject(enqueue func(gateway cache.ObjectName)) cache.ResourceEventHandlerFuncs {
-	mapped := func(obj any) {
-		if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = tombstone.Obj
-		}
-		object, ok := obj.(metav1.Object)
-		if !ok {
-			return
-		}
-		if name := object.GetLabels()[gatewayv1.GatewayNameLabelKey]; name != "" {
-			enqueue(cache.ObjectName{Namespace: object.GetNamespace(), Name: name})
-		}
-	}
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc:    mapped,
-		UpdateFunc: func(_, newObj any) { mapped(newObj) },
-		DeleteFunc: mapped,
-	}
-}
-
-// withIdentities is the data plane's state, where pods that cannot get their identity
-// in Consul are a problem of the data plane too: they cannot log in, so they serve
-// nothing.
-type withIdentities struct {
-	*dataplane.Controller
-	identities *identity.Manager
-}
-
-func (w withIdentities) State(gw *gatewayv1.Gateway) gwsync.DeploymentState {
-	state := w.Controller.State(gw)
-	if state.Problem == "" {
-		if problem := w.identities.Problem(cache.MetaObjectToName(gw)); problem != "" {
-			state.Problem = "Gateway pods cannot log in to Consul: " + problem
-		}
-	}
-	return state
 }
 
 // start starts the informers; they stop when ctx is done.
@@ -509,9 +365,8 @@ func (p *pipeline) synced() []cache.InformerSynced {
 }
 
 // lead runs the writers until ctx is done, and returns once all of them have stopped:
-// the Events sink, the status controller, the Consul syncer, when the controller
-// deploys gateways the deployer and the registrar, and with --gateway-auth-method the
-// identity manager. leading is true meanwhile.
+// the Events sink, the status controller, and the parts beside it (writers). leading
+// is true meanwhile.
 func (p *pipeline) lead(ctx context.Context, eventBroadcaster events.EventBroadcaster, leading *atomic.Bool) error {
 	leading.Store(true)
 	defer leading.Store(false)
@@ -526,138 +381,46 @@ func (p *pipeline) lead(ctx context.Context, eventBroadcaster events.EventBroadc
 	if err := eventBroadcaster.StartRecordingToSinkWithContext(ctx); err != nil {
 		return fmt.Errorf("start recording events: %w", err)
 	}
-	syncerDone := make(chan error, 1)
-	go func() { syncerDone <- p.syncer.Run(ctx, p.controller.InitialSyncDone()) }()
-	servicesDone := make(chan struct{})
-	go func() {
-		defer close(servicesDone)
-		if p.serviceNames != nil {
-			p.serviceNames.Run(ctx)
-		}
-	}()
-	defer func() { <-servicesDone }()
-	deployerDone, registrarDone, identitiesDone := make(chan error, 1), make(chan error, 1), make(chan error, 1)
-	if p.deployer != nil {
-		go func() { deployerDone <- p.deployer.Run(ctx) }()
-		go func() { registrarDone <- p.registrar.Run(ctx, p.controller.InitialSyncDone()) }()
-	} else {
-		deployerDone <- nil
-		registrarDone <- nil
-	}
-	if p.identities != nil {
-		go func() { identitiesDone <- p.identities.Run(ctx, p.controller.InitialSyncDone()) }()
-	} else {
-		identitiesDone <- nil
-	}
-	intentionsDone := make(chan error, 1)
-	if p.intentions != nil {
-		go func() { intentionsDone <- p.intentions.Run(ctx) }()
-	} else {
-		intentionsDone <- nil
-	}
-	err := p.controller.Run(ctx)
-	return errors.Join(err, <-syncerDone, <-deployerDone, <-registrarDone, <-identitiesDone, <-intentionsDone)
+	return runBeside(ctx, p.controller.Run, p.writers()...)
 }
 
-// serveEndpoints serves, each on its own address until ctx is done: the health
-// checks (/readyz answering ready), /metrics behind --metrics-auth, and with
-// --profiling the profiles. They answer from the start: /readyz says why the process
-// is not ready yet (for example RBAC that keeps a cache from syncing) instead of
-// refusing connections. reviews is the client of /metrics' token and access reviews.
-func serveEndpoints(ctx context.Context, opts *options.Options, reviews kubernetes.Interface, ready func() error) {
-	logger := klog.FromContext(ctx)
-	guard := metrics.Open
-	if opts.MetricsAuth == options.MetricsAuthKubernetes {
-		guard = metrics.NewDelegatedAuth(metrics.DelegatedAuthConfig{Client: reviews}).Wrap
-	} else if opts.MetricsBindAddress != "0" {
-		logger.Info("Serving /metrics without authentication (--metrics-auth=none)", "address", opts.MetricsBindAddress)
+// writers are the parts that write beside the status controller while this replica
+// leads: the Consul syncer, the catalog watch of service names, and those the flags
+// enable.
+func (p *pipeline) writers() []func(context.Context) error {
+	initialSync := p.controller.InitialSyncDone()
+	writers := []func(context.Context) error{
+		func(ctx context.Context) error { return p.syncer.Run(ctx, initialSync) },
 	}
-	serve := func(what, addr string, handler http.Handler) {
-		go func() {
-			if err := metrics.Serve(ctx, what, addr, handler); err != nil {
-				logger.Error(err, "Serving failed", "what", what, "address", addr)
-			}
-		}()
+	if p.serviceNames != nil {
+		writers = append(writers, func(ctx context.Context) error { p.serviceNames.Run(ctx); return nil })
 	}
-	serve("health checks", opts.HealthProbeBindAddress, metrics.HealthHandler(ready))
-	serve("metrics", opts.MetricsBindAddress, metrics.MetricsHandler(guard))
-	if opts.Profiling {
-		serve("profiles", opts.ProfilingBindAddress, metrics.ProfilingHandler())
+	if p.deployer != nil {
+		writers = append(writers, p.deployer.Run, func(ctx context.Context) error { return p.registrar.Run(ctx, initialSync) })
 	}
+	if p.identities != nil {
+		writers = append(writers, func(ctx context.Context) error { return p.identities.Run(ctx, initialSync) })
+	}
+	if p.intentions != nil {
+		writers = append(writers, p.intentions.Run)
+	}
+	return writers
+}
+
+// runBeside runs primary, and each of others in a goroutine of its own, and returns
+// once all have returned, with their errors in that order.
+func runBeside(ctx context.Context, primary func(context.Context) error, others ...func(context.Context) error) error {
+	done := make([]chan error, len(others))
+	for i, run := range others {
+		done[i] = make(chan error, 1)
+		go func() { done[i] <- run(ctx) }()
+	}
+	errs := []error{primary(ctx)}
+	for _, d := range done {
+		errs = append(errs, <-d)
+	}
+	return errors.Join(errs...)
 }
 
 // fieldManager names this controller in the managedFields of what it applies.
 const fieldManager = "consul-gateway-controller"
-
-// sideClients are the clients of requests that must not wait behind status writes in
-// the main client's rate limiter. A Lease renewal that waits there past the renew
-// deadline costs the Lease, and the process exits in the middle of a cold start; an
-// Event burst would otherwise take the budget of the status writes it reports on.
-// kube-controller-manager and kube-scheduler give leader election and Events clients
-// of their own for the same reasons.
-type sideClients struct {
-	leaderElection kubernetes.Interface
-	events         kubernetes.Interface
-	// reviews checks /metrics' callers; whoever reaches the metrics address can make
-	// it call, so it must not take the status writes' budget.
-	reviews kubernetes.Interface
-	// secrets lists and watches the Secrets listeners name (informers.SecretCache): one
-	// watch each, which a tenant's listeners multiply.
-	secrets kubernetes.Interface
-}
-
-// Renewals come every retry period, so a small budget of their own suffices. Events
-// follow status writes (about one per changed object), so they get a budget as large
-// as the status writes', in a bucket of their own. A scraper costs two reviews per
-// cache time (10 s), so the reviews' small budget serves dozens of scrapers.
-const (
-	leaderElectionQPS, leaderElectionBurst = 5, 10
-	reviewsQPS, reviewsBurst               = 5, 10
-)
-
-func newSideClients(cfg *rest.Config, opts *options.Options) (sideClients, error) {
-	client := func(agent string, qps float32, burst int) (kubernetes.Interface, error) {
-		c := rest.CopyConfig(cfg)
-		c.QPS, c.Burst, c.RateLimiter = qps, burst, nil
-		c = rest.AddUserAgent(c, agent)
-		k, err := kubernetes.NewForConfig(c)
-		if err != nil {
-			return nil, fmt.Errorf("create %s client: %w", agent, err)
-		}
-		return k, nil
-	}
-	var (
-		sc  sideClients
-		err error
-	)
-	if sc.leaderElection, err = client("leader-election", leaderElectionQPS, leaderElectionBurst); err != nil {
-		return sc, err
-	}
-	if sc.events, err = client("events", cfg.QPS, cfg.Burst); err != nil {
-		return sc, err
-	}
-	if sc.reviews, err = client("metrics-auth", reviewsQPS, reviewsBurst); err != nil {
-		return sc, err
-	}
-	sc.secrets, err = client("secrets", opts.SecretAPIQPS, opts.SecretAPIBurst)
-	return sc, err
-}
-
-// ready is /readyz: the caches have synced and, while leading, Consul answers. Its
-// errors are metrics.NotReadyErrors, whose reason alone /readyz answers.
-func ready(caches []cache.InformerSynced, consul *consulapi.Client, leading bool) error {
-	for _, synced := range caches {
-		if !synced() {
-			return metrics.NotReady("the caches have not synced", nil)
-		}
-	}
-	if !leading {
-		return nil
-	}
-	// Consul's error names its address, server name and certificates: the log gets it,
-	// the probe's caller only the reason.
-	if _, err := consul.Status().Leader(); err != nil {
-		return metrics.NotReady("consul does not answer", err)
-	}
-	return nil
-}

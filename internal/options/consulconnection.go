@@ -2,6 +2,8 @@ package options
 
 import (
 	"fmt"
+	"net"
+	"strings"
 
 	consulapi "github.com/hashicorp/consul/api"
 	"github.com/spf13/pflag"
@@ -20,14 +22,6 @@ type ConsulConnection struct {
 	// AllowPlaintext lets the process talk to a Consul that is not on loopback
 	// without TLS.
 	AllowPlaintext bool
-}
-
-// ConsulConnection is the controller's connection to Consul.
-func (o *Options) ConsulConnection() ConsulConnection {
-	return ConsulConnection{
-		HTTPAddr: o.ConsulHTTPAddr, TokenFile: o.ConsulTokenFile, CACert: o.ConsulCACert,
-		AllowPlaintext: o.ConsulAllowPlaintext,
-	}
 }
 
 // AddReaderFlags adds the connection's flags for a read-only command, named as the
@@ -75,4 +69,40 @@ func (c ConsulConnection) Client() (*consulapi.Client, error) {
 		return nil, fmt.Errorf("create consul client: %w", err)
 	}
 	return client, nil
+}
+
+// Host is the host of the Consul HTTP address Config names.
+func (c ConsulConnection) Host() string { return consulHost(c.Config().Address) }
+
+// TLS reports whether Config speaks https to Consul.
+func (c ConsulConnection) TLS() bool { return consulScheme(c.Config()) == "https" }
+
+// consulScheme is the scheme consul/api uses for cfg: the address's own prefix, else
+// cfg.Scheme (from CONSUL_HTTP_SSL and the like).
+func consulScheme(cfg *consulapi.Config) string {
+	if scheme, _, ok := strings.Cut(cfg.Address, "://"); ok {
+		return scheme
+	}
+	return cfg.Scheme
+}
+
+// plaintextConsul reports whether cfg talks to Consul over the network without TLS:
+// neither https nor a unix socket, and not on loopback. host is the address's host.
+func plaintextConsul(cfg *consulapi.Config) (host string, plaintext bool) {
+	host = consulHost(cfg.Address)
+	if scheme := consulScheme(cfg); scheme == "https" || scheme == "unix" {
+		return host, false
+	}
+	return host, !isLoopback(host)
+}
+
+// consulHost is the host of a Consul HTTP address (scheme://host:port or host:port).
+func consulHost(address string) string {
+	if _, rest, ok := strings.Cut(address, "://"); ok {
+		address = rest
+	}
+	if host, _, err := net.SplitHostPort(address); err == nil {
+		return host
+	}
+	return address
 }

@@ -41,15 +41,15 @@ func TestConsulConnectionRefusesPlaintext(t *testing.T) {
 // TestConsulConnectionIsTheControllers: the controller's options give the connection
 // its flags describe, so the controller and the commands check the same thing.
 func TestConsulConnectionIsTheControllers(t *testing.T) {
-	o := New()
+	o := New(testDefaults)
 	fss := o.Flags()
 	fs := fss.FlagSet("consul")
 	if err := fs.Parse([]string{"--consul-http-addr=http://10.0.0.1:8500", "--consul-token-file=token", "--consul-cacert=ca.pem"}); err != nil {
 		t.Fatal(err)
 	}
 	want := ConsulConnection{HTTPAddr: "http://10.0.0.1:8500", TokenFile: "token", CACert: "ca.pem"}
-	if got := o.ConsulConnection(); got != want {
-		t.Errorf("ConsulConnection() = %+v, want %+v", got, want)
+	if got := o.Consul; got != want {
+		t.Errorf("Consul = %+v, want %+v", got, want)
 	}
 	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "consul at 10.0.0.1 is plaintext") {
 		t.Errorf("Validate: %v, want the plaintext refusal", err)

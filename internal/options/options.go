@@ -1,30 +1,14 @@
 // Package options owns the controller's command-line flags: their defaults, their
-// grouping in --help, their validation, and how they become client configuration.
+// grouping in --help and their validation, as plain values. It imports no package of
+// this module: the command converts the values into its parts' configurations, and the
+// read-only commands reuse the Consul connection (ConsulConnection) without pulling in
+// the controller.
 package options
 
 import (
-	"errors"
-	"flag"
-	"fmt"
-	"io"
-	"net"
-	"os"
-	"strings"
 	"time"
 
-	consulapi "github.com/hashicorp/consul/api"
-	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/types"
-	cliflag "k8s.io/component-base/cli/flag"
-	"k8s.io/klog/v2"
-
-	"github.com/consul-gateway-controller/consul-gateway-controller/api/v1alpha1"
-	"github.com/consul-gateway-controller/consul-gateway-controller/consul"
-	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
-	"github.com/consul-gateway-controller/consul-gateway-controller/dataplane"
-	"github.com/consul-gateway-controller/consul-gateway-controller/informers"
-	"github.com/consul-gateway-controller/consul-gateway-controller/internal/leader"
-	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
 )
 
 // Options are the controller's settings.
@@ -56,21 +40,18 @@ type Options struct {
 	ProfilingAllowNonLoopback bool
 
 	LeaderElect bool
-	Leader      leader.Config
+	Leader      LeaderElection
 
 	ClusterID string
-	// Consul connection; empty values leave consul/api's environment conventions
-	// (CONSUL_HTTP_ADDR, CONSUL_HTTP_TOKEN_FILE, CONSUL_CACERT, ...) in force.
-	ConsulHTTPAddr  string
-	ConsulTokenFile string
-	ConsulCACert    string
-	// ConsulAllowPlaintext lets the controller and its gateway pods talk to a Consul
-	// that is not on loopback without TLS.
-	ConsulAllowPlaintext bool
-	Naming               translate.Naming
-	Translation          translate.Options
+	// Consul is where and with what the controller reaches Consul; the read-only
+	// commands make the same connection, with the same check.
+	Consul ConsulConnection
+	Naming ConsulNaming
+	// ManageServiceDefaults writes service-defaults with protocol http for HTTP
+	// backends that have none.
+	ManageServiceDefaults bool
 	// ServiceDefaultsGrace keeps owned service-defaults of an existing Service a while
-	// after their last route (consul.ServiceDefaultsGrace says why).
+	// after their last route (package consul says why).
 	ServiceDefaultsGrace time.Duration
 	// ManageIntentions keeps, for each service a route of ours sends to, a
 	// service-intentions source allowing the route's gateways (package
@@ -81,52 +62,75 @@ type Options struct {
 	// and Service (package dataplane).
 	DeployGateways bool
 	// RequireAdmissionPolicy makes the controller check at start, when it deploys
-	// gateways, that the admission policy of deploy/ refuses it what it must
-	// (dataplane.CheckAdmissionPolicy), and refuse to start if not.
+	// gateways, that the admission policy of deploy/ refuses it what it must, and
+	// refuse to start if not.
 	RequireAdmissionPolicy bool
 	DataplaneWorkers       int
 	// Gateway holds the defaults of gateway pods without a GatewayConfig saying
-	// otherwise; an empty ConsulAddress means the host of the Consul HTTP address.
-	Gateway dataplane.Defaults
+	// otherwise.
+	Gateway GatewayPods
+}
+
+// LeaderElection is the Lease the writers run under, and its timing.
+type LeaderElection struct {
+	Namespace, Name string
+	// Identity is this replica's name in the Lease; empty means the pod's name
+	// ($HOSTNAME), resolved by the command, so --help does not depend on the machine.
+	Identity      string
+	LeaseDuration time.Duration
+	RenewDeadline time.Duration
+	RetryPeriod   time.Duration
+}
+
+// ConsulNaming is where in Consul the entries go, and how their names start.
+type ConsulNaming struct {
+	// Prefix starts every entry name.
+	Prefix string
+	// Partition is the Consul Enterprise admin partition of every entry.
+	Partition string
+	// DestinationNamespace is the Consul Enterprise namespace of every entry.
+	DestinationNamespace string
+	// MirrorNamespaces puts entries into the Consul namespace named like their
+	// Kubernetes namespace, MirrorPrefix first.
+	MirrorNamespaces bool
+	MirrorPrefix     string
+}
+
+// ConsulNamespaces reports whether entries go into Consul Enterprise namespaces.
+func (n ConsulNaming) ConsulNamespaces() bool {
+	return n.MirrorNamespaces || n.DestinationNamespace != ""
+}
+
+// GatewayPods are the settings of gateway pods whose GatewayConfig says nothing else.
+type GatewayPods struct {
+	Image string
+	// ConsulAddress is the Consul server address of the pods; empty means the host of
+	// the controller's own Consul HTTP address.
+	ConsulAddress string
+	GRPCPort      int32
+	// InfrastructureKeys are the prefixed label and annotation keys of a Gateway's
+	// spec.infrastructure that reach its objects.
+	InfrastructureKeys []string
+	// AuthMethod is the Kubernetes auth method in Consul the pods log in to; empty for
+	// none.
+	AuthMethod string
+}
+
+// Defaults are the defaults that the controller's parts own (the controller name, the
+// Secrets cap, the service-defaults grace, the gateway image and gRPC port): the
+// command passes them in, so the flags show them without this package importing the
+// parts.
+type Defaults struct {
+	ControllerName       string
+	SecretsPerNamespace  int
+	ServiceDefaultsGrace time.Duration
+	GatewayImage         string
+	GatewayGRPCPort      int32
 }
 
 // SharedClusterID is the --cluster-id earlier versions defaulted to, and the kustomize
 // base set: every cluster installed with defaults had it.
 const SharedClusterID = "default"
-
-// New returns the defaults.
-func New() *Options {
-	return &Options{
-		ControllerName:         string(gwsync.DefaultControllerName),
-		KubeAPIQPS:             20,
-		KubeAPIBurst:           30,
-		SecretAPIQPS:           10,
-		SecretAPIBurst:         20,
-		SecretsPerNamespace:    informers.DefaultSecretsPerNamespace,
-		GatewayWorkers:         2,
-		RouteWorkers:           4,
-		ConsulWorkers:          2,
-		ServiceDefaultsGrace:   consul.ServiceDefaultsGrace,
-		ManageIntentions:       true,
-		DeployGateways:         true,
-		RequireAdmissionPolicy: true,
-		DataplaneWorkers:       2,
-		Gateway:                dataplane.Defaults{Image: v1alpha1.DefaultImage, GRPCPort: v1alpha1.DefaultGRPCPort},
-		LeaderElect:            true,
-		MetricsBindAddress:     ":8080",
-		HealthProbeBindAddress: ":8081",
-		MetricsAuth:            MetricsAuthKubernetes,
-		ProfilingBindAddress:   "127.0.0.1:6060",
-		// kube-controller-manager's timing: 5s of margin for writers to stop.
-		Leader: leader.Config{
-			Namespace:     "consul-gateway-controller",
-			Name:          "consul-gateway-controller",
-			LeaseDuration: 15 * time.Second,
-			RenewDeadline: 10 * time.Second,
-			RetryPeriod:   2 * time.Second,
-		},
-	}
-}
 
 // The values of --metrics-auth.
 const (
@@ -138,246 +142,40 @@ const (
 	MetricsAuthNone = "none"
 )
 
-// LeaderConfig is the election's configuration; an unset identity is the pod name in a
-// cluster ($HOSTNAME), else the host name. It is resolved here, not as the flag's
-// default, so --help does not depend on the machine.
-func (o *Options) LeaderConfig() leader.Config {
-	cfg := o.Leader
-	if cfg.Identity == "" {
-		cfg.Identity = os.Getenv("HOSTNAME")
+// New returns the defaults: d, and those of the process itself.
+func New(d Defaults) *Options {
+	return &Options{
+		ControllerName:         d.ControllerName,
+		KubeAPIQPS:             20,
+		KubeAPIBurst:           30,
+		SecretAPIQPS:           10,
+		SecretAPIBurst:         20,
+		SecretsPerNamespace:    d.SecretsPerNamespace,
+		GatewayWorkers:         2,
+		RouteWorkers:           4,
+		ConsulWorkers:          2,
+		ServiceDefaultsGrace:   d.ServiceDefaultsGrace,
+		ManageIntentions:       true,
+		DeployGateways:         true,
+		RequireAdmissionPolicy: true,
+		DataplaneWorkers:       2,
+		Gateway:                GatewayPods{Image: d.GatewayImage, GRPCPort: d.GatewayGRPCPort},
+		LeaderElect:            true,
+		MetricsBindAddress:     ":8080",
+		HealthProbeBindAddress: ":8081",
+		MetricsAuth:            MetricsAuthKubernetes,
+		ProfilingBindAddress:   "127.0.0.1:6060",
+		// kube-controller-manager's timing: 5s of margin for writers to stop.
+		Leader: LeaderElection{
+			Namespace:     "consul-gateway-controller",
+			Name:          "consul-gateway-controller",
+			LeaseDuration: 15 * time.Second,
+			RenewDeadline: 10 * time.Second,
+			RetryPeriod:   2 * time.Second,
+		},
 	}
-	if cfg.Identity == "" {
-		cfg.Identity, _ = os.Hostname()
-	}
-	return cfg
-}
-
-// Flags returns the flags, in the sections --help prints.
-func (o *Options) Flags() cliflag.NamedFlagSets {
-	var fss cliflag.NamedFlagSets
-	fs := fss.FlagSet("kubernetes")
-	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "Path to a kubeconfig. Empty means the in-cluster configuration.")
-	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Queries per second to the Kubernetes API server. Events get a budget as large of their own, and leader election a small one, so neither waits behind status writes.")
-	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Burst of queries to the Kubernetes API server (and of Events, in their own budget).")
-	fs.Float32Var(&o.SecretAPIQPS, "secret-api-qps", o.SecretAPIQPS, "Queries per second of the listener certificate Secrets' lists and watches, a budget apart from --kube-api-qps: however many Secrets listeners name, status writes do not wait behind them.")
-	fs.IntVar(&o.SecretAPIBurst, "secret-api-burst", o.SecretAPIBurst, "Burst of the listener certificate Secrets' lists and watches.")
-
-	fs = fss.FlagSet("controller")
-	fs.StringVar(&o.ControllerName, "controller-name", o.ControllerName, "The GatewayClass controllerName this controller serves (DOMAIN/PATH).")
-	fs.IntVar(&o.SecretsPerNamespace, "secrets-per-namespace", o.SecretsPerNamespace, "How many distinct Secrets the listeners of one namespace's Gateways and ListenerSets (of this controller's classes, permitted references only) may have watched. A listener naming one more gets ResolvedRefs=False (InvalidCertificateRef); the oldest Gateways and ListenerSets are served first.")
-	fs.IntVar(&o.GatewayWorkers, "gateway-workers", o.GatewayWorkers, "Status workers for Gateways (GatewayClasses get one).")
-	fs.IntVar(&o.RouteWorkers, "route-workers", o.RouteWorkers, "Status workers for each route kind (HTTPRoute, TCPRoute, GRPCRoute, TLSRoute, UDPRoute).")
-
-	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Address serving /metrics (Prometheus), and nothing else. \"0\" disables it.")
-	fs.StringVar(&o.MetricsAuth, "metrics-auth", o.MetricsAuth, "How /metrics checks its callers. kubernetes: a bearer token the API server authenticates (TokenReview) for a user it allows to get the non-resource URL /metrics (SubjectAccessReview), as kube components do; 401 without or with an invalid token, 403 without the grant; decisions on authenticated tokens are cached 10s, 401s are not; at most 2 reviews of tokens without a cached decision run at once, and others get 429 meanwhile. The controller then needs create on tokenreviews and subjectaccessreviews (deploy/clusterrole.yaml), scrapers the ClusterRole consul-gateway-controller-metrics-reader. none: no check, anyone who reaches the address is served; for local runs, or behind a NetworkPolicy that admits only the scrapers.")
-	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "Address serving /healthz and /readyz, and nothing else, without authentication. /readyz answers a short fixed reason; the detail goes to the log. \"0\" disables it.")
-	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "Serve Go's pprof profiles under /debug/pprof/ on --profiling-bind-address, never on the metrics or health addresses: they have no authentication, show the command line, goroutine stacks and allocation sites, and a CPU profile or trace loads the process while it runs.")
-	fs.StringVar(&o.ProfilingBindAddress, "profiling-bind-address", o.ProfilingBindAddress, "Address serving the profiles with --profiling, and nothing else. Must be a loopback address (reach it with kubectl port-forward) unless --profiling-allow-non-loopback; any other address is refused at start.")
-	fs.BoolVar(&o.ProfilingAllowNonLoopback, "profiling-allow-non-loopback", o.ProfilingAllowNonLoopback, "Let --profiling-bind-address be an address other hosts reach. Anyone who reaches it can then read the profiles and load the process: protect it by other means.")
-
-	fs = fss.FlagSet("leader election")
-	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Run the writers only while holding a Lease, so replicas never write at once. Disable only for a single replica.")
-	fs.StringVar(&o.Leader.Namespace, "leader-elect-resource-namespace", o.Leader.Namespace, "Namespace of the Lease.")
-	fs.StringVar(&o.Leader.Name, "leader-elect-resource-name", o.Leader.Name, "Name of the Lease.")
-	fs.StringVar(&o.Leader.Identity, "leader-elect-identity", o.Leader.Identity, "This replica's identity in the Lease; unique per replica. Defaults to $HOSTNAME.")
-	fs.DurationVar(&o.Leader.LeaseDuration, "leader-elect-lease-duration", o.Leader.LeaseDuration, "How long followers wait before taking over a Lease that is not renewed.")
-	fs.DurationVar(&o.Leader.RenewDeadline, "leader-elect-renew-deadline", o.Leader.RenewDeadline, "How long the leader retries renewing before it stops its writers and exits.")
-	fs.DurationVar(&o.Leader.RetryPeriod, "leader-elect-retry-period", o.Leader.RetryPeriod, "How often candidates try to acquire or renew the Lease.")
-
-	fs = fss.FlagSet("consul")
-	fs.StringVar(&o.ConsulHTTPAddr, "consul-http-addr", o.ConsulHTTPAddr, "Consul HTTP API address (scheme://host:port). Overrides CONSUL_HTTP_ADDR.")
-	fs.StringVar(&o.ConsulTokenFile, "consul-token-file", o.ConsulTokenFile, "File holding the Consul ACL token. Overrides CONSUL_HTTP_TOKEN_FILE and CONSUL_HTTP_TOKEN.")
-	fs.StringVar(&o.ConsulCACert, "consul-cacert", o.ConsulCACert, "CA certificate to verify Consul's TLS certificate. Overrides CONSUL_CACERT.")
-	fs.BoolVar(&o.ConsulAllowPlaintext, "consul-allow-plaintext", o.ConsulAllowPlaintext, "Allow talking to Consul without TLS when it is not on loopback. Without TLS the controller's ACL token, every listener's private key and the gateway pods' logins cross the network in clear; the controller refuses to start unless this is set.")
-	fs.IntVar(&o.ConsulWorkers, "consul-workers", o.ConsulWorkers, "Workers writing Consul config entries.")
-	fs.StringVar(&o.ClusterID, "cluster-id", o.ClusterID, "Names this cluster in the ownership meta of Consul entries, so clusters sharing a Consul never change or delete each other's. Empty: \"k8s-\" and the UID of the cluster's kube-system Namespace. Keep it once entries are written: entries with another id are not this controller's.")
-	fs.StringVar(&o.Naming.Prefix, "consul-entry-prefix", o.Naming.Prefix, "Prefix of every Consul config entry name.")
-	fs.StringVar(&o.Naming.Partition, "consul-partition", o.Naming.Partition, "Consul Enterprise admin partition of every entry.")
-	fs.StringVar(&o.Naming.DestinationNamespace, "consul-destination-namespace", o.Naming.DestinationNamespace, "Consul Enterprise namespace of every entry.")
-	fs.BoolVar(&o.Naming.MirrorNamespaces, "consul-mirror-namespaces", o.Naming.MirrorNamespaces, "Put entries into the Consul Enterprise namespace named like their Kubernetes namespace.")
-	fs.StringVar(&o.Naming.MirrorPrefix, "consul-mirror-namespaces-prefix", o.Naming.MirrorPrefix, "Prefix of mirrored Consul namespaces (with --consul-mirror-namespaces).")
-	fs.BoolVar(&o.Translation.ManageServiceDefaults, "manage-service-defaults", o.Translation.ManageServiceDefaults, "Write service-defaults with protocol http for HTTP backends that have none.")
-	fs.DurationVar(&o.ServiceDefaultsGrace, "service-defaults-grace", o.ServiceDefaultsGrace, "How long service-defaults written by --manage-service-defaults outlive the last route naming their Service, while the Service exists. A backend moved from one route to another then keeps its protocol, which Consul 1.15's gateways need to keep its endpoints. 0 deletes them at once.")
-	fs.BoolVar(&o.ManageIntentions, "manage-intentions", o.ManageIntentions, "Keep, in the service-intentions entry of every service a route sends to (and every target of its discovery chain), a source allowing the route's gateways, and remove it when no route needs it; other sources are never changed. Needed where intentions default to deny (ACLs on with default deny). Disable when intentions are managed by other means; the controller's Consul token then needs no intentions = \"write\".")
-
-	fs = fss.FlagSet("gateway data plane")
-	fs.BoolVar(&o.DeployGateways, "deploy-gateways", o.DeployGateways, "Deploy each accepted Gateway's consul-dataplane pods and Service, and require a Ready pod and an address for Programmed. Disable when the gateways are deployed by other means.")
-	fs.BoolVar(&o.RequireAdmissionPolicy, "require-admission-policy", o.RequireAdmissionPolicy, "With --deploy-gateways, check at start (a dry-run write the policy must refuse) that the admission policy of deploy/validatingadmissionpolicy.yaml is in force for the controller's identity, and refuse to start if it is not. Disable only where the policy cannot be installed (Kubernetes before 1.30) or the controller does not run as its ServiceAccount.")
-	fs.IntVar(&o.DataplaneWorkers, "dataplane-workers", o.DataplaneWorkers, "Workers applying gateway Deployments, Services and ServiceAccounts.")
-	fs.StringVar(&o.Gateway.Image, "gateway-image", o.Gateway.Image, "consul-dataplane image of gateway pods whose GatewayConfig names none.")
-	fs.StringVar(&o.Gateway.ConsulAddress, "gateway-consul-address", o.Gateway.ConsulAddress, "Consul server address of gateway pods whose GatewayConfig names none (consul-dataplane -addresses). Empty means the host of the Consul HTTP address.")
-	fs.Int32Var(&o.Gateway.GRPCPort, "gateway-consul-grpc-port", o.Gateway.GRPCPort, "Consul servers' gRPC port for gateway pods whose GatewayConfig names none.")
-	fs.StringSliceVar((*[]string)(&o.Gateway.InfrastructureKeys), "gateway-infrastructure-keys", o.Gateway.InfrastructureKeys, "Prefixed label and annotation keys of a Gateway's spec.infrastructure that reach its ServiceAccount, Deployment, pods and Service: a key, \"prefix/*\" or \"*\". Keys without a prefix always do. Others are left out and named in the Gateway's Accepted message: a Gateway's author could otherwise set cloud load-balancer or workload-identity annotations.")
-	fs.StringVar(&o.Gateway.AuthMethod, "gateway-auth-method", o.Gateway.AuthMethod, "Kubernetes auth method in Consul that gateway pods log in to, unless their GatewayConfig names another. Setting it makes the controller manage each Gateway's ACL policy, role and binding rule in the auth method its pods use, so each gateway may act as its own Consul service only; the controller's Consul token then needs acl = \"write\" (deploy/README.md). Empty: no ACL objects are written, and pods log in only where a GatewayConfig names an auth method.")
-
-	var klogFlags flag.FlagSet
-	klog.InitFlags(&klogFlags)
-	fss.FlagSet("logging").AddGoFlagSet(&klogFlags)
-	return fss
-}
-
-// Usage writes --help: what the command is, then every section of flags.
-func Usage(w io.Writer, fss cliflag.NamedFlagSets) {
-	fmt.Fprintf(w, "consul-gateway-controller implements the Gateway API on Consul's API gateway.\n\nUsage:\n  consul-gateway-controller [flags]\n")
-	cliflag.PrintSections(w, fss, 0)
-}
-
-// AddTo adds every section's flags to fs.
-func AddTo(fs *pflag.FlagSet, fss cliflag.NamedFlagSets) {
-	for _, name := range fss.Order {
-		fs.AddFlagSet(fss.FlagSets[name])
-	}
-}
-
-// Validate returns every invalid setting, one line each.
-func (o *Options) Validate() error {
-	var errs []error
-	if name := o.ControllerName; !strings.Contains(name, "/") || strings.HasPrefix(name, "/") || strings.HasSuffix(name, "/") {
-		errs = append(errs, fmt.Errorf("--controller-name %q: want DOMAIN/PATH", name))
-	}
-	for _, f := range []struct {
-		name string
-		n    int
-	}{{"--gateway-workers", o.GatewayWorkers}, {"--route-workers", o.RouteWorkers}, {"--consul-workers", o.ConsulWorkers}, {"--kube-api-burst", o.KubeAPIBurst}, {"--secret-api-burst", o.SecretAPIBurst}, {"--secrets-per-namespace", o.SecretsPerNamespace}, {"--dataplane-workers", o.DataplaneWorkers}} {
-		if f.n < 1 {
-			errs = append(errs, fmt.Errorf("%s %d: want at least 1", f.name, f.n))
-		}
-	}
-	if o.KubeAPIQPS <= 0 {
-		errs = append(errs, fmt.Errorf("--kube-api-qps %v: want more than 0", o.KubeAPIQPS))
-	}
-	if o.SecretAPIQPS <= 0 {
-		errs = append(errs, fmt.Errorf("--secret-api-qps %v: want more than 0", o.SecretAPIQPS))
-	}
-	// An empty cluster ID is derived at start (main.resolveClusterID).
-	if o.ClusterID != "" {
-		if err := (translate.Ownership{Controller: o.ControllerName, ClusterID: o.ClusterID}).Validate(); err != nil {
-			errs = append(errs, fmt.Errorf("--cluster-id: %w", err))
-		}
-	}
-	if o.LeaderElect {
-		if err := o.LeaderConfig().Validate(); err != nil {
-			errs = append(errs, fmt.Errorf("--leader-elect-*: %w", err))
-		}
-	}
-	if o.Naming.MirrorNamespaces && o.Naming.DestinationNamespace != "" {
-		errs = append(errs, errors.New("--consul-mirror-namespaces and --consul-destination-namespace: choose one"))
-	}
-	if !o.Naming.MirrorNamespaces && o.Naming.MirrorPrefix != "" {
-		errs = append(errs, errors.New("--consul-mirror-namespaces-prefix needs --consul-mirror-namespaces"))
-	}
-	if o.Gateway.AuthMethod != "" && !o.DeployGateways {
-		errs = append(errs, errors.New("--gateway-auth-method needs --deploy-gateways: it manages the identity of the gateway pods the controller deploys"))
-	}
-	if err := o.ConsulConnection().Validate(); err != nil {
-		errs = append(errs, err)
-	}
-	for _, problem := range o.Gateway.InfrastructureKeys.Validate() {
-		errs = append(errs, fmt.Errorf("--gateway-infrastructure-keys %s", problem))
-	}
-	if o.MetricsAuth != MetricsAuthKubernetes && o.MetricsAuth != MetricsAuthNone {
-		errs = append(errs, fmt.Errorf("--metrics-auth %q: want %s or %s", o.MetricsAuth, MetricsAuthKubernetes, MetricsAuthNone))
-	}
-	if err := o.validateProfiling(); err != nil {
-		errs = append(errs, err)
-	}
-	if o.Gateway.GRPCPort < 1 || o.Gateway.GRPCPort > 65535 {
-		errs = append(errs, fmt.Errorf("--gateway-consul-grpc-port %d: want a port", o.Gateway.GRPCPort))
-	}
-	return errors.Join(errs...)
-}
-
-// validateProfiling refuses to serve the profiles on an address other hosts reach,
-// unless the operator says so with --profiling-allow-non-loopback.
-func (o *Options) validateProfiling() error {
-	if !o.Profiling || o.ProfilingBindAddress == "0" || o.ProfilingAllowNonLoopback {
-		return nil
-	}
-	host, _, err := net.SplitHostPort(o.ProfilingBindAddress)
-	if err != nil {
-		return fmt.Errorf("--profiling-bind-address %q: %w", o.ProfilingBindAddress, err)
-	}
-	if !isLoopback(host) {
-		return fmt.Errorf("--profiling-bind-address %q is not a loopback address: the profiles have no authentication; bind 127.0.0.1 or [::1] and use kubectl port-forward, or add --profiling-allow-non-loopback", o.ProfilingBindAddress)
-	}
-	return nil
-}
-
-// isLoopback reports whether host, of an address to listen on, is loopback only: a
-// loopback IP or "localhost". An empty host means every interface.
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
-// ConsulConfig is consul/api's configuration from the environment, with the flags
-// that were set on top (ConsulConnection.Config).
-func (o *Options) ConsulConfig() *consulapi.Config {
-	return o.ConsulConnection().Config()
-}
-
-// GatewayDefaults are the defaults of gateway pods; the Consul address falls back to
-// the host the controller's own Consul client talks to, and the pods speak TLS unless
-// the controller itself talks to Consul in clear (on loopback, or allowed).
-func (o *Options) GatewayDefaults() dataplane.Defaults {
-	d := o.Gateway
-	cfg := o.ConsulConfig()
-	if d.ConsulAddress == "" {
-		d.ConsulAddress = consulHost(cfg.Address)
-	}
-	d.TLS = consulScheme(cfg) == "https"
-	d.NodePrefix = o.SyntheticNodePrefix()
-	return d
-}
-
-// SyntheticNodePrefix starts the names of the Consul nodes gateway pods are registered
-// on: the entry prefix, so one ACL rule (node_prefix) covers a controller's nodes.
-func (o *Options) SyntheticNodePrefix() string {
-	return o.Naming.Prefix + dataplane.SyntheticNodePrefix
-}
-
-// consulScheme is the scheme consul/api uses for cfg: the address's own prefix, else
-// cfg.Scheme (from CONSUL_HTTP_SSL and the like).
-func consulScheme(cfg *consulapi.Config) string {
-	if scheme, _, ok := strings.Cut(cfg.Address, "://"); ok {
-		return scheme
-	}
-	return cfg.Scheme
-}
-
-// plaintextConsul reports whether cfg talks to Consul over the network without TLS:
-// neither https nor a unix socket, and not on loopback. host is the address's host.
-func plaintextConsul(cfg *consulapi.Config) (host string, plaintext bool) {
-	host = consulHost(cfg.Address)
-	if scheme := consulScheme(cfg); scheme == "https" || scheme == "unix" {
-		return host, false
-	}
-	if host == "localhost" {
-		return host, false
-	}
-	ip := net.ParseIP(host)
-	return host, ip == nil || !ip.IsLoopback()
-}
-
-// consulHost is the host of a Consul HTTP address (scheme://host:port or host:port).
-func consulHost(address string) string {
-	if _, rest, ok := strings.Cut(address, "://"); ok {
-		address = rest
-	}
-	if host, _, err := net.SplitHostPort(address); err == nil {
-		return host
-	}
-	return address
 }
 
 // ClusterIDOf is the --cluster-id derived when none is given, from the UID of the
 // cluster's kube-system Namespace: unique per cluster, and as long-lived.
 func ClusterIDOf(kubeSystemUID types.UID) string { return "k8s-" + string(kubeSystemUID) }
-
-// Ownership is how entries written with these options are marked.
-func (o *Options) Ownership() translate.Ownership {
-	return translate.Ownership{Controller: o.ControllerName, ClusterID: o.ClusterID}
-}

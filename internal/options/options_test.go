@@ -1,48 +1,73 @@
 package options
 
 import (
-	"bytes"
-	"flag"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/spf13/pflag"
 )
 
-var update = flag.Bool("update", false, "rewrite docs/flags.md")
-
-// TestFlagsDocIsCurrent fails when docs/flags.md no longer shows what --help prints;
-// `go test ./internal/options -update` rewrites it.
-func TestFlagsDocIsCurrent(t *testing.T) {
-	var help bytes.Buffer
-	Usage(&help, New().Flags())
-	want := "# Flags\n\nGenerated from `consul-gateway-controller --help` by `go test ./internal/options -update`.\n\n```\n" + help.String() + "```\n"
-	path := filepath.Join("..", "..", "docs", "flags.md")
-	if *update {
-		if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	got, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run `go test ./internal/options -update`)", err)
-	}
-	if string(got) != want {
-		t.Errorf("docs/flags.md is stale: run `go test ./internal/options -update`")
-	}
+// testDefaults stand for the defaults the command passes in from the parts.
+var testDefaults = Defaults{
+	ControllerName:       "example.com/gateway-controller",
+	SecretsPerNamespace:  100,
+	ServiceDefaultsGrace: 30 * time.Second,
+	GatewayImage:         "example.com/consul-dataplane:1",
+	GatewayGRPCPort:      8502,
 }
 
 func parse(t *testing.T, args ...string) *Options {
 	t.Helper()
-	o := New()
+	o := New(testDefaults)
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
 	AddTo(fs, o.Flags())
 	if err := fs.Parse(args); err != nil {
 		t.Fatal(err)
 	}
 	return o
+}
+
+// The parts' defaults are the flags' defaults.
+func TestNewTakesThePartsDefaults(t *testing.T) {
+	o := parse(t)
+	got := Defaults{
+		ControllerName:       o.ControllerName,
+		SecretsPerNamespace:  o.SecretsPerNamespace,
+		ServiceDefaultsGrace: o.ServiceDefaultsGrace,
+		GatewayImage:         o.Gateway.Image,
+		GatewayGRPCPort:      o.Gateway.GRPCPort,
+	}
+	if diff := cmp.Diff(testDefaults, got); diff != "" {
+		t.Errorf("defaults after parsing no flags (-want +got):\n%s", diff)
+	}
+}
+
+// Each flag of a group lands in its own field.
+func TestFlagsFillTheGroups(t *testing.T) {
+	o := parse(t,
+		"--consul-entry-prefix=p-", "--consul-partition=part", "--consul-mirror-namespaces", "--consul-mirror-namespaces-prefix=k8s-",
+		"--leader-elect-identity=pod-0", "--leader-elect-lease-duration=20s",
+		"--gateway-infrastructure-keys=example.com/*,*", "--gateway-auth-method=k8s", "--gateway-consul-address=consul.example",
+		"--manage-service-defaults",
+	)
+	if diff := cmp.Diff(ConsulNaming{Prefix: "p-", Partition: "part", MirrorNamespaces: true, MirrorPrefix: "k8s-"}, o.Naming); diff != "" {
+		t.Errorf("Naming (-want +got):\n%s", diff)
+	}
+	wantLeader := New(testDefaults).Leader
+	wantLeader.Identity, wantLeader.LeaseDuration = "pod-0", 20*time.Second
+	if diff := cmp.Diff(wantLeader, o.Leader); diff != "" {
+		t.Errorf("Leader (-want +got):\n%s", diff)
+	}
+	wantGateway := GatewayPods{Image: testDefaults.GatewayImage, ConsulAddress: "consul.example", GRPCPort: testDefaults.GatewayGRPCPort,
+		InfrastructureKeys: []string{"example.com/*", "*"}, AuthMethod: "k8s"}
+	if diff := cmp.Diff(wantGateway, o.Gateway); diff != "" {
+		t.Errorf("Gateway (-want +got):\n%s", diff)
+	}
+	if !o.ManageServiceDefaults {
+		t.Error("--manage-service-defaults: ManageServiceDefaults false")
+	}
 }
 
 func TestValidate(t *testing.T) {
@@ -54,11 +79,14 @@ func TestValidate(t *testing.T) {
 		{[]string{"--controller-name=no-slash"}, "--controller-name"},
 		{[]string{"--route-workers=0"}, "--route-workers 0"},
 		{[]string{"--consul-workers=-1"}, "--consul-workers -1"},
+		{[]string{"--secrets-per-namespace=0"}, "--secrets-per-namespace 0"},
 		{[]string{"--kube-api-qps=0"}, "--kube-api-qps"},
-		{[]string{"--cluster-id=" + strings.Repeat("x", 513)}, "--cluster-id"},
+		{[]string{"--secret-api-qps=-1"}, "--secret-api-qps"},
 		{[]string{"--consul-mirror-namespaces", "--consul-destination-namespace=x"}, "choose one"},
 		{[]string{"--consul-mirror-namespaces-prefix=k8s-"}, "needs --consul-mirror-namespaces"},
 		{[]string{"--consul-mirror-namespaces", "--consul-mirror-namespaces-prefix=k8s-", "--manage-service-defaults"}, ""},
+		{[]string{"--gateway-auth-method=k8s", "--deploy-gateways=false"}, "--gateway-auth-method needs --deploy-gateways"},
+		{[]string{"--gateway-consul-grpc-port=0"}, "--gateway-consul-grpc-port 0"},
 		// Plaintext to Consul only on loopback, or when the operator says so.
 		{[]string{"--consul-http-addr=http://consul-server.consul.svc:8500"}, "consul at consul-server.consul.svc is plaintext"},
 		{[]string{"--consul-http-addr=consul-server.consul.svc:8500"}, "is plaintext"},
@@ -67,8 +95,6 @@ func TestValidate(t *testing.T) {
 		{[]string{"--consul-http-addr=http://127.0.0.1:8500"}, ""},
 		{[]string{"--consul-http-addr=http://[::1]:8500"}, ""},
 		{[]string{"--consul-http-addr=localhost:8500"}, ""},
-		{[]string{"--gateway-infrastructure-keys=example.com/*,*"}, ""},
-		{[]string{"--gateway-infrastructure-keys=example.*"}, "--gateway-infrastructure-keys"},
 		{[]string{"--metrics-auth=none"}, ""},
 		{[]string{"--metrics-auth=kubernetes"}, ""},
 		{[]string{"--metrics-auth=token"}, "--metrics-auth"},
@@ -100,27 +126,14 @@ func TestValidate(t *testing.T) {
 	}
 }
 
-// Gateway pods speak TLS to Consul when the controller does.
-func TestGatewayDefaultsFollowTheControllersTLS(t *testing.T) {
-	for addr, want := range map[string]bool{"https://consul:8501": true, "http://127.0.0.1:8500": false, "127.0.0.1:8500": false} {
-		if got := parse(t, "--consul-http-addr="+addr).GatewayDefaults().TLS; got != want {
-			t.Errorf("Consul at %s: gateway TLS %v, want %v", addr, got, want)
-		}
-	}
-	t.Setenv("CONSUL_HTTP_SSL", "true")
-	if !parse(t, "--consul-http-addr=consul:8501").GatewayDefaults().TLS {
-		t.Error("CONSUL_HTTP_SSL=true: gateway TLS off")
-	}
-}
-
 func TestConsulConfigFlagsOverrideEnvironment(t *testing.T) {
 	t.Setenv("CONSUL_HTTP_ADDR", "https://from-env:8501")
 	t.Setenv("CONSUL_HTTP_TOKEN", "env-token")
 	t.Setenv("CONSUL_CACERT", "/env/ca.pem")
-	if cfg := parse(t).ConsulConfig(); cfg.Address != "https://from-env:8501" || cfg.Token != "env-token" || cfg.TLSConfig.CAFile != "/env/ca.pem" {
+	if cfg := parse(t).Consul.Config(); cfg.Address != "https://from-env:8501" || cfg.Token != "env-token" || cfg.TLSConfig.CAFile != "/env/ca.pem" {
 		t.Errorf("without flags the environment must hold: %+v", cfg)
 	}
-	cfg := parse(t, "--consul-http-addr=http://flag:8500", "--consul-token-file=/etc/token", "--consul-cacert=/etc/ca.pem").ConsulConfig()
+	cfg := parse(t, "--consul-http-addr=http://flag:8500", "--consul-token-file=/etc/token", "--consul-cacert=/etc/ca.pem").Consul.Config()
 	if cfg.Address != "http://flag:8500" || cfg.Token != "" || cfg.TokenFile != "/etc/token" || cfg.TLSConfig.CAFile != "/etc/ca.pem" {
 		t.Errorf("flags must win over the environment: address=%q tokenFile=%q token set=%v ca=%q",
 			cfg.Address, cfg.TokenFile, cfg.Token != "", cfg.TLSConfig.CAFile)

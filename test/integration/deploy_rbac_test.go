@@ -138,7 +138,7 @@ func TestDeployRBACIsLeastPrivilege(t *testing.T) {
 // namespace, and the cases would not notice. Create alone cannot be limited by name.
 func checkLeaseRule(t *testing.T, role rbacv1.Role) {
 	t.Helper()
-	want := options.New().Leader
+	want := options.New(options.Defaults{}).Leader
 	if role.Namespace != want.Namespace {
 		t.Errorf("Role in namespace %q; the controller's Lease is in %q", role.Namespace, want.Namespace)
 	}
