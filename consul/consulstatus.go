@@ -11,7 +11,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
-	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
+	"github.com/consul-gateway-controller/consul-gateway-controller/sync/contract"
 )
 
 // observe records Consul's own status on an entry of ours.
@@ -119,14 +119,14 @@ const notYetBound = "has not been accepted"
 // they do not, the Gateway's own status says why (its entry is missing or refused).
 // Reporting them as refusals would flap every new route's status, with a Warning Event.
 // Any other refusal (wrong protocol, no such listener, no hostname in common) is final.
-func bindingVerdict(key translate.EntryKey, c consulapi.Condition) gwsync.Binding {
+func bindingVerdict(key translate.EntryKey, c consulapi.Condition) contract.Binding {
 	msg := fmt.Sprintf("Consul %s %s: %s", key.Kind, key.Name, c.Message)
 	switch {
 	case c.Status == consulapi.ConditionStatusTrue:
-		return gwsync.Binding{State: gwsync.BindingBound, Reason: c.Reason, Message: msg}
+		return contract.Binding{State: contract.BindingBound, Reason: c.Reason, Message: msg}
 	case c.Reason == string(consulapi.RouteReasonGatewayNotFound), strings.HasSuffix(c.Message, notYetBound):
-		return gwsync.Binding{State: gwsync.BindingPending, Reason: c.Reason, Message: msg}
+		return contract.Binding{State: contract.BindingPending, Reason: c.Reason, Message: msg}
 	default:
-		return gwsync.Binding{State: gwsync.BindingRefused, Reason: c.Reason, Message: msg}
+		return contract.Binding{State: contract.BindingRefused, Reason: c.Reason, Message: msg}
 	}
 }

@@ -11,7 +11,7 @@ import (
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
-	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
+	"github.com/consul-gateway-controller/consul-gateway-controller/sync/contract"
 )
 
 type ownerKey struct {
@@ -44,7 +44,7 @@ type ownerState struct {
 type binding struct {
 	gateway cache.ObjectName
 	section string // "" when Consul's condition names the whole Gateway
-	verdict gwsync.Binding
+	verdict contract.Binding
 }
 
 // sameVerdicts reports whether o and p tell the status pipeline the same.
@@ -65,20 +65,20 @@ func joinSorted(errs map[translate.EntryKey]string) string {
 	return strings.Join(msgs, "; ")
 }
 
-func (o ownerState) verdict() gwsync.Verdict {
+func (o ownerState) verdict() contract.Verdict {
 	switch {
 	case o.problem != "":
-		return gwsync.Verdict{Known: true, Reason: ReasonTranslation, Message: o.problem}
+		return contract.Verdict{Known: true, Reason: ReasonTranslation, Message: o.problem}
 	case o.foreign != "":
-		return gwsync.Verdict{Known: true, Reason: ReasonForeignEntry, Message: o.foreign}
+		return contract.Verdict{Known: true, Reason: ReasonForeignEntry, Message: o.foreign}
 	case len(o.writeErrs) > 0:
-		return gwsync.Verdict{Known: true, Reason: ReasonWriteFailed, Message: joinSorted(o.writeErrs)}
+		return contract.Verdict{Known: true, Reason: ReasonWriteFailed, Message: joinSorted(o.writeErrs)}
 	case !o.consulKnown:
-		return gwsync.Verdict{}
+		return contract.Verdict{}
 	case o.consulAccepted:
-		return gwsync.Verdict{Known: true, Programmed: true, Reason: o.consulReason, Message: o.consulMessage}
+		return contract.Verdict{Known: true, Programmed: true, Reason: o.consulReason, Message: o.consulMessage}
 	default:
-		return gwsync.Verdict{Known: true, Reason: o.consulReason, Message: o.consulMessage}
+		return contract.Verdict{Known: true, Reason: o.consulReason, Message: o.consulMessage}
 	}
 }
 

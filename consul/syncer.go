@@ -24,7 +24,7 @@ import (
 	"github.com/consul-gateway-controller/consul-gateway-controller/informers"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/metrics"
-	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
+	"github.com/consul-gateway-controller/consul-gateway-controller/sync/contract"
 	"github.com/consul-gateway-controller/consul-gateway-controller/workqueue"
 )
 
@@ -168,7 +168,7 @@ func NewSyncer(cfg Config) *Syncer {
 // changed) keeps its translation; the object is given to the translator again only
 // when it is another allocation (so the first can be freed) or a Secret or Service it
 // refers to is not the one the translator was last given.
-func (s *Syncer) Publish(_ context.Context, c gwsync.Confirmation) {
+func (s *Syncer) Publish(_ context.Context, c contract.Confirmation) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	owner := ownerKey{c.Kind, c.Key}
@@ -197,13 +197,13 @@ func (s *Syncer) Publish(_ context.Context, c gwsync.Confirmation) {
 // holdGateway records a Gateway's confirmation, and reports whether it repeats the
 // held version while every Secret it names is the one the last translation read.
 // Callers hold s.mu.
-func (s *Syncer) holdGateway(c gwsync.Confirmation) bool {
+func (s *Syncer) holdGateway(c contract.Confirmation) bool {
 	return holdWithCertificates(s, s.snapshot.Gateways, c, gatewayapi.CertificateSecrets)
 }
 
 // holdListenerSet is holdGateway for a ListenerSet, whose listeners join its parent
 // Gateway's entry. Callers hold s.mu.
-func (s *Syncer) holdListenerSet(c gwsync.Confirmation) bool {
+func (s *Syncer) holdListenerSet(c contract.Confirmation) bool {
 	return holdWithCertificates(s, s.snapshot.ListenerSets, c, func(set *gatewayv1.ListenerSet) []cache.ObjectName {
 		return gatewayapi.CertificateSecretsOf(set.Namespace, set.Spec.Listeners)
 	})
@@ -215,7 +215,7 @@ func (s *Syncer) holdListenerSet(c gwsync.Confirmation) bool {
 func holdWithCertificates[T interface {
 	comparable
 	GetResourceVersion() string
-}](s *Syncer, held map[cache.ObjectName]T, c gwsync.Confirmation, secrets func(T) []cache.ObjectName) bool {
+}](s *Syncer, held map[cache.ObjectName]T, c contract.Confirmation, secrets func(T) []cache.ObjectName) bool {
 	obj, ok := c.Object.(T)
 	switch {
 	case !ok:
@@ -233,7 +233,7 @@ func holdWithCertificates[T interface {
 // holdRoute is holdGateway for a route of a kind with a translation: a repeat is the
 // held version with the same decision, and its references are its backend Services.
 // Callers hold s.mu.
-func (s *Syncer) holdRoute(c gwsync.Confirmation) bool {
+func (s *Syncer) holdRoute(c contract.Confirmation) bool {
 	routes := s.snapshot.Routes[c.Kind]
 	owner := ownerKey{c.Kind, c.Key}
 	r, ok := c.Object.(gatewayapi.Object)
@@ -302,13 +302,13 @@ func (s *Syncer) OnVerdictChange(f func(kind gatewayv1.Kind, key cache.ObjectNam
 }
 
 // Verdict implements the status pipeline's ConsulVerdicts.
-func (s *Syncer) Verdict(kind gatewayv1.Kind, key cache.ObjectName) gwsync.Verdict {
+func (s *Syncer) Verdict(kind gatewayv1.Kind, key cache.ObjectName) contract.Verdict {
 	return s.verdicts.get(kind, key)
 }
 
 // Binding implements the status pipeline's ConsulVerdicts: Consul's Bound condition on the
 // route's entry for a listener of gateway.
-func (s *Syncer) Binding(kind gatewayv1.Kind, route, gateway cache.ObjectName, listener gatewayv1.SectionName) gwsync.Binding {
+func (s *Syncer) Binding(kind gatewayv1.Kind, route, gateway cache.ObjectName, listener gatewayv1.SectionName) contract.Binding {
 	return s.verdicts.binding(kind, route, gateway, listener)
 }
 

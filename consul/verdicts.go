@@ -14,7 +14,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
-	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
+	"github.com/consul-gateway-controller/consul-gateway-controller/sync/contract"
 )
 
 // Reasons of the verdicts the syncer reports; Consul's own reasons pass through.
@@ -114,7 +114,7 @@ func refusalText(err error) string {
 }
 
 // get returns the verdict on an object.
-func (v *verdicts) get(kind gatewayv1.Kind, key cache.ObjectName) gwsync.Verdict {
+func (v *verdicts) get(kind gatewayv1.Kind, key cache.ObjectName) contract.Verdict {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return v.owners[ownerKey{kind, key}].verdict()
@@ -123,14 +123,14 @@ func (v *verdicts) get(kind gatewayv1.Kind, key cache.ObjectName) gwsync.Verdict
 // binding returns the verdict on serving a route on one listener of gateway: the
 // translation problem that left the route out of that listener, else Consul's Bound
 // condition for that listener, else the one for the whole Gateway.
-func (v *verdicts) binding(kind gatewayv1.Kind, route, gateway cache.ObjectName, listener gatewayv1.SectionName) gwsync.Binding {
+func (v *verdicts) binding(kind gatewayv1.Kind, route, gateway cache.ObjectName, listener gatewayv1.SectionName) contract.Binding {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	o := v.owners[ownerKey{kind, route}]
 	if msg, ok := o.parentProblems[translate.ProblemParent{Gateway: gateway, Listener: listener}]; ok {
-		return gwsync.Binding{State: gwsync.BindingRefused, Reason: ReasonTranslation, Message: msg}
+		return contract.Binding{State: contract.BindingRefused, Reason: ReasonTranslation, Message: msg}
 	}
-	var whole gwsync.Binding
+	var whole contract.Binding
 	for _, b := range o.bindings {
 		if b.gateway != gateway {
 			continue

@@ -11,7 +11,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
-	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
+	"github.com/consul-gateway-controller/consul-gateway-controller/sync/contract"
 )
 
 // judgedRoute is an http-route entry of ours for apps/web with the conditions Consul
@@ -44,7 +44,7 @@ func TestBindingsFromConsulsBoundConditions(t *testing.T) {
 		naming     translate.Naming
 		conditions []consulapi.Condition
 		// want is the binding per "gateway namespace/name/listener" asked for.
-		want map[string]gwsync.Binding
+		want map[string]contract.Binding
 	}{
 		{
 			name:   "bound on one Gateway, refused on the other",
@@ -53,9 +53,9 @@ func TestBindingsFromConsulsBoundConditions(t *testing.T) {
 				bound("edge.infra", "http", consulapi.ConditionStatusTrue, "Bound", "successfully bound route"),
 				bound("other.infra", "http", consulapi.ConditionStatusFalse, "FailedToBind", "failed to bind route web.apps to gateway other.infra: listener http is not a http listener"),
 			},
-			want: map[string]gwsync.Binding{
-				"infra/edge/http":  {State: gwsync.BindingBound, Reason: "Bound", Message: "Consul http-route web.apps: successfully bound route"},
-				"infra/other/http": {State: gwsync.BindingRefused, Reason: "FailedToBind", Message: "Consul http-route web.apps: failed to bind route web.apps to gateway other.infra: listener http is not a http listener"},
+			want: map[string]contract.Binding{
+				"infra/edge/http":  {State: contract.BindingBound, Reason: "Bound", Message: "Consul http-route web.apps: successfully bound route"},
+				"infra/other/http": {State: contract.BindingRefused, Reason: "FailedToBind", Message: "Consul http-route web.apps: failed to bind route web.apps to gateway other.infra: listener http is not a http listener"},
 				"infra/edge/https": {}, // a listener Consul said nothing about
 				"infra/third/http": {}, // a Gateway Consul said nothing about
 			},
@@ -68,10 +68,10 @@ func TestBindingsFromConsulsBoundConditions(t *testing.T) {
 				bound("new.infra", "http", consulapi.ConditionStatusFalse, "GatewayNotFound", "gateway was not found"),
 				bound("young.infra", "http", consulapi.ConditionStatusFalse, "FailedToBind", "failed to bind route to gateway young.infra: gateway has not been accepted"),
 			},
-			want: map[string]gwsync.Binding{
-				"infra/edge/http":  {State: gwsync.BindingPending, Reason: "FailedToBind", Message: "Consul http-route web.apps: failed to bind route to gateway edge.infra: route has not been accepted"},
-				"infra/new/http":   {State: gwsync.BindingPending, Reason: "GatewayNotFound", Message: "Consul http-route web.apps: gateway was not found"},
-				"infra/young/http": {State: gwsync.BindingPending, Reason: "FailedToBind", Message: "Consul http-route web.apps: failed to bind route to gateway young.infra: gateway has not been accepted"},
+			want: map[string]contract.Binding{
+				"infra/edge/http":  {State: contract.BindingPending, Reason: "FailedToBind", Message: "Consul http-route web.apps: failed to bind route to gateway edge.infra: route has not been accepted"},
+				"infra/new/http":   {State: contract.BindingPending, Reason: "GatewayNotFound", Message: "Consul http-route web.apps: gateway was not found"},
+				"infra/young/http": {State: contract.BindingPending, Reason: "FailedToBind", Message: "Consul http-route web.apps: failed to bind route to gateway young.infra: gateway has not been accepted"},
 			},
 		},
 		{
@@ -83,9 +83,9 @@ func TestBindingsFromConsulsBoundConditions(t *testing.T) {
 				// Not a name this controller writes with its prefix: left out.
 				bound("edge.infra", "http", consulapi.ConditionStatusTrue, "Bound", "successfully bound route"),
 			},
-			want: map[string]gwsync.Binding{
-				"infra/edge/http":  {State: gwsync.BindingRefused, Reason: "FailedToBind", Message: "Consul http-route web.apps: route cannot bind because gateway has no listeners"},
-				"infra/edge/https": {State: gwsync.BindingBound, Reason: "Bound", Message: "Consul http-route web.apps: successfully bound route"},
+			want: map[string]contract.Binding{
+				"infra/edge/http":  {State: contract.BindingRefused, Reason: "FailedToBind", Message: "Consul http-route web.apps: route cannot bind because gateway has no listeners"},
+				"infra/edge/https": {State: contract.BindingBound, Reason: "Bound", Message: "Consul http-route web.apps: successfully bound route"},
 			},
 		},
 	}
@@ -98,7 +98,7 @@ func TestBindingsFromConsulsBoundConditions(t *testing.T) {
 			if got := v.get("HTTPRoute", web); !got.Known || !got.Programmed {
 				t.Errorf("route verdict = %+v, want Consul's Accepted", got)
 			}
-			got := map[string]gwsync.Binding{}
+			got := map[string]contract.Binding{}
 			for k := range tt.want {
 				ns, rest, _ := strings.Cut(k, "/")
 				name, listener, _ := strings.Cut(rest, "/")
@@ -199,14 +199,14 @@ func TestParentProblemsRefuseOneParent(t *testing.T) {
 	if got := v.get("HTTPRoute", web); !got.Programmed {
 		t.Errorf("route verdict %+v, want Consul's (programmed)", got)
 	}
-	if got := v.binding("HTTPRoute", web, edge, "http"); got.State != gwsync.BindingBound {
+	if got := v.binding("HTTPRoute", web, edge, "http"); got.State != contract.BindingBound {
 		t.Errorf("served parent: %+v, want bound", got)
 	}
-	want := gwsync.Binding{State: gwsync.BindingRefused, Reason: ReasonTranslation, Message: why}
+	want := contract.Binding{State: contract.BindingRefused, Reason: ReasonTranslation, Message: why}
 	if diff := cmp.Diff(want, v.binding("HTTPRoute", web, other, "http")); diff != "" {
 		t.Errorf("parent with the problem (-want +got):\n%s", diff)
 	}
-	if got := v.binding("HTTPRoute", web, other, "https"); got.State != gwsync.BindingUnreported {
+	if got := v.binding("HTTPRoute", web, other, "https"); got.State != contract.BindingUnreported {
 		t.Errorf("another listener of that Gateway: %+v, want unreported", got)
 	}
 
@@ -218,7 +218,7 @@ func TestParentProblemsRefuseOneParent(t *testing.T) {
 	if got := v.get("HTTPRoute", web); got.Programmed || got.Reason != ReasonTranslation {
 		t.Errorf("route verdict %+v, want %s", got, ReasonTranslation)
 	}
-	if got := v.binding("HTTPRoute", web, other, "http"); got.State == gwsync.BindingRefused {
+	if got := v.binding("HTTPRoute", web, other, "http"); got.State == contract.BindingRefused {
 		t.Errorf("the parent problem is over, binding still %+v", got)
 	}
 }

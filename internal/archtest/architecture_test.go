@@ -150,6 +150,7 @@ type pureRule struct {
 var purePackages = []pureRule{
 	{"consul/translate", "the translation is pure: a snapshot in, entries out"},
 	{"sync/decision", "a decision is data only"},
+	{"sync/contract", "the contract is data and interfaces only"},
 	{"internal/backends", "which Consul service a backend is, from the objects handed in"},
 	{"internal/consullimits", "what Consul can express is a table"},
 	{"internal/pods", "what a gateway pod says, read off the pod handed in"},
