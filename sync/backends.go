@@ -125,7 +125,7 @@ func resolveBackendRef(routeKind gatewayv1.Kind, routeNamespace string, ref gate
 // what its own namespace's pods serve; a MeshService names services outside on
 // purpose). Only without namespace mirroring: with it, the name is the namespace's.
 func (c consulServices) narrowService(consulName, namespace string) (resolvedBackend, *backendProblem, error) {
-	others, err := c.otherNamespacesRegister(consulName, namespace)
+	_, others, err := c.registering(consulName, namespace)
 	if err != nil {
 		return resolvedBackend{}, nil, err
 	}
@@ -179,13 +179,9 @@ func resolveMeshService(routeKind gatewayv1.Kind, routeNamespace string, ref gat
 	if p := meshServiceProblem(name, spec, found, names.catalog); p != nil {
 		return resolvedBackend{}, p, nil
 	}
-	others, err := names.otherNamespacesRegister(spec.name, referent.Namespace)
+	own, others, err := names.registering(spec.name, referent.Namespace)
 	if err != nil || !others {
 		return resolvedBackend{Service: spec.name}, nil, err
-	}
-	own, err := names.namespaceRegisters(spec.name, referent.Namespace)
-	if err != nil {
-		return resolvedBackend{}, nil, err
 	}
 	if !own {
 		return resolvedBackend{}, &backendProblem{

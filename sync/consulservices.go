@@ -200,25 +200,16 @@ func (c consulServices) listSharing(name string) ([]*corev1.Service, error) {
 	return out, nil
 }
 
-// otherNamespacesRegister reports whether pods of a namespace other than namespace
-// register instances of the Consul service name (see sharing): a route to it must
-// then be narrowed to namespace's instances.
-func (c consulServices) otherNamespacesRegister(name, namespace string) (bool, error) {
+// registering says whose pods register instances of the Consul service name (see
+// sharing): namespace's own, and those of other namespaces, which make a route to it
+// narrowed to namespace's instances.
+func (c consulServices) registering(name, namespace string) (own, others bool, err error) {
 	sharing, err := c.sharing(name)
-	if err != nil {
-		return false, err
+	for _, svc := range sharing {
+		own = own || svc.Namespace == namespace
+		others = others || svc.Namespace != namespace
 	}
-	return slices.ContainsFunc(sharing, func(svc *corev1.Service) bool { return svc.Namespace != namespace }), nil
-}
-
-// namespaceRegisters reports whether pods of namespace register instances of the
-// Consul service name.
-func (c consulServices) namespaceRegisters(name, namespace string) (bool, error) {
-	sharing, err := c.sharing(name)
-	if err != nil {
-		return false, err
-	}
-	return slices.ContainsFunc(sharing, func(svc *corev1.Service) bool { return svc.Namespace == namespace }), nil
+	return own, others, err
 }
 
 // servicesNamed returns the Services called name in every namespace.

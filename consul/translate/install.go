@@ -53,12 +53,12 @@ func (tr *Translator) source(u unit) (source any, decision *gwdecision.Route, tr
 		}
 		return b, nil, func() { t.backendDefaults(b) }, t.backends[b] > 0 && t.opts.ManageServiceDefaults && !b.MeshService
 	case unitSubsets:
-		s := u.subsetsOf()
+		s := u.consulService()
 		// The source names the namespaces, so a change of them translates the unit anew.
 		source := subsetsSource{s, strings.Join(slices.Sorted(maps.Keys(t.subsets[s])), ",")}
 		return source, nil, func() { t.put(subsetsResolver(s, t.subsets[s], t.naming, t.owner)) }, len(t.subsets[s]) > 0
 	case unitBlackhole:
-		s := u.blackhole()
+		s := u.consulService()
 		return s, nil, func() { t.put(blackholeDefaults(s, t.naming, t.owner)) }, t.blackholes[s] > 0
 	}
 	for _, rt := range routeTranslations {

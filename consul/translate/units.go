@@ -38,10 +38,6 @@ func blackholeUnit(s consulService) unit {
 	return unit{kind: unitBlackhole, key: cache.ObjectName{Namespace: s.namespace, Name: s.name}, name: s.partition}
 }
 
-func (u unit) blackhole() consulService { return u.consulService() }
-
-func (u unit) subsetsOf() consulService { return u.consulService() }
-
 // consulService is the Consul service of a blackhole or subsets unit.
 func (u unit) consulService() consulService {
 	return consulService{name: u.key.Name, namespace: u.key.Namespace, partition: u.name}
