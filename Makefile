@@ -15,7 +15,9 @@ KUBE_TOOLS := $(addprefix bin/,$(KUBE_CMDS)) bin/etcd
 ALL_TOOLS := $(KUBE_TOOLS) bin/kwok bin/consul bin/golangci-lint bin/rvcheck bin/controller-gen bin/helm
 # What make test runs against: a subset of ALL_TOOLS, so CI builds no more than it uses.
 TEST_TOOLS := $(KUBE_TOOLS) bin/kwok bin/consul bin/golangci-lint bin/helm
-# Packages that need no server; everything under test/ runs against the real ones.
+# Tests of single packages; everything under test/ runs against the real servers. A few
+# of them check a package's internals against a real Consul agent (consul/intentions),
+# so the unit tests build it too.
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v '/test/')
 
 .PHONY: help build tools generate test test-unit test-integration test-chaos test-xds test-conformance conformance conformance-binary test-image lint run-local bench chaos clean image fuzz
@@ -91,7 +93,7 @@ bin/rvcheck: tools/lint/go.mod tools/lint/go.sum $(wildcard tools/lint/rvcheck/*
 
 test: lint test-unit test-integration test-chaos test-xds test-conformance test-image ## everything CI runs: static checks, unit and integration tests
 
-test-unit: ## unit tests (no servers)
+test-unit: bin/consul ## tests of single packages (a real Consul agent where one checks internals against it)
 	$(GO) test $(GO_TEST_FLAGS) $(UNIT_PKGS)
 
 # The fuzz targets, as package:Target. make test-unit runs their seed corpora (f.Add and
