@@ -2,7 +2,8 @@ package consul
 
 import (
 	"context"
-	"strconv"
+	"maps"
+	"slices"
 	gosync "sync"
 	"time"
 
@@ -53,7 +54,8 @@ type routeBinding struct {
 }
 
 // chainRefresher remembers which routes bound which backends to which gateway, per
-// route kind, and which service-defaults wait for a refresh.
+// route kind. Which service-defaults wait for a refresh is the ledger's
+// (entryLine.refreshChain).
 type chainRefresher struct {
 	mu gosync.Mutex
 	// bound is what the last answer of each kind's watch showed; nil before one.
@@ -61,15 +63,12 @@ type chainRefresher struct {
 	// left are backends seen bound to a gateway and then by no route: the gateway may
 	// have forgotten them.
 	left map[boundBackend]bool
-	// pending are service-defaults to write again.
-	pending map[translate.EntryKey]bool
 }
 
 func newChainRefresher() *chainRefresher {
 	return &chainRefresher{
-		bound:   map[string]map[routeBinding]bool{},
-		left:    map[boundBackend]bool{},
-		pending: map[translate.EntryKey]bool{},
+		bound: map[string]map[routeBinding]bool{},
+		left:  map[boundBackend]bool{},
 	}
 }
 
@@ -95,16 +94,13 @@ func (r *chainRefresher) observe(kind string, now map[routeBinding]bool, fresh b
 		}
 	}
 	stays := map[boundBackend]bool{}
-	var again []translate.EntryKey
+	again := map[translate.EntryKey]bool{}
 	for b := range now {
 		stays[b.backend] = true
 		if before[b] || !went[b.backend] && !r.left[b.backend] {
 			continue
 		}
-		if !r.pending[b.backend.defaults] {
-			r.pending[b.backend.defaults] = true
-			again = append(again, b.backend.defaults)
-		}
+		again[b.backend.defaults] = true
 	}
 	for backend := range stays {
 		delete(r.left, backend)
@@ -114,29 +110,7 @@ func (r *chainRefresher) observe(kind string, now map[routeBinding]bool, fresh b
 			r.left[backend] = true
 		}
 	}
-	return again
-}
-
-// take reports whether key waits for a refresh, and clears it.
-func (r *chainRefresher) take(key translate.EntryKey) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	ok := r.pending[key]
-	delete(r.pending, key)
-	return ok
-}
-
-// retry puts back a refresh whose write failed.
-func (r *chainRefresher) retry(key translate.EntryKey) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.pending[key] = true
-}
-
-func (r *chainRefresher) waiting(key translate.EntryKey) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.pending[key]
+	return slices.SortedFunc(maps.Keys(again), compareKeys)
 }
 
 // routeBindings lists, for the route entries of one kind in a watch answer, each backend an
@@ -168,24 +142,6 @@ func (s *Syncer) routeBindings(entries []consulapi.ConfigEntry) map[routeBinding
 	return out
 }
 
-// routeServices are the Consul services a route entry sends traffic to.
-func routeServices(entry consulapi.ConfigEntry) []consulapi.ResourceReference {
-	var out []consulapi.ResourceReference
-	switch e := entry.(type) {
-	case *consulapi.HTTPRouteConfigEntry:
-		for _, rule := range e.Rules {
-			for _, svc := range rule.Services {
-				out = append(out, consulapi.ResourceReference{Name: svc.Name, Namespace: svc.Namespace, Partition: svc.Partition})
-			}
-		}
-	case *consulapi.TCPRouteConfigEntry:
-		for _, svc := range e.Services {
-			out = append(out, consulapi.ResourceReference{Name: svc.Name, Namespace: svc.Namespace, Partition: svc.Partition})
-		}
-	}
-	return out
-}
-
 // refreshChainsOf queues a refresh of the backends kind's routes bound again.
 func (s *Syncer) refreshChainsOf(ctx context.Context, kind string, entries []consulapi.ConfigEntry, fresh bool) {
 	if kind != consulapi.HTTPRoute && kind != consulapi.TCPRoute {
@@ -193,28 +149,11 @@ func (s *Syncer) refreshChainsOf(ctx context.Context, kind string, entries []con
 	}
 	for _, key := range s.chains.observe(kind, s.routeBindings(entries), fresh) {
 		if _, ours := s.desiredEntry(key); !ours {
-			s.chains.take(key)
 			klog.FromContext(ctx).V(4).Info("A backend is bound again to a gateway it had left, and its service-defaults are not ours to write; "+
 				"Consul 1.15 may not serve it until its discovery chain changes", "service", key.Name)
 			continue
 		}
+		s.ledger.requestChainRefresh(key)
 		s.queue.AddAfter(key, chainRefreshDelay)
 	}
-}
-
-// refreshChain writes desired again, with check-and-set on what Consul holds, carrying
-// the next metaChainRefresh value.
-func (s *Syncer) refreshChain(ctx context.Context, logger klog.Logger, key translate.EntryKey, desired, actual consulapi.ConfigEntry) error {
-	n, _ := strconv.Atoi(actual.GetMeta()[metaChainRefresh])
-	again := withMeta(desired, metaChainRefresh, strconv.Itoa(n+1))
-	err := s.write(ctx, logger, "Updated", key, desired.GetMeta(), func(w *consulapi.WriteOptions) (bool, error) {
-		ok, _, err := s.cfg.Client.ConfigEntries().CAS(Compact(again), actual.GetModifyIndex(), w)
-		return ok, err
-	})
-	if err != nil {
-		s.chains.retry(key)
-		return err
-	}
-	logger.V(2).Info("A backend is bound again to a gateway it had left; wrote its service-defaults again so that Consul serves it")
-	return nil
 }

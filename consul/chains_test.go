@@ -64,9 +64,6 @@ func TestChainRefresherRefreshesOnlyABackendBoundAgain(t *testing.T) {
 		var got []string
 		for _, key := range r.observe(step.kind, step.bound, step.fresh) {
 			got = append(got, key.Name)
-			if !r.take(key) {
-				t.Errorf("%s: %s returned but not pending", step.name, key.Name)
-			}
 		}
 		slices.Sort(got)
 		if !slices.Equal(got, step.want) {

@@ -3,11 +3,9 @@ package consul
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
-	gosync "sync"
 
 	consulapi "github.com/hashicorp/consul/api"
 
@@ -34,8 +32,8 @@ import (
 //
 // Deletes run the other way: Consul refuses to delete the target's resolver (or to
 // drop the subset from it), and to delete either name's service-defaults, while the
-// redirect exists. consulReferences holds each entry back until nothing of ours that
-// Consul holds refers to it.
+// redirect exists. The ledger keeps what each entry of ours Consul holds refers to
+// (entryLine.refersTo), and each entry is held back until nothing refers to it.
 
 // dependencies are the entries entry refers to that must exist before it is written,
 // when the syncer writes them too:
@@ -83,85 +81,93 @@ func serviceEntries(name, namespace, partition string) []translate.EntryKey {
 // route would lose its narrowing, or reach no instance) where one exists or is
 // desired; most routes name services without one, and at thousands of routes nothing
 // is kept for them. A route's service-defaults are not ordered: they outlive it by
-// ServiceDefaultsGrace anyway.
-func (s *Syncer) orderedReferences(entry consulapi.ConfigEntry) []translate.EntryKey {
+// ServiceDefaultsGrace anyway. Callers hold l.mu.
+func (l *ledger) orderedReferences(entry consulapi.ConfigEntry) []translate.EntryKey {
 	if entry.GetKind() == consulapi.ServiceResolver {
 		return dependencies(entry)
 	}
 	var refs []translate.EntryKey
 	for _, svc := range routeServices(entry) {
 		k := translate.EntryKey{Kind: consulapi.ServiceResolver, Name: svc.Name, Namespace: svc.Namespace, Partition: svc.Partition}
-		if _, desired := s.desiredEntry(k); desired || s.view.exists(k) {
+		if e := l.entries[k]; e != nil && (e.desired != nil || e.present) {
 			refs = append(refs, k)
 		}
 	}
 	return refs
 }
 
+// routeServices are the Consul services a route entry sends traffic to.
+func routeServices(entry consulapi.ConfigEntry) []consulapi.ResourceReference {
+	var out []consulapi.ResourceReference
+	switch e := entry.(type) {
+	case *consulapi.HTTPRouteConfigEntry:
+		for _, rule := range e.Rules {
+			for _, svc := range rule.Services {
+				out = append(out, consulapi.ResourceReference{Name: svc.Name, Namespace: svc.Namespace, Partition: svc.Partition})
+			}
+		}
+	case *consulapi.TCPRouteConfigEntry:
+		for _, svc := range e.Services {
+			out = append(out, consulapi.ResourceReference{Name: svc.Name, Namespace: svc.Namespace, Partition: svc.Partition})
+		}
+	}
+	return out
+}
+
 // isRoute reports whether kind is a route entry kind.
 func isRoute(kind string) bool { return kind == consulapi.HTTPRoute || kind == consulapi.TCPRoute }
 
 // dependenciesWritten holds the entry under key back until the entries it depends on
-// (dependencies), where desired, exist. When one cannot be written, because Consul
-// refused it or an entry of someone else stands in its place, the owner of key is told
-// why: its entry is not written until that is resolved.
-func (s *Syncer) dependenciesWritten(ctx context.Context, key translate.EntryKey, desired consulapi.ConfigEntry) error {
+// (dependencies), where desired, exist: it asks for them to be written first. When
+// one cannot be written, because Consul refused it or an entry of someone else stands
+// in its place, the result says why (blocked): the owner of key is told, and its entry
+// is not written until that is resolved.
+func (s *Syncer) dependenciesWritten(ctx context.Context, key translate.EntryKey, desired consulapi.ConfigEntry) result {
 	for _, dep := range dependencies(desired) {
-		wanted, ok := s.desiredEntry(dep)
-		if !ok || s.held.held(dep, wanted) {
+		known := s.ledger.dependency(dep)
+		if known.desired == nil {
 			continue
 		}
 		// A service-defaults or inline-certificate that someone else wrote serves as
 		// well as ours; a route's service-resolver must be ours (see below), so its
 		// owner is read.
-		if dep.Kind != consulapi.ServiceResolver && s.view.exists(dep) {
+		if known.held || dep.Kind != consulapi.ServiceResolver && known.present {
 			continue
 		}
 		actual, err := s.readEntry(ctx, dep)
 		if err != nil {
-			return err
+			return result{err: err}
 		}
 		switch {
 		case actual == nil:
-			s.queue.Add(dep)
-			return s.waitFor(key, desired, dep, wanted)
+			return s.waitFor(key, dep, known)
 		case isRoute(key.Kind) && dep.Kind == consulapi.ServiceResolver && !s.cfg.Ownership.Owns(actual.GetMeta()):
 			// The resolver under a name of ours narrows the route to its namespace's
 			// instances; one written by someone else may send the traffic anywhere.
-			s.queue.Add(dep)
-			return s.blocked(key, desired, fmt.Sprintf("%s %s, which exists in Consul and is not this controller's: it is left alone; remove it so that this controller can write its own",
-				dep.Kind, dep.Name))
+			return result{queue: []translate.EntryKey{dep}, blocked: fmt.Sprintf("%s %s, which exists in Consul and is not this controller's: it is left alone; remove it so that this controller can write its own",
+				dep.Kind, dep.Name)}
 		}
 	}
-	return nil
+	return result{}
 }
 
-// waitFor is the error of an entry that waits for dep to be written. When dep cannot
-// be written, because Consul refused it or it waits in turn for an entry that cannot
-// be, the entry's owner is told why, with what stands in the way.
-func (s *Syncer) waitFor(key translate.EntryKey, desired consulapi.ConfigEntry, dep translate.EntryKey, depDesired consulapi.ConfigEntry) error {
-	if why := s.verdicts.refusal(dep); why != "" {
-		reason := fmt.Sprintf("%s %s, which Consul refused: %s", dep.Kind, dep.Name, why)
-		for _, note := range s.notOursNotes(depDesired) {
-			reason += "; " + note
+// waitFor is the result of an entry that waits for dep to be written, which is queued.
+// When dep cannot be written, because Consul refused it or it waits in turn for an
+// entry that cannot be, it says why, with what stands in the way.
+func (s *Syncer) waitFor(key, dep translate.EntryKey, known dependencyState) result {
+	res := result{queue: []translate.EntryKey{dep}}
+	switch {
+	case known.refused != "":
+		res.blocked = fmt.Sprintf("%s %s, which Consul refused: %s", dep.Kind, dep.Name, known.refused)
+		for _, note := range s.notOursNotes(known.desired) {
+			res.blocked += "; " + note
 		}
-		return s.blocked(key, desired, reason)
+	case known.heldBack != "":
+		res.blocked = fmt.Sprintf("%s %s, which waits for %s", dep.Kind, dep.Name, known.heldBack)
+	default:
+		res.err = workqueue.Expected(fmt.Errorf("%s %s waits for %s %s to be written first", key.Kind, key.Name, dep.Kind, dep.Name))
 	}
-	if held := s.verdicts.heldBackBy(dep); held != "" {
-		return s.blocked(key, desired, fmt.Sprintf("%s %s, which waits for %s", dep.Kind, dep.Name, held))
-	}
-	return workqueue.Expected(fmt.Errorf("%s %s waits for %s %s to be written first", key.Kind, key.Name, dep.Kind, dep.Name))
-}
-
-// blocked records that the entry under key waits for what reason names and cannot be
-// written: on its owner's verdict, and for the entries that wait for it in turn (a
-// route for the redirect that waits for a resolver Consul refused). It returns that
-// as the expected error of a key that is tried again later.
-func (s *Syncer) blocked(key translate.EntryKey, desired consulapi.ConfigEntry, reason string) error {
-	msg := fmt.Sprintf("%s %s waits for %s", key.Kind, key.Name, reason)
-	s.verdicts.holdBack(key, reason)
-	s.verdicts.waits(key, desired.GetMeta(), msg, s.statusChanged)
-	return workqueue.Expected(errors.New(msg))
+	return res
 }
 
 // notOursNotes say, for each entry desired depends on that Consul holds and that is
@@ -169,11 +175,11 @@ func (s *Syncer) blocked(key translate.EntryKey, desired consulapi.ConfigEntry, 
 func (s *Syncer) notOursNotes(desired consulapi.ConfigEntry) []string {
 	var notes []string
 	for _, dep := range dependencies(desired) {
-		wanted, ok := s.desiredEntry(dep)
-		if !ok || !s.verdicts.notOurs(dep) {
+		known := s.ledger.dependency(dep)
+		if known.desired == nil || !known.foreign {
 			continue
 		}
-		notes = append(notes, fmt.Sprintf("Consul's %s of %s is not this controller's: %s", dep.Kind, dep.Name, remedy(desired, wanted)))
+		notes = append(notes, fmt.Sprintf("Consul's %s of %s is not this controller's: %s", dep.Kind, dep.Name, remedy(desired, known.desired)))
 	}
 	return notes
 }
@@ -200,121 +206,27 @@ func remedy(referrer, wanted consulapi.ConfigEntry) string {
 	return "it is left alone"
 }
 
-// consulReferences are, for the entries of ours Consul holds (as the watch last listed
-// them, and as the syncer wrote and deleted them since), the entries each refers to
-// that may be deleted only after it (deleteOrdered). Only those references are kept:
-// at thousands of routes, a route's service-defaults would cost memory for no order.
-type consulReferences struct {
-	mu gosync.Mutex
-	// from is what each entry refers to, to what is referred to by whom.
-	from map[translate.EntryKey][]translate.EntryKey
-	to   map[translate.EntryKey]map[translate.EntryKey]bool
-}
-
-func newConsulReferences() *consulReferences {
-	return &consulReferences{from: map[translate.EntryKey][]translate.EntryKey{}, to: map[translate.EntryKey]map[translate.EntryKey]bool{}}
-}
-
-// list records that the entries of ours of kind Consul holds are exactly the keys of
-// refs, each referring to its value, and returns the entries nothing refers to any
-// more.
-func (r *consulReferences) list(kind string, refs map[translate.EntryKey][]translate.EntryKey) []translate.EntryKey {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var released []translate.EntryKey
-	for from := range r.from {
-		if from.Kind == kind {
-			released = append(released, r.setLocked(from, nil)...)
-		}
-	}
-	for from, to := range refs {
-		r.setLocked(from, to)
-	}
-	return slices.DeleteFunc(released, func(k translate.EntryKey) bool { return len(r.to[k]) > 0 })
-}
-
-// wrote records that Consul holds an entry under key that refers to refs, and returns
-// the entries nothing refers to any more.
-func (r *consulReferences) wrote(key translate.EntryKey, refs []translate.EntryKey) []translate.EntryKey {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.setLocked(key, refs)
-}
-
-// deleted records that Consul holds nothing under key, and returns the entries nothing
-// refers to any more.
-func (r *consulReferences) deleted(key translate.EntryKey) []translate.EntryKey {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.setLocked(key, nil)
-}
-
-// setLocked replaces what from refers to, and returns what nothing refers to any more.
-// Callers hold r.mu.
-func (r *consulReferences) setLocked(from translate.EntryKey, to []translate.EntryKey) []translate.EntryKey {
-	var released []translate.EntryKey
-	for _, old := range r.from[from] {
-		delete(r.to[old], from)
-		if len(r.to[old]) == 0 {
-			delete(r.to, old)
-			released = append(released, old)
-		}
-	}
-	delete(r.from, from)
-	if len(to) == 0 {
-		return released
-	}
-	r.from[from] = to
-	for _, k := range to {
-		if r.to[k] == nil {
-			r.to[k] = map[translate.EntryKey]bool{}
-		}
-		r.to[k][from] = true
-	}
-	return slices.DeleteFunc(released, func(k translate.EntryKey) bool { return len(r.to[k]) > 0 })
-}
-
-// referrers are the entries of ours Consul holds that refer to key, sorted.
-func (r *consulReferences) referrers(key translate.EntryKey) []translate.EntryKey {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []translate.EntryKey
-	for k := range r.to[key] {
-		out = append(out, k)
-	}
-	slices.SortFunc(out, compareKeys)
-	return out
-}
-
 // compareKeys orders entry keys by kind, partition, namespace and name.
 func compareKeys(a, b translate.EntryKey) int {
 	return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Partition, b.Partition), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 }
 
-// noteReferences records the references of kind's entries of ours in a watch answer,
-// and queues what nothing refers to any more.
-func (s *Syncer) noteReferences(kind string, entries []consulapi.ConfigEntry) {
+// orderingReferences are the references of kind's entries of ours in a watch answer that
+// order deletes (orderedReferences); nil for kinds that refer to nothing ordered.
+func (s *Syncer) orderingReferences(kind string, entries []consulapi.ConfigEntry) map[translate.EntryKey][]translate.EntryKey {
 	if !isRoute(kind) && kind != consulapi.ServiceResolver {
-		return
+		return nil
 	}
 	refs := map[translate.EntryKey][]translate.EntryKey{}
 	for _, entry := range entries {
 		if !s.cfg.Ownership.Owns(entry.GetMeta()) {
 			continue
 		}
-		if to := s.orderedReferences(entry); len(to) > 0 {
+		if to := s.ledger.referencesOf(entry); len(to) > 0 {
 			refs[translate.KeyOf(entry)] = to
 		}
 	}
-	s.queueAll(s.refs.list(kind, refs))
-}
-
-// queueAll queues keys: entries whose delete (or change) waited for a referrer that
-// went.
-func (s *Syncer) queueAll(keys []translate.EntryKey) {
-	for _, k := range keys {
-		s.queue.Add(k)
-	}
+	return refs
 }
 
 // leavingReferrers are the entries of ours Consul holds that refer to key and are to
@@ -323,19 +235,15 @@ func (s *Syncer) queueAll(keys []translate.EntryKey) {
 // Consul refuses is in that case (a route that goes on naming a service whose
 // resolver of ours is no longer desired).
 func (s *Syncer) leavingReferrers(key translate.EntryKey) []translate.EntryKey {
-	return slices.DeleteFunc(s.refs.referrers(key), func(referrer translate.EntryKey) bool {
+	return slices.DeleteFunc(s.ledger.referrers(key), func(referrer translate.EntryKey) bool {
 		desired, ok := s.desiredEntry(referrer)
 		return ok && slices.Contains(dependencies(desired), key)
 	})
 }
 
-// stillReferred is the error of a delete that waits for the entries of ours that are
-// to stop referring to key (leavingReferrers), nil when there is none.
-func (s *Syncer) stillReferred(key translate.EntryKey) error {
-	by := s.leavingReferrers(key)
-	if len(by) == 0 {
-		return nil
-	}
+// referredError is the error of a delete that waits for the entries of ours that are
+// to stop referring to key (leavingReferrers).
+func referredError(key translate.EntryKey, by []translate.EntryKey) error {
 	names := make([]string, len(by))
 	for i, k := range by {
 		names[i] = k.Kind + " " + k.Name

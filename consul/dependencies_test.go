@@ -157,7 +157,7 @@ func TestRouteSaysWhyItsResolverWasRefused(t *testing.T) {
 	s := NewSyncer(Config{Client: client, Ownership: testOwnership})
 	route, narrowed, shared := narrowedRoute(), narrowedResolver(), sharedResolver()
 	for _, e := range []consulapi.ConfigEntry{route, narrowed, shared} {
-		s.desired.Entries[translate.KeyOf(e)] = e
+		s.ledger.desire(map[translate.EntryKey]consulapi.ConfigEntry{translate.KeyOf(e): e})
 	}
 
 	for _, e := range []consulapi.ConfigEntry{shared, narrowed} {
@@ -188,7 +188,7 @@ func TestRouteWaitingForItsResolverIsNotReported(t *testing.T) {
 	s := NewSyncer(Config{Client: client, Ownership: testOwnership})
 	route, narrowed := narrowedRoute(), narrowedResolver()
 	for _, e := range []consulapi.ConfigEntry{route, narrowed} {
-		s.desired.Entries[translate.KeyOf(e)] = e
+		s.ledger.desire(map[translate.EntryKey]consulapi.ConfigEntry{translate.KeyOf(e): e})
 	}
 	if err := s.syncEntry(t.Context(), translate.KeyOf(route)); err == nil {
 		t.Fatal("the route was written before its resolver")
@@ -210,7 +210,7 @@ func TestRouteWaitsForAResolverThatIsNotOurs(t *testing.T) {
 	s := NewSyncer(Config{Client: client, Ownership: testOwnership})
 	route, narrowed := narrowedRoute(), narrowedResolver()
 	for _, e := range []consulapi.ConfigEntry{route, narrowed} {
-		s.desired.Entries[translate.KeyOf(e)] = e
+		s.ledger.desire(map[translate.EntryKey]consulapi.ConfigEntry{translate.KeyOf(e): e})
 	}
 	if err := s.syncEntry(t.Context(), translate.KeyOf(route)); err == nil {
 		t.Fatal("the route was written to a resolver that is not ours")
@@ -236,7 +236,7 @@ func TestDeleteWaitsForTheRedirectThatNeedsIt(t *testing.T) {
 	})
 	s := NewSyncer(Config{Client: client, Ownership: testOwnership})
 	key, narrowedKey := translate.KeyOf(shared), translate.KeyOf(narrowedResolver())
-	s.refs.wrote(narrowedKey, s.orderedReferences(narrowedResolver()))
+	recordWritten(s.ledger, narrowedResolver())
 
 	err := s.syncEntry(t.Context(), key)
 	if err == nil || deletes != 0 {
@@ -245,7 +245,7 @@ func TestDeleteWaitsForTheRedirectThatNeedsIt(t *testing.T) {
 	if !strings.Contains(err.Error(), "service-resolver "+narrowedName+" still does") {
 		t.Errorf("error %q does not name the redirect", err)
 	}
-	if released := s.refs.deleted(narrowedKey); !slices.Contains(released, key) {
+	if released := recordDeleted(s.ledger, narrowedKey); !slices.Contains(released, key) {
 		t.Fatalf("the redirect's delete released %v; want %v among them", released, key)
 	}
 	if err := s.syncEntry(t.Context(), key); err != nil || deletes != 1 {
@@ -259,10 +259,10 @@ func TestConsulReferences(t *testing.T) {
 	routeKey, narrowedKey := translate.KeyOf(route), translate.KeyOf(narrowed)
 	echoResolver := translate.EntryKey{Kind: consulapi.ServiceResolver, Name: "echo"}
 	ownDefaults := translate.EntryKey{Kind: consulapi.ServiceDefaults, Name: narrowedName}
-	s.desired.Entries[narrowedKey] = narrowed
+	s.ledger.desire(map[translate.EntryKey]consulapi.ConfigEntry{narrowedKey: narrowed})
 
-	s.noteReferences(consulapi.HTTPRoute, []consulapi.ConfigEntry{route})
-	s.refs.wrote(narrowedKey, s.orderedReferences(narrowed))
+	s.ledger.list(consulapi.HTTPRoute, []translate.EntryKey{routeKey}, s.orderingReferences(consulapi.HTTPRoute, []consulapi.ConfigEntry{route}))
+	recordWritten(s.ledger, narrowed)
 	for key, want := range map[translate.EntryKey][]translate.EntryKey{
 		narrowedKey:  {routeKey},
 		echoResolver: {narrowedKey},
@@ -270,15 +270,15 @@ func TestConsulReferences(t *testing.T) {
 		// (ServiceDefaultsGrace keeps them), only by the redirect.
 		ownDefaults: {narrowedKey},
 	} {
-		if diff := cmp.Diff(want, s.refs.referrers(key)); diff != "" {
+		if diff := cmp.Diff(want, s.ledger.referrers(key)); diff != "" {
 			t.Errorf("referrers of %v (-want +got):\n%s", key, diff)
 		}
 	}
 	// The route kind listed again without the route: its resolver is released.
-	if diff := cmp.Diff([]translate.EntryKey{narrowedKey}, s.refs.list(consulapi.HTTPRoute, nil)); diff != "" {
+	if diff := cmp.Diff([]translate.EntryKey{narrowedKey}, s.ledger.list(consulapi.HTTPRoute, nil, nil)); diff != "" {
 		t.Errorf("released by the route's going (-want +got):\n%s", diff)
 	}
-	released := s.refs.deleted(narrowedKey)
+	released := recordDeleted(s.ledger, narrowedKey)
 	slices.SortFunc(released, compareKeys)
 	want := []translate.EntryKey{ownDefaults, {Kind: consulapi.ServiceDefaults, Name: "echo"}, echoResolver}
 	if diff := cmp.Diff(want, released); diff != "" {
@@ -292,13 +292,13 @@ func TestRouteReferencesOnlyResolversThatExist(t *testing.T) {
 	s := NewSyncer(Config{Ownership: testOwnership})
 	route := narrowedRoute()
 	route.Rules = append(route.Rules, consulapi.HTTPRouteRule{Services: []consulapi.HTTPService{{Name: "plain"}, {Name: "theirs"}}})
-	s.desired.Entries[translate.KeyOf(narrowedResolver())] = narrowedResolver()
-	s.view.list(consulapi.ServiceResolver, []translate.EntryKey{{Kind: consulapi.ServiceResolver, Name: "theirs"}})
+	s.ledger.desire(map[translate.EntryKey]consulapi.ConfigEntry{translate.KeyOf(narrowedResolver()): narrowedResolver()})
+	s.ledger.list(consulapi.ServiceResolver, []translate.EntryKey{{Kind: consulapi.ServiceResolver, Name: "theirs"}}, nil)
 	want := []translate.EntryKey{
 		{Kind: consulapi.ServiceResolver, Name: narrowedName},
 		{Kind: consulapi.ServiceResolver, Name: "theirs"},
 	}
-	if diff := cmp.Diff(want, s.orderedReferences(route)); diff != "" {
+	if diff := cmp.Diff(want, s.ledger.referencesOf(route)); diff != "" {
 		t.Errorf("the route's ordered references (-want +got):\n%s", diff)
 	}
 }
@@ -316,8 +316,12 @@ func TestDeleteDoesNotWaitForARouteThatKeepsNamingTheService(t *testing.T) {
 	s := NewSyncer(Config{Client: client, Ownership: testOwnership})
 	direct := narrowedRoute()
 	direct.Rules = []consulapi.HTTPRouteRule{{Services: []consulapi.HTTPService{{Name: "echo"}}}}
-	s.desired.Entries[translate.KeyOf(direct)] = direct
-	s.refs.wrote(translate.KeyOf(direct), []translate.EntryKey{translate.KeyOf(shared)})
+	s.ledger.desire(map[translate.EntryKey]consulapi.ConfigEntry{translate.KeyOf(direct): direct})
+	s.ledger.list(consulapi.ServiceResolver, []translate.EntryKey{translate.KeyOf(shared)}, nil)
+	recordWritten(s.ledger, direct)
+	if refs := s.ledger.referrers(translate.KeyOf(shared)); len(refs) != 1 {
+		t.Fatalf("the route refers to %v; want the resolver it names", refs)
+	}
 
 	if err := s.syncEntry(t.Context(), translate.KeyOf(shared)); err != nil || deletes != 1 {
 		t.Errorf("%d deletes, error %v; want the resolver deleted", deletes, err)
@@ -334,7 +338,7 @@ func TestRedirectWaitsForItsOwnServiceDefaults(t *testing.T) {
 	narrowed := narrowedResolver()
 	defaults := &consulapi.ServiceConfigEntry{Kind: consulapi.ServiceDefaults, Name: narrowedName, Protocol: "http", Meta: narrowed.Meta}
 	for _, e := range []consulapi.ConfigEntry{narrowed, defaults, sharedResolver()} {
-		s.desired.Entries[translate.KeyOf(e)] = e
+		s.ledger.desire(map[translate.EntryKey]consulapi.ConfigEntry{translate.KeyOf(e): e})
 	}
 	err := s.syncEntry(t.Context(), translate.KeyOf(narrowed))
 	if err == nil || !strings.Contains(err.Error(), "waits for service-defaults "+narrowedName) {
@@ -358,7 +362,7 @@ func TestRouteSaysWhatItsRedirectWaitsFor(t *testing.T) {
 	s := NewSyncer(Config{Client: client, Ownership: testOwnership})
 	route, narrowed, shared := narrowedRoute(), narrowedResolver(), sharedResolver()
 	for _, e := range []consulapi.ConfigEntry{route, narrowed, shared} {
-		s.desired.Entries[translate.KeyOf(e)] = e
+		s.ledger.desire(map[translate.EntryKey]consulapi.ConfigEntry{translate.KeyOf(e): e})
 	}
 	for _, e := range []consulapi.ConfigEntry{shared, narrowed, route} {
 		if err := s.syncEntry(t.Context(), translate.KeyOf(e)); err == nil {

@@ -8,7 +8,9 @@
 //     (translate.Translator) and queues the keys whose desired entry changed;
 //   - the writers: a rate-limited queue of entry keys, whose workers write each entry
 //     with check-and-set, create what is missing, and delete entries of ours that are
-//     no longer desired (never one that another controller or cluster owns);
+//     no longer desired (never one that another controller or cluster owns). One sync
+//     gathers the entry's line of the ledger (ledger.go), decides (decide.go, pure),
+//     performs the request (writer.go) and records the result (record.go);
 //   - the watch: a blocking query per entry kind that records Consul's verdicts, puts
 //     back entries that drifted, and notices a Consul that lost or replaced its data.
 //

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"reflect"
 	"strconv"
 	"strings"
@@ -245,4 +246,117 @@ func jsonFields(v reflect.Value) map[string]reflect.Value {
 		}
 	}
 	return fields
+}
+
+// How entries are compared: the desired entry with the one Consul holds (sameEntry),
+// and what the ledger keeps of them (fingerprint, contentOf).
+
+// sameEntry reports whether Consul's entry already says what desired says. Both are
+// compared in the encoding the syncer writes, without the fields Consul manages
+// (indexes, status) and the defaults it fills in when it stores an entry.
+func sameEntry(desired, actual consulapi.ConfigEntry) bool {
+	want, err := comparableForm(desired)
+	if err != nil {
+		return false
+	}
+	got, err := comparableForm(actual)
+	if err != nil {
+		return false
+	}
+	return reflect.DeepEqual(want, got)
+}
+
+// serverManaged are top-level fields Consul sets on every entry it stores.
+var serverManaged = []string{"CreateIndex", "ModifyIndex", "Status", "Hash"}
+
+// comparableForm is an entry as a generic map, in the encoding the syncer writes,
+// without what Consul manages or fills in.
+func comparableForm(entry consulapi.ConfigEntry) (map[string]any, error) {
+	raw, err := json.Marshal(Compact(entry))
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, err
+	}
+	for _, k := range serverManaged {
+		delete(m, k)
+	}
+	if meta, ok := m["Meta"].(map[string]any); ok {
+		delete(meta, metaRejudge)
+		delete(meta, metaChainRefresh)
+	}
+	// Consul answers with empty objects for optional blocks nobody set (a
+	// service-defaults' TransparentProxy {}), which Compact keeps when written as
+	// non-nil pointers; both sides lose every zero value before comparing.
+	pruneZero(m)
+	// Consul CE reports the default namespace and partition by name on read.
+	for _, k := range []string{"Namespace", "Partition"} {
+		if m[k] == "default" {
+			delete(m, k)
+		}
+	}
+	return m, nil
+}
+
+// pruneZero removes, recursively, map keys whose values are null, false, 0, "", or
+// become empty objects or arrays.
+func pruneZero(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return true
+	case map[string]any:
+		for k, child := range x {
+			if pruneZero(child) {
+				delete(x, k)
+			}
+		}
+		return len(x) == 0
+	case []any:
+		for _, child := range x {
+			pruneZero(child)
+		}
+		return len(x) == 0
+	case bool:
+		return !x
+	case float64:
+		return x == 0
+	case string:
+		return x == ""
+	default:
+		return false
+	}
+}
+
+// fingerprint hashes an entry's comparable form: equal for entries sameEntry calls
+// equal. encoding/json writes map keys sorted, so the bytes are stable.
+func fingerprint(entry consulapi.ConfigEntry) (uint64, bool) {
+	form, err := comparableForm(entry)
+	if err != nil {
+		return 0, false
+	}
+	raw, err := json.Marshal(form)
+	if err != nil {
+		return 0, false
+	}
+	h := fnv.New64a()
+	_, _ = h.Write(raw)
+	return h.Sum64(), true
+}
+
+// contentOf is a copy of entry without the fields Consul manages (serverManaged).
+func contentOf(entry consulapi.ConfigEntry) any {
+	v := reflect.ValueOf(entry)
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+		return entry
+	}
+	c := reflect.New(v.Elem().Type()).Elem()
+	c.Set(v.Elem())
+	for _, name := range serverManaged {
+		if f := c.FieldByName(name); f.IsValid() && f.CanSet() {
+			f.SetZero()
+		}
+	}
+	return c.Interface()
 }

@@ -76,11 +76,10 @@ func TestUnjudgedEntryIsWrittenAgain(t *testing.T) {
 			s := NewSyncer(Config{Client: client, Ownership: own, Clock: clocktesting.NewFakePassiveClock(now)})
 			defer s.queue.ShutDown()
 			key := translate.KeyOf(desired)
-			s.desired.Entries[key] = desired
-			s.judging.entries[key] = judgement{writtenAt: now.Add(-tt.writtenAgo), rejudges: tt.rejudges}
+			s.ledger.desire(map[translate.EntryKey]consulapi.ConfigEntry{key: desired})
+			s.ledger.line(key).judgement = &judgement{writtenAt: now.Add(-tt.writtenAgo), rejudges: tt.rejudges}
 			if tt.lastJudgedWrittenAgo > 0 {
-				s.judging.lastJudgedAt = now.Add(-tt.lastJudgedAgo)
-				s.judging.lastJudgedWritten = now.Add(-tt.lastJudgedWrittenAgo)
+				s.ledger.judged = judgingProgress{at: now.Add(-tt.lastJudgedAgo), written: now.Add(-tt.lastJudgedWrittenAgo)}
 			}
 
 			if err := s.syncEntry(t.Context(), key); err != nil {

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	consulapi "github.com/hashicorp/consul/api"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -94,15 +93,11 @@ type Syncer struct {
 	snapshot translate.Snapshot
 	// confirmed holds every object a confirmation (of it or of its removal) named.
 	confirmed map[ownerKey]bool
-	desired   translate.Desired
 	verdicts  *verdicts
-	held      *heldEntries
-	judging   *awaitingJudgement
-	chains    *chainRefresher
-	matched   *matchedEntries
-	view      *consulView
-	refs      *consulReferences
-	undesired undesiredSince
+	// ledger is what is known of each entry: what is desired, what Consul holds, and
+	// what waits; chains, which routes bound which backends (for the chain refresh).
+	ledger *ledger
+	chains *chainRefresher
 	// version is the Consul server's version, "" until known.
 	version atomic.Pointer[string]
 	// references are the Secrets and Services as the translator was last given them.
@@ -147,15 +142,9 @@ func NewSyncer(cfg Config) *Syncer {
 		pending:       map[ownerKey]bool{},
 		references:    translate.NewSnapshot(),
 		routeBackends: map[ownerKey][]cache.ObjectName{},
-		desired:       translate.Desired{Entries: map[translate.EntryKey]consulapi.ConfigEntry{}},
 		verdicts:      newVerdicts(cfg.Naming),
-		held:          newHeldEntries(),
-		judging:       newAwaitingJudgement(),
+		ledger:        newLedger(),
 		chains:        newChainRefresher(),
-		matched:       newMatchedEntries(),
-		view:          newConsulView(),
-		refs:          newConsulReferences(),
-		undesired:     undesiredSince{since: map[translate.EntryKey]time.Time{}},
 		dirty:         make(chan struct{}, 1),
 	}
 }
@@ -341,29 +330,14 @@ func (s *Syncer) translate(ctx context.Context) time.Duration {
 	// The new desired state is in place before any key is queued: a worker that takes
 	// a key at once must see it, or it would compare against the old state, find
 	// nothing to do, and the change would wait for the next drift check.
+	queue, entries := s.ledger.desire(delta.Entries)
 	s.mu.Lock()
-	var queue []translate.EntryKey
-	for key, entry := range delta.Entries {
-		old, had := s.desired.Entries[key]
-		if entry == nil {
-			delete(s.desired.Entries, key)
-		} else {
-			s.desired.Entries[key] = entry
-		}
-		if entry == nil || !had || !sameDesired(old, entry) {
-			queue = append(queue, key)
-		}
-	}
 	for _, key := range delta.ReleasedSecrets {
 		delete(s.references.Secrets, key)
 	}
 	for _, key := range delta.ReleasedServices {
 		delete(s.references.Services, key)
 	}
-	if delta.ProblemsChanged {
-		s.desired.Problems = delta.Problems
-	}
-	entries := len(s.desired.Entries)
 	s.mu.Unlock()
 	for _, key := range queue {
 		s.queue.Add(key)
@@ -373,12 +347,6 @@ func (s *Syncer) translate(ctx context.Context) time.Duration {
 	}
 	klog.FromContext(ctx).V(4).Info("Translated confirmed objects", "entries", entries, "translated", s.translator.Translated(), "changed", len(queue), "problems", len(delta.Problems))
 	return time.Since(start)
-}
-
-// sameDesired reports whether two desired entries are equal. A kept translation hands
-// back the very same entry, which needs no deep comparison.
-func sameDesired(a, b consulapi.ConfigEntry) bool {
-	return a == b || apiequality.Semantic.DeepEqual(a, b)
 }
 
 // pendingChanges are the pending objects as held now, and the Secrets and Services
@@ -435,36 +403,7 @@ func addReferences[T comparable, L interface{ Get(string) (T, error) }](changes,
 	}
 }
 
-// unconfirmedOwner reports whether an entry belongs to a Gateway or route that exists
-// but has not been confirmed: nothing is known of what it should hold.
-func (s *Syncer) unconfirmedOwner(meta map[string]string) bool {
-	owner, ok := reportedOwner(meta)
-	if !ok || s.cfg.OwnerExists == nil {
-		return false
-	}
-	s.mu.Lock()
-	confirmed := s.confirmed[owner]
-	s.mu.Unlock()
-	return !confirmed && s.cfg.OwnerExists(owner.kind, owner.key)
-}
-
 // desiredEntry returns the entry Consul must hold under key, if any.
 func (s *Syncer) desiredEntry(key translate.EntryKey) (consulapi.ConfigEntry, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e, ok := s.desired.Entries[key]
-	return e, ok
-}
-
-// desiredKeys lists every desired entry of kind.
-func (s *Syncer) desiredKeys(kind string) []translate.EntryKey {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var keys []translate.EntryKey
-	for k := range s.desired.Entries {
-		if k.Kind == kind {
-			keys = append(keys, k)
-		}
-	}
-	return keys
+	return s.ledger.desiredEntry(key)
 }

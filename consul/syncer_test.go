@@ -100,7 +100,7 @@ func syncerAgainst(t *testing.T, entry consulapi.ConfigEntry, consul http.Handle
 	}
 	s := NewSyncer(Config{Client: client, Ownership: testOwnership})
 	key := translate.KeyOf(entry)
-	s.desired.Entries[key] = entry
+	s.ledger.desire(map[translate.EntryKey]consulapi.ConfigEntry{key: entry})
 	return s, key
 }
 

@@ -14,6 +14,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 	"github.com/consul-gateway-controller/consul-gateway-controller/sync/contract"
 )
 
@@ -37,52 +38,48 @@ type verdicts struct {
 	failing map[translate.EntryKey]ownerKey
 	// problems are the translation problems last set; most translations repeat them.
 	problems []translate.Problem
-	// refused and foreignKeys are, per entry whatever its owner, what Consul answered
-	// when it last refused to write it, and that the entry Consul holds is someone
-	// else's: an entry that waits for it says why (dependenciesWritten), also when
-	// its own owner has no status to carry that (a service-resolver written for a
-	// Service). Both end when the entry settles.
-	refused     map[translate.EntryKey]string
-	foreignKeys map[translate.EntryKey]bool
-	// heldBack is, per entry that cannot be written until something else is
-	// resolved, what it waits for (see blocked); it ends when the entry settles.
-	heldBack map[translate.EntryKey]string
 }
 
 func newVerdicts(naming translate.Naming) *verdicts {
-	return &verdicts{naming: naming, owners: map[ownerKey]ownerState{}, failing: map[translate.EntryKey]ownerKey{},
-		refused: map[translate.EntryKey]string{}, foreignKeys: map[translate.EntryKey]bool{}, heldBack: map[translate.EntryKey]string{}}
+	return &verdicts{naming: naming, owners: map[ownerKey]ownerState{}, failing: map[translate.EntryKey]ownerKey{}}
 }
 
-// holdBack records what the entry under key waits for and cannot be written without.
-func (v *verdicts) holdBack(key translate.EntryKey, reason string) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	v.heldBack[key] = reason
-}
-
-// heldBackBy is what the entry under key was last held back by, "" when it was not
-// since it settled.
-func (v *verdicts) heldBackBy(key translate.EntryKey) string {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return v.heldBack[key]
-}
-
-// refusal is what Consul answered when it last refused to write key, "" when it has
-// not since key settled.
-func (v *verdicts) refusal(key translate.EntryKey) string {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return v.refused[key]
-}
-
-// notOurs reports whether the entry Consul holds under key was last found to be
-// someone else's.
-func (v *verdicts) notOurs(key translate.EntryKey) bool {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return v.foreignKeys[key]
+// record takes what performing act on an entry did (res): a write, a delete, an entry
+// found as desired, a failure, or an entry of someone else or one it depends on that
+// holds it back. Each is reported on the owner of the entry the action concerned.
+func (v *verdicts) record(st entryState, act action, res result, changed func(gatewayv1.Kind, cache.ObjectName)) {
+	key, desiredMeta := st.key, map[string]string(nil)
+	if st.desired != nil {
+		desiredMeta = st.desired.GetMeta()
+	}
+	if act.op == opRewrite {
+		v.settled(key, changed) // as desired, whether the rewrite lands or not
+	}
+	switch {
+	case res.blocked != "":
+		v.waits(key, desiredMeta, blockedMessage(key, res.blocked), changed)
+		return
+	case res.failure != nil && act.op == opDelete:
+		v.writeFailed(key, st.actual.GetMeta(), res.failure, changed)
+	case res.failure != nil && desiredMeta != nil:
+		v.writeFailed(key, desiredMeta, res.failure, changed)
+	}
+	if res.err != nil {
+		return
+	}
+	switch act.op {
+	case opCreate, opUpdate, opRewrite:
+		// A new entry: the verdict of any earlier one is not its verdict. Only once
+		// created: a create the check-and-set refused (the watch's view was behind)
+		// leaves the entry Consul holds, and its verdict, as they were.
+		v.written(key, desiredMeta, act.op == opCreate, changed)
+	case opDelete:
+		v.written(key, st.actual.GetMeta(), true, changed)
+	case opForeign:
+		v.foreign(key, st.desired, changed)
+	case opSettled:
+		v.settled(key, changed)
+	}
 }
 
 // waits records that the entry under key is held back, with why, on its owner, until
@@ -182,8 +179,12 @@ func (v *verdicts) absent(key translate.EntryKey, meta map[string]string, change
 	})
 }
 
-// written records a successful write of key, or its delete.
-func (v *verdicts) written(key translate.EntryKey, desiredMeta map[string]string, changed func(gatewayv1.Kind, cache.ObjectName)) {
+// written records a successful write of key, or its delete. A new entry (created, or
+// deleted) has none of Consul's verdicts on the one before (absent).
+func (v *verdicts) written(key translate.EntryKey, desiredMeta map[string]string, fresh bool, changed func(gatewayv1.Kind, cache.ObjectName)) {
+	if fresh {
+		defer v.absent(key, desiredMeta, changed)
+	}
 	v.settled(key, changed)
 	owner, ok := reportedOwner(desiredMeta)
 	if !ok {
@@ -200,9 +201,6 @@ func (v *verdicts) written(key translate.EntryKey, desiredMeta map[string]string
 // successful write would leave ConsulWriteFailed for good on an entry that needs none.
 func (v *verdicts) settled(key translate.EntryKey, changed func(gatewayv1.Kind, cache.ObjectName)) {
 	v.mu.Lock()
-	delete(v.refused, key)
-	delete(v.foreignKeys, key)
-	delete(v.heldBack, key)
 	owner, failed := v.failing[key]
 	moved := false
 	if failed {
@@ -221,14 +219,8 @@ func (v *verdicts) settled(key translate.EntryKey, changed func(gatewayv1.Kind, 
 	}
 }
 
-// writeFailed records a read or write Consul refused, with its reason (never the
-// entry).
+// writeFailed records a read or write that failed, with its reason (never the entry).
 func (v *verdicts) writeFailed(key translate.EntryKey, desiredMeta map[string]string, err error, changed func(gatewayv1.Kind, cache.ObjectName)) {
-	if text := refusalText(err); text != "" {
-		v.mu.Lock()
-		v.refused[key] = text
-		v.mu.Unlock()
-	}
 	owner, ok := reportedOwner(desiredMeta)
 	if !ok {
 		return
@@ -247,9 +239,6 @@ func (v *verdicts) writeFailed(key translate.EntryKey, desiredMeta map[string]st
 
 // foreign records that the entry an object needs exists and belongs to someone else.
 func (v *verdicts) foreign(key translate.EntryKey, desired consulapi.ConfigEntry, changed func(gatewayv1.Kind, cache.ObjectName)) {
-	v.mu.Lock()
-	v.foreignKeys[key] = true
-	v.mu.Unlock()
 	owner, ok := reportedOwner(desired.GetMeta())
 	if !ok {
 		return
@@ -321,4 +310,83 @@ func (v *verdicts) forget(owner ownerKey) {
 		delete(v.failing, key)
 	}
 	delete(v.owners, owner)
+}
+
+type ownerKey struct {
+	kind gatewayv1.Kind
+	key  cache.ObjectName
+}
+
+// ownerState is everything known about the entries of one object.
+type ownerState struct {
+	// problem is what the translation could not express for the whole object, and
+	// parentProblems what it could not for one parent listener of a route written for
+	// its other parents (replaced whole, like writeErrs).
+	problem        string
+	parentProblems map[translate.ProblemParent]string
+	foreign        string
+	// writeErrs are the failed reads or writes of the object's entries that Consul does
+	// not hold as desired yet, by entry. Replaced whole on change, like bindings.
+	writeErrs map[translate.EntryKey]string
+	// Consul's Accepted condition on the entry, once it computed one.
+	consulKnown    bool
+	consulAccepted bool
+	consulReason   string
+	consulMessage  string
+	// bindings are Consul's Bound conditions on a route's entry, sorted. States are
+	// copied (update), so the slice is replaced whole, never changed in place.
+	bindings []binding
+}
+
+// binding is Consul's Bound condition on a route entry for one parent listener.
+type binding struct {
+	gateway cache.ObjectName
+	section string // "" when Consul's condition names the whole Gateway
+	verdict contract.Binding
+}
+
+// sameVerdicts reports whether o and p tell the status pipeline the same.
+func (o ownerState) sameVerdicts(p ownerState) bool {
+	return o.verdict() == p.verdict() && slices.Equal(o.bindings, p.bindings) && maps.Equal(o.parentProblems, p.parentProblems)
+}
+
+// joinSorted joins the messages of errs in the order of their entries, so the same
+// failures always read the same.
+func joinSorted(errs map[translate.EntryKey]string) string {
+	keys := slices.SortedFunc(maps.Keys(errs), func(a, b translate.EntryKey) int {
+		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Partition, b.Partition), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
+	msgs := make([]string, len(keys))
+	for i, k := range keys {
+		msgs[i] = errs[k]
+	}
+	return strings.Join(msgs, "; ")
+}
+
+func (o ownerState) verdict() contract.Verdict {
+	switch {
+	case o.problem != "":
+		return contract.Verdict{Known: true, Reason: ReasonTranslation, Message: o.problem}
+	case o.foreign != "":
+		return contract.Verdict{Known: true, Reason: ReasonForeignEntry, Message: o.foreign}
+	case len(o.writeErrs) > 0:
+		return contract.Verdict{Known: true, Reason: ReasonWriteFailed, Message: joinSorted(o.writeErrs)}
+	case !o.consulKnown:
+		return contract.Verdict{}
+	case o.consulAccepted:
+		return contract.Verdict{Known: true, Programmed: true, Reason: o.consulReason, Message: o.consulMessage}
+	default:
+		return contract.Verdict{Known: true, Reason: o.consulReason, Message: o.consulMessage}
+	}
+}
+
+// reportedOwner is the object whose status carries the verdict on an entry's owner;
+// only Gateways and routes have one.
+func reportedOwner(meta map[string]string) (ownerKey, bool) {
+	o := translate.OwnerOf(meta)
+	kind := gatewayv1.Kind(o.Kind)
+	if kind != gatewayapi.GatewayKind && !translate.TranslatesRoutes(kind) {
+		return ownerKey{}, false
+	}
+	return ownerKey{kind, cache.ObjectName{Namespace: o.Namespace, Name: o.Name}}, true
 }

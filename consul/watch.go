@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"reflect"
 	"strings"
 	gosync "sync"
 	"time"
@@ -75,13 +74,10 @@ func (s *Syncer) readVerdicts(ctx context.Context) {
 		for {
 			answer, err := s.listKind(ctx, kind, 0, nil)
 			if err == nil {
-				entries := answer.entries
-				keys := make([]translate.EntryKey, len(entries))
-				for i, entry := range entries {
-					keys[i] = translate.KeyOf(entry)
-					s.verdicts.observe(keys[i], entry, s.cfg.Ownership.Owns(entry.GetMeta()), nil)
+				for _, entry := range answer.entries {
+					s.verdicts.observe(translate.KeyOf(entry), entry, s.cfg.Ownership.Owns(entry.GetMeta()), nil)
 				}
-				s.view.list(kind, keys)
+				s.ledger.list(kind, keysOf(answer.entries), nil)
 				break
 			}
 			// The timeout cuts the last try short: what failed before it is the reason.
@@ -156,10 +152,11 @@ func (s *Syncer) watchKind(ctx context.Context, kind string) {
 			// A fresh start or a reconnect: the server may have been replaced, and its
 			// indexes with it.
 			s.checkVersion(ctx)
-			s.forgetKind(kind)
+			s.ledger.forgetKind(kind)
 		}
-		// References first: a delete the comparison queues waits for its referrers.
-		s.noteReferences(kind, entries)
+		// What exists and what refers to what first: a delete the comparison queues
+		// waits for its referrers.
+		s.queueAll(s.ledger.list(kind, keysOf(entries), s.orderingReferences(kind, entries)))
 		s.compareKind(ctx, kind, entries)
 		s.refreshChainsOf(ctx, kind, entries, fresh)
 		s.observeRoutes(kind, entries)
@@ -198,37 +195,29 @@ const watchPaceBytes = 4 << 20
 // and records Consul's verdicts on our entries.
 func (s *Syncer) compareKind(ctx context.Context, kind string, entries []consulapi.ConfigEntry) {
 	seen := make(map[translate.EntryKey]bool, len(entries))
-	keys := make([]translate.EntryKey, 0, len(entries))
 	queued := 0
 	for _, entry := range entries {
 		key := translate.KeyOf(entry)
 		seen[key] = true
-		keys = append(keys, key)
 		owned := s.cfg.Ownership.Owns(entry.GetMeta())
 		s.verdicts.observe(key, entry, owned, s.statusChanged)
 		desired, want := s.desiredEntry(key)
 		switch {
 		case !owned && !want:
 		case !owned:
-			s.matched.forget(key)
+			s.ledger.differs(key)
 			s.queue.Add(key) // reports the clash
-		case !want:
-			s.matched.forget(key)
-			s.queue.Add(key)
-			queued++
-		case s.matched.unchanged(key, entry, desired), s.compare(key, desired, entry):
-			s.verdicts.settled(key, s.statusChanged)
-			s.awaitJudgement(key, entry)
+		case want && (s.ledger.unchanged(key, entry, desired) || s.compare(key, desired, entry)):
+			s.seenSettled(key, entry)
 		default:
-			s.matched.forget(key)
+			s.ledger.differs(key)
 			s.queue.Add(key)
 			queued++
 		}
 	}
-	s.view.list(kind, keys)
-	for _, key := range s.desiredKeys(kind) {
+	for _, key := range s.ledger.desiredKeys(kind) {
 		if !seen[key] {
-			s.matched.forget(key)
+			s.ledger.differs(key)
 			s.queue.Add(key)
 			queued++
 		}
@@ -236,6 +225,15 @@ func (s *Syncer) compareKind(ctx context.Context, kind string, entries []consula
 	if queued > 0 {
 		klog.FromContext(ctx).V(2).Info("Consul differs from the desired state", "kind", kind, "entries", queued)
 	}
+}
+
+// keysOf are the keys of entries.
+func keysOf(entries []consulapi.ConfigEntry) []translate.EntryKey {
+	keys := make([]translate.EntryKey, len(entries))
+	for i, entry := range entries {
+		keys[i] = translate.KeyOf(entry)
+	}
+	return keys
 }
 
 // observeRoutes tells the route observer, if any, the owned entries of a route kind.
@@ -261,24 +259,12 @@ func (s *Syncer) forgetRoutes(kind string) {
 	s.cfg.Routes.ForgetRoutes(kind)
 }
 
-// forgetKind drops what the watch knew of kind's entries.
-func (s *Syncer) forgetKind(kind string) {
-	s.matched.forgetKind(kind)
-	s.view.forgetKind(kind)
-}
-
-// awaitJudgement follows an entry Consul holds as desired: judged, it needs nothing;
-// unjudged, the writer looks at it again once it has waited long enough (see
-// awaitingJudgement), also when it was written before this process started.
-func (s *Syncer) awaitJudgement(key translate.EntryKey, entry consulapi.ConfigEntry) {
-	if !judgedKinds[key.Kind] {
-		return
-	}
-	if AcceptedCondition(entry) != nil {
-		s.judging.seenJudged(key, s.clock.Now())
-		return
-	}
-	if s.judging.noteUnjudged(key, s.clock.Now()) {
+// seenSettled records an entry the watch found as desired. Unjudged, the writer looks
+// at it again once it has waited long enough (see passedOver), also when it was
+// written before this process started.
+func (s *Syncer) seenSettled(key translate.EntryKey, entry consulapi.ConfigEntry) {
+	s.verdicts.settled(key, s.statusChanged)
+	if s.ledger.settledSeen(key, entry, s.clock.Now()) {
 		s.queue.AddAfter(key, judgeTimeout)
 	}
 }
@@ -289,107 +275,8 @@ func (s *Syncer) compare(key translate.EntryKey, desired, entry consulapi.Config
 	if !sameEntry(desired, entry) {
 		return false
 	}
-	s.matched.record(key, entry, desired)
+	s.ledger.matched(key, entry, desired)
 	return true
-}
-
-// matchedEntries remembers, per entry, what Consul held and what was desired when the
-// watch last found them equal. While nothing new is desired and Consul holds the same
-// (the same ModifyIndex, or after a status-only update by Consul's gateway controller,
-// which rewrites the status of every route of a gateway when one of them changes, the
-// same content), the entry still matches without the full comparison, which encodes
-// both sides. Consul's indexes are compared for equality only, and forgotten when
-// Consul's data may have been replaced.
-type matchedEntries struct {
-	mu      gosync.Mutex
-	entries map[translate.EntryKey]matchedEntry
-}
-
-type matchedEntry struct {
-	modifyIndex uint64
-	content     any
-	desired     consulapi.ConfigEntry
-}
-
-func newMatchedEntries() *matchedEntries {
-	return &matchedEntries{entries: map[translate.EntryKey]matchedEntry{}}
-}
-
-func (m *matchedEntries) record(key translate.EntryKey, actual, desired consulapi.ConfigEntry) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.entries[key] = matchedEntry{modifyIndex: actual.GetModifyIndex(), content: contentOf(actual), desired: desired}
-}
-
-// unchanged reports whether key matched before with this very desired entry, and
-// Consul holds what it held then.
-func (m *matchedEntries) unchanged(key translate.EntryKey, actual, desired consulapi.ConfigEntry) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	e, ok := m.entries[key]
-	switch {
-	case !ok || e.desired != desired:
-		return false
-	case e.modifyIndex == actual.GetModifyIndex():
-		return true
-	case reflect.DeepEqual(e.content, contentOf(actual)):
-		e.modifyIndex = actual.GetModifyIndex()
-		m.entries[key] = e
-		return true
-	default:
-		return false
-	}
-}
-
-// contentOf is a copy of entry without the fields Consul manages (serverManaged).
-func contentOf(entry consulapi.ConfigEntry) any {
-	v := reflect.ValueOf(entry)
-	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
-		return entry
-	}
-	c := reflect.New(v.Elem().Type()).Elem()
-	c.Set(v.Elem())
-	for _, name := range serverManaged {
-		if f := c.FieldByName(name); f.IsValid() && f.CanSet() {
-			f.SetZero()
-		}
-	}
-	return c.Interface()
-}
-
-// holds reports whether the watch last found Consul holding this very desired entry.
-func (m *matchedEntries) holds(key translate.EntryKey, desired consulapi.ConfigEntry) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	e, ok := m.entries[key]
-	return ok && e.desired == desired
-}
-
-// replaceable returns the ModifyIndex of an entry of ours that last matched another
-// desired entry than desired: what a check-and-set that replaces it needs, without
-// reading it first. A write since then makes the check-and-set fail, and the writer
-// reads.
-func (m *matchedEntries) replaceable(key translate.EntryKey, desired consulapi.ConfigEntry) (uint64, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	e, ok := m.entries[key]
-	if !ok || e.desired == desired {
-		return 0, false
-	}
-	return e.modifyIndex, true
-}
-
-func (m *matchedEntries) forget(key translate.EntryKey) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	delete(m.entries, key)
-}
-
-// forgetKind drops every remembered match of kind.
-func (m *matchedEntries) forgetKind(kind string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	deleteKind(m.entries, kind)
 }
 
 // Run reads Consul's verdicts on what it holds, waits until confirmedAll is closed

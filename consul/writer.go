@@ -2,11 +2,10 @@ package consul
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
-	"reflect"
+	"strconv"
 	"time"
 
 	consulapi "github.com/hashicorp/consul/api"
@@ -22,173 +21,98 @@ import (
 var errCASMismatch = errors.New("check-and-set index did not match: the entry changed since it was read")
 
 // syncEntry makes Consul's entry under key equal to the desired one, or removes it when
-// nothing desires it. Every create, update and delete is a check-and-set on the
-// ModifyIndex just read (0 for a create). Entries that do not carry our ownership meta
+// nothing desires it, in four steps: gather the entry's state, decide, perform what was
+// decided against Consul, and record the result. Where the ledger does not know
+// enough, or a write made without a read met an entry that changed, it reads the entry
+// and decides again. Every create, update and delete is a check-and-set on the
+// ModifyIndex last seen (0 for a create). Entries that do not carry our ownership meta
 // are never changed or deleted.
 func (s *Syncer) syncEntry(ctx context.Context, key translate.EntryKey) error {
 	logger := klog.FromContext(ctx).WithValues("kind", key.Kind, "entry", key.Name)
-	desired, want := s.desiredEntry(key)
-	if want {
-		s.forgetUndesired(key)
-	}
-	if done, err := s.writeWithoutReading(ctx, logger, key, desired, want); done {
-		return err
+	st := s.entryState(key)
+	if act := decide(st, s.clock.Now()); act.op != opRead {
+		res := s.perform(ctx, logger, st, act)
+		if !errors.Is(res.err, errCASMismatch) {
+			return s.record(logger, st, act, res)
+		}
+		logger.V(4).Info("The entry changed since the watch saw it; reading it")
 	}
 	actual, err := s.readEntry(ctx, key)
 	if err != nil {
-		if want {
-			s.verdicts.writeFailed(key, desired.GetMeta(), err, s.statusChanged)
-		}
-		return err
+		return s.record(logger, st, action{op: opRead}, result{err: err, failure: err})
 	}
 	// Consul's verdicts are taken from the watch alone: its answers for one kind come in
 	// index order, while this read may be older than the watch's last answer, and
 	// recording it would put back a verdict Consul had already replaced (a route stuck
 	// at Pending, a Gateway stuck at InvalidCertificates).
-	switch {
-	case !want && actual == nil:
-		s.verdicts.settled(key, s.statusChanged)
-		return nil
-	case !want:
-		return s.removeUndesired(ctx, logger, key, actual)
-	case actual == nil:
-		return s.put(ctx, logger, "Created", key, desired, 0)
-	case !s.cfg.Ownership.Owns(actual.GetMeta()):
-		s.verdicts.foreign(key, desired, s.statusChanged)
-		logger.V(4).Info("Entry exists and is not ours; leaving it alone")
-		return nil
-	case sameEntry(desired, actual):
-		return s.keepSettled(ctx, logger, key, desired, actual)
+	st = s.withActual(st, actual)
+	act := decide(st, s.clock.Now())
+	return s.record(logger, st, act, s.perform(ctx, logger, st, act))
+}
+
+// result is what performing an action did in Consul.
+type result struct {
+	// err is why the action did not happen: a failed request, a lost check-and-set,
+	// or an entry it depends on that is not written yet.
+	err error
+	// failure is Consul's answer, or the failed request, to record on the entry and
+	// its owner; nil when there is nothing to record.
+	failure error
+	// blocked is what an entry it depends on, that cannot be written, holds the entry
+	// back by.
+	blocked string
+	// queue are entries to sync: dependencies to write first.
+	queue []translate.EntryKey
+}
+
+// perform carries out what decide said, in Consul; nothing else is changed here.
+func (s *Syncer) perform(ctx context.Context, logger klog.Logger, st entryState, act action) result {
+	switch act.op {
+	case opCreate, opUpdate:
+		if res := s.dependenciesWritten(ctx, st.key, st.desired); res.err != nil || res.blocked != "" {
+			return res
+		}
+		return s.put(ctx, logger, verbs[act.op], st.key, st.desired, act.index)
+	case opRewrite:
+		n, _ := strconv.Atoi(st.actual.GetMeta()[act.counter])
+		return s.put(ctx, logger, verbs[act.op], st.key, withMeta(st.desired, act.counter, strconv.Itoa(n+1)), act.index)
+	case opDelete:
+		return s.write(ctx, logger, verbs[act.op], st.key, func(w *consulapi.WriteOptions) (bool, error) {
+			ok, _, err := s.cfg.Client.ConfigEntries().DeleteCAS(st.key.Kind, st.key.Name, act.index, w)
+			return ok, err
+		})
 	default:
-		return s.put(ctx, logger, "Updated", key, desired, actual.GetModifyIndex())
+		return result{}
 	}
 }
 
-// removeUndesired deletes an entry nothing desires any more, when it is ours and
-// nothing holds it back.
-func (s *Syncer) removeUndesired(ctx context.Context, logger klog.Logger, key translate.EntryKey, actual consulapi.ConfigEntry) error {
-	if !s.cfg.Ownership.Owns(actual.GetMeta()) {
-		s.verdicts.settled(key, s.statusChanged)
-		return nil // not ours: never deleted
-	}
-	if s.unconfirmedOwner(actual.GetMeta()) {
-		logger.V(4).Info("Keeping the entry of an object not confirmed yet")
-		return nil
-	}
-	if wait := s.serviceDefaultsGrace(key, actual.GetMeta()); wait > 0 {
-		logger.V(4).Info("Keeping the service-defaults of an existing Service a while after their last route", "for", wait)
-		s.queue.AddAfter(key, wait)
-		return nil
-	}
-	// Consul refuses the delete, or the referrer breaks, while an entry of ours
-	// still refers to this one (see dependencies.go); the key is queued again
-	// when the last referrer goes. A referrer that is not ours is not known here:
-	// Consul's refusal then requeues the key with backoff until its owner changes it.
-	if err := s.stillReferred(key); err != nil {
-		return err
-	}
-	err := s.write(ctx, logger, "Deleted", key, actual.GetMeta(), func(w *consulapi.WriteOptions) (bool, error) {
-		ok, _, err := s.cfg.Client.ConfigEntries().DeleteCAS(key.Kind, key.Name, actual.GetModifyIndex(), w)
+// verbs name the writes in logs.
+var verbs = map[op]string{opCreate: "Created", opUpdate: "Updated", opRewrite: "Updated", opDelete: "Deleted"}
+
+// put writes entry under key with check-and-set on index (0: create).
+func (s *Syncer) put(ctx context.Context, logger klog.Logger, verb string, key translate.EntryKey, entry consulapi.ConfigEntry, index uint64) result {
+	return s.write(ctx, logger, verb, key, func(w *consulapi.WriteOptions) (bool, error) {
+		ok, _, err := s.cfg.Client.ConfigEntries().CAS(Compact(entry), index, w)
 		return ok, err
 	})
+}
+
+// write runs one check-and-set operation, counts it and logs the change.
+func (s *Syncer) write(ctx context.Context, logger klog.Logger, verb string, key translate.EntryKey, op func(*consulapi.WriteOptions) (bool, error)) result {
+	w := (&consulapi.WriteOptions{Namespace: key.Namespace, Partition: key.Partition}).WithContext(ctx)
+	start := time.Now()
+	ok, err := op(w)
+	metrics.ConsulRequestDuration.WithLabelValues(operations[verb]).Observe(time.Since(start).Seconds())
+	metrics.ConsulWrites.WithLabelValues(key.Kind, operations[verb], consulWriteResult(ok, err)).Inc()
 	if err != nil {
-		return err
+		return result{err: fmt.Errorf("%s %s %s in Consul: %w", verb, key.Kind, key.Name, err), failure: err}
 	}
-	metrics.GCDeletions.WithLabelValues(key.Kind).Inc()
-	s.queueAll(s.refs.deleted(key))
-	s.verdicts.absent(key, actual.GetMeta(), s.statusChanged)
-	s.matched.forget(key)
-	s.view.deleted(key)
-	s.held.forget(key)
-	s.judging.forget(key)
-	s.forgetUndesired(key)
-	return nil
-}
-
-// keepSettled records an entry Consul holds as desired, then runs the Consul 1.15
-// workarounds it may still need (a chain refresh, a rejudge) or waits for its verdict.
-func (s *Syncer) keepSettled(ctx context.Context, logger klog.Logger, key translate.EntryKey, desired, actual consulapi.ConfigEntry) error {
-	s.verdicts.settled(key, s.statusChanged)
-	s.held.record(key, desired)
-	if s.chains.take(key) {
-		return s.refreshChain(ctx, logger, key, desired, actual)
+	if !ok {
+		logger.V(4).Info("Check-and-set lost a race; reading again")
+		return result{err: workqueue.Expected(errCASMismatch)}
 	}
-	rejudge, wait := s.judging.check(key, actual, s.clock.Now())
-	if rejudge {
-		return s.rejudge(ctx, logger, key, desired, actual)
-	}
-	if wait > 0 {
-		s.queue.AddAfter(key, wait)
-	}
-	return nil
-}
-
-// writeWithoutReading settles key from what the drift watch last saw, without the read
-// before each write: nothing to do when Consul held this very desired entry and judged
-// it; a create when the entry was absent; an update of an entry of ours whose index
-// the watch knows. It reports done = false when none applies or the check-and-set met
-// an entry that changed since; the caller then reads and decides.
-func (s *Syncer) writeWithoutReading(ctx context.Context, logger klog.Logger, key translate.EntryKey, desired consulapi.ConfigEntry, want bool) (bool, error) {
-	if !want || s.chains.waiting(key) {
-		return false, nil
-	}
-	var err error
-	switch index, replaceable := s.matched.replaceable(key, desired); {
-	case s.matched.holds(key, desired) && !s.judging.awaiting(key):
-		s.verdicts.settled(key, s.statusChanged)
-		return true, nil
-	case s.view.absent(key):
-		err = s.put(ctx, logger, "Created", key, desired, 0)
-	case replaceable:
-		err = s.put(ctx, logger, "Updated", key, desired, index)
-	default:
-		return false, nil
-	}
-	if errors.Is(err, errCASMismatch) {
-		logger.V(4).Info("The entry changed since the watch saw it; reading it")
-		return false, nil
-	}
-	return true, err
-}
-
-// put creates (index 0) or updates the entry under key with check-and-set, and counts
-// it as a drift correction when Consul had held exactly this content before.
-func (s *Syncer) put(ctx context.Context, logger klog.Logger, verb string, key translate.EntryKey, desired consulapi.ConfigEntry, index uint64) error {
-	if err := s.dependenciesWritten(ctx, key, desired); err != nil {
-		return err
-	}
-	drift := s.held.held(key, desired)
-	err := s.write(ctx, logger, verb, key, desired.GetMeta(), func(w *consulapi.WriteOptions) (bool, error) {
-		ok, _, err := s.cfg.Client.ConfigEntries().CAS(Compact(desired), index, w)
-		return ok, err
-	})
-	var refused consulapi.StatusError
-	if errors.As(err, &refused) && len(s.leavingReferrers(key)) > 0 {
-		// Consul refuses dropping a subset that a redirect of ours still names
-		// until the redirect goes; its delete queues this key again (queueAll).
-		return workqueue.Expected(err)
-	}
-	if err != nil {
-		return err
-	}
-	s.queueAll(s.refs.wrote(key, s.orderedReferences(desired)))
-	if index == 0 {
-		// A new entry: the verdict of any earlier one is not its verdict. Only once
-		// created: a create the check-and-set refused (the watch's view was behind)
-		// leaves the entry Consul holds, and its verdict, as they were.
-		s.verdicts.absent(key, desired.GetMeta(), s.statusChanged)
-	}
-	s.held.record(key, desired)
-	s.view.wrote(key)
-	if judgedKinds[key.Kind] {
-		s.judging.written(key, s.clock.Now())
-		s.queue.AddAfter(key, judgeTimeout)
-	}
-	if drift {
-		metrics.DriftCorrections.WithLabelValues(key.Kind).Inc()
-		logger.V(2).Info("Put back a Consul config entry that was changed or removed outside the controller")
-	}
-	return nil
+	logger.V(2).Info(verb + " Consul config entry")
+	return result{}
 }
 
 // readEntry returns the entry under key, or nil when there is none.
@@ -207,26 +131,6 @@ func (s *Syncer) readEntry(ctx context.Context, key translate.EntryKey) (consula
 	return entry, nil
 }
 
-// write runs one check-and-set operation and logs the change.
-func (s *Syncer) write(ctx context.Context, logger klog.Logger, verb string, key translate.EntryKey, meta map[string]string, op func(*consulapi.WriteOptions) (bool, error)) error {
-	w := (&consulapi.WriteOptions{Namespace: key.Namespace, Partition: key.Partition}).WithContext(ctx)
-	start := time.Now()
-	ok, err := op(w)
-	metrics.ConsulRequestDuration.WithLabelValues(operations[verb]).Observe(time.Since(start).Seconds())
-	metrics.ConsulWrites.WithLabelValues(key.Kind, operations[verb], consulWriteResult(ok, err)).Inc()
-	if err != nil {
-		s.verdicts.writeFailed(key, meta, err, s.statusChanged)
-		return fmt.Errorf("%s %s %s in Consul: %w", verb, key.Kind, key.Name, err)
-	}
-	if !ok {
-		logger.V(4).Info("Check-and-set lost a race; reading again")
-		return workqueue.Expected(errCASMismatch)
-	}
-	s.verdicts.written(key, meta, s.statusChanged)
-	logger.V(2).Info(verb + " Consul config entry")
-	return nil
-}
-
 // operations names the write verbs in metrics.
 var operations = map[string]string{"Created": "create", "Updated": "update", "Deleted": "delete"}
 
@@ -241,80 +145,32 @@ func consulWriteResult(ok bool, err error) string {
 	}
 }
 
-// sameEntry reports whether Consul's entry already says what desired says. Both are
-// compared in the encoding the syncer writes, without the fields Consul manages
-// (indexes, status) and the defaults it fills in when it stores an entry.
-func sameEntry(desired, actual consulapi.ConfigEntry) bool {
-	want, err := comparableForm(desired)
-	if err != nil {
-		return false
-	}
-	got, err := comparableForm(actual)
-	if err != nil {
-		return false
-	}
-	return reflect.DeepEqual(want, got)
-}
-
-// serverManaged are top-level fields Consul sets on every entry it stores.
-var serverManaged = []string{"CreateIndex", "ModifyIndex", "Status", "Hash"}
-
-// comparableForm is an entry as a generic map, in the encoding the syncer writes,
-// without what Consul manages or fills in.
-func comparableForm(entry consulapi.ConfigEntry) (map[string]any, error) {
-	raw, err := json.Marshal(Compact(entry))
-	if err != nil {
-		return nil, err
-	}
-	var m map[string]any
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return nil, err
-	}
-	for _, k := range serverManaged {
-		delete(m, k)
-	}
-	if meta, ok := m["Meta"].(map[string]any); ok {
-		delete(meta, metaRejudge)
-		delete(meta, metaChainRefresh)
-	}
-	// Consul answers with empty objects for optional blocks nobody set (a
-	// service-defaults' TransparentProxy {}), which Compact keeps when written as
-	// non-nil pointers; both sides lose every zero value before comparing.
-	pruneZero(m)
-	// Consul CE reports the default namespace and partition by name on read.
-	for _, k := range []string{"Namespace", "Partition"} {
-		if m[k] == "default" {
-			delete(m, k)
+// withMeta is a copy of entry with meta[k] = v, for the kinds Consul judges and
+// service-defaults.
+func withMeta(entry consulapi.ConfigEntry, k, v string) consulapi.ConfigEntry {
+	meta := map[string]string{k: v}
+	for mk, mv := range entry.GetMeta() {
+		if mk != k {
+			meta[mk] = mv
 		}
 	}
-	return m, nil
-}
-
-// pruneZero removes, recursively, map keys whose values are null, false, 0, "", or
-// become empty objects or arrays.
-func pruneZero(v any) bool {
-	switch x := v.(type) {
-	case nil:
-		return true
-	case map[string]any:
-		for k, child := range x {
-			if pruneZero(child) {
-				delete(x, k)
-			}
-		}
-		return len(x) == 0
-	case []any:
-		for _, child := range x {
-			pruneZero(child)
-		}
-		return len(x) == 0
-	case bool:
-		return !x
-	case float64:
-		return x == 0
-	case string:
-		return x == ""
-	default:
-		return false
+	switch e := entry.(type) {
+	case *consulapi.APIGatewayConfigEntry:
+		c := *e
+		c.Meta = meta
+		return &c
+	case *consulapi.HTTPRouteConfigEntry:
+		c := *e
+		c.Meta = meta
+		return &c
+	case *consulapi.TCPRouteConfigEntry:
+		c := *e
+		c.Meta = meta
+		return &c
+	case *consulapi.ServiceConfigEntry:
+		c := *e
+		c.Meta = meta
+		return &c
 	}
+	return entry
 }

@@ -19,9 +19,32 @@ import (
 // run: "stopping watch of target" with no "initializing watch" after it).
 const ServiceDefaultsGrace = 30 * time.Second
 
-// undesiredSince holds when each entry of ours was first found no longer desired.
-type undesiredSince struct {
-	since map[translate.EntryKey]time.Time
+// entryState gathers what decide needs of key before a read: the ledger's line.
+func (s *Syncer) entryState(key translate.EntryKey) entryState {
+	return s.ledger.stateOf(key)
+}
+
+// withActual adds what a read found to st: the entry Consul holds (nil for none), and
+// for an entry of ours that nothing desires, what may hold its delete back. Those are
+// gathered in the order decideUndesired asks them, and no further than the first that
+// holds it back: the grace of a service-defaults starts when it is first asked.
+func (s *Syncer) withActual(st entryState, actual consulapi.ConfigEntry) entryState {
+	st.read, st.actual = true, actual
+	if actual == nil {
+		return st
+	}
+	st.owned = s.cfg.Ownership.Owns(actual.GetMeta())
+	if st.desired != nil || !st.owned {
+		return st
+	}
+	if st.ownerUnconfirmed = s.unconfirmedOwner(actual.GetMeta()); st.ownerUnconfirmed {
+		return st
+	}
+	if st.graceLeft = s.serviceDefaultsGrace(st.key, actual.GetMeta()); st.graceLeft > 0 {
+		return st
+	}
+	st.referrers = s.leavingReferrers(st.key)
+	return st
 }
 
 // serviceDefaultsGrace returns how much longer an owned service-defaults entry that
@@ -40,19 +63,18 @@ func (s *Syncer) serviceDefaultsGrace(key translate.EntryKey, meta map[string]st
 		return 0
 	}
 	now := s.clock.Now()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	first, ok := s.undesired.since[key]
-	if !ok {
-		first = now
-		s.undesired.since[key] = now
-	}
-	return max(0, s.cfg.ServiceDefaultsGrace-now.Sub(first))
+	return max(0, s.cfg.ServiceDefaultsGrace-now.Sub(s.ledger.undesiredSince(key, now)))
 }
 
-// forgetUndesired forgets when an entry was first found undesired: it is desired again, or gone.
-func (s *Syncer) forgetUndesired(key translate.EntryKey) {
+// unconfirmedOwner reports whether an entry belongs to a Gateway or route that exists
+// but has not been confirmed: nothing is known of what it should hold.
+func (s *Syncer) unconfirmedOwner(meta map[string]string) bool {
+	owner, ok := reportedOwner(meta)
+	if !ok || s.cfg.OwnerExists == nil {
+		return false
+	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.undesired.since, key)
+	confirmed := s.confirmed[owner]
+	s.mu.Unlock()
+	return !confirmed && s.cfg.OwnerExists(owner.kind, owner.key)
 }

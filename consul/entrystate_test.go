@@ -43,7 +43,8 @@ func TestServiceDefaultsGrace(t *testing.T) {
 	if got := s.serviceDefaultsGrace(key, meta("shop", "web", "uid-web")); got != 0 {
 		t.Fatalf("after the grace: keep %s, want 0", got)
 	}
-	s.forgetUndesired(key)
+	s.ledger.desire(map[translate.EntryKey]consulapi.ConfigEntry{key: &consulapi.ServiceConfigEntry{Kind: consulapi.ServiceDefaults, Name: "web"}})
+	s.ledger.stateOf(key) // desired again
 	if got := s.serviceDefaultsGrace(key, meta("shop", "web", "uid-web")); got != 30*time.Second {
 		t.Fatalf("desired again, then undesired: keep %s, want a new 30s", got)
 	}
