@@ -207,8 +207,8 @@ func heldContent(st entryState, act action) content {
 }
 
 // wrote records that Consul now holds the written content under key, written at now,
-// referring to refs. It reports whether Consul had held this very content before (the write put
-// back a drift), and returns the entries nothing refers to any more.
+// referring to refs. It reports whether Consul had held this very content before (the
+// write put back a drift), and returns the entries nothing refers to any more.
 func (l *ledger) wrote(key translate.EntryKey, written content, refs []translate.EntryKey, now time.Time) (drift bool, released []translate.EntryKey) {
 	e := l.line(key)
 	drift = written.known && e.heldKnown && e.held == written.fingerprint
@@ -242,9 +242,10 @@ func (l *ledger) rewrote(key translate.EntryKey, counter string, now time.Time) 
 }
 
 // settled records that Consul holds the desired entry under key (actual, as read,
-// whose content held is), or holds nothing and nothing is desired. What it refused before is over. A judged
-// kind's judgement ends when Consul has judged it, and starts when it is found
-// unjudged with none (written before this process started, or by an earlier leader).
+// whose content held is), or holds nothing and nothing is desired. What it refused
+// before is over. A judged kind's judgement ends when Consul has judged it, and starts
+// when it is found unjudged with none (written before this process started, or by an
+// earlier leader).
 func (l *ledger) settled(key translate.EntryKey, held content, actual consulapi.ConfigEntry, now time.Time) {
 	e := l.line(key)
 	e.refused, e.foreign, e.heldBack = "", false, ""
