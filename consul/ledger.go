@@ -19,9 +19,9 @@ import (
 //
 // Besides what is desired, nothing in it is needed for correctness: every write is a
 // check-and-set, so a line that is out of date costs a failed write and a read, never
-// a wrong entry. It saves reads (a create where the watch saw nothing, an update of an entry the watch
-// matched), comparisons (the watch skips entries it matched before), and it carries
-// what Consul 1.15 needs written again (rewrites).
+// a wrong entry. It saves reads (a create where the watch saw nothing, an update of an
+// entry the watch matched), comparisons (the watch skips entries it matched before),
+// and it carries what Consul 1.15 needs written again (rewrites).
 type ledger struct {
 	mu      gosync.Mutex
 	entries map[translate.EntryKey]*entryLine
