@@ -17,7 +17,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/metrics"
-	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
+	"github.com/consul-gateway-controller/consul-gateway-controller/sync/contract"
 )
 
 // applyObjects applies the Gateway's objects. An object of their name that another
@@ -53,7 +53,7 @@ const conflictRecheck = 10 * time.Second
 
 // checkOwners reports, as the Gateway's write problem, each object of its names that
 // exists and that the Gateway does not control.
-func (c *Controller) checkOwners(ctx context.Context, gw *gatewayv1.Gateway, objects Objects) (gwsync.DeploymentState, error) {
+func (c *Controller) checkOwners(ctx context.Context, gw *gatewayv1.Gateway, objects Objects) (contract.DeploymentState, error) {
 	ns := gw.Namespace
 	return classifyWriteErrors(
 		checkOwner(ctx, gw, "ServiceAccount", *objects.ServiceAccount.Name,

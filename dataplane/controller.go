@@ -17,7 +17,8 @@ import (
 	"github.com/consul-gateway-controller/consul-gateway-controller/api/v1alpha1"
 	"github.com/consul-gateway-controller/consul-gateway-controller/informers"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
-	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayconfig"
+	"github.com/consul-gateway-controller/consul-gateway-controller/sync/contract"
 	"github.com/consul-gateway-controller/consul-gateway-controller/workqueue"
 )
 
@@ -59,7 +60,7 @@ type Controller struct {
 	listenerSets map[cache.ObjectName]*gatewayv1.ListenerSet
 	// problems says, per Gateway, why an object of its could not be written in a way
 	// no retry fixes (see writeProblem).
-	problems map[cache.ObjectName]gwsync.DeploymentState
+	problems map[cache.ObjectName]contract.DeploymentState
 	// onProblem is told of a Gateway whose problem changed (OnProblemChange).
 	onProblem func(cache.ObjectName)
 	// applied remembers each object's last apply (see apply), per Gateway, so a
@@ -83,7 +84,7 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 		queue:        workqueue.New[cache.ObjectName]("dataplane"),
 		confirmed:    map[cache.ObjectName]*gatewayv1.Gateway{},
 		listenerSets: map[cache.ObjectName]*gatewayv1.ListenerSet{},
-		problems:     map[cache.ObjectName]gwsync.DeploymentState{},
+		problems:     map[cache.ObjectName]contract.DeploymentState{},
 		onProblem:    func(cache.ObjectName) {},
 		applied:      map[cache.ObjectName]map[objectKey]lastApply{},
 	}
@@ -96,7 +97,7 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 // Publish records a confirmed Gateway: one accepted at its current generation is
 // deployed; for any other, the sync asks the caches whether it is still ours (see
 // syncUnconfirmed).
-func (c *Controller) Publish(_ context.Context, conf gwsync.Confirmation) {
+func (c *Controller) Publish(_ context.Context, conf contract.Confirmation) {
 	if conf.Kind == gatewayapi.ListenerSetKind {
 		c.publishListenerSet(conf)
 		return
@@ -107,7 +108,7 @@ func (c *Controller) Publish(_ context.Context, conf gwsync.Confirmation) {
 	gw, ok := conf.Object.(*gatewayv1.Gateway)
 	c.mu.Lock()
 	switch {
-	case ok && gwsync.AcceptedAtGeneration(gw):
+	case ok && contract.AcceptedAtGeneration(gw):
 		c.confirmed[conf.Key] = gw
 	case conf.Object == nil: // deleted, or no longer ours
 		delete(c.confirmed, conf.Key)
@@ -152,7 +153,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	if err != nil {
 		return fmt.Errorf("get GatewayClass %s: %w", gw.Spec.GatewayClassName, err)
 	}
-	config, problem, err := gwsync.GatewayConfigFor(c.cfg.Configs, gw, class)
+	config, problem, err := gatewayconfig.For(c.cfg.Configs, gw, class)
 	if err != nil {
 		return err
 	}

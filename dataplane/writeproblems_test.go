@@ -15,7 +15,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/informers"
-	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
+	"github.com/consul-gateway-controller/consul-gateway-controller/sync/contract"
 )
 
 // acceptedGateway is a Gateway of class "ours" whose Accepted=True status the API
@@ -56,7 +56,7 @@ func newProblemHarness(t *testing.T, gw *gatewayv1.Gateway) *problemHarness {
 	if !cache.WaitForCacheSync(ctx.Done(), owned.HasSynced()...) {
 		t.Fatal("owned caches did not sync")
 	}
-	c.Publish(ctx, gwsync.Confirmation{Kind: "Gateway", Key: cache.MetaObjectToName(gw), Object: gw})
+	c.Publish(ctx, contract.Confirmation{Kind: "Gateway", Key: cache.MetaObjectToName(gw), Object: gw})
 	h.c = c
 	return h
 }

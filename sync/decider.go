@@ -16,6 +16,7 @@ import (
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/backends"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/consullimits"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
+	"github.com/consul-gateway-controller/consul-gateway-controller/sync/contract"
 )
 
 // decider computes status from cached objects. It reads listers and indexers only: it
@@ -23,9 +24,9 @@ import (
 type decider struct {
 	controllerName gatewayv1.GatewayController
 	caps           consullimits.Capabilities
-	verdicts       ConsulVerdicts
+	verdicts       contract.ConsulVerdicts
 	// deployments is nil when this controller does not deploy gateways.
-	deployments GatewayDeployments
+	deployments contract.GatewayDeployments
 	// infrastructureKeys are the spec.infrastructure keys the deployed objects get.
 	infrastructureKeys gatewayapi.KeyAllowlist
 
@@ -167,7 +168,7 @@ func (d *decider) checkBackend(rules *routeRules, index BackendRefIndex, kind ga
 
 // consulCondition turns a data-plane verdict on a route for one parent into the
 // condition that carries it.
-func consulCondition(v Verdict, generation int64) metav1.Condition {
+func consulCondition(v contract.Verdict, generation int64) metav1.Condition {
 	switch {
 	case !v.Known:
 		return condition(ConsulAcceptedCondition, false, "Pending", "Waiting for Consul to accept the route", generation)

@@ -21,6 +21,8 @@ import (
 	"github.com/consul-gateway-controller/consul-gateway-controller/informers"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/consullimits"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayconfig"
+	"github.com/consul-gateway-controller/consul-gateway-controller/sync/contract"
 )
 
 // OfflineConfig is what Offline judges with: the controller's settings that status
@@ -52,7 +54,7 @@ const maxOfflinePasses = 8
 // objects are typed: GatewayClasses, Gateways, ListenerSets, the routes of
 // gatewayapi.Routes, ReferenceGrants, Namespaces, Services, Secrets and
 // GatewayConfigs; anything else is an error naming it.
-func Offline(cfg OfflineConfig, objects []runtime.Object) ([]Confirmation, error) {
+func Offline(cfg OfflineConfig, objects []runtime.Object) ([]contract.Confirmation, error) {
 	o, err := newOffline(cfg, objects)
 	if err != nil {
 		return nil, err
@@ -156,7 +158,7 @@ func (o *offline) pass() (bool, error) {
 		if class.Spec.ControllerName != o.controllerName {
 			continue
 		}
-		params, err := o.classParameters(class)
+		params, err := gatewayconfig.OfClass(o.configs, class)
 		if err != nil {
 			return false, err
 		}
@@ -263,10 +265,10 @@ func storeStatus[T runtime.Object](indexer cache.Indexer, obj T, unchanged bool,
 // confirmations are what the status workers would publish once every status is
 // confirmed: each object of ours with its status, each route with its decision, and
 // nothing for an object withheld from the syncers.
-func (o *offline) confirmations() []Confirmation {
-	var out []Confirmation
+func (o *offline) confirmations() []contract.Confirmation {
+	var out []contract.Confirmation
 	add := func(kind gatewayv1.Kind, obj runtime.Object, route *RouteDecision) {
-		conf := Confirmation{Kind: kind, Key: objectName(obj), Object: obj, Route: route}
+		conf := contract.Confirmation{Kind: kind, Key: objectName(obj), Object: obj, Route: route}
 		if withheld(obj) {
 			conf.Object, conf.Route = nil, nil
 		}

@@ -8,6 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/sync/contract"
 )
 
 // routeParentStatuses computes the route's status.parents: other controllers' entries
@@ -73,18 +75,18 @@ func (d *decider) routeParentStatuses(route routeView, rules routeRules, existin
 // notServedVerdict is the verdict on a parent whose Gateway or attached listeners
 // cannot be programmed: nothing is written to Consul for it, so Consul never judges
 // it, and waiting for that would say Pending forever.
-func notServedVerdict(b parentBinding) Verdict {
+func notServedVerdict(b parentBinding) contract.Verdict {
 	if b.unservable != "" {
-		return Verdict{Known: true, Reason: ReasonNotExpressible, Message: "not served: " + b.unservable}
+		return contract.Verdict{Known: true, Reason: ReasonNotExpressible, Message: "not served: " + b.unservable}
 	}
-	return Verdict{Known: true, Reason: ReasonListenersNotValid,
+	return contract.Verdict{Known: true, Reason: ReasonListenersNotValid,
 		Message: fmt.Sprintf("not served: the listeners the route attaches to (%s) are not valid, see the Gateway's listener status", joinNames(b.listeners))}
 }
 
 // bindings are the data plane's verdicts on serving the route on the listeners of
 // gateway it is written to.
-func (d *decider) bindings(kind gatewayv1.Kind, route, gateway cache.ObjectName, listeners []gatewayv1.SectionName) []Binding {
-	out := make([]Binding, len(listeners))
+func (d *decider) bindings(kind gatewayv1.Kind, route, gateway cache.ObjectName, listeners []gatewayv1.SectionName) []contract.Binding {
+	out := make([]contract.Binding, len(listeners))
 	for i, l := range listeners {
 		out[i] = d.verdicts.Binding(kind, route, gateway, l)
 	}
@@ -100,31 +102,31 @@ func (d *decider) bindings(kind gatewayv1.Kind, route, gateway cache.ObjectName,
 // listener the data plane said nothing about follows the route's verdict, as the
 // route's verdict itself stands until the data plane judges a new version of the
 // route.
-func parentVerdict(route Verdict, bindings []Binding) Verdict {
+func parentVerdict(route contract.Verdict, bindings []contract.Binding) contract.Verdict {
 	if !route.Known || !route.Programmed {
 		return route
 	}
-	var refused []Binding
+	var refused []contract.Binding
 	pending := false
 	for _, b := range bindings {
 		switch b.State {
-		case BindingRefused:
+		case contract.BindingRefused:
 			refused = append(refused, b)
-		case BindingPending:
+		case contract.BindingPending:
 			pending = true
 		}
 	}
 	switch {
 	case len(refused) > 0:
-		return Verdict{Known: true, Reason: refused[0].Reason, Message: refusalMessages(refused)}
+		return contract.Verdict{Known: true, Reason: refused[0].Reason, Message: refusalMessages(refused)}
 	case pending:
-		return Verdict{}
+		return contract.Verdict{}
 	default:
 		return route
 	}
 }
 
-func refusalMessages(bindings []Binding) string {
+func refusalMessages(bindings []contract.Binding) string {
 	msgs := make([]string, len(bindings))
 	for i, b := range bindings {
 		msgs[i] = b.Message

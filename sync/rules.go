@@ -9,6 +9,7 @@ import (
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/consullimits"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
+	"github.com/consul-gateway-controller/consul-gateway-controller/sync/contract"
 )
 
 // ruleProblem says why one rule cannot be programmed.
@@ -132,7 +133,7 @@ func (r routeRules) refusal() string {
 
 // parentConditions builds a route's conditions for one parent; verdict is the data
 // plane's on the route for that parent (parentVerdict).
-func (r routeRules) parentConditions(b parentBinding, verdict Verdict, generation int64) []metav1.Condition {
+func (r routeRules) parentConditions(b parentBinding, verdict contract.Verdict, generation int64) []metav1.Condition {
 	invalid := r.invalid()
 	var conds []metav1.Condition
 	switch {
