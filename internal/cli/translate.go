@@ -158,7 +158,7 @@ type ObjectStatus struct {
 // translateObjects judges objects and translates what the status workers would
 // confirm, as the controller does.
 func translateObjects(objects []runtime.Object, t translation) (Result, error) {
-	confirmations, err := gwsync.Offline(gwsync.OfflineConfig{
+	confirmations, err := judgeOffline(gwsync.OfflineConfig{
 		ControllerName: gatewayv1.GatewayController(t.ownership.Controller),
 		Capabilities:   consullimits.Consul115,
 		// The Gateway API release this binary is built with stands for the bundle
