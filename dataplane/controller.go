@@ -127,7 +127,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	if !cache.WaitForNamedCacheSyncWithContext(ctx, append(c.cfg.Owned.HasSynced(), c.cfg.Synced...)...) {
 		return fmt.Errorf("gateway object caches did not sync: %w", context.Cause(ctx))
 	}
-	workqueue.Run(ctx, "dataplane", c.queue, c.cfg.Workers, c.sync)
+	workqueue.Run(ctx, "dataplane", c.queue, c.cfg.Workers, workqueue.Requeuing(c.queue, c.sync))
 	return nil
 }
 
@@ -135,31 +135,33 @@ func (c *Controller) Run(ctx context.Context) error {
 // status depends on it, and no event of the objects may follow. Call it before Run.
 func (c *Controller) OnProblemChange(f func(gateway cache.ObjectName)) { c.onProblem = f }
 
-func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
+// sync deploys one Gateway's data plane, or removes it, and returns what must be
+// looked at again later.
+func (c *Controller) sync(ctx context.Context, key cache.ObjectName) ([]workqueue.Requeue[cache.ObjectName], error) {
 	c.mu.Lock()
 	gw := c.confirmed[key]
 	c.mu.Unlock()
 	if gw == nil {
-		return c.syncUnconfirmed(ctx, key)
+		return nil, c.syncUnconfirmed(ctx, key)
 	}
 	if why := unfit(gw, c.cfg.Defaults.InfrastructureKeys); why != "" {
 		klog.FromContext(ctx).V(4).Info("Gateway cannot be deployed; nothing is written", "gateway", key, "problem", why)
-		return nil
+		return nil, nil
 	}
 	class, err := c.cfg.Classes.Get(string(gw.Spec.GatewayClassName))
 	if apierrors.IsNotFound(err) {
-		return nil
+		return nil, nil
 	}
 	if err != nil {
-		return fmt.Errorf("get GatewayClass %s: %w", gw.Spec.GatewayClassName, err)
+		return nil, fmt.Errorf("get GatewayClass %s: %w", gw.Spec.GatewayClassName, err)
 	}
 	config, problem, err := gatewayconfig.For(c.cfg.Configs, gw, class)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if problem != "" {
 		klog.FromContext(ctx).V(4).Info("Parameters not usable; the deployed data plane stays", "gateway", key, "problem", problem)
-		return nil
+		return nil, nil
 	}
 	objects := Desired(Gateway{Gateway: gw, Class: class, Config: config, ListenerSetPorts: c.listenerSetPorts(key)}, c.cfg.Defaults)
 	return c.applyObjects(ctx, key, gw, objects)
