@@ -21,6 +21,7 @@ import (
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/consullimits"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayconfig"
+	"github.com/consul-gateway-controller/consul-gateway-controller/sync/decision"
 )
 
 // OfflineConfig is what an OfflineDecider judges with: the controller's settings
@@ -200,10 +201,10 @@ func (o *OfflineDecider) ListenerSetStatus(set *gatewayv1.ListenerSet, gw *gatew
 
 // RouteStatus is the status.parents the workers would write for route, and the
 // decision they would publish with it.
-func (o *OfflineDecider) RouteStatus(route gatewayapi.Object, existing []gatewayv1.RouteParentStatus) ([]gatewayv1.RouteParentStatus, RouteDecision, error) {
+func (o *OfflineDecider) RouteStatus(route gatewayapi.Object, existing []gatewayv1.RouteParentStatus) ([]gatewayv1.RouteParentStatus, decision.Route, error) {
 	view, rules, err := o.viewRoute(route)
 	if err != nil {
-		return nil, RouteDecision{}, err
+		return nil, decision.Route{}, err
 	}
 	return o.routeParentStatuses(view, rules, existing, route.GetGeneration(), o.now)
 }

@@ -10,13 +10,14 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/sync/contract"
+	"github.com/consul-gateway-controller/consul-gateway-controller/sync/decision"
 )
 
 // routeParentStatuses computes the route's status.parents: other controllers' entries
 // exactly as they are, then one entry of ours per parentRef that names one of our
 // Gateways. Our entries for parentRefs that are gone are dropped.
-func (d *decider) routeParentStatuses(route routeView, rules routeRules, existing []gatewayv1.RouteParentStatus, generation int64, now metav1.Time) ([]gatewayv1.RouteParentStatus, RouteDecision, error) {
-	decision := RouteDecision{DroppedRules: rules.dropped(), UnresolvedBackends: rules.unresolved, RenamedBackends: rules.renamed, NarrowedBackends: rules.narrowed}
+func (d *decider) routeParentStatuses(route routeView, rules routeRules, existing []gatewayv1.RouteParentStatus, generation int64, now metav1.Time) ([]gatewayv1.RouteParentStatus, decision.Route, error) {
+	out := decision.Route{DroppedRules: rules.dropped(), UnresolvedBackends: rules.unresolved, RenamedBackends: rules.renamed, NarrowedBackends: rules.narrowed}
 	parents := make([]gatewayv1.RouteParentStatus, 0, len(existing))
 	for _, p := range existing {
 		if p.ControllerName != d.controllerName {
@@ -30,7 +31,7 @@ func (d *decider) routeParentStatuses(route routeView, rules routeRules, existin
 		target, class, ok, err := d.ourParent(ref, route.namespace)
 		if err != nil || !ok {
 			if err != nil {
-				return nil, decision, err
+				return nil, out, err
 			}
 			continue
 		}
@@ -39,16 +40,16 @@ func (d *decider) routeParentStatuses(route routeView, rules routeRules, existin
 		v, seen := verdicts[key]
 		if !seen {
 			if v, err = d.evaluateGateway(gw, class); err != nil {
-				return nil, decision, err
+				return nil, out, err
 			}
 			verdicts[key] = v
 		}
 		b, err := d.bindParent(route, ref, target, v)
 		if err != nil {
-			return nil, decision, err
+			return nil, out, err
 		}
 		if b.served() && !rules.refused() {
-			decision.Attachments = append(decision.Attachments, Attachment{Gateway: key, Listeners: b.programmableListeners})
+			out.Attachments = append(out.Attachments, decision.Attachment{Gateway: key, Listeners: b.programmableListeners})
 		}
 		verdict := parentVerdict(routeVerdict, d.bindings(route.kind, routeKey, key, b.programmableListeners))
 		if b.accepted && !b.served() {
@@ -57,7 +58,7 @@ func (d *decider) routeParentStatuses(route routeView, rules routeRules, existin
 		conds := rules.parentConditions(b, verdict, generation)
 		routed, ok, err := d.routedAsSpecified(route, target, v, b, generation)
 		if err != nil {
-			return nil, decision, err
+			return nil, out, err
 		}
 		if ok && !rules.refused() {
 			conds = append(conds, routed)
@@ -69,7 +70,7 @@ func (d *decider) routeParentStatuses(route routeView, rules routeRules, existin
 			Conditions:     mergeConditions(previous, conds, now),
 		})
 	}
-	return parents, decision, nil
+	return parents, out, nil
 }
 
 // notServedVerdict is the verdict on a parent whose Gateway or attached listeners

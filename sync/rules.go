@@ -10,6 +10,7 @@ import (
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/consullimits"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 	"github.com/consul-gateway-controller/consul-gateway-controller/sync/contract"
+	"github.com/consul-gateway-controller/consul-gateway-controller/sync/decision"
 )
 
 // ruleProblem says why one rule cannot be programmed.
@@ -55,13 +56,13 @@ type routeRules struct {
 	// backend is the first unresolved backendRef's problem, unresolved every
 	// unresolved backendRef.
 	backend    *backendProblem
-	unresolved []BackendRefIndex
+	unresolved []decision.BackendRefIndex
 	// renamed are the resolved backendRefs whose Consul service is not their
 	// Service's name.
-	renamed []RenamedBackend
+	renamed []decision.RenamedBackend
 	// narrowed are the resolved backendRefs that reach only their own namespace's
 	// instances of their Consul service.
-	narrowed []BackendRefIndex
+	narrowed []decision.BackendRefIndex
 	// renamedNotes say where renamed and narrowed backendRefs send traffic.
 	renamedNotes []string
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayconfig"
 	"github.com/consul-gateway-controller/consul-gateway-controller/sync/contract"
+	"github.com/consul-gateway-controller/consul-gateway-controller/sync/decision"
 )
 
 // This file is the sync of each kind: read the object from the cache, decide its
@@ -141,7 +142,7 @@ func (c *Controller) syncRoute(ctx context.Context, kind gatewayapi.RouteKind, k
 
 // routeStatus computes a route's status.parents and logs each parent that did not
 // accept it.
-func (c *Controller) routeStatus(ctx context.Context, obj metav1.Object, existing []gatewayv1.RouteParentStatus, generation int64) ([]gatewayv1.RouteParentStatus, *RouteDecision, error) {
+func (c *Controller) routeStatus(ctx context.Context, obj metav1.Object, existing []gatewayv1.RouteParentStatus, generation int64) ([]gatewayv1.RouteParentStatus, *decision.Route, error) {
 	view, rules, err := c.viewRoute(obj)
 	if err != nil {
 		return nil, nil, err
