@@ -39,6 +39,7 @@ import (
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/metrics"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/options"
 	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
+	"github.com/consul-gateway-controller/consul-gateway-controller/sync/contract"
 )
 
 func main() {
@@ -230,8 +231,8 @@ func (p *pipeline) addConsulWriters(opts *options.Options, c clients) {
 // controllerConfig is the status controller's configuration: it publishes to the
 // Consul syncer and the data plane's parts, and reads their verdicts and states.
 func (p *pipeline) controllerConfig(opts *options.Options, c clients, recorder events.EventRecorder) gwsync.Config {
-	publishers := gwsync.Publishers{p.syncer}
-	var deployments gwsync.GatewayDeployments
+	publishers := contract.Publishers{p.syncer}
+	var deployments contract.GatewayDeployments
 	if p.deployer != nil {
 		publishers = append(publishers, p.deployer, p.registrar)
 		deployments = p.deployer
@@ -240,7 +241,7 @@ func (p *pipeline) controllerConfig(opts *options.Options, c clients, recorder e
 		publishers = append(publishers, p.identities)
 		deployments = withIdentities{p.deployer, p.identities}
 	}
-	var serviceNames gwsync.ConsulServiceNames
+	var serviceNames contract.ConsulServiceNames
 	if p.serviceNames != nil {
 		serviceNames = p.serviceNames
 	}

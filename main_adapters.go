@@ -7,7 +7,7 @@ import (
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul/identity"
 	"github.com/consul-gateway-controller/consul-gateway-controller/dataplane"
-	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
+	"github.com/consul-gateway-controller/consul-gateway-controller/sync/contract"
 )
 
 // gatewayOfObject calls enqueue with the Gateway an owned object is labelled with.
@@ -39,7 +39,7 @@ type withIdentities struct {
 	identities *identity.Manager
 }
 
-func (w withIdentities) State(gw *gatewayv1.Gateway) gwsync.DeploymentState {
+func (w withIdentities) State(gw *gatewayv1.Gateway) contract.DeploymentState {
 	state := w.Controller.State(gw)
 	if state.Problem == "" {
 		if problem := w.identities.Problem(cache.MetaObjectToName(gw)); problem != "" {

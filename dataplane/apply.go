@@ -17,7 +17,8 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/metrics"
-	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
+	"github.com/consul-gateway-controller/consul-gateway-controller/sync/contract"
+	"github.com/consul-gateway-controller/consul-gateway-controller/workqueue"
 )
 
 // applyObjects applies the Gateway's objects. An object of their name that another
@@ -30,20 +31,21 @@ import (
 // applied and the Gateway's own Deployment and Service go, so no pod runs as, or
 // serves for, another's object (a foreign ServiceAccount would give the pods its
 // permissions, and its tokens the Gateway's identity).
-func (c *Controller) applyObjects(ctx context.Context, key cache.ObjectName, gw *gatewayv1.Gateway, objects Objects) error {
+//
+// A Gateway in conflict is to be looked at again after conflictRecheck: the object in
+// the way carries no label of ours, so no cache tells when it goes.
+func (c *Controller) applyObjects(ctx context.Context, key cache.ObjectName, gw *gatewayv1.Gateway, objects Objects) ([]workqueue.Requeue[cache.ObjectName], error) {
 	problem, err := c.checkOwners(ctx, gw, objects)
 	if err != nil || problem.Problem != "" {
 		c.setWriteProblem(key, problem)
-		if problem.Problem != "" {
-			klog.FromContext(ctx).V(4).Info("Gateway object names are taken; nothing is deployed", "gateway", key, "problem", problem.Problem)
-			err = errors.Join(err, c.withdraw(ctx, gw))
-			// The object in the way carries no label of ours, so no cache tells
-			// when it goes: look again.
-			c.queue.AddAfter(key, conflictRecheck)
+		if problem.Problem == "" {
+			return nil, err
 		}
-		return err
+		klog.FromContext(ctx).V(4).Info("Gateway object names are taken; nothing is deployed", "gateway", key, "problem", problem.Problem)
+		err = errors.Join(err, c.withdraw(ctx, gw))
+		return []workqueue.Requeue[cache.ObjectName]{{Key: key, After: conflictRecheck}}, err
 	}
-	return c.applyAll(ctx, key, gw, objects)
+	return nil, c.applyAll(ctx, key, gw, objects)
 }
 
 // conflictRecheck is how often the names of a Gateway in conflict are read again: a
@@ -53,7 +55,7 @@ const conflictRecheck = 10 * time.Second
 
 // checkOwners reports, as the Gateway's write problem, each object of its names that
 // exists and that the Gateway does not control.
-func (c *Controller) checkOwners(ctx context.Context, gw *gatewayv1.Gateway, objects Objects) (gwsync.DeploymentState, error) {
+func (c *Controller) checkOwners(ctx context.Context, gw *gatewayv1.Gateway, objects Objects) (contract.DeploymentState, error) {
 	ns := gw.Namespace
 	return classifyWriteErrors(
 		checkOwner(ctx, gw, "ServiceAccount", *objects.ServiceAccount.Name,

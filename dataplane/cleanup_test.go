@@ -149,7 +149,7 @@ func runSync(t *testing.T, cfg Config, objects []runtime.Object, gw *gatewayv1.G
 	if !cache.WaitForCacheSync(ctx.Done(), cfg.Owned.HasSynced()...) {
 		t.Fatal("owned caches did not sync")
 	}
-	if err := c.sync(ctx, cache.MetaObjectToName(gw)); err != nil {
+	if _, err := c.sync(ctx, cache.MetaObjectToName(gw)); err != nil {
 		t.Fatal(err)
 	}
 	var deleted []string

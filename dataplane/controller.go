@@ -17,7 +17,8 @@ import (
 	"github.com/consul-gateway-controller/consul-gateway-controller/api/v1alpha1"
 	"github.com/consul-gateway-controller/consul-gateway-controller/informers"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
-	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayconfig"
+	"github.com/consul-gateway-controller/consul-gateway-controller/sync/contract"
 	"github.com/consul-gateway-controller/consul-gateway-controller/workqueue"
 )
 
@@ -59,7 +60,7 @@ type Controller struct {
 	listenerSets map[cache.ObjectName]*gatewayv1.ListenerSet
 	// problems says, per Gateway, why an object of its could not be written in a way
 	// no retry fixes (see writeProblem).
-	problems map[cache.ObjectName]gwsync.DeploymentState
+	problems map[cache.ObjectName]contract.DeploymentState
 	// onProblem is told of a Gateway whose problem changed (OnProblemChange).
 	onProblem func(cache.ObjectName)
 	// applied remembers each object's last apply (see apply), per Gateway, so a
@@ -83,7 +84,7 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 		queue:        workqueue.New[cache.ObjectName]("dataplane"),
 		confirmed:    map[cache.ObjectName]*gatewayv1.Gateway{},
 		listenerSets: map[cache.ObjectName]*gatewayv1.ListenerSet{},
-		problems:     map[cache.ObjectName]gwsync.DeploymentState{},
+		problems:     map[cache.ObjectName]contract.DeploymentState{},
 		onProblem:    func(cache.ObjectName) {},
 		applied:      map[cache.ObjectName]map[objectKey]lastApply{},
 	}
@@ -96,7 +97,7 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 // Publish records a confirmed Gateway: one accepted at its current generation is
 // deployed; for any other, the sync asks the caches whether it is still ours (see
 // syncUnconfirmed).
-func (c *Controller) Publish(_ context.Context, conf gwsync.Confirmation) {
+func (c *Controller) Publish(_ context.Context, conf contract.Confirmation) {
 	if conf.Kind == gatewayapi.ListenerSetKind {
 		c.publishListenerSet(conf)
 		return
@@ -107,7 +108,7 @@ func (c *Controller) Publish(_ context.Context, conf gwsync.Confirmation) {
 	gw, ok := conf.Object.(*gatewayv1.Gateway)
 	c.mu.Lock()
 	switch {
-	case ok && gwsync.AcceptedAtGeneration(gw):
+	case ok && contract.AcceptedAtGeneration(gw):
 		c.confirmed[conf.Key] = gw
 	case conf.Object == nil: // deleted, or no longer ours
 		delete(c.confirmed, conf.Key)
@@ -126,7 +127,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	if !cache.WaitForNamedCacheSyncWithContext(ctx, append(c.cfg.Owned.HasSynced(), c.cfg.Synced...)...) {
 		return fmt.Errorf("gateway object caches did not sync: %w", context.Cause(ctx))
 	}
-	workqueue.Run(ctx, "dataplane", c.queue, c.cfg.Workers, c.sync)
+	workqueue.Run(ctx, "dataplane", c.queue, c.cfg.Workers, workqueue.Requeuing(c.queue, c.sync))
 	return nil
 }
 
@@ -134,31 +135,33 @@ func (c *Controller) Run(ctx context.Context) error {
 // status depends on it, and no event of the objects may follow. Call it before Run.
 func (c *Controller) OnProblemChange(f func(gateway cache.ObjectName)) { c.onProblem = f }
 
-func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
+// sync deploys one Gateway's data plane, or removes it, and returns what must be
+// looked at again later.
+func (c *Controller) sync(ctx context.Context, key cache.ObjectName) ([]workqueue.Requeue[cache.ObjectName], error) {
 	c.mu.Lock()
 	gw := c.confirmed[key]
 	c.mu.Unlock()
 	if gw == nil {
-		return c.syncUnconfirmed(ctx, key)
+		return nil, c.syncUnconfirmed(ctx, key)
 	}
 	if why := unfit(gw, c.cfg.Defaults.InfrastructureKeys); why != "" {
 		klog.FromContext(ctx).V(4).Info("Gateway cannot be deployed; nothing is written", "gateway", key, "problem", why)
-		return nil
+		return nil, nil
 	}
 	class, err := c.cfg.Classes.Get(string(gw.Spec.GatewayClassName))
 	if apierrors.IsNotFound(err) {
-		return nil
+		return nil, nil
 	}
 	if err != nil {
-		return fmt.Errorf("get GatewayClass %s: %w", gw.Spec.GatewayClassName, err)
+		return nil, fmt.Errorf("get GatewayClass %s: %w", gw.Spec.GatewayClassName, err)
 	}
-	config, problem, err := gwsync.GatewayConfigFor(c.cfg.Configs, gw, class)
+	config, problem, err := gatewayconfig.For(c.cfg.Configs, gw, class)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if problem != "" {
 		klog.FromContext(ctx).V(4).Info("Parameters not usable; the deployed data plane stays", "gateway", key, "problem", problem)
-		return nil
+		return nil, nil
 	}
 	objects := Desired(Gateway{Gateway: gw, Class: class, Config: config, ListenerSetPorts: c.listenerSetPorts(key)}, c.cfg.Defaults)
 	return c.applyObjects(ctx, key, gw, objects)

@@ -6,12 +6,12 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
-	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
+	"github.com/consul-gateway-controller/consul-gateway-controller/sync/contract"
 )
 
 // publishListenerSet records a confirmed ListenerSet and re-applies its parent
 // Gateway, the one before and the one now when the ListenerSet moved.
-func (c *Controller) publishListenerSet(conf gwsync.Confirmation) {
+func (c *Controller) publishListenerSet(conf contract.Confirmation) {
 	set, ok := conf.Object.(*gatewayv1.ListenerSet)
 	c.mu.Lock()
 	var parents []cache.ObjectName
@@ -20,7 +20,7 @@ func (c *Controller) publishListenerSet(conf gwsync.Confirmation) {
 			parents = append(parents, parent)
 		}
 	}
-	if ok && gwsync.ListenerSetAcceptedAtGeneration(set) {
+	if ok && contract.ListenerSetAcceptedAtGeneration(set) {
 		c.listenerSets[conf.Key] = set
 		if parent, ok := gatewayapi.ListenerSetParent(set); ok {
 			parents = append(parents, parent)

@@ -8,7 +8,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
+	"github.com/consul-gateway-controller/consul-gateway-controller/sync/contract"
 	"github.com/consul-gateway-controller/consul-gateway-controller/workqueue"
 )
 
@@ -36,7 +36,7 @@ func listenerSet(name, parent string, accepted bool, listeners map[gatewayv1.Sec
 func TestListenerSetPorts(t *testing.T) {
 	c := &Controller{queue: workqueue.New[cache.ObjectName]("test"), listenerSets: map[cache.ObjectName]*gatewayv1.ListenerSet{}}
 	publish := func(set *gatewayv1.ListenerSet) {
-		c.Publish(t.Context(), gwsync.Confirmation{Kind: "ListenerSet", Key: cache.MetaObjectToName(set), Object: set})
+		c.Publish(t.Context(), contract.Confirmation{Kind: "ListenerSet", Key: cache.MetaObjectToName(set), Object: set})
 	}
 	publish(listenerSet("extra", "edge", true, map[gatewayv1.SectionName]gatewayv1.PortNumber{"alt": 8443, "taken": 9000}, "alt"))
 	publish(listenerSet("refused", "edge", false, map[gatewayv1.SectionName]gatewayv1.PortNumber{"x": 7000}, "x"))
@@ -54,7 +54,7 @@ func TestListenerSetPorts(t *testing.T) {
 		c.queue.Done(key)
 		c.queue.Forget(key)
 	}
-	c.Publish(t.Context(), gwsync.Confirmation{Kind: "ListenerSet", Key: cache.ObjectName{Namespace: "apps", Name: "extra"}})
+	c.Publish(t.Context(), contract.Confirmation{Kind: "ListenerSet", Key: cache.ObjectName{Namespace: "apps", Name: "extra"}})
 	if got := c.listenerSetPorts(edge); len(got) != 0 {
 		t.Errorf("ports after the delete %v, want none", got)
 	}

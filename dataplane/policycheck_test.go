@@ -69,7 +69,7 @@ func TestPolicyRefusalBecomesTheGatewaysProblem(t *testing.T) {
 	h.client.PrependReactor("patch", "deployments", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, refusal
 	})
-	if err := h.c.sync(t.Context(), cache.MetaObjectToName(h.gw)); !errors.Is(err, refusal) {
+	if _, err := h.c.sync(t.Context(), cache.MetaObjectToName(h.gw)); !errors.Is(err, refusal) {
 		t.Errorf("sync: %v, want the refusal, to be retried", err)
 	}
 	if state := h.c.State(h.gw); !strings.HasPrefix(state.Invalid, "An admission policy refused a gateway object: ") ||

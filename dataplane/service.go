@@ -54,7 +54,7 @@ func service(in Gateway, name string, labels map[string]string, owner *metav1ac.
 
 // serviceAnnotations are the allowed infrastructure annotations and the Gateway's own
 // annotations the GatewayConfig says to copy (only a class's may say so, see
-// sync.GatewayConfigFor).
+// gatewayconfig.For).
 func serviceAnnotations(gw *gatewayv1.Gateway, spec v1alpha1.GatewayConfigSpec, allowed gatewayapi.KeyAllowlist) map[string]string {
 	out := infrastructureAnnotations(gw, allowed)
 	if spec.Service == nil {

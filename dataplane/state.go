@@ -9,13 +9,13 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/pods"
-	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
+	"github.com/consul-gateway-controller/consul-gateway-controller/sync/contract"
 )
 
-// State implements sync.GatewayDeployments from the owned caches: the Gateway's
+// State implements contract.GatewayDeployments from the owned caches: the Gateway's
 // addresses from its Service, how many of its pods are Ready and, when none is, what
 // they report; and why nothing can be written for it, if so (unfit, writeProblem).
-func (c *Controller) State(gw *gatewayv1.Gateway) gwsync.DeploymentState {
+func (c *Controller) State(gw *gatewayv1.Gateway) contract.DeploymentState {
 	key := cache.MetaObjectToName(gw)
 	state := c.writeProblem(key)
 	if why := unfit(gw, c.cfg.Defaults.InfrastructureKeys); why != "" {

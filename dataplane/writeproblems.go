@@ -6,20 +6,20 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/cache"
 
-	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
+	"github.com/consul-gateway-controller/consul-gateway-controller/sync/contract"
 )
 
 // writeProblem is why a Gateway's objects could not be written in a way no retry
 // fixes: in Problem, an object of their name exists and another owner controls it; in
 // Invalid, the API server refused one as invalid. The zero value is none.
-func (c *Controller) writeProblem(key cache.ObjectName) gwsync.DeploymentState {
+func (c *Controller) writeProblem(key cache.ObjectName) contract.DeploymentState {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.problems[key]
 }
 
 // setWriteProblem records the Gateway's write problem, and says so when it changed.
-func (c *Controller) setWriteProblem(key cache.ObjectName, problem gwsync.DeploymentState) {
+func (c *Controller) setWriteProblem(key cache.ObjectName, problem contract.DeploymentState) {
 	c.mu.Lock()
 	changed := c.problems[key].Problem != problem.Problem || c.problems[key].Invalid != problem.Invalid
 	if problem.Problem == "" && problem.Invalid == "" {
@@ -35,8 +35,8 @@ func (c *Controller) setWriteProblem(key cache.ObjectName, problem gwsync.Deploy
 
 // classifyWriteErrors sorts the errors of the Gateway's objects into its write
 // problem (a conflict, an invalid object) and the errors to retry.
-func classifyWriteErrors(results ...error) (gwsync.DeploymentState, error) {
-	var problem gwsync.DeploymentState
+func classifyWriteErrors(results ...error) (contract.DeploymentState, error) {
+	var problem contract.DeploymentState
 	var errs []error
 	for _, err := range results {
 		var conflict notOwnedError

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -15,7 +17,8 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/informers"
-	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
+	"github.com/consul-gateway-controller/consul-gateway-controller/sync/contract"
+	"github.com/consul-gateway-controller/consul-gateway-controller/workqueue"
 )
 
 // acceptedGateway is a Gateway of class "ours" whose Accepted=True status the API
@@ -56,16 +59,21 @@ func newProblemHarness(t *testing.T, gw *gatewayv1.Gateway) *problemHarness {
 	if !cache.WaitForCacheSync(ctx.Done(), owned.HasSynced()...) {
 		t.Fatal("owned caches did not sync")
 	}
-	c.Publish(ctx, gwsync.Confirmation{Kind: "Gateway", Key: cache.MetaObjectToName(gw), Object: gw})
+	c.Publish(ctx, contract.Confirmation{Kind: "Gateway", Key: cache.MetaObjectToName(gw), Object: gw})
 	h.c = c
 	return h
 }
 
-// sync runs one sync of the Gateway, which must not ask to be retried.
+// sync runs one sync of the Gateway, which must not ask to be retried or looked at
+// again.
 func (h *problemHarness) sync(t *testing.T) {
 	t.Helper()
-	if err := h.c.sync(t.Context(), cache.MetaObjectToName(h.gw)); err != nil {
+	requeues, err := h.c.sync(t.Context(), cache.MetaObjectToName(h.gw))
+	if err != nil {
 		t.Fatalf("sync: %v", err)
+	}
+	if len(requeues) != 0 {
+		t.Fatalf("sync asked for %v to be queued again", requeues)
 	}
 }
 
@@ -130,5 +138,29 @@ func TestRefusedObjectBecomesTheGatewaysProblem(t *testing.T) {
 	}
 	if len(h.changed) != 2 {
 		t.Errorf("problem changes told %v, want the clearing too", h.changed)
+	}
+}
+
+// A Gateway whose Service name another object holds deploys nothing, and its sync asks
+// for it to be looked at again: no cache of ours tells when the other object goes.
+func TestTakenNameIsLookedAtAgain(t *testing.T) {
+	h := newProblemHarness(t, acceptedGateway("web"))
+	key := cache.MetaObjectToName(h.gw)
+	taken := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: h.gw.Namespace, Name: Name(h.gw)}}
+	if _, err := h.client.CoreV1().Services(h.gw.Namespace).Create(t.Context(), taken, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	requeues, err := h.c.sync(t.Context(), key)
+	if err != nil {
+		t.Fatalf("sync: %v", err)
+	}
+	if diff := cmp.Diff([]workqueue.Requeue[cache.ObjectName]{{Key: key, After: conflictRecheck}}, requeues); diff != "" {
+		t.Errorf("queued again (-want +got):\n%s", diff)
+	}
+	if w := h.writes(); len(w) != 0 {
+		t.Errorf("wrote %v while a name is taken", w)
+	}
+	if state := h.c.State(h.gw); !strings.Contains(state.Problem, "Service") {
+		t.Errorf("State.Problem = %q, want the taken Service named", state.Problem)
 	}
 }

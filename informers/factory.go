@@ -193,7 +193,7 @@ func (i *Informers) addIndexers() {
 }
 
 // The controller's own indexes of each kind's cache (besides cache.NamespaceIndex).
-// A store built without an informer (sync.Offline) carries the same.
+// A store built without an informer (sync.OfflineDecider) carries the same.
 
 // GatewayClassIndexers are the indexes of the GatewayClass cache.
 func GatewayClassIndexers() cache.Indexers {

@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/sync/decision"
 )
 
 // notServed is the ConsulAccepted condition of a parent whose attached listeners
@@ -32,7 +34,7 @@ func TestAttachmentIgnoresListenerStatus(t *testing.T) {
 		route       *gatewayv1.HTTPRoute
 		parent      []summary
 		attached    map[gatewayv1.SectionName]int32
-		attachments []Attachment
+		attachments []decision.Attachment
 	}{{
 		name:     "the only listener's certificate is missing",
 		gateway:  gw(httpsListener("tls", 443, "", "does-not-exist")),
@@ -46,21 +48,21 @@ func TestAttachmentIgnoresListenerStatus(t *testing.T) {
 		route:       httpRoute("apps", "r", nil, parentRef("infra", "gw", "mixed")),
 		parent:      accepted("Accepted"),
 		attached:    map[gatewayv1.SectionName]int32{"mixed": 1},
-		attachments: []Attachment{{Gateway: key, Listeners: []gatewayv1.SectionName{"mixed"}}},
+		attachments: []decision.Attachment{{Gateway: key, Listeners: []gatewayv1.SectionName{"mixed"}}},
 	}, {
 		name:        "a valid and an unresolved listener: attached to both, served on the valid one",
 		gateway:     gw(allowAll(httpListener("http", 80, "")), allowAll(httpsListener("tls", 443, "", "does-not-exist"))),
 		route:       httpRoute("apps", "r", nil, parentRef("infra", "gw", "")),
 		parent:      accepted("Accepted"),
 		attached:    map[gatewayv1.SectionName]int32{"http": 1, "tls": 1},
-		attachments: []Attachment{{Gateway: key, Listeners: []gatewayv1.SectionName{"http"}}},
+		attachments: []decision.Attachment{{Gateway: key, Listeners: []gatewayv1.SectionName{"http"}}},
 	}, {
 		name:        "listeners in a hostname conflict still count the routes they admit",
 		gateway:     gw(allowAll(httpListener("a", 80, "x.example.com")), allowAll(httpListener("b", 80, "x.example.com")), allowAll(httpListener("c", 81, ""))),
 		route:       httpRoute("apps", "r", nil, parentRef("infra", "gw", "")),
 		parent:      accepted("Accepted"),
 		attached:    map[gatewayv1.SectionName]int32{"a": 1, "b": 1, "c": 1},
-		attachments: []Attachment{{Gateway: key, Listeners: []gatewayv1.SectionName{"c"}}},
+		attachments: []decision.Attachment{{Gateway: key, Listeners: []gatewayv1.SectionName{"c"}}},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

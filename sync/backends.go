@@ -14,6 +14,7 @@ import (
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/backends"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
+	"github.com/consul-gateway-controller/consul-gateway-controller/sync/contract"
 )
 
 // backendProblem says why a backendRef cannot be resolved; Reason is one of the Gateway
@@ -193,7 +194,7 @@ func resolveMeshService(routeKind gatewayv1.Kind, routeNamespace string, ref gat
 }
 
 // meshServiceProblem says why a MeshService names no Consul service a route can use.
-func meshServiceProblem(name string, spec meshServiceSpec, found bool, catalog ConsulServiceNames) *backendProblem {
+func meshServiceProblem(name string, spec meshServiceSpec, found bool, catalog contract.ConsulServiceNames) *backendProblem {
 	switch {
 	case !found:
 		return &backendProblem{

@@ -12,6 +12,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayconfig"
 )
 
 // gatewayVerdict is the decision on a Gateway of one of our classes.
@@ -53,23 +54,23 @@ func (d *decider) judgeGateway(gw *gatewayv1.Gateway, class *gatewayv1.GatewayCl
 		return gatewayVerdict{}, err
 	}
 	v := gatewayVerdict{listeners: listeners, sets: sets}
-	classParams, err := d.classParameters(class)
+	classParams, err := gatewayconfig.OfClass(d.configs, class)
 	if err != nil {
 		return gatewayVerdict{}, err
 	}
-	if classParams.problem != "" {
-		v.reason, v.message = gatewayv1.GatewayReasonInvalid, fmt.Sprintf("GatewayClass %s is not accepted: %s", class.Name, classParams.problem)
+	if classParams.Problem != "" {
+		v.reason, v.message = gatewayv1.GatewayReasonInvalid, fmt.Sprintf("GatewayClass %s is not accepted: %s", class.Name, classParams.Problem)
 		return v, nil
 	}
-	params, named, err := d.gatewayParameters(gw, classParams.config)
+	params, named, err := gatewayconfig.OfGateway(d.configs, gw, classParams.Config)
 	if err != nil {
 		return gatewayVerdict{}, err
 	}
-	if named && params.problem != "" {
-		v.reason, v.message = gatewayv1.GatewayReasonInvalidParameters, "spec.infrastructure.parametersRef: "+params.problem
+	if named && params.Problem != "" {
+		v.reason, v.message = gatewayv1.GatewayReasonInvalidParameters, "spec.infrastructure.parametersRef: "+params.Problem
 		return v, nil
 	}
-	if why := requestedAddressProblem(gw.Spec.Addresses, d.deployments != nil, params.config); why != "" {
+	if why := requestedAddressProblem(gw.Spec.Addresses, d.deployments != nil, params.Config); why != "" {
 		v.reason, v.message = gatewayv1.GatewayReasonUnsupportedAddress, why
 		return v, nil
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/informers"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/backends"
+	"github.com/consul-gateway-controller/consul-gateway-controller/sync/contract"
 )
 
 // consulServices says which Consul service a backend Service is, from the cached pods
@@ -31,7 +32,7 @@ type consulServices struct {
 	// served.
 	meshServices cache.Indexer
 	// catalog says which services Consul's catalog holds.
-	catalog ConsulServiceNames
+	catalog contract.ConsulServiceNames
 	// memo keeps sharing's answers until a Service or injected pod changes; nil
 	// keeps none.
 	memo *sharingMemo
@@ -118,7 +119,7 @@ func (c consulServices) meshService(key cache.ObjectName) (meshServiceSpec, bool
 }
 
 // newConsulServices reads the caches of inf.
-func newConsulServices(inf Informers, shared bool, catalog ConsulServiceNames) consulServices {
+func newConsulServices(inf Informers, shared bool, catalog contract.ConsulServiceNames) consulServices {
 	if catalog == nil {
 		catalog = allServicesKnown{}
 	}

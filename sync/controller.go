@@ -21,6 +21,7 @@ import (
 	"github.com/consul-gateway-controller/consul-gateway-controller/informers"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/consullimits"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
+	"github.com/consul-gateway-controller/consul-gateway-controller/sync/contract"
 	"github.com/consul-gateway-controller/consul-gateway-controller/workqueue"
 )
 
@@ -37,16 +38,16 @@ type Config struct {
 	// event handlers on them.
 	Informers     Informers
 	GatewayClient gatewayclient.Interface
-	Publisher     Publisher
+	Publisher     contract.Publisher
 	Workers       Workers
 	// Verdicts reports Consul's verdicts; nil means none is wired in.
-	Verdicts ConsulVerdicts
+	Verdicts contract.ConsulVerdicts
 	// ServiceNames says which services Consul's catalog holds, for MeshServices; nil
 	// counts every service as held.
-	ServiceNames ConsulServiceNames
+	ServiceNames contract.ConsulServiceNames
 	// Deployments reports the gateway pods and Services this controller deploys; nil
 	// when it deploys none.
-	Deployments GatewayDeployments
+	Deployments contract.GatewayDeployments
 	// SharedConsulNames says that Consul knows the Services of one name in every
 	// namespace as one service (no namespace mirroring): a backend whose Consul
 	// service other namespaces' pods register too is then narrowed to its own
@@ -109,7 +110,7 @@ func InformersOf(inf *informers.Informers) Informers {
 type Controller struct {
 	decider
 	client        gatewayclient.Interface
-	publisher     Publisher
+	publisher     contract.Publisher
 	bundleVersion func() string
 	clock         clock.PassiveClock
 	informers     Informers

@@ -23,15 +23,16 @@ import (
 	"github.com/consul-gateway-controller/consul-gateway-controller/informers"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/consullimits"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
+	"github.com/consul-gateway-controller/consul-gateway-controller/sync/contract"
 )
 
 // recordingPublisher keeps every confirmation.
 type recordingPublisher struct {
 	mu   gosync.Mutex
-	seen []Confirmation
+	seen []contract.Confirmation
 }
 
-func (p *recordingPublisher) Publish(_ context.Context, c Confirmation) {
+func (p *recordingPublisher) Publish(_ context.Context, c contract.Confirmation) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.seen = append(p.seen, c)
@@ -190,7 +191,7 @@ func TestSyncWaitsForTheCacheToSeeItsOwnWrite(t *testing.T) {
 		t.Fatalf("first sync made %d status writes, want 1", n)
 	}
 	// Consul's verdict arrives before the informer delivered the write.
-	verdict.v = Verdict{Known: true, Programmed: true, Reason: "Accepted"}
+	verdict.v = contract.Verdict{Known: true, Programmed: true, Reason: "Accepted"}
 	client.ClearActions()
 	if err := c.syncGateway(t.Context(), key); err != nil {
 		t.Fatal(err)
@@ -221,11 +222,11 @@ func TestSyncWaitsForTheCacheToSeeItsOwnWrite(t *testing.T) {
 }
 
 // switchableVerdicts answers whatever verdict a test sets.
-type switchableVerdicts struct{ v Verdict }
+type switchableVerdicts struct{ v contract.Verdict }
 
-func (s *switchableVerdicts) Verdict(gatewayv1.Kind, cache.ObjectName) Verdict { return s.v }
-func (s *switchableVerdicts) Binding(gatewayv1.Kind, cache.ObjectName, cache.ObjectName, gatewayv1.SectionName) Binding {
-	return Binding{}
+func (s *switchableVerdicts) Verdict(gatewayv1.Kind, cache.ObjectName) contract.Verdict { return s.v }
+func (s *switchableVerdicts) Binding(gatewayv1.Kind, cache.ObjectName, cache.ObjectName, gatewayv1.SectionName) contract.Binding {
+	return contract.Binding{}
 }
 func (s *switchableVerdicts) HasSynced() bool { return true }
 

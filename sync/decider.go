@@ -16,6 +16,8 @@ import (
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/backends"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/consullimits"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
+	"github.com/consul-gateway-controller/consul-gateway-controller/sync/contract"
+	"github.com/consul-gateway-controller/consul-gateway-controller/sync/decision"
 )
 
 // decider computes status from cached objects. It reads listers and indexers only: it
@@ -23,9 +25,9 @@ import (
 type decider struct {
 	controllerName gatewayv1.GatewayController
 	caps           consullimits.Capabilities
-	verdicts       ConsulVerdicts
+	verdicts       contract.ConsulVerdicts
 	// deployments is nil when this controller does not deploy gateways.
-	deployments GatewayDeployments
+	deployments contract.GatewayDeployments
 	// infrastructureKeys are the spec.infrastructure keys the deployed objects get.
 	infrastructureKeys gatewayapi.KeyAllowlist
 
@@ -119,7 +121,7 @@ func (d *decider) viewRoute(obj any) (routeView, routeRules, error) {
 	}
 	for r, refs := range spec.BackendRefs {
 		for b, ref := range refs {
-			if err := d.checkBackend(&rules, BackendRefIndex{Rule: r, Ref: b}, kind.Kind, view.namespace, ref); err != nil {
+			if err := d.checkBackend(&rules, decision.BackendRefIndex{Rule: r, Ref: b}, kind.Kind, view.namespace, ref); err != nil {
 				return view, rules, err
 			}
 		}
@@ -130,7 +132,7 @@ func (d *decider) viewRoute(obj any) (routeView, routeRules, error) {
 // checkBackend records whether the backendRef at index of a route resolves. Every
 // backendRef is checked, not only up to the first unresolved one: the others still
 // receive traffic, and the Consul translation must know which they are.
-func (d *decider) checkBackend(rules *routeRules, index BackendRefIndex, kind gatewayv1.Kind, namespace string, ref gatewayv1.BackendObjectReference) error {
+func (d *decider) checkBackend(rules *routeRules, index decision.BackendRefIndex, kind gatewayv1.Kind, namespace string, ref gatewayv1.BackendObjectReference) error {
 	resolved, problem, err := resolveBackendRef(kind, namespace, ref, d.services, d.refs.grants, d.consulServices)
 	if err != nil {
 		return err
@@ -146,7 +148,7 @@ func (d *decider) checkBackend(rules *routeRules, index BackendRefIndex, kind ga
 			}
 		}
 		if consulName != string(ref.Name) {
-			rules.renamed = append(rules.renamed, RenamedBackend{Ref: index, Service: consulName})
+			rules.renamed = append(rules.renamed, decision.RenamedBackend{Ref: index, Service: consulName})
 			why := fmt.Sprintf("as its pods' %s annotation says", backends.ServiceAnnotation)
 			if gatewayapi.IsMeshService(ref) {
 				why = "as the MeshService's spec.name says"
@@ -167,7 +169,7 @@ func (d *decider) checkBackend(rules *routeRules, index BackendRefIndex, kind ga
 
 // consulCondition turns a data-plane verdict on a route for one parent into the
 // condition that carries it.
-func consulCondition(v Verdict, generation int64) metav1.Condition {
+func consulCondition(v contract.Verdict, generation int64) metav1.Condition {
 	switch {
 	case !v.Known:
 		return condition(ConsulAcceptedCondition, false, "Pending", "Waiting for Consul to accept the route", generation)

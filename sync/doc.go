@@ -3,6 +3,14 @@
 // ReferenceGrant checks, conditions), and the workers that write that status with the
 // lister's resourceVersion and publish what the API server confirmed.
 //
+// The workers are four files: controller.go (the queues, the event handlers and Run),
+// sync.go (one sync per kind), write.go (the status writes and what is published) and
+// recorder.go (Events). Every other file decides: it reads the caches handed to it and
+// returns a status, a condition, a decision or a wait (workqueue.Expected); it holds no
+// client and queues nothing (internal/archtest TestSyncDecisionsActOnNothing). Among
+// them, offlinedecider.go fills those caches with objects handed in, for the read-only
+// commands.
+//
 // Words used throughout, in Kubernetes terms:
 //   - a decision is the status this package computes for an object from the caches;
 //   - a confirmation (confirmed object) is an object whose stored status the API server

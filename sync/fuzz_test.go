@@ -19,6 +19,7 @@ import (
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/fuzzgen"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
+	"github.com/consul-gateway-controller/consul-gateway-controller/sync/decision"
 )
 
 // fuzzSeeds are inputs every target starts from: nothing, and bytes that reach
@@ -175,7 +176,7 @@ func FuzzRouteStatus(f *testing.F) {
 
 // checkHostnamesOrderFree: route hostnames are a set, so in reverse order they give
 // the same decision.
-func checkHostnamesOrderFree(t *testing.T, objs []runtime.Object, route *gatewayv1.HTTPRoute, decision RouteDecision, now metav1.Time) {
+func checkHostnamesOrderFree(t *testing.T, objs []runtime.Object, route *gatewayv1.HTTPRoute, decision decision.Route, now metav1.Time) {
 	t.Helper()
 	reversed := route.DeepCopy()
 	slices.Reverse(reversed.Spec.Hostnames)
@@ -185,7 +186,7 @@ func checkHostnamesOrderFree(t *testing.T, objs []runtime.Object, route *gateway
 	}
 }
 
-func routeStatusOf(t *testing.T, objs []runtime.Object, route *gatewayv1.HTTPRoute, now metav1.Time) ([]gatewayv1.RouteParentStatus, RouteDecision) {
+func routeStatusOf(t *testing.T, objs []runtime.Object, route *gatewayv1.HTTPRoute, now metav1.Time) ([]gatewayv1.RouteParentStatus, decision.Route) {
 	t.Helper()
 	d := newTestDecider(t, objs...)
 	view, rules, err := d.viewRoute(route)
@@ -219,7 +220,7 @@ func namedRules(msg string) []int {
 // Rule(s)..."), and a route none of whose rules can be programmed is accepted nowhere
 // and served nowhere; a parent that refuses it for that (UnsupportedValue) names each
 // rule.
-func checkDroppedRulesReported(t *testing.T, route *gatewayv1.HTTPRoute, parents []gatewayv1.RouteParentStatus, decision RouteDecision) {
+func checkDroppedRulesReported(t *testing.T, route *gatewayv1.HTTPRoute, parents []gatewayv1.RouteParentStatus, decision decision.Route) {
 	t.Helper()
 	n := len(route.Spec.Rules)
 	if !slices.IsSorted(decision.DroppedRules) || slices.ContainsFunc(decision.DroppedRules, func(i int) bool { return i < 0 || i >= n }) {
@@ -255,7 +256,7 @@ func checkDroppedRulesReported(t *testing.T, route *gatewayv1.HTTPRoute, parents
 // checkAttachments: the route is served only through a parentRef that accepts it,
 // on existing HTTP or HTTPS listeners of the Gateway or its ListenerSet that the
 // parentRef names, whose hostname overlaps one of the route's.
-func checkAttachments(t *testing.T, listeners []servable, route *gatewayv1.HTTPRoute, parents []gatewayv1.RouteParentStatus, decision RouteDecision) {
+func checkAttachments(t *testing.T, listeners []servable, route *gatewayv1.HTTPRoute, parents []gatewayv1.RouteParentStatus, decision decision.Route) {
 	t.Helper()
 	for _, a := range decision.Attachments {
 		if a.Gateway != (cache.ObjectName{Namespace: "infra", Name: "gw"}) || len(a.Listeners) == 0 {
@@ -294,7 +295,7 @@ func checkListenerGranted(t *testing.T, s servable, route *gatewayv1.HTTPRoute, 
 // a valid HTTP or HTTPS listener (validListener) whose hostname overlaps one of the
 // route's, and is served on that listener. A route whose every rule is dropped is
 // refused there for its rules (UnsupportedValue), not for want of a listener.
-func checkValidListenersServe(t *testing.T, listeners []servable, route *gatewayv1.HTTPRoute, parents []gatewayv1.RouteParentStatus, decision RouteDecision) {
+func checkValidListenersServe(t *testing.T, listeners []servable, route *gatewayv1.HTTPRoute, parents []gatewayv1.RouteParentStatus, decision decision.Route) {
 	t.Helper()
 	if slices.ContainsFunc(route.Spec.Hostnames, func(h gatewayv1.Hostname) bool { return !dnsHostname(h) }) {
 		return
@@ -311,7 +312,7 @@ func checkValidListenersServe(t *testing.T, listeners []servable, route *gateway
 
 // checkServedOn: parent p, which names valid listener s, accepts the route and it is
 // served on s; or, every rule dropped, p refuses it for its rules.
-func checkServedOn(t *testing.T, p gatewayv1.RouteParentStatus, s servable, allDropped bool, decision RouteDecision) {
+func checkServedOn(t *testing.T, p gatewayv1.RouteParentStatus, s servable, allDropped bool, decision decision.Route) {
 	t.Helper()
 	accepted := meta.FindStatusCondition(p.Conditions, string(gatewayv1.RouteConditionAccepted))
 	if allDropped {
@@ -339,8 +340,8 @@ func servesRoute(s servable, listeners []servable, route *gatewayv1.HTTPRoute) b
 	return len(route.Spec.Hostnames) == 0 || slices.ContainsFunc(route.Spec.Hostnames, func(h gatewayv1.Hostname) bool { return hostnamesOverlap(l.Hostname, h) })
 }
 
-func attachedTo(decision RouteDecision, entry gatewayv1.SectionName) bool {
-	return slices.ContainsFunc(decision.Attachments, func(a Attachment) bool {
+func attachedTo(route decision.Route, entry gatewayv1.SectionName) bool {
+	return slices.ContainsFunc(route.Attachments, func(a decision.Attachment) bool {
 		return a.Gateway == (cache.ObjectName{Namespace: "infra", Name: "gw"}) && slices.Contains(a.Listeners, entry)
 	})
 }
@@ -413,7 +414,7 @@ func ptrString[T ~string](p *T) string {
 
 // checkUnresolvedReported: the unresolved backendRefs exist, and ResolvedRefs is False
 // exactly when there are some.
-func checkUnresolvedReported(t *testing.T, route *gatewayv1.HTTPRoute, parents []gatewayv1.RouteParentStatus, decision RouteDecision) {
+func checkUnresolvedReported(t *testing.T, route *gatewayv1.HTTPRoute, parents []gatewayv1.RouteParentStatus, decision decision.Route) {
 	t.Helper()
 	for _, b := range decision.UnresolvedBackends {
 		if b.Rule >= len(route.Spec.Rules) || b.Ref >= len(route.Spec.Rules[b.Rule].BackendRefs) {
@@ -430,7 +431,7 @@ func checkUnresolvedReported(t *testing.T, route *gatewayv1.HTTPRoute, parents [
 
 // checkAttachedRoutesCounted: the status of the Gateway or of its ListenerSet counts
 // the route on each listener it is served on.
-func checkAttachedRoutesCounted(t *testing.T, objs []runtime.Object, set *gatewayv1.ListenerSet, decision RouteDecision, now metav1.Time) {
+func checkAttachedRoutesCounted(t *testing.T, objs []runtime.Object, set *gatewayv1.ListenerSet, decision decision.Route, now metav1.Time) {
 	t.Helper()
 	if len(decision.Attachments) == 0 {
 		return

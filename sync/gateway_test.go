@@ -12,6 +12,7 @@ import (
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/api/v1alpha1"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/consullimits"
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayconfig"
 )
 
 type listenerSummary struct {
@@ -216,7 +217,7 @@ func TestGatewayClassStatus(t *testing.T) {
 			class := ourClass()
 			class.Spec.ParametersRef = tt.params
 			d := newTestDecider(t, class, gatewayConfig("infra", "valid", nil), gatewayConfig("infra", "invalid", &v1alpha1.Replicas{Min: new(int32(3)), Max: new(int32(2))}))
-			params, err := d.classParameters(class)
+			params, err := gatewayconfig.OfClass(d.configs, class)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -376,7 +377,7 @@ func TestStatusKeepsConditionsWeDoNotOwn(t *testing.T) {
 
 	class := ourClass()
 	class.Status.Conditions = []metav1.Condition{theirs}
-	keeps(t, "GatewayClass", gatewayClassStatus(class, parameters{}, "v1.6.3", consullimits.Consul115, metav1.Now()).Conditions)
+	keeps(t, "GatewayClass", gatewayClassStatus(class, gatewayconfig.Resolved{}, "v1.6.3", consullimits.Consul115, metav1.Now()).Conditions)
 
 	gw := gateway("infra", "gw", httpListener("http", 80, ""))
 	gw.Status.Conditions = []metav1.Condition{theirs, stale}

@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/sync/decision"
 )
 
 // allowListeners returns gw allowing ListenerSets from from (with selector labels for
@@ -251,19 +253,19 @@ func TestRouteAttachesToListenerSet(t *testing.T) {
 		name            string
 		route           *gatewayv1.HTTPRoute
 		want            []parentSummary
-		wantAttachments []Attachment
+		wantAttachments []decision.Attachment
 	}{
 		{"whole ListenerSet, same namespace", httpRoute("apps", "r", nil, listenerSetRef("", "extra", "")),
 			[]parentSummary{{"extra", "", string(testController), accepted("Accepted")}},
-			[]Attachment{{Gateway: key, Listeners: []gatewayv1.SectionName{"apps.extra.web", "apps.extra.api"}}}},
+			[]decision.Attachment{{Gateway: key, Listeners: []gatewayv1.SectionName{"apps.extra.web", "apps.extra.api"}}}},
 		{"sectionName", httpRoute("apps", "r", nil, listenerSetRef("apps", "extra", "api")),
 			[]parentSummary{{"extra", "api", string(testController), accepted("Accepted")}},
-			[]Attachment{{Gateway: key, Listeners: []gatewayv1.SectionName{"apps.extra.api"}}}},
+			[]decision.Attachment{{Gateway: key, Listeners: []gatewayv1.SectionName{"apps.extra.api"}}}},
 		{"sectionName of no listener", httpRoute("apps", "r", nil, listenerSetRef("apps", "extra", "nope")),
 			[]parentSummary{{"extra", "nope", string(testController), []summary{{"Accepted", "False", "NoMatchingParent"}, {"ResolvedRefs", "True", "ResolvedRefs"}}}}, nil},
 		{"other namespace: only the listener allowing All", httpRoute("team", "r", nil, listenerSetRef("apps", "extra", "")),
 			[]parentSummary{{"extra", "", string(testController), accepted("Accepted")}},
-			[]Attachment{{Gateway: key, Listeners: []gatewayv1.SectionName{"apps.extra.api"}}}},
+			[]decision.Attachment{{Gateway: key, Listeners: []gatewayv1.SectionName{"apps.extra.api"}}}},
 		{"other namespace, listener allowing Same", httpRoute("team", "r", nil, listenerSetRef("apps", "extra", "web")),
 			[]parentSummary{{"extra", "web", string(testController), []summary{{"Accepted", "False", "NotAllowedByListeners"}, {"ResolvedRefs", "True", "ResolvedRefs"}}}}, nil},
 		{"ListenerSet its Gateway does not allow", httpRoute("apps", "r", nil, listenerSetRef("apps", "blocked", "")),

@@ -8,13 +8,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/sync/contract"
+	"github.com/consul-gateway-controller/consul-gateway-controller/sync/decision"
 )
 
 // routeParentStatuses computes the route's status.parents: other controllers' entries
 // exactly as they are, then one entry of ours per parentRef that names one of our
 // Gateways. Our entries for parentRefs that are gone are dropped.
-func (d *decider) routeParentStatuses(route routeView, rules routeRules, existing []gatewayv1.RouteParentStatus, generation int64, now metav1.Time) ([]gatewayv1.RouteParentStatus, RouteDecision, error) {
-	decision := RouteDecision{DroppedRules: rules.dropped(), UnresolvedBackends: rules.unresolved, RenamedBackends: rules.renamed, NarrowedBackends: rules.narrowed}
+func (d *decider) routeParentStatuses(route routeView, rules routeRules, existing []gatewayv1.RouteParentStatus, generation int64, now metav1.Time) ([]gatewayv1.RouteParentStatus, decision.Route, error) {
+	out := decision.Route{DroppedRules: rules.dropped(), UnresolvedBackends: rules.unresolved, RenamedBackends: rules.renamed, NarrowedBackends: rules.narrowed}
 	parents := make([]gatewayv1.RouteParentStatus, 0, len(existing))
 	for _, p := range existing {
 		if p.ControllerName != d.controllerName {
@@ -28,7 +31,7 @@ func (d *decider) routeParentStatuses(route routeView, rules routeRules, existin
 		target, class, ok, err := d.ourParent(ref, route.namespace)
 		if err != nil || !ok {
 			if err != nil {
-				return nil, decision, err
+				return nil, out, err
 			}
 			continue
 		}
@@ -37,16 +40,16 @@ func (d *decider) routeParentStatuses(route routeView, rules routeRules, existin
 		v, seen := verdicts[key]
 		if !seen {
 			if v, err = d.evaluateGateway(gw, class); err != nil {
-				return nil, decision, err
+				return nil, out, err
 			}
 			verdicts[key] = v
 		}
 		b, err := d.bindParent(route, ref, target, v)
 		if err != nil {
-			return nil, decision, err
+			return nil, out, err
 		}
 		if b.served() && !rules.refused() {
-			decision.Attachments = append(decision.Attachments, Attachment{Gateway: key, Listeners: b.programmableListeners})
+			out.Attachments = append(out.Attachments, decision.Attachment{Gateway: key, Listeners: b.programmableListeners})
 		}
 		verdict := parentVerdict(routeVerdict, d.bindings(route.kind, routeKey, key, b.programmableListeners))
 		if b.accepted && !b.served() {
@@ -55,7 +58,7 @@ func (d *decider) routeParentStatuses(route routeView, rules routeRules, existin
 		conds := rules.parentConditions(b, verdict, generation)
 		routed, ok, err := d.routedAsSpecified(route, target, v, b, generation)
 		if err != nil {
-			return nil, decision, err
+			return nil, out, err
 		}
 		if ok && !rules.refused() {
 			conds = append(conds, routed)
@@ -67,24 +70,24 @@ func (d *decider) routeParentStatuses(route routeView, rules routeRules, existin
 			Conditions:     mergeConditions(previous, conds, now),
 		})
 	}
-	return parents, decision, nil
+	return parents, out, nil
 }
 
 // notServedVerdict is the verdict on a parent whose Gateway or attached listeners
 // cannot be programmed: nothing is written to Consul for it, so Consul never judges
 // it, and waiting for that would say Pending forever.
-func notServedVerdict(b parentBinding) Verdict {
+func notServedVerdict(b parentBinding) contract.Verdict {
 	if b.unservable != "" {
-		return Verdict{Known: true, Reason: ReasonNotExpressible, Message: "not served: " + b.unservable}
+		return contract.Verdict{Known: true, Reason: ReasonNotExpressible, Message: "not served: " + b.unservable}
 	}
-	return Verdict{Known: true, Reason: ReasonListenersNotValid,
+	return contract.Verdict{Known: true, Reason: ReasonListenersNotValid,
 		Message: fmt.Sprintf("not served: the listeners the route attaches to (%s) are not valid, see the Gateway's listener status", joinNames(b.listeners))}
 }
 
 // bindings are the data plane's verdicts on serving the route on the listeners of
 // gateway it is written to.
-func (d *decider) bindings(kind gatewayv1.Kind, route, gateway cache.ObjectName, listeners []gatewayv1.SectionName) []Binding {
-	out := make([]Binding, len(listeners))
+func (d *decider) bindings(kind gatewayv1.Kind, route, gateway cache.ObjectName, listeners []gatewayv1.SectionName) []contract.Binding {
+	out := make([]contract.Binding, len(listeners))
 	for i, l := range listeners {
 		out[i] = d.verdicts.Binding(kind, route, gateway, l)
 	}
@@ -100,31 +103,31 @@ func (d *decider) bindings(kind gatewayv1.Kind, route, gateway cache.ObjectName,
 // listener the data plane said nothing about follows the route's verdict, as the
 // route's verdict itself stands until the data plane judges a new version of the
 // route.
-func parentVerdict(route Verdict, bindings []Binding) Verdict {
+func parentVerdict(route contract.Verdict, bindings []contract.Binding) contract.Verdict {
 	if !route.Known || !route.Programmed {
 		return route
 	}
-	var refused []Binding
+	var refused []contract.Binding
 	pending := false
 	for _, b := range bindings {
 		switch b.State {
-		case BindingRefused:
+		case contract.BindingRefused:
 			refused = append(refused, b)
-		case BindingPending:
+		case contract.BindingPending:
 			pending = true
 		}
 	}
 	switch {
 	case len(refused) > 0:
-		return Verdict{Known: true, Reason: refused[0].Reason, Message: refusalMessages(refused)}
+		return contract.Verdict{Known: true, Reason: refused[0].Reason, Message: refusalMessages(refused)}
 	case pending:
-		return Verdict{}
+		return contract.Verdict{}
 	default:
 		return route
 	}
 }
 
-func refusalMessages(bindings []Binding) string {
+func refusalMessages(bindings []contract.Binding) string {
 	msgs := make([]string, len(bindings))
 	for i, b := range bindings {
 		msgs[i] = b.Message

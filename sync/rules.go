@@ -9,6 +9,8 @@ import (
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/consullimits"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
+	"github.com/consul-gateway-controller/consul-gateway-controller/sync/contract"
+	"github.com/consul-gateway-controller/consul-gateway-controller/sync/decision"
 )
 
 // ruleProblem says why one rule cannot be programmed.
@@ -54,13 +56,13 @@ type routeRules struct {
 	// backend is the first unresolved backendRef's problem, unresolved every
 	// unresolved backendRef.
 	backend    *backendProblem
-	unresolved []BackendRefIndex
+	unresolved []decision.BackendRefIndex
 	// renamed are the resolved backendRefs whose Consul service is not their
 	// Service's name.
-	renamed []RenamedBackend
+	renamed []decision.RenamedBackend
 	// narrowed are the resolved backendRefs that reach only their own namespace's
 	// instances of their Consul service.
-	narrowed []BackendRefIndex
+	narrowed []decision.BackendRefIndex
 	// renamedNotes say where renamed and narrowed backendRefs send traffic.
 	renamedNotes []string
 }
@@ -132,7 +134,7 @@ func (r routeRules) refusal() string {
 
 // parentConditions builds a route's conditions for one parent; verdict is the data
 // plane's on the route for that parent (parentVerdict).
-func (r routeRules) parentConditions(b parentBinding, verdict Verdict, generation int64) []metav1.Condition {
+func (r routeRules) parentConditions(b parentBinding, verdict contract.Verdict, generation int64) []metav1.Condition {
 	invalid := r.invalid()
 	var conds []metav1.Condition
 	switch {

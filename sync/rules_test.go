@@ -7,6 +7,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/consullimits"
+	"github.com/consul-gateway-controller/consul-gateway-controller/sync/contract"
 )
 
 // unsupportedValue is the problem every refused rule carries.
@@ -411,7 +412,7 @@ func TestRefusedRequestsOutcome(t *testing.T) {
 			"backendRef apps/gone refers to a Service that does not exist"},
 	} {
 		rules := routeRules{kind: tt.kind, count: 2, problems: []*ruleProblem{nil, problem}, backend: backend}
-		conds := rules.parentConditions(parentBinding{accepted: true}, Verdict{}, 1)
+		conds := rules.parentConditions(parentBinding{accepted: true}, contract.Verdict{}, 1)
 		got := map[string]string{}
 		for _, c := range conds {
 			got[c.Type] = c.Message

@@ -12,16 +12,18 @@ import (
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/consullimits"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayconfig"
+	"github.com/consul-gateway-controller/consul-gateway-controller/sync/contract"
 )
 
 // gatewayClassStatus computes the status of a class of ours. bundleVersion is the
 // bundle-version annotation of the installed Gateway API CRDs ("" when unknown).
 // params is the decision on its parametersRef.
-func gatewayClassStatus(class *gatewayv1.GatewayClass, params parameters, bundleVersion string, caps consullimits.Capabilities, now metav1.Time) gatewayv1.GatewayClassStatus {
+func gatewayClassStatus(class *gatewayv1.GatewayClass, params gatewayconfig.Resolved, bundleVersion string, caps consullimits.Capabilities, now metav1.Time) gatewayv1.GatewayClassStatus {
 	gen := class.Generation
 	accepted := condition(gatewayv1.GatewayClassConditionStatusAccepted, true, gatewayv1.GatewayClassReasonAccepted, "GatewayClass is accepted", gen)
-	if params.problem != "" {
-		accepted = condition(gatewayv1.GatewayClassConditionStatusAccepted, false, gatewayv1.GatewayClassReasonInvalidParameters, params.problem, gen)
+	if params.Problem != "" {
+		accepted = condition(gatewayv1.GatewayClassConditionStatusAccepted, false, gatewayv1.GatewayClassReasonInvalidParameters, params.Problem, gen)
 	}
 	supported, message := bundleSupported(bundleVersion)
 	reason := gatewayv1.GatewayClassReasonSupportedVersion
@@ -104,7 +106,7 @@ func (d *decider) gatewayStatus(gw *gatewayv1.Gateway, class *gatewayv1.GatewayC
 
 // deployed is the state of the Gateway's deployment, nil when this controller deploys
 // no gateways.
-func (d *decider) deployed(gw *gatewayv1.Gateway) *DeploymentState {
+func (d *decider) deployed(gw *gatewayv1.Gateway) *contract.DeploymentState {
 	if d.deployments == nil {
 		return nil
 	}
@@ -129,7 +131,7 @@ func existingListenerConditions(gw *gatewayv1.Gateway, name gatewayv1.SectionNam
 // gatewayProgrammed is the Gateway's Programmed condition once it is accepted:
 // Consul's verdict on its api-gateway entry and, when this controller deploys the
 // Gateway (deployed is not nil), an address and a Ready gateway pod.
-func gatewayProgrammed(v gatewayVerdict, verdict Verdict, deployed *DeploymentState, requested []gatewayv1.GatewaySpecAddress, gen int64) metav1.Condition {
+func gatewayProgrammed(v gatewayVerdict, verdict contract.Verdict, deployed *contract.DeploymentState, requested []gatewayv1.GatewaySpecAddress, gen int64) metav1.Condition {
 	const programmedType = gatewayv1.GatewayConditionProgrammed
 	switch {
 	case !v.accepted:

@@ -14,6 +14,9 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayconfig"
+	"github.com/consul-gateway-controller/consul-gateway-controller/sync/contract"
+	"github.com/consul-gateway-controller/consul-gateway-controller/sync/decision"
 )
 
 // This file is the sync of each kind: read the object from the cache, decide its
@@ -36,12 +39,12 @@ func (c *Controller) syncGatewayClass(ctx context.Context, name string) error {
 	if class.Spec.ControllerName != c.controllerName {
 		return nil // another controller's class: never touched, never published
 	}
-	params, err := c.classParameters(class)
+	params, err := gatewayconfig.OfClass(c.configs, class)
 	if err != nil {
 		return err
 	}
 	status := gatewayClassStatus(class, params, c.bundleVersion(), c.caps, c.now())
-	return c.confirm(ctx, Confirmation{Kind: gatewayapi.GatewayClassKind}, class, apiequality.Semantic.DeepEqual(status, class.Status), func() (runtime.Object, error) {
+	return c.confirm(ctx, contract.Confirmation{Kind: gatewayapi.GatewayClassKind}, class, apiequality.Semantic.DeepEqual(status, class.Status), func() (runtime.Object, error) {
 		update := class.DeepCopy()
 		update.Status = status
 		return c.client.GatewayV1().GatewayClasses().UpdateStatus(ctx, update, metav1.UpdateOptions{})
@@ -64,14 +67,14 @@ func (c *Controller) syncGateway(ctx context.Context, key cache.ObjectName) erro
 	if !ours {
 		// Not ours (any more): what was derived from it must go, its status is not ours
 		// to write.
-		c.publisher.Publish(ctx, Confirmation{Kind: gatewayapi.GatewayKind, Key: key})
+		c.publisher.Publish(ctx, contract.Confirmation{Kind: gatewayapi.GatewayKind, Key: key})
 		return nil
 	}
 	status, err := c.gatewayStatus(gw, class, c.now())
 	if err != nil {
 		return err
 	}
-	return c.confirm(ctx, Confirmation{Kind: gatewayapi.GatewayKind}, gw, apiequality.Semantic.DeepEqual(status, gw.Status), func() (runtime.Object, error) {
+	return c.confirm(ctx, contract.Confirmation{Kind: gatewayapi.GatewayKind}, gw, apiequality.Semantic.DeepEqual(status, gw.Status), func() (runtime.Object, error) {
 		update := gw.DeepCopy()
 		update.Status = status
 		return c.client.GatewayV1().Gateways(gw.Namespace).UpdateStatus(ctx, update, metav1.UpdateOptions{})
@@ -99,14 +102,14 @@ func (c *Controller) syncListenerSet(ctx context.Context, key cache.ObjectName) 
 		return err
 	}
 	if !ours {
-		c.publisher.Publish(ctx, Confirmation{Kind: gatewayapi.ListenerSetKind, Key: key})
+		c.publisher.Publish(ctx, contract.Confirmation{Kind: gatewayapi.ListenerSetKind, Key: key})
 		return nil
 	}
 	status, err := c.listenerSetStatus(set, gw, class, c.now())
 	if err != nil {
 		return err
 	}
-	return c.confirm(ctx, Confirmation{Kind: gatewayapi.ListenerSetKind}, set, apiequality.Semantic.DeepEqual(status, set.Status), func() (runtime.Object, error) {
+	return c.confirm(ctx, contract.Confirmation{Kind: gatewayapi.ListenerSetKind}, set, apiequality.Semantic.DeepEqual(status, set.Status), func() (runtime.Object, error) {
 		update := set.DeepCopy()
 		update.Status = status
 		return c.client.GatewayV1().ListenerSets(set.Namespace).UpdateStatus(ctx, update, metav1.UpdateOptions{})
@@ -132,14 +135,14 @@ func (c *Controller) syncRoute(ctx context.Context, kind gatewayapi.RouteKind, k
 	if err != nil {
 		return err
 	}
-	return c.confirmRoute(ctx, Confirmation{Kind: kind.Kind, Route: decision}, r, computed, existing, func() (runtime.Object, error) {
+	return c.confirmRoute(ctx, contract.Confirmation{Kind: kind.Kind, Route: decision}, r, computed, existing, func() (runtime.Object, error) {
 		return kind.UpdateParents(ctx, c.client, r, computed)
 	})
 }
 
 // routeStatus computes a route's status.parents and logs each parent that did not
 // accept it.
-func (c *Controller) routeStatus(ctx context.Context, obj metav1.Object, existing []gatewayv1.RouteParentStatus, generation int64) ([]gatewayv1.RouteParentStatus, *RouteDecision, error) {
+func (c *Controller) routeStatus(ctx context.Context, obj metav1.Object, existing []gatewayv1.RouteParentStatus, generation int64) ([]gatewayv1.RouteParentStatus, *decision.Route, error) {
 	view, rules, err := c.viewRoute(obj)
 	if err != nil {
 		return nil, nil, err

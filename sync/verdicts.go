@@ -16,23 +16,6 @@ const ConsulAcceptedCondition = "consul-gateway-controller.github.io/ConsulAccep
 // none of the listeners it attaches to can be programmed.
 const ReasonListenersNotValid = "ListenersNotValid"
 
-// Consul's verdicts, as the contract defines them.
-type (
-	Verdict            = contract.Verdict
-	Binding            = contract.Binding
-	BindingState       = contract.BindingState
-	ConsulVerdicts     = contract.ConsulVerdicts
-	ConsulServiceNames = contract.ConsulServiceNames
-)
-
-// The states of a Binding.
-const (
-	BindingUnreported = contract.BindingUnreported
-	BindingPending    = contract.BindingPending
-	BindingBound      = contract.BindingBound
-	BindingRefused    = contract.BindingRefused
-)
-
 // allServicesKnown is used when no catalog is wired in.
 type allServicesKnown struct{}
 
@@ -43,8 +26,10 @@ func (allServicesKnown) HasSynced() bool                         { return true }
 // noVerdicts is used when no Consul syncer is wired in: nothing is ever programmed.
 type noVerdicts struct{}
 
-func (noVerdicts) Verdict(gatewayv1.Kind, cache.ObjectName) Verdict { return Verdict{} }
-func (noVerdicts) Binding(gatewayv1.Kind, cache.ObjectName, cache.ObjectName, gatewayv1.SectionName) Binding {
-	return Binding{}
+func (noVerdicts) Verdict(gatewayv1.Kind, cache.ObjectName) contract.Verdict {
+	return contract.Verdict{}
+}
+func (noVerdicts) Binding(gatewayv1.Kind, cache.ObjectName, cache.ObjectName, gatewayv1.SectionName) contract.Binding {
+	return contract.Binding{}
 }
 func (noVerdicts) HasSynced() bool { return true }

@@ -7,17 +7,19 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/sync/contract"
 )
 
 // fixedVerdicts answers the same verdict for every object, and the bindings it holds
 // by "gateway namespace/name/listener" (unreported for the others).
 type fixedVerdicts struct {
-	v        Verdict
-	bindings map[string]Binding
+	v        contract.Verdict
+	bindings map[string]contract.Binding
 }
 
-func (f fixedVerdicts) Verdict(gatewayv1.Kind, cache.ObjectName) Verdict { return f.v }
-func (f fixedVerdicts) Binding(_ gatewayv1.Kind, _ cache.ObjectName, gateway cache.ObjectName, listener gatewayv1.SectionName) Binding {
+func (f fixedVerdicts) Verdict(gatewayv1.Kind, cache.ObjectName) contract.Verdict { return f.v }
+func (f fixedVerdicts) Binding(_ gatewayv1.Kind, _ cache.ObjectName, gateway cache.ObjectName, listener gatewayv1.SectionName) contract.Binding {
 	return f.bindings[gateway.String()+"/"+string(listener)]
 }
 func (f fixedVerdicts) HasSynced() bool { return true }
@@ -26,16 +28,16 @@ func TestConsulVerdictsReachStatus(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name             string
-		verdict          Verdict
+		verdict          contract.Verdict
 		gatewayProgram   summary
 		listenerProgram  summary
 		routeConsulState summary
 	}{
-		{"no answer yet", Verdict{},
+		{"no answer yet", contract.Verdict{},
 			summary{"Programmed", "False", "Pending"}, summary{"Programmed", "False", "Pending"}, summary{ConsulAcceptedCondition, "False", "Pending"}},
-		{"Consul accepted", Verdict{Known: true, Programmed: true, Reason: "Accepted"},
+		{"Consul accepted", contract.Verdict{Known: true, Programmed: true, Reason: "Accepted"},
 			summary{"Programmed", "True", "Programmed"}, summary{"Programmed", "True", "Programmed"}, summary{ConsulAcceptedCondition, "True", "Accepted"}},
-		{"Consul refused", Verdict{Known: true, Reason: "InvalidDiscoveryChain", Message: "no http protocol"},
+		{"Consul refused", contract.Verdict{Known: true, Reason: "InvalidDiscoveryChain", Message: "no http protocol"},
 			summary{"Programmed", "False", "InvalidDiscoveryChain"}, summary{"Programmed", "False", "InvalidDiscoveryChain"}, summary{ConsulAcceptedCondition, "False", "InvalidDiscoveryChain"}},
 	}
 	for _, tt := range tests {
@@ -80,33 +82,33 @@ func TestConsulVerdictsReachStatus(t *testing.T) {
 // that parent.
 func TestConsulBindingsPerParent(t *testing.T) {
 	t.Parallel()
-	accepted := Verdict{Known: true, Programmed: true, Reason: "Accepted", Message: "route is valid"}
-	bound := Binding{State: BindingBound, Reason: "Bound"}
-	refused := Binding{State: BindingRefused, Reason: "FailedToBind", Message: "Consul http-route r.infra: listener http is not a http listener"}
-	pending := Binding{State: BindingPending, Reason: "GatewayNotFound", Message: "Consul http-route r.infra: gateway was not found"}
+	accepted := contract.Verdict{Known: true, Programmed: true, Reason: "Accepted", Message: "route is valid"}
+	bound := contract.Binding{State: contract.BindingBound, Reason: "Bound"}
+	refused := contract.Binding{State: contract.BindingRefused, Reason: "FailedToBind", Message: "Consul http-route r.infra: listener http is not a http listener"}
+	pending := contract.Binding{State: contract.BindingPending, Reason: "GatewayNotFound", Message: "Consul http-route r.infra: gateway was not found"}
 	consulTrue := summary{ConsulAcceptedCondition, "True", "Accepted"}
 	tests := []struct {
 		name     string
-		verdict  Verdict
-		bindings map[string]Binding
+		verdict  contract.Verdict
+		bindings map[string]contract.Binding
 		// want is the ConsulAccepted condition on the parents "one", "two" (no
 		// sectionName: its listeners a and b) and their messages.
 		want     []summary
 		messages []string
 	}{
-		{"both bound", accepted, map[string]Binding{"infra/one/http": bound, "infra/two/a": bound, "infra/two/b": bound},
+		{"both bound", accepted, map[string]contract.Binding{"infra/one/http": bound, "infra/two/a": bound, "infra/two/b": bound},
 			[]summary{consulTrue, consulTrue}, []string{"Consul accepted the route", "Consul accepted the route"}},
 		{"no Bound condition follows the route's verdict", accepted, nil,
 			[]summary{consulTrue, consulTrue}, nil},
-		{"refused on one listener of the second parent", accepted, map[string]Binding{"infra/one/http": bound, "infra/two/a": bound, "infra/two/b": refused},
+		{"refused on one listener of the second parent", accepted, map[string]contract.Binding{"infra/one/http": bound, "infra/two/a": bound, "infra/two/b": refused},
 			[]summary{consulTrue, {ConsulAcceptedCondition, "False", "FailedToBind"}}, []string{"Consul accepted the route", refused.Message}},
-		{"pending on the first parent", accepted, map[string]Binding{"infra/one/http": pending, "infra/two/a": bound, "infra/two/b": bound},
+		{"pending on the first parent", accepted, map[string]contract.Binding{"infra/one/http": pending, "infra/two/a": bound, "infra/two/b": bound},
 			[]summary{{ConsulAcceptedCondition, "False", "Pending"}, consulTrue}, []string{"Waiting for Consul to accept the route", "Consul accepted the route"}},
-		{"a refusal wins over pending", accepted, map[string]Binding{"infra/two/a": pending, "infra/two/b": refused},
+		{"a refusal wins over pending", accepted, map[string]contract.Binding{"infra/two/a": pending, "infra/two/b": refused},
 			[]summary{consulTrue, {ConsulAcceptedCondition, "False", "FailedToBind"}}, []string{"Consul accepted the route", refused.Message}},
-		{"the route's refusal wins over bindings", Verdict{Known: true, Reason: "InvalidDiscoveryChain", Message: "no http protocol"}, map[string]Binding{"infra/one/http": bound, "infra/two/b": refused},
+		{"the route's refusal wins over bindings", contract.Verdict{Known: true, Reason: "InvalidDiscoveryChain", Message: "no http protocol"}, map[string]contract.Binding{"infra/one/http": bound, "infra/two/b": refused},
 			[]summary{{ConsulAcceptedCondition, "False", "InvalidDiscoveryChain"}, {ConsulAcceptedCondition, "False", "InvalidDiscoveryChain"}}, []string{"no http protocol", "no http protocol"}},
-		{"not judged yet stays pending", Verdict{}, map[string]Binding{"infra/two/b": refused},
+		{"not judged yet stays pending", contract.Verdict{}, map[string]contract.Binding{"infra/two/b": refused},
 			[]summary{{ConsulAcceptedCondition, "False", "Pending"}, {ConsulAcceptedCondition, "False", "Pending"}}, []string{"Waiting for Consul to accept the route", "Waiting for Consul to accept the route"}},
 	}
 	for _, tt := range tests {

@@ -16,15 +16,16 @@ import (
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/metrics"
+	"github.com/consul-gateway-controller/consul-gateway-controller/sync/contract"
 )
 
 // This file writes a decided status and publishes what the API server confirmed.
 
 // confirmRoute writes a route's parents when they changed. A route none of whose
 // parents is ours, before and after, is not ours: nothing is written or published.
-func (c *Controller) confirmRoute(ctx context.Context, conf Confirmation, route runtime.Object, parents, existing []gatewayv1.RouteParentStatus, update func() (runtime.Object, error)) error {
+func (c *Controller) confirmRoute(ctx context.Context, conf contract.Confirmation, route runtime.Object, parents, existing []gatewayv1.RouteParentStatus, update func() (runtime.Object, error)) error {
 	if !c.hasOurParent(parents) && !c.hasOurParent(existing) {
-		c.publisher.Publish(ctx, Confirmation{Kind: conf.Kind, Key: objectName(route)})
+		c.publisher.Publish(ctx, contract.Confirmation{Kind: conf.Kind, Key: objectName(route)})
 		return nil
 	}
 	return c.confirm(ctx, conf, route, apiequality.Semantic.DeepEqual(parents, existing), update)
@@ -42,7 +43,7 @@ func (c *Controller) hasOurParent(parents []gatewayv1.RouteParentStatus) bool {
 // gone publishes the removal of an object that is no longer in the cache.
 func (c *Controller) gone(ctx context.Context, kind gatewayv1.Kind, key cache.ObjectName) {
 	c.own.forget(objectKey{kind, key})
-	c.publisher.Publish(ctx, Confirmation{Kind: kind, Key: key})
+	c.publisher.Publish(ctx, contract.Confirmation{Kind: kind, Key: key})
 }
 
 // confirm publishes current when its stored status is already the computed one, and
@@ -53,7 +54,7 @@ func (c *Controller) gone(ctx context.Context, kind gatewayv1.Kind, key cache.Ob
 //
 // A cache that has not yet seen our last write of the object is not judged at all:
 // the write's own event brings the key back (see ownWrites).
-func (c *Controller) confirm(ctx context.Context, conf Confirmation, current runtime.Object, unchanged bool, update func() (runtime.Object, error)) error {
+func (c *Controller) confirm(ctx context.Context, conf contract.Confirmation, current runtime.Object, unchanged bool, update func() (runtime.Object, error)) error {
 	conf.Key = objectName(current)
 	key := objectKey{conf.Kind, conf.Key}
 	cachedVersion := resourceVersion(current)
@@ -92,7 +93,7 @@ func (c *Controller) confirm(ctx context.Context, conf Confirmation, current run
 
 // publish hands a confirmation to the syncers; one that must not be served (withheld)
 // goes as a removal, so nothing derived from it stays in Consul or the data plane.
-func (c *Controller) publish(ctx context.Context, conf Confirmation) {
+func (c *Controller) publish(ctx context.Context, conf contract.Confirmation) {
 	if conf.Object != nil && withheld(conf.Object) {
 		klog.FromContext(ctx).V(4).Info("Confirmed object withheld from the syncers; its status says why", "kind", conf.Kind, "object", conf.Key)
 		conf.Object, conf.Route = nil, nil

@@ -20,7 +20,7 @@ import (
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/metrics"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/pods"
-	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
+	"github.com/consul-gateway-controller/consul-gateway-controller/sync/contract"
 	"github.com/consul-gateway-controller/consul-gateway-controller/workqueue"
 )
 
@@ -62,7 +62,7 @@ type Config struct {
 type Registrar struct {
 	cfg      Config
 	queue    kworkqueue.TypedRateLimitingInterface[cache.ObjectName]
-	gateways *gwsync.AcceptedGateways
+	gateways *contract.AcceptedGateways
 }
 
 // NewRegistrar builds a registrar; nothing talks to Consul until Run.
@@ -70,13 +70,13 @@ func NewRegistrar(cfg Config) *Registrar {
 	return &Registrar{
 		cfg:      cfg,
 		queue:    workqueue.New[cache.ObjectName]("catalog"),
-		gateways: gwsync.NewAcceptedGateways(),
+		gateways: contract.NewAcceptedGateways(),
 	}
 }
 
 // Publish implements the status pipeline's Publisher: a Gateway accepted at its
 // current generation has its pods registered; any other has none.
-func (r *Registrar) Publish(_ context.Context, c gwsync.Confirmation) {
+func (r *Registrar) Publish(_ context.Context, c contract.Confirmation) {
 	if key, ok := r.gateways.Record(c); ok {
 		r.queue.Add(key)
 	}

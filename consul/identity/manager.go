@@ -22,7 +22,8 @@ import (
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/api/v1alpha1"
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
-	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayconfig"
+	"github.com/consul-gateway-controller/consul-gateway-controller/sync/contract"
 	"github.com/consul-gateway-controller/consul-gateway-controller/workqueue"
 )
 
@@ -55,7 +56,7 @@ type Manager struct {
 
 	// gateways holds the confirmed Gateways, and those an object of ours names, so
 	// the identity of one that is gone is removed.
-	gateways *gwsync.AcceptedGateways
+	gateways *contract.AcceptedGateways
 
 	mu gosync.Mutex
 	// problems says, per accepted Gateway, why its identity is not what it should be.
@@ -68,7 +69,7 @@ func NewManager(cfg Config) *Manager {
 	return &Manager{
 		cfg:       cfg,
 		queue:     workqueue.New[cache.ObjectName]("identity"),
-		gateways:  gwsync.NewAcceptedGateways(),
+		gateways:  contract.NewAcceptedGateways(),
 		problems:  map[cache.ObjectName]string{},
 		onProblem: func(cache.ObjectName) {},
 	}
@@ -88,7 +89,7 @@ func (m *Manager) Problem(gateway cache.ObjectName) string {
 
 // Publish implements the status pipeline's Publisher: a Gateway accepted at its
 // current generation has an identity; any other has none.
-func (m *Manager) Publish(_ context.Context, c gwsync.Confirmation) {
+func (m *Manager) Publish(_ context.Context, c contract.Confirmation) {
 	if key, ok := m.gateways.Record(c); ok {
 		m.queue.Add(key)
 	}
@@ -165,7 +166,7 @@ func (m *Manager) input(gw *gatewayv1.Gateway) (in Input, ok bool, err error) {
 	if err != nil {
 		return Input{}, false, fmt.Errorf("get GatewayClass %s: %w", gw.Spec.GatewayClassName, err)
 	}
-	config, problem, err := gwsync.GatewayConfigFor(m.cfg.Configs, gw, class)
+	config, problem, err := gatewayconfig.For(m.cfg.Configs, gw, class)
 	if err != nil || problem != "" {
 		return Input{}, false, err
 	}

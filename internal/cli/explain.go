@@ -95,7 +95,7 @@ func explainRoute(ctx context.Context, w io.Writer, c connections, f statusFlags
 	if err != nil {
 		return err
 	}
-	explanation, err := gwsync.ExplainRoute(gwsync.OfflineConfig{ControllerName: gatewayv1.GatewayController(f.controller), Capabilities: consullimits.Consul115}, route, objects)
+	explanation, err := decideRoute(gwsync.OfflineConfig{ControllerName: gatewayv1.GatewayController(f.controller), Capabilities: consullimits.Consul115}, route, objects)
 	if err != nil {
 		return err
 	}

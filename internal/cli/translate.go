@@ -36,6 +36,7 @@ import (
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/manifests"
 	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
+	"github.com/consul-gateway-controller/consul-gateway-controller/sync/contract"
 )
 
 // translateUsage heads the translate command's help.
@@ -157,7 +158,7 @@ type ObjectStatus struct {
 // translateObjects judges objects and translates what the status workers would
 // confirm, as the controller does.
 func translateObjects(objects []runtime.Object, t translation) (Result, error) {
-	confirmations, err := gwsync.Offline(gwsync.OfflineConfig{
+	confirmations, err := judgeOffline(gwsync.OfflineConfig{
 		ControllerName: gatewayv1.GatewayController(t.ownership.Controller),
 		Capabilities:   consullimits.Consul115,
 		// The Gateway API release this binary is built with stands for the bundle
@@ -219,7 +220,7 @@ func redactSecrets(entry consulapi.ConfigEntry) consulapi.ConfigEntry {
 }
 
 // addConfirmed puts a confirmed object into the snapshot as the Consul syncer holds it.
-func addConfirmed(snap translate.Snapshot, c gwsync.Confirmation) {
+func addConfirmed(snap translate.Snapshot, c contract.Confirmation) {
 	switch o := c.Object.(type) {
 	case *gatewayv1.Gateway:
 		snap.Gateways[c.Key] = o
@@ -234,7 +235,7 @@ func addConfirmed(snap translate.Snapshot, c gwsync.Confirmation) {
 
 // objectStatus is c's object and status; a withheld object's status is read from the
 // judged copy the confirmation no longer carries.
-func objectStatus(c gwsync.Confirmation, objects []runtime.Object) ObjectStatus {
+func objectStatus(c contract.Confirmation, objects []runtime.Object) ObjectStatus {
 	s := ObjectStatus{Kind: c.Kind, Namespace: c.Key.Namespace, Name: c.Key.Name, Withheld: c.Object == nil}
 	switch o := c.Object.(type) {
 	case *gatewayv1.GatewayClass:

@@ -1,8 +1,10 @@
 // Package contract is what the status pipeline and its consumers (the Consul syncer,
 // the data plane, the catalog registrar, the identity manager) agree on: the
-// confirmations the pipeline hands out, and the verdicts of Consul it reads back. It
-// is data and interfaces only, so a consumer depends on it and not on the status
-// workers.
+// confirmations the pipeline hands out and what a confirmed Gateway's status means to
+// them (AcceptedAtGeneration, AcceptedGateways), and what the pipeline reads back:
+// Consul's verdicts and the state of the data plane. It is data, interfaces and
+// readings of them only (no client, no clock), so a consumer depends on it and not on
+// the status workers.
 package contract
 
 import (

@@ -34,7 +34,7 @@ func newGatewayCase(t *testing.T, prefix string, serviceType corev1.ServiceType)
 	controllerName := gatewayv1.GatewayController("consul-gateway-controller.github.io/" + ns)
 	g := &gatewayCase{t: t, ns: ns, class: ns}
 	// Which of the Gateway's annotations its Service gets is the class's choice; the
-	// Gateway's own GatewayConfig sets what a tenant may (sync.GatewayConfigFor).
+	// Gateway's own GatewayConfig sets what a tenant may (gatewayconfig.For).
 	env.Create(t, &v1alpha1.GatewayConfig{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "class"},
 		Spec:       v1alpha1.GatewayConfigSpec{Service: &v1alpha1.ServiceConfig{CopyAnnotations: []string{"lb.example.com/scheme"}}},

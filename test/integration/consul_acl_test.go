@@ -27,7 +27,7 @@ import (
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul/catalog"
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
 	"github.com/consul-gateway-controller/consul-gateway-controller/dataplane"
-	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
+	"github.com/consul-gateway-controller/consul-gateway-controller/sync/contract"
 	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
 )
 
@@ -212,7 +212,7 @@ func TestRegistrationACLs(t *testing.T) {
 			NodeName:   nodeName,
 			Workers:    1,
 		})
-		r.Publish(t.Context(), gwsync.Confirmation{Kind: "Gateway", Key: cache.MetaObjectToName(gw), Object: gw})
+		r.Publish(t.Context(), contract.Confirmation{Kind: "Gateway", Key: cache.MetaObjectToName(gw), Object: gw})
 		return r.SyncOnce(t.Context(), cache.MetaObjectToName(gw))
 	}
 

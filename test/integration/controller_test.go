@@ -26,6 +26,7 @@ import (
 	"github.com/consul-gateway-controller/consul-gateway-controller/informers"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/consullimits"
 	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
+	"github.com/consul-gateway-controller/consul-gateway-controller/sync/contract"
 	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
 )
 
@@ -83,8 +84,8 @@ func startController(t *testing.T, name gatewayv1.GatewayController, opts contro
 		t.Fatal(err)
 	}
 	inf := informers.New(kube, gateway, configs, 0)
-	var publisher gwsync.Publisher = rc.published
-	var verdicts gwsync.ConsulVerdicts
+	var publisher contract.Publisher = rc.published
+	var verdicts contract.ConsulVerdicts
 	if opts.consul != nil {
 		rc.consulWrites = &requestCounter{}
 		rc.syncer = consul.NewSyncer(consul.Config{
@@ -96,7 +97,7 @@ func startController(t *testing.T, name gatewayv1.GatewayController, opts contro
 			OwnerExists: inf.Exists,
 			Workers:     2,
 		})
-		publisher = gwsync.Publishers{rc.published, rc.syncer}
+		publisher = contract.Publishers{rc.published, rc.syncer}
 		verdicts = rc.syncer
 	}
 	controller, err := gwsync.NewController(t.Context(), gwsync.Config{
@@ -191,19 +192,19 @@ func (c *consulWriteCounter) RoundTrip(req *http.Request) (*http.Response, error
 // confirmations records what the controller published, in order.
 type confirmations struct {
 	mu   gosync.Mutex
-	list []gwsync.Confirmation
+	list []contract.Confirmation
 }
 
-func (c *confirmations) Publish(_ context.Context, conf gwsync.Confirmation) {
+func (c *confirmations) Publish(_ context.Context, conf contract.Confirmation) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.list = append(c.list, conf)
 }
 
-func (c *confirmations) of(kind gatewayv1.Kind, key cache.ObjectName) []gwsync.Confirmation {
+func (c *confirmations) of(kind gatewayv1.Kind, key cache.ObjectName) []contract.Confirmation {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var out []gwsync.Confirmation
+	var out []contract.Confirmation
 	for _, conf := range c.list {
 		if conf.Kind == kind && conf.Key == key {
 			out = append(out, conf)

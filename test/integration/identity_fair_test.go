@@ -25,7 +25,7 @@ import (
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul/identity"
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
-	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
+	"github.com/consul-gateway-controller/consul-gateway-controller/sync/contract"
 	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
 )
 
@@ -112,7 +112,7 @@ func runFairIdentities(tb testing.TB, gateways int) fairIdentities {
 			tb.Fatal(err)
 		}
 		key := cache.MetaObjectToName(gw)
-		m.Publish(tb.Context(), gwsync.Confirmation{Kind: gatewayapi.GatewayKind, Key: key, Object: gw})
+		m.Publish(tb.Context(), contract.Confirmation{Kind: gatewayapi.GatewayKind, Key: key, Object: gw})
 		f.gateways = append(f.gateways, key)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

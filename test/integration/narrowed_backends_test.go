@@ -20,7 +20,7 @@ import (
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul"
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
-	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
+	"github.com/consul-gateway-controller/consul-gateway-controller/sync/contract"
 	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
 )
 
@@ -154,7 +154,7 @@ func startNarrowedSyncer(t *testing.T, agent *testenv.ConsulAgent, entries []con
 // desire replaces what the syncer desires; the confirmation only wakes its translation.
 func (s narrowedSyncer) desire(t *testing.T, entries []consulapi.ConfigEntry) {
 	s.hand.set(entries)
-	s.Publish(t.Context(), gwsync.Confirmation{Kind: gatewayapi.GatewayKind, Key: cache.ObjectName{Namespace: "demo", Name: "gw"}})
+	s.Publish(t.Context(), contract.Confirmation{Kind: gatewayapi.GatewayKind, Key: cache.ObjectName{Namespace: "demo", Name: "gw"}})
 }
 
 // deleteGate, once armed, holds the syncer's delete of the narrowed resolver back

@@ -1,4 +1,10 @@
-package sync
+// Package gatewayconfig decides which GatewayConfig an object is deployed with: the one
+// its GatewayClass names as parameters, with what a Gateway's own
+// spec.infrastructure.parametersRef may change on top. The status workers judge the
+// references with it (a GatewayClass's or a Gateway's Accepted condition says why one
+// cannot be used), and the data plane and the identity manager deploy with its answer,
+// so the rules are written once.
+package gatewayconfig
 
 import (
 	"fmt"
@@ -12,98 +18,93 @@ import (
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 )
 
-// parameters is the decision on the GatewayConfig an object names as its parameters.
-type parameters struct {
-	// config is the GatewayConfig named; nil when none is named or problem is set.
-	config *v1alpha1.GatewayConfig
-	// problem says why the reference cannot be used; "" when it can.
-	problem string
+// Configs is the GatewayConfig cache the decisions read.
+type Configs = listers.ResourceIndexer[*v1alpha1.GatewayConfig]
+
+// Resolved is the decision on the GatewayConfig an object names as its parameters.
+type Resolved struct {
+	// Config is the GatewayConfig named; nil when none is named or Problem is set.
+	Config *v1alpha1.GatewayConfig
+	// Problem says why the reference cannot be used; "" when it can.
+	Problem string
 }
 
-// classParameters judges a class's parametersRef.
-func (d *decider) classParameters(class *gatewayv1.GatewayClass) (parameters, error) {
-	return classParameters(d.configs, class)
-}
-
-func classParameters(configs listers.ResourceIndexer[*v1alpha1.GatewayConfig], class *gatewayv1.GatewayClass) (parameters, error) {
+// OfClass judges a class's parametersRef.
+func OfClass(configs Configs, class *gatewayv1.GatewayClass) (Resolved, error) {
 	ref, ok := gatewayapi.ClassParameters(class)
 	if !ok {
-		return parameters{}, nil
+		return Resolved{}, nil
 	}
-	return resolveParameters(configs, ref)
+	return resolve(configs, ref)
 }
 
-// GatewayConfigFor returns the GatewayConfig a Gateway of class is deployed with: its
-// class's, with what the Gateway's own spec.infrastructure.parametersRef may change
-// on top (effectiveConfig); nil when neither names one. problem says why a named one
-// cannot be used, as the Gateway's or the class's Accepted condition says it.
-func GatewayConfigFor(configs listers.ResourceIndexer[*v1alpha1.GatewayConfig], gw *gatewayv1.Gateway, class *gatewayv1.GatewayClass) (config *v1alpha1.GatewayConfig, problem string, err error) {
-	p, err := classParameters(configs, class)
-	if err != nil || p.problem != "" {
-		return nil, p.problem, err
+// For returns the GatewayConfig a Gateway of class is deployed with: its class's,
+// with what the Gateway's own spec.infrastructure.parametersRef may change on top
+// (effective); nil when neither names one. problem says why a named one cannot be
+// used, as the Gateway's or the class's Accepted condition says it.
+func For(configs Configs, gw *gatewayv1.Gateway, class *gatewayv1.GatewayClass) (config *v1alpha1.GatewayConfig, problem string, err error) {
+	p, err := OfClass(configs, class)
+	if err != nil || p.Problem != "" {
+		return nil, p.Problem, err
 	}
-	own, _, err := gatewayParameters(configs, gw, p.config)
-	if err != nil || own.problem != "" {
-		return nil, own.problem, err
+	own, _, err := OfGateway(configs, gw, p.Config)
+	if err != nil || own.Problem != "" {
+		return nil, own.Problem, err
 	}
-	return own.config, "", nil
+	return own.Config, "", nil
 }
 
-// gatewayParameters judges a Gateway's own spec.infrastructure.parametersRef against
-// its class's GatewayConfig (nil for none). The result's config is the one the Gateway
-// is deployed with: the class's when the Gateway names none. named is false then.
-func (d *decider) gatewayParameters(gw *gatewayv1.Gateway, classConfig *v1alpha1.GatewayConfig) (parameters, bool, error) {
-	return gatewayParameters(d.configs, gw, classConfig)
-}
-
-func gatewayParameters(configs listers.ResourceIndexer[*v1alpha1.GatewayConfig], gw *gatewayv1.Gateway, classConfig *v1alpha1.GatewayConfig) (parameters, bool, error) {
+// OfGateway judges a Gateway's own spec.infrastructure.parametersRef against its
+// class's GatewayConfig (nil for none). The result's Config is the one the Gateway is
+// deployed with: the class's when the Gateway names none. named is false then.
+func OfGateway(configs Configs, gw *gatewayv1.Gateway, classConfig *v1alpha1.GatewayConfig) (r Resolved, named bool, err error) {
 	ref, ok := gatewayapi.GatewayParameters(gw)
 	if !ok {
-		return parameters{config: classConfig}, false, nil
+		return Resolved{Config: classConfig}, false, nil
 	}
-	p, err := resolveParameters(configs, ref)
-	if err != nil || p.problem != "" {
+	p, err := resolve(configs, ref)
+	if err != nil || p.Problem != "" {
 		return p, true, err
 	}
-	config, problem := effectiveConfig(classConfig, p.config)
+	config, problem := effective(classConfig, p.Config)
 	if problem != "" {
-		return parameters{problem: fmt.Sprintf("GatewayConfig %s %s", ref.Config, problem)}, true, nil
+		return Resolved{Problem: fmt.Sprintf("GatewayConfig %s %s", ref.Config, problem)}, true, nil
 	}
-	return parameters{config: config}, true, nil
+	return Resolved{Config: config}, true, nil
 }
 
-// resolveParameters finds and validates the GatewayConfig ref names. A missing config
+// resolve finds and validates the GatewayConfig ref names. A missing config
 // is a problem of the reference, not an error: it may be created later, and its event
 // brings the referrers back (the informers index of GatewayClasses by parametersRef).
-func resolveParameters(configs listers.ResourceIndexer[*v1alpha1.GatewayConfig], ref gatewayapi.ParametersRef) (parameters, error) {
+func resolve(configs Configs, ref gatewayapi.ParametersRef) (Resolved, error) {
 	if ref.Problem != "" {
-		return parameters{problem: ref.Problem}, nil
+		return Resolved{Problem: ref.Problem}, nil
 	}
 	config, err := listers.NewNamespaced(configs, ref.Config.Namespace).Get(ref.Config.Name)
 	if apierrors.IsNotFound(err) {
-		return parameters{problem: fmt.Sprintf("GatewayConfig %s does not exist", ref.Config)}, nil
+		return Resolved{Problem: fmt.Sprintf("GatewayConfig %s does not exist", ref.Config)}, nil
 	}
 	if err != nil {
-		return parameters{}, fmt.Errorf("get GatewayConfig %s: %w", ref.Config, err)
+		return Resolved{}, fmt.Errorf("get GatewayConfig %s: %w", ref.Config, err)
 	}
 	if problems := config.Spec.Validate(); len(problems) > 0 {
-		return parameters{problem: fmt.Sprintf("GatewayConfig %s is invalid: %s", ref.Config, strings.Join(problems, "; "))}, nil
+		return Resolved{Problem: fmt.Sprintf("GatewayConfig %s is invalid: %s", ref.Config, strings.Join(problems, "; "))}, nil
 	}
-	return parameters{config: config}, nil
+	return Resolved{Config: config}, nil
 }
 
 // maxGatewayReplicas bounds the replicas a Gateway's own GatewayConfig may ask for
 // when its class's GatewayConfig sets no max (consul-k8s's default maxInstances).
 const maxGatewayReplicas = 8
 
-// effectiveConfig is the GatewayConfig a Gateway with its own GatewayConfig is deployed
+// effective is the GatewayConfig a Gateway with its own GatewayConfig is deployed
 // with: the class's (nil for none), with the fields a Gateway may choose taken from
 // its own. Whoever may create a GatewayConfig in a namespace is a tenant there; the
 // class's GatewayConfig is its owner's. So a Gateway's may not choose what the pods
 // run or where they connect (image, consul: address, TLS, auth method), nor which of
 // the Gateway's own annotations are copied to its Service, and asks for replicas within
 // the class's bounds. problem says which rule own breaks.
-func effectiveConfig(class, own *v1alpha1.GatewayConfig) (*v1alpha1.GatewayConfig, string) {
+func effective(class, own *v1alpha1.GatewayConfig) (*v1alpha1.GatewayConfig, string) {
 	if locked := classOnlyFields(own.Spec); len(locked) > 0 {
 		return nil, fmt.Sprintf("sets %s, which only its GatewayClass's GatewayConfig may set", strings.Join(locked, " and "))
 	}

@@ -1,13 +1,15 @@
-package sync
+package contract
 
 import (
 	gosync "sync"
 
 	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
-
-	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 )
+
+// gatewayKind is the Gateway's kind; the contract reads no more of the Gateway API's
+// shared readings than this name.
+const gatewayKind gatewayv1.Kind = "Gateway"
 
 // AcceptedGateways is what a leader-only writer acting per Gateway (the catalog
 // registrar, the identity manager) keeps of the confirmations: the Gateways accepted at
@@ -27,7 +29,7 @@ func NewAcceptedGateways() *AcceptedGateways {
 // Record takes a confirmation: a Gateway accepted at its current generation is
 // accepted, any other Gateway known only. ok is false for other kinds.
 func (g *AcceptedGateways) Record(c Confirmation) (key cache.ObjectName, ok bool) {
-	if c.Kind != gatewayapi.GatewayKind {
+	if c.Kind != gatewayKind {
 		return cache.ObjectName{}, false
 	}
 	gw, isGateway := c.Object.(*gatewayv1.Gateway)

@@ -1,4 +1,4 @@
-package sync
+package contract
 
 import (
 	"k8s.io/apimachinery/pkg/api/meta"

@@ -1,4 +1,4 @@
-package sync
+package gatewayconfig
 
 import (
 	"strings"
@@ -14,7 +14,7 @@ import (
 // A Gateway's own GatewayConfig changes its class's only where a tenant may: never
 // the image, the Consul connection or the copied annotations, and replicas within
 // the class's bounds.
-func TestEffectiveConfig(t *testing.T) {
+func TestEffective(t *testing.T) {
 	class := &v1alpha1.GatewayConfig{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "infra", Name: "class"},
 		Spec: v1alpha1.GatewayConfigSpec{
@@ -73,7 +73,7 @@ func TestEffectiveConfig(t *testing.T) {
 		want: v1alpha1.GatewayConfigSpec{Replicas: &v1alpha1.Replicas{Default: new(int32(3)), Min: new(int32(0)), Max: new(int32(maxGatewayReplicas))}},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, problem := effectiveConfig(tc.class, gatewayConfig(tc.own))
+			got, problem := effective(tc.class, gatewayConfig(tc.own))
 			if tc.problem != "" {
 				if !strings.Contains(problem, tc.problem) || got != nil {
 					t.Fatalf("problem %q, config %v; want a problem containing %q", problem, got, tc.problem)
