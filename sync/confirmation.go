@@ -19,5 +19,4 @@ type (
 	RouteDecision   = decision.Route
 	Attachment      = decision.Attachment
 	BackendRefIndex = decision.BackendRefIndex
-	RenamedBackend  = decision.RenamedBackend
 )

@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/sync/decision"
 )
 
 type parentSummary struct {
@@ -260,18 +262,24 @@ func TestRouteDecision(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, decision, err := d.routeParentStatuses(view, rules, nil, 1, metav1.Now())
+	_, got, err := d.routeParentStatuses(view, rules, nil, 1, metav1.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := RouteDecision{
 		// The whole-gateway parentRef is served by a and b; the udp listener is not
 		// valid and the second parentRef matches no listener.
-		Attachments:        []Attachment{{Gateway: cache.ObjectName{Namespace: "infra", Name: "gw"}, Listeners: []gatewayv1.SectionName{"a", "b"}}},
-		DroppedRules:       []int{1},
-		UnresolvedBackends: []BackendRefIndex{{Rule: 2, Ref: 0}, {Rule: 2, Ref: 2}},
+		Attachments:  []Attachment{{Gateway: cache.ObjectName{Namespace: "infra", Name: "gw"}, Listeners: []gatewayv1.SectionName{"a", "b"}}},
+		DroppedRules: []int{1},
+		Backends: []decision.Backend{
+			{Ref: BackendRefIndex{Rule: 0, Ref: 0}, Resolved: true, Referent: cache.ObjectName{Namespace: "apps", Name: "echo"}, Consul: "echo", Port: 8080, ServiceUID: "uid-apps-echo"},
+			{Ref: BackendRefIndex{Rule: 2, Ref: 0}, Referent: cache.ObjectName{Namespace: "apps", Name: "missing"}},
+			{Ref: BackendRefIndex{Rule: 2, Ref: 1}, Resolved: true, Referent: cache.ObjectName{Namespace: "granted", Name: "api"}, Consul: "api", Port: 8080, ServiceUID: "uid-granted-api"},
+			{Ref: BackendRefIndex{Rule: 2, Ref: 2}, Referent: cache.ObjectName{Namespace: "ungranted", Name: "api"}},
+			{Ref: BackendRefIndex{Rule: 2, Ref: 3}, Resolved: true, Referent: cache.ObjectName{Namespace: "apps", Name: "echo"}, Consul: "echo", Port: 8080, ServiceUID: "uid-apps-echo"},
+		},
 	}
-	if diff := cmp.Diff(want, decision); diff != "" {
+	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("decision (-want +got):\n%s", diff)
 	}
 }
