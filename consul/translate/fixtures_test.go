@@ -112,14 +112,6 @@ func tlsSecret(ns, name string) *corev1.Secret {
 	}
 }
 
-func backendService(ns, name string, ports ...int32) *corev1.Service {
-	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: uidOf("Service", ns, name)}}
-	for _, p := range ports {
-		svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{Port: p})
-	}
-	return svc
-}
-
 // backendRef is a backendRef to a Service; ns "" means the route's namespace, weight nil
 // means unset.
 func backendRef(ns, name string, port int32, weight *int32) gatewayv1.BackendRef {
@@ -268,8 +260,6 @@ func snapshotOf(objs ...any) Snapshot {
 			s.ListenerSets[cache.MetaObjectToName(o)] = o
 		case *corev1.Secret:
 			s.Secrets[cache.MetaObjectToName(o)] = o
-		case *corev1.Service:
-			s.Services[cache.MetaObjectToName(o)] = o
 		default:
 			panic(fmt.Sprintf("unexpected fixture %T", obj))
 		}

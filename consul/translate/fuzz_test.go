@@ -285,7 +285,7 @@ func checkServedAsDecided(t *testing.T, s Snapshot, n Naming, d Desired, e *cons
 		checkRuleServedAsDecided(t, n, e.Name, route, c.Decision, rule, served)
 	}
 	checkDroppedRulesBlackholed(t, n, e, route, c.Decision)
-	checkUnservedRulesReported(t, s, d, key, route, c.Decision, served)
+	checkUnservedRulesReported(t, d, key, route, c.Decision, served)
 }
 
 func checkParentGranted(t *testing.T, n Naming, d Desired, e *consulapi.HTTPRouteConfigEntry, route *gatewayv1.HTTPRoute, decision gwdecision.Route, p consulapi.ResourceReference) {
@@ -461,7 +461,7 @@ func checkDroppedRulesBlackholed(t *testing.T, n Naming, e *consulapi.HTTPRouteC
 
 // checkUnservedRulesReported: a rule the decision kept, with a backendRef that can
 // receive traffic, is served, or a problem names it.
-func checkUnservedRulesReported(t *testing.T, s Snapshot, d Desired, key cache.ObjectName, route *gatewayv1.HTTPRoute, decision gwdecision.Route, served map[int]bool) {
+func checkUnservedRulesReported(t *testing.T, d Desired, key cache.ObjectName, route *gatewayv1.HTTPRoute, decision gwdecision.Route, served map[int]bool) {
 	t.Helper()
 	for i, rule := range route.Spec.Rules {
 		if served[i] || slices.Contains(decision.DroppedRules, i) || !ruleHasBackend(i, rule, decision) {

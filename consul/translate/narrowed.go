@@ -9,7 +9,7 @@ import (
 // instance with its namespace in the service meta KubeNamespaceMeta. A route to
 // demo/echo must reach only demo's pods (a ReferenceGrant guards the others), so when
 // the status pipeline finds that other namespaces register the name too it narrows
-// the backend (decision.Route.NarrowedBackends), and the route names a service of
+// the backend (decision.Backend.Narrowed), and the route names a service of
 // ours instead (Naming.NarrowedServiceName) with:
 //
 //   - a service-resolver that redirects it to the subset "demo" of echo;

@@ -81,8 +81,6 @@ func translatedRoute(t *testing.T, decision gwdecision.Route, edit func(*gateway
 	}
 	d := Translate(snapshotOf(
 		confirmedGateway("apps", "gw", true, validListener(httpListener("http", 80, ""))),
-		backendService("apps", "web", 8080), backendService("apps", "api", 8080), backendService("apps", "admin", 8080),
-		backendService("granted", "shop", 8080), backendService("ungranted", "secret", 8080),
 		route,
 	), Naming{}, testOwnership, Options{})
 	checkConsul115Validation(t, d)
@@ -243,7 +241,6 @@ func TestInvalidRegexNeverReachesConsul(t *testing.T) {
 			c.decision.Attachments = []gwdecision.Attachment{attachment("apps", "gw", "http")}
 			d := Translate(snapshotOf(
 				confirmedGateway("apps", "gw", true, validListener(httpListener("http", 80, ""))),
-				backendService("apps", "web", 8080), backendService("apps", "admin", 8080),
 				newConfirmedHTTPRoute("apps", "r", nil, c.decision, lookahead, root),
 			), Naming{}, testOwnership, Options{})
 			entry, _ := d.Entries[EntryKey{Kind: consulapi.HTTPRoute, Name: "r.apps"}].(*consulapi.HTTPRouteConfigEntry)
