@@ -112,7 +112,8 @@ func fuzzHTTPRoute(in *fuzzgen.Input, name string, listeners []gatewayv1.Section
 
 // fuzzDecision attaches a route to some of listeners (of infra/gw), and drops the
 // rules Consul cannot program (as the status pipeline does) and some others (and
-// perhaps one the route does not have).
+// perhaps one the route does not have). Once the bytes run out (Intn gives 0), the
+// rules left are kept, so short inputs still have backends to check.
 func fuzzDecision(in *fuzzgen.Input, listeners []gatewayv1.SectionName, rules []gatewayv1.HTTPRouteRule) gwdecision.Route {
 	var d gwdecision.Route
 	a := gwdecision.Attachment{Gateway: fuzzGateway}
@@ -125,7 +126,7 @@ func fuzzDecision(in *fuzzgen.Input, listeners []gatewayv1.SectionName, rules []
 		d.Attachments = append(d.Attachments, a)
 	}
 	for i, rule := range rules {
-		if in.Intn(3) == 0 || consullimits.HTTPRuleProblem(rule, consullimits.Consul115) != "" {
+		if in.Intn(3) == 2 || consullimits.HTTPRuleProblem(rule, consullimits.Consul115) != "" {
 			d.DroppedRules = append(d.DroppedRules, i)
 		}
 	}
@@ -135,37 +136,31 @@ func fuzzDecision(in *fuzzgen.Input, listeners []gatewayv1.SectionName, rules []
 	return d
 }
 
-// fuzzBackends resolves the backendRefs of a route in namespace, rule by rule, as the
-// status pipeline would for the fuzz case's Services (web and api in apps, web in
-// other), and leaves some it would resolve unresolved anyway. A resolved one is
-// sometimes renamed (its pods register another Consul service) or narrowed.
+// fuzzBackends decides the backendRefs of a route in namespace, rule by rule: most
+// resolve to the Service they name, whatever it is (the translation trusts the
+// decision, so whether the status pipeline would have resolved it is no matter here),
+// some do not; a resolved one is sometimes renamed (its pods register another Consul
+// service) or narrowed. Once the bytes run out (Intn gives 0), a backendRef resolves
+// as it is.
 func fuzzBackends(in *fuzzgen.Input, namespace string, rules [][]gatewayv1.BackendRef) []gwdecision.Backend {
 	var out []gwdecision.Backend
 	for r, refs := range rules {
 		for b, ref := range refs {
 			index := gwdecision.BackendRefIndex{Rule: r, Ref: b}
 			referent := gatewayapi.Referent(namespace, ref.Namespace, ref.Name)
-			if !fuzzServiceExists(referent, ref.BackendObjectReference) || in.Intn(6) == 0 {
+			if in.Intn(6) == 5 {
 				out = append(out, gwdecision.Backend{Ref: index, Referent: referent})
 				continue
 			}
 			resolved := resolvedTo(index, referent, ref.BackendObjectReference)
-			if in.Intn(6) == 0 {
+			if in.Intn(6) == 5 {
 				resolved.Consul += "-v2"
 			}
-			resolved.Narrowed = in.Intn(6) == 0
+			resolved.Narrowed = in.Intn(6) == 5
 			out = append(out, resolved)
 		}
 	}
 	return out
-}
-
-// fuzzServiceExists reports whether ref names a port of one of the fuzz case's
-// Services.
-func fuzzServiceExists(referent cache.ObjectName, ref gatewayv1.BackendObjectReference) bool {
-	core := gatewayapi.RefersTo(ref.Group, ref.Kind, gatewayapi.CoreGroup, gatewayapi.ServiceKind)
-	return core && ref.Port != nil && *ref.Port == 8080 &&
-		slices.Contains([]cache.ObjectName{{Namespace: "apps", Name: "web"}, {Namespace: "apps", Name: "api"}, {Namespace: "other", Name: "web"}}, referent)
 }
 
 // FuzzTranslate translates snapshots built from the fuzzer's input and checks what
