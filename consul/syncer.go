@@ -219,38 +219,24 @@ func holdWithCertificates[T interface {
 	return false
 }
 
-// holdRoute is holdGateway for a route of a kind with a translation: a repeat is the
-// held version with the same decision, and its references are its backend Services.
-// Callers hold s.mu.
+// holdRoute records a route's confirmation, and reports whether it repeats the held
+// version with the same decision. The decision says what each backendRef resolved to
+// (decision.Backend), so the translation reads no Service: a change to a backend
+// Service makes the status pipeline decide the route again, and a changed decision
+// is a new confirmation. Callers hold s.mu.
 func (s *Syncer) holdRoute(c contract.Confirmation) bool {
 	routes := s.snapshot.Routes[c.Kind]
-	owner := ownerKey{c.Kind, c.Key}
 	r, ok := c.Object.(gatewayapi.Object)
 	if !ok || c.Route == nil {
 		delete(routes, c.Key)
-		delete(s.routeBackends, owner)
 		return false
 	}
 	if held, isHeld := routes[c.Key]; isHeld && sameVersion(held.Route, r) && held.Decision.Equal(*c.Route) {
 		routes[c.Key] = translate.ConfirmedRoute{Route: r, Decision: held.Decision} // as in holdWithCertificates
-		return held.Route == r && !referencesMoved(s.cfg.Services.Services, s.references.Services, s.routeBackends[owner])
+		return held.Route == r
 	}
 	routes[c.Key] = translate.ConfirmedRoute{Route: r, Decision: *c.Route}
-	s.routeBackends[owner] = backendServices(c.Kind, r)
 	return false
-}
-
-// backendServices returns the Services a route of kind names as backends.
-func backendServices(kind gatewayv1.Kind, route gatewayapi.Object) []cache.ObjectName {
-	description, ok := gatewayapi.Route(kind)
-	if !ok {
-		return nil
-	}
-	services, err := description.BackendServices(route)
-	if err != nil {
-		utilruntime.HandleError(fmt.Errorf("read backends of %s %s: %w", kind, cache.MetaObjectToName(route), err))
-	}
-	return services
 }
 
 // referencesMoved reports whether any of keys is, in the cache, another object than
@@ -349,8 +335,9 @@ func (s *Syncer) translate(ctx context.Context) time.Duration {
 	return time.Since(start)
 }
 
-// pendingChanges are the pending objects as held now, and the Secrets and Services
-// they refer to as the caches hold them now; it empties pending. Callers hold s.mu.
+// pendingChanges are the pending objects as held now, and the Secrets they refer to as
+// the cache holds them now (a route's decision holds what the translation needs of its
+// backends); it empties pending. Callers hold s.mu.
 func (s *Syncer) pendingChanges() translate.Changes {
 	c := translate.Changes(translate.NewSnapshot())
 	for owner := range s.pending {
@@ -369,7 +356,6 @@ func (s *Syncer) pendingChanges() translate.Changes {
 			}
 		default:
 			c.Routes[owner.kind][owner.key] = s.snapshot.Routes[owner.kind][owner.key]
-			addReferences(c.Services, s.references.Services, s.routeBackends[owner], s.cfg.Services.Services)
 		}
 	}
 	clear(s.pending)

@@ -7,7 +7,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewaylisters "sigs.k8s.io/gateway-api/pkg/client/listers/apis/v1"
@@ -15,6 +17,7 @@ import (
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/backends"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 	"github.com/consul-gateway-controller/consul-gateway-controller/sync/contract"
+	"github.com/consul-gateway-controller/consul-gateway-controller/sync/decision"
 )
 
 // backendProblem says why a backendRef cannot be resolved; Reason is one of the Gateway
@@ -47,6 +50,19 @@ type resolvedBackend struct {
 	// NarrowedBecause says what else the Consul service holds: instances of other
 	// namespaces' pods, or instances registered outside Kubernetes.
 	NarrowedBecause string
+	// Port and ServiceUID are the Service port the backendRef names and the Service's
+	// UID; zero for a MeshService.
+	Port       int32
+	ServiceUID types.UID
+}
+
+// decided is what the backendRef at ref, to referent, resolved to, as the route's
+// decision carries it to the translation.
+func (r resolvedBackend) decided(ref decision.BackendRefIndex, referent cache.ObjectName, meshService bool) decision.Backend {
+	return decision.Backend{
+		Ref: ref, Resolved: true, Referent: referent, Consul: r.Service, Port: r.Port,
+		MeshService: meshService, Narrowed: r.Narrowed, ServiceUID: r.ServiceUID,
+	}
 }
 
 // Why a backend is narrowed, as the ResolvedRefs message says it.
@@ -117,7 +133,9 @@ func resolveBackendRef(routeKind gatewayv1.Kind, routeNamespace string, ref gate
 			Message: fmt.Sprintf("backendRef %s is the Consul service %q (its pods' %s annotation), which Consul's catalog does not hold: none of its pods is registered yet", name, resolution.Service, backends.ServiceAnnotation),
 		}, nil
 	}
-	return names.narrowService(resolution.Service, namespace)
+	resolved, problem, err := names.narrowService(resolution.Service, namespace)
+	resolved.Port, resolved.ServiceUID = *ref.Port, svc.UID
+	return resolved, problem, err
 }
 
 // narrowService returns the Consul service a Service backend of namespace is, narrowed

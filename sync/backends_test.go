@@ -260,9 +260,9 @@ func TestSharedConsulName(t *testing.T) {
 		[]gatewayv1.ReferenceGrantFrom{{Group: gatewayv1.GroupName, Kind: "HTTPRoute", Namespace: "apps"}},
 		[]gatewayv1.ReferenceGrantTo{{Kind: "Service"}}))
 	ref := gatewayv1.BackendObjectReference{Name: "web", Port: new(gatewayv1.PortNumber(80))}
-	own := resolvedBackend{Service: "web"}
-	narrowed := resolvedBackend{Service: "web", Narrowed: true, NarrowedBecause: sharedWithOtherNamespaces}
-	outside := resolvedBackend{Service: "web", Narrowed: true, NarrowedBecause: sharedOutsideKubernetes}
+	own := resolvedBackend{Port: 80, Service: "web"}
+	narrowed := resolvedBackend{Port: 80, Service: "web", Narrowed: true, NarrowedBecause: sharedWithOtherNamespaces}
+	outside := resolvedBackend{Port: 80, Service: "web", Narrowed: true, NarrowedBecause: sharedOutsideKubernetes}
 
 	tests := []struct {
 		name     string
@@ -326,10 +326,10 @@ func TestRenamedBackend(t *testing.T) {
 		want       resolvedBackend
 		wantReason gatewayv1.RouteConditionReason
 	}{
-		{name: "no injected pod: the Service's name", shared: true, want: resolvedBackend{Service: "web"}},
+		{name: "no injected pod: the Service's name", shared: true, want: resolvedBackend{Port: 80, Service: "web"}},
 		{name: "annotated pods: their name", shared: true,
 			pods: []*corev1.Pod{testenv.InjectedPod("apps", "web-1", selector, "web-v2", 8080), testenv.InjectedPod("apps", "web-2", selector, "web-v2", 8080)},
-			want: resolvedBackend{Service: "web-v2"}},
+			want: resolvedBackend{Port: 80, Service: "web-v2"}},
 		{name: "annotated pods not registered yet", shared: true,
 			pods:       []*corev1.Pod{testenv.InjectedPod("apps", "web-1", selector, "web-v2", 8080)},
 			catalog:    catalogOf{"web"},
@@ -337,8 +337,8 @@ func TestRenamedBackend(t *testing.T) {
 		{name: "annotated pods registered", shared: true,
 			pods:    []*corev1.Pod{testenv.InjectedPod("apps", "web-1", selector, "web-v2", 8080)},
 			catalog: catalogOf{"web-v2"},
-			want:    resolvedBackend{Service: "web-v2"}},
-		{name: "no pod: the Service's name, held or not", shared: true, catalog: catalogOf{}, want: resolvedBackend{Service: "web"}},
+			want:    resolvedBackend{Port: 80, Service: "web-v2"}},
+		{name: "no pod: the Service's name, held or not", shared: true, catalog: catalogOf{}, want: resolvedBackend{Port: 80, Service: "web"}},
 		{name: "pods disagree", shared: true,
 			pods:       []*corev1.Pod{testenv.InjectedPod("apps", "web-1", selector, "web-v2", 8080), testenv.InjectedPod("apps", "web-2", selector, "", 8080)},
 			wantReason: "ConsulServiceAmbiguous"},
@@ -348,11 +348,11 @@ func TestRenamedBackend(t *testing.T) {
 		{name: "a pod of another namespace registers under the name: only ours reached", shared: true,
 			pods: []*corev1.Pod{testenv.InjectedPod("apps", "web-1", selector, "web-v2", 8080),
 				testenv.InjectedPod("payments", "billing-1", map[string]string{"app": "billing"}, "web-v2", 80)},
-			want: resolvedBackend{Service: "web-v2", Narrowed: true, NarrowedBecause: sharedWithOtherNamespaces}},
+			want: resolvedBackend{Port: 80, Service: "web-v2", Narrowed: true, NarrowedBecause: sharedWithOtherNamespaces}},
 		{name: "shared, but names are mirrored", shared: false,
 			pods: []*corev1.Pod{testenv.InjectedPod("apps", "web-1", selector, "web-v2", 8080),
 				testenv.InjectedPod("payments", "billing-1", map[string]string{"app": "billing"}, "web-v2", 80)},
-			want: resolvedBackend{Service: "web-v2"}},
+			want: resolvedBackend{Port: 80, Service: "web-v2"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -51,7 +51,7 @@ type Config struct {
 	// SharedConsulNames says that Consul knows the Services of one name in every
 	// namespace as one service (no namespace mirroring): a backend whose Consul
 	// service other namespaces' pods register too is then narrowed to its own
-	// namespace's instances (decision.Route.NarrowedBackends).
+	// namespace's instances (decision.Backend.Narrowed).
 	SharedConsulNames bool
 	// InfrastructureKeys are the spec.infrastructure keys the deployed objects get
 	// (dataplane.Defaults); a Gateway's Accepted message names the others.

@@ -2,7 +2,6 @@ package sync
 
 import (
 	"fmt"
-	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -129,41 +128,34 @@ func (d *decider) viewRoute(obj any) (routeView, routeRules, error) {
 	return view, rules, nil
 }
 
-// checkBackend records whether the backendRef at index of a route resolves. Every
+// checkBackend records what the backendRef at index of a route resolved to. Every
 // backendRef is checked, not only up to the first unresolved one: the others still
-// receive traffic, and the Consul translation must know which they are.
+// receive traffic, and the Consul translation writes what the decision says of each.
 func (d *decider) checkBackend(rules *routeRules, index decision.BackendRefIndex, kind gatewayv1.Kind, namespace string, ref gatewayv1.BackendObjectReference) error {
 	resolved, problem, err := resolveBackendRef(kind, namespace, ref, d.services, d.refs.grants, d.consulServices)
 	if err != nil {
 		return err
 	}
-	if problem == nil {
-		consulName := resolved.Service
-		if resolved.Narrowed {
-			rules.narrowed = append(rules.narrowed, index)
-			referent := gatewayapi.Referent(namespace, ref.Namespace, ref.Name)
-			note := fmt.Sprintf("backendRef %s is the Consul service %q, %s: it reaches only the instances of namespace %s", referent, consulName, resolved.NarrowedBecause, referent.Namespace)
-			if !slices.Contains(rules.renamedNotes, note) {
-				rules.renamedNotes = append(rules.renamedNotes, note)
-			}
+	referent := gatewayapi.Referent(namespace, ref.Namespace, ref.Name)
+	if problem != nil {
+		if rules.backend == nil {
+			rules.backend = problem
 		}
-		if consulName != string(ref.Name) {
-			rules.renamed = append(rules.renamed, decision.RenamedBackend{Ref: index, Service: consulName})
-			why := fmt.Sprintf("as its pods' %s annotation says", backends.ServiceAnnotation)
-			if gatewayapi.IsMeshService(ref) {
-				why = "as the MeshService's spec.name says"
-			}
-			note := fmt.Sprintf("backendRef %s is the Consul service %q, %s", gatewayapi.Referent(namespace, ref.Namespace, ref.Name), consulName, why)
-			if !slices.Contains(rules.renamedNotes, note) {
-				rules.renamedNotes = append(rules.renamedNotes, note)
-			}
-		}
+		rules.backends = append(rules.backends, decision.Backend{Ref: index, Referent: referent})
 		return nil
 	}
-	if rules.backend == nil {
-		rules.backend = problem
+	b := resolved.decided(index, referent, gatewayapi.IsMeshService(ref))
+	rules.backends = append(rules.backends, b)
+	if b.Narrowed {
+		rules.note(fmt.Sprintf("backendRef %s is the Consul service %q, %s: it reaches only the instances of namespace %s", referent, b.Consul, resolved.NarrowedBecause, referent.Namespace))
 	}
-	rules.unresolved = append(rules.unresolved, index)
+	if b.Renamed() {
+		why := fmt.Sprintf("as its pods' %s annotation says", backends.ServiceAnnotation)
+		if b.MeshService {
+			why = "as the MeshService's spec.name says"
+		}
+		rules.note(fmt.Sprintf("backendRef %s is the Consul service %q, %s", referent, b.Consul, why))
+	}
 	return nil
 }
 

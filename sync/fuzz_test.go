@@ -412,20 +412,43 @@ func ptrString[T ~string](p *T) string {
 	return string(*p)
 }
 
-// checkUnresolvedReported: the unresolved backendRefs exist, and ResolvedRefs is False
-// exactly when there are some.
-func checkUnresolvedReported(t *testing.T, route *gatewayv1.HTTPRoute, parents []gatewayv1.RouteParentStatus, decision decision.Route) {
+// checkUnresolvedReported: the decision says what each backendRef resolved to, and
+// ResolvedRefs is False exactly when some did not resolve.
+func checkUnresolvedReported(t *testing.T, route *gatewayv1.HTTPRoute, parents []gatewayv1.RouteParentStatus, decided decision.Route) {
 	t.Helper()
-	for _, b := range decision.UnresolvedBackends {
-		if b.Rule >= len(route.Spec.Rules) || b.Ref >= len(route.Spec.Rules[b.Rule].BackendRefs) {
-			t.Errorf("unresolved backendRef %+v does not exist", b)
-		}
-	}
+	checkEveryBackendDecided(t, route, decided)
+	unresolved := decided.Unresolved()
 	for _, p := range parents {
 		resolved := meta.IsStatusConditionTrue(p.Conditions, string(gatewayv1.RouteConditionResolvedRefs))
-		if resolved != (len(decision.UnresolvedBackends) == 0) {
-			t.Errorf("parent %s: ResolvedRefs %v, unresolved %v", p.ParentRef.Name, resolved, decision.UnresolvedBackends)
+		if resolved != (len(unresolved) == 0) {
+			t.Errorf("parent %s: ResolvedRefs %v, unresolved %v", p.ParentRef.Name, resolved, unresolved)
 		}
+	}
+}
+
+// checkEveryBackendDecided: the decision holds one Backend per backendRef of the
+// route, in rule and backendRef order, each naming the object its backendRef names.
+func checkEveryBackendDecided(t *testing.T, route *gatewayv1.HTTPRoute, decided decision.Route) {
+	t.Helper()
+	var want []decision.BackendRefIndex
+	for r, rule := range route.Spec.Rules {
+		for b := range rule.BackendRefs {
+			want = append(want, decision.BackendRefIndex{Rule: r, Ref: b})
+		}
+	}
+	var got []decision.BackendRefIndex
+	for _, b := range decided.Backends {
+		got = append(got, b.Ref)
+		if b.Ref.Rule >= len(route.Spec.Rules) || b.Ref.Ref >= len(route.Spec.Rules[b.Ref.Rule].BackendRefs) {
+			continue
+		}
+		ref := route.Spec.Rules[b.Ref.Rule].BackendRefs[b.Ref.Ref]
+		if referent := gatewayapi.Referent(route.Namespace, ref.Namespace, ref.Name); b.Referent != referent {
+			t.Errorf("backendRef %+v names %s, but its decision says %s", b.Ref, referent, b.Referent)
+		}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("decided backendRefs (-route +decision):\n%s", diff)
 	}
 }
 

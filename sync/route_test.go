@@ -269,9 +269,15 @@ func TestRouteDecision(t *testing.T) {
 	want := decision.Route{
 		// The whole-gateway parentRef is served by a and b; the udp listener is not
 		// valid and the second parentRef matches no listener.
-		Attachments:        []decision.Attachment{{Gateway: cache.ObjectName{Namespace: "infra", Name: "gw"}, Listeners: []gatewayv1.SectionName{"a", "b"}}},
-		DroppedRules:       []int{1},
-		UnresolvedBackends: []decision.BackendRefIndex{{Rule: 2, Ref: 0}, {Rule: 2, Ref: 2}},
+		Attachments:  []decision.Attachment{{Gateway: cache.ObjectName{Namespace: "infra", Name: "gw"}, Listeners: []gatewayv1.SectionName{"a", "b"}}},
+		DroppedRules: []int{1},
+		Backends: []decision.Backend{
+			{Ref: decision.BackendRefIndex{Rule: 0, Ref: 0}, Resolved: true, Referent: cache.ObjectName{Namespace: "apps", Name: "echo"}, Consul: "echo", Port: 8080, ServiceUID: "uid-apps-echo"},
+			{Ref: decision.BackendRefIndex{Rule: 2, Ref: 0}, Referent: cache.ObjectName{Namespace: "apps", Name: "missing"}},
+			{Ref: decision.BackendRefIndex{Rule: 2, Ref: 1}, Resolved: true, Referent: cache.ObjectName{Namespace: "granted", Name: "api"}, Consul: "api", Port: 8080, ServiceUID: "uid-granted-api"},
+			{Ref: decision.BackendRefIndex{Rule: 2, Ref: 2}, Referent: cache.ObjectName{Namespace: "ungranted", Name: "api"}},
+			{Ref: decision.BackendRefIndex{Rule: 2, Ref: 3}, Resolved: true, Referent: cache.ObjectName{Namespace: "apps", Name: "echo"}, Consul: "echo", Port: 8080, ServiceUID: "uid-apps-echo"},
+		},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("decision (-want +got):\n%s", diff)

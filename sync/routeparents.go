@@ -17,7 +17,7 @@ import (
 // exactly as they are, then one entry of ours per parentRef that names one of our
 // Gateways. Our entries for parentRefs that are gone are dropped.
 func (d *decider) routeParentStatuses(route routeView, rules routeRules, existing []gatewayv1.RouteParentStatus, generation int64, now metav1.Time) ([]gatewayv1.RouteParentStatus, decision.Route, error) {
-	out := decision.Route{DroppedRules: rules.dropped(), UnresolvedBackends: rules.unresolved, RenamedBackends: rules.renamed, NarrowedBackends: rules.narrowed}
+	out := decision.Route{DroppedRules: rules.dropped(), Backends: rules.backends}
 	parents := make([]gatewayv1.RouteParentStatus, 0, len(existing))
 	for _, p := range existing {
 		if p.ControllerName != d.controllerName {

@@ -2,6 +2,7 @@ package sync
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -53,18 +54,19 @@ type routeRules struct {
 	hostnameProblem string
 	count           int
 	problems        []*ruleProblem // one per rule; nil for a rule Consul can program
-	// backend is the first unresolved backendRef's problem, unresolved every
-	// unresolved backendRef.
-	backend    *backendProblem
-	unresolved []decision.BackendRefIndex
-	// renamed are the resolved backendRefs whose Consul service is not their
-	// Service's name.
-	renamed []decision.RenamedBackend
-	// narrowed are the resolved backendRefs that reach only their own namespace's
-	// instances of their Consul service.
-	narrowed []decision.BackendRefIndex
+	// backend is the first unresolved backendRef's problem.
+	backend *backendProblem
+	// backends are what every backendRef resolved to, in rule and backendRef order.
+	backends []decision.Backend
 	// renamedNotes say where renamed and narrowed backendRefs send traffic.
 	renamedNotes []string
+}
+
+// note adds a note on where a backendRef sends traffic, once.
+func (r *routeRules) note(note string) {
+	if !slices.Contains(r.renamedNotes, note) {
+		r.renamedNotes = append(r.renamedNotes, note)
+	}
 }
 
 // resolvedMessage is the message of ResolvedRefs=True: it names the Consul service of

@@ -108,7 +108,6 @@ func TestTranslationExpressesCapabilities(t *testing.T) {
 	translate := func(example any) Desired {
 		return Translate(snapshotOf(
 			confirmedGateway("apps", "gw", true, validListener(httpListener("http", 80, "")), validListener(tcpListener("tcp", 9000))),
-			backendService("apps", "web", 8080), backendService("apps", "db", 5432),
 			decided(example, consullimits.Consul115),
 		), Naming{}, testOwnership, Options{})
 	}

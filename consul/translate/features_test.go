@@ -34,7 +34,7 @@ func featureExamples() map[features.FeatureName]featureExample {
 		validListener(httpListener("http", 80, "")),
 		validListener(httpsListener("https", 443, "", certRef("certs", "www"))),
 		validListener(tcpListener("tcp", 9000)))
-	base := []any{gw, tlsSecret("certs", "www"), backendService("apps", "web", 8080), backendService("apps", "db", 5432), backendService("shared", "api", 8080)}
+	base := []any{gw, tlsSecret("certs", "www")}
 	onHTTP := attachedTo(attachment("apps", "gw", "http"))
 	route := func(rules ...gatewayv1.HTTPRouteRule) featureExample {
 		for i := range rules {
@@ -59,7 +59,6 @@ func featureExamples() map[features.FeatureName]featureExample {
 		// bar.com on 8080): Consul's api-gateway cannot merge them.
 		features.SupportHTTPRouteParentRefPort: {[]any{
 			confirmedGateway("apps", "gw", true, validListener(httpListener("foo", 8080, "foo.com")), validListener(httpListener("bar", 8080, "bar.com"))),
-			backendService("apps", "web", 8080),
 			newConfirmedHTTPRoute("apps", "r", nil, attachedTo(attachment("apps", "gw", "foo", "bar")), gatewayv1.HTTPRouteRule{BackendRefs: []gatewayv1.HTTPBackendRef{httpBackend("", "web", 8080, nil)}}),
 		}, []string{consulapi.APIGateway, consulapi.HTTPRoute}},
 		// A certificate and a backend in other namespaces, which the status pipeline

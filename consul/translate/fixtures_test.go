@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 	gwdecision "github.com/consul-gateway-controller/consul-gateway-controller/sync/decision"
 )
 
@@ -111,14 +112,6 @@ func tlsSecret(ns, name string) *corev1.Secret {
 	}
 }
 
-func backendService(ns, name string, ports ...int32) *corev1.Service {
-	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: uidOf("Service", ns, name)}}
-	for _, p := range ports {
-		svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{Port: p})
-	}
-	return svc
-}
-
 // backendRef is a backendRef to a Service; ns "" means the route's namespace, weight nil
 // means unset.
 func backendRef(ns, name string, port int32, weight *int32) gatewayv1.BackendRef {
@@ -164,7 +157,8 @@ type confirmedTCPRoute struct {
 	Decision gwdecision.Route
 }
 
-// newConfirmedHTTPRoute is a confirmed HTTPRoute whose references all resolved.
+// newConfirmedHTTPRoute is a confirmed HTTPRoute whose references resolved, but for
+// those decision holds (see withBackends).
 func newConfirmedHTTPRoute(ns, name string, hostnames []string, decision gwdecision.Route, rules ...gatewayv1.HTTPRouteRule) confirmedHTTPRoute {
 	r := &gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: uidOf("HTTPRoute", ns, name), Generation: 1}}
 	for _, h := range hostnames {
@@ -172,14 +166,71 @@ func newConfirmedHTTPRoute(ns, name string, hostnames []string, decision gwdecis
 	}
 	r.Spec.Rules = rules
 	r.Status.Parents = ourRouteStatus(true)
-	return confirmedHTTPRoute{Route: r, Decision: decision}
+	return confirmedHTTPRoute{Route: r, Decision: withBackends(decision, ns, httpBackendRefs(rules))}
 }
 
 func newConfirmedTCPRoute(ns, name string, decision gwdecision.Route, refs ...gatewayv1.BackendRef) confirmedTCPRoute {
 	r := &gatewayv1.TCPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: uidOf("TCPRoute", ns, name), Generation: 1}}
 	r.Spec.Rules = []gatewayv1.TCPRouteRule{{BackendRefs: refs}}
 	r.Status.Parents = ourRouteStatus(true)
-	return confirmedTCPRoute{Route: r, Decision: decision}
+	return confirmedTCPRoute{Route: r, Decision: withBackends(decision, ns, [][]gatewayv1.BackendRef{refs})}
+}
+
+// withBackends completes decision as the status pipeline would have made it for a
+// route in namespace with rules' backendRefs when every one resolved to the Service
+// it names: a resolved Backend for each backendRef decision does not hold, and the
+// referent of each it holds. Backends come out in rule and backendRef order.
+func withBackends(decision gwdecision.Route, namespace string, rules [][]gatewayv1.BackendRef) gwdecision.Route {
+	held := decision.Backends
+	decision.Backends = nil
+	for r, refs := range rules {
+		for b, ref := range refs {
+			index := gwdecision.BackendRefIndex{Rule: r, Ref: b}
+			referent := gatewayapi.Referent(namespace, ref.Namespace, ref.Name)
+			if i := slices.IndexFunc(held, func(h gwdecision.Backend) bool { return h.Ref == index }); i >= 0 {
+				h := held[i]
+				h.Referent = referent
+				decision.Backends = append(decision.Backends, h)
+				continue
+			}
+			decision.Backends = append(decision.Backends, resolvedTo(index, referent, ref.BackendObjectReference))
+		}
+	}
+	return decision
+}
+
+// resolvedTo is the Backend of a backendRef at index that resolved to referent, named
+// after it in Consul.
+func resolvedTo(index gwdecision.BackendRefIndex, referent cache.ObjectName, ref gatewayv1.BackendObjectReference) gwdecision.Backend {
+	b := gwdecision.Backend{Ref: index, Resolved: true, Referent: referent, Consul: referent.Name}
+	if gatewayapi.IsMeshService(ref) {
+		b.MeshService = true
+		return b
+	}
+	if ref.Port != nil {
+		b.Port = *ref.Port
+	}
+	b.ServiceUID = uidOf("Service", referent.Namespace, referent.Name)
+	return b
+}
+
+// unresolvedAt is decision with the backendRefs at refs unresolved.
+func unresolvedAt(decision gwdecision.Route, refs ...gwdecision.BackendRefIndex) gwdecision.Route {
+	for _, ref := range refs {
+		decision.Backends = append(decision.Backends, gwdecision.Backend{Ref: ref})
+	}
+	return decision
+}
+
+// httpBackendRefs are the backendRefs of HTTPRoute rules, rule by rule.
+func httpBackendRefs(rules []gatewayv1.HTTPRouteRule) [][]gatewayv1.BackendRef {
+	refs := make([][]gatewayv1.BackendRef, len(rules))
+	for i, rule := range rules {
+		for _, ref := range rule.BackendRefs {
+			refs[i] = append(refs[i], ref.BackendRef)
+		}
+	}
+	return refs
 }
 
 func attachedTo(attachments ...gwdecision.Attachment) gwdecision.Route {
@@ -209,8 +260,6 @@ func snapshotOf(objs ...any) Snapshot {
 			s.ListenerSets[cache.MetaObjectToName(o)] = o
 		case *corev1.Secret:
 			s.Secrets[cache.MetaObjectToName(o)] = o
-		case *corev1.Service:
-			s.Services[cache.MetaObjectToName(o)] = o
 		default:
 			panic(fmt.Sprintf("unexpected fixture %T", obj))
 		}

@@ -10,12 +10,12 @@ import (
 
 	gocmp "github.com/google/go-cmp/cmp"
 	consulapi "github.com/hashicorp/consul/api"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/consullimits"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/fuzzgen"
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 	gwdecision "github.com/consul-gateway-controller/consul-gateway-controller/sync/decision"
 )
 
@@ -30,18 +30,15 @@ var fuzzGateway = cache.ObjectName{Namespace: "infra", Name: "gw"}
 
 // newFuzzCase builds a Gateway infra/gw with listeners (some named like a ListenerSet
 // listener's entry name), up to two ListenerSets of it whose names and listener names
-// contain dots, Services web and api in apps and web in other, and up to two
-// HTTPRoutes and a TCPRoute in apps with decisions that attach them to any of the
-// listeners (or to ones that do not exist), drop rules and leave backendRefs
-// unresolved. Statuses say what the bytes say, whether or not the status pipeline
-// would: the translation must cope with confirmations that disagree with the caches.
+// contain dots, and up to two HTTPRoutes and a TCPRoute in apps with decisions that
+// attach them to any of the listeners (or to ones that do not exist), drop rules and
+// resolve backendRefs or not (fuzzBackends). Statuses say what the bytes say,
+// whether or not the status pipeline would: the translation must cope with
+// confirmations that disagree with the caches.
 func newFuzzCase(in *fuzzgen.Input) fuzzCase {
 	c := fuzzCase{
 		naming: Naming{Prefix: fuzzgen.Pick(in, namingPrefixes), MirrorNamespaces: in.Bool()},
 		opts:   Options{ManageServiceDefaults: in.Bool()},
-		objects: []any{
-			backendService("apps", "web", 8080), backendService("apps", "api", 8080), backendService("other", "web", 8080),
-		},
 	}
 	if in.Intn(8) > 0 {
 		c.objects = append(c.objects, tlsSecret("infra", "tls"))
@@ -63,8 +60,11 @@ func newFuzzCase(in *fuzzgen.Input) fuzzCase {
 		c.objects = append(c.objects, fuzzHTTPRoute(in, name, listeners))
 	}
 	if in.Bool() {
-		c.objects = append(c.objects, newConfirmedTCPRoute("apps", "t", fuzzDecision(in, listeners, nil),
-			backendRef("", fuzzgen.Pick(in, []string{"web", "api", "missing"}), 8080, nil)))
+		ref := backendRef("", fuzzgen.Pick(in, []string{"web", "api", "missing"}), 8080, nil)
+		t := newConfirmedTCPRoute("apps", "t", gwdecision.Route{}, ref)
+		t.Decision = fuzzDecision(in, listeners, nil)
+		t.Decision.Backends = fuzzBackends(in, "apps", [][]gatewayv1.BackendRef{{ref}})
+		c.objects = append(c.objects, t)
 	}
 	return c
 }
@@ -106,12 +106,14 @@ func fuzzHTTPRoute(in *fuzzgen.Input, name string, listeners []gatewayv1.Section
 	c := newConfirmedHTTPRoute("apps", name, nil, gwdecision.Route{}, in.HTTPRules()...)
 	c.Route.Spec.Hostnames = in.RouteHostnames()
 	c.Decision = fuzzDecision(in, listeners, c.Route.Spec.Rules)
+	c.Decision.Backends = fuzzBackends(in, "apps", httpBackendRefs(c.Route.Spec.Rules))
 	return c
 }
 
-// fuzzDecision attaches a route to some of listeners (of infra/gw), drops the rules
-// Consul cannot program (as the status pipeline does) and some others (and perhaps one
-// the route does not have), and leaves some backendRefs unresolved.
+// fuzzDecision attaches a route to some of listeners (of infra/gw), and drops the
+// rules Consul cannot program (as the status pipeline does) and some others (and
+// perhaps one the route does not have). Once the bytes run out (Intn gives 0), the
+// rules left are kept, so short inputs still have backends to check.
 func fuzzDecision(in *fuzzgen.Input, listeners []gatewayv1.SectionName, rules []gatewayv1.HTTPRouteRule) gwdecision.Route {
 	var d gwdecision.Route
 	a := gwdecision.Attachment{Gateway: fuzzGateway}
@@ -124,19 +126,41 @@ func fuzzDecision(in *fuzzgen.Input, listeners []gatewayv1.SectionName, rules []
 		d.Attachments = append(d.Attachments, a)
 	}
 	for i, rule := range rules {
-		if in.Intn(3) == 0 || consullimits.HTTPRuleProblem(rule, consullimits.Consul115) != "" {
+		if in.Intn(3) == 2 || consullimits.HTTPRuleProblem(rule, consullimits.Consul115) != "" {
 			d.DroppedRules = append(d.DroppedRules, i)
-		}
-		for b := range rule.BackendRefs {
-			if in.Intn(6) == 0 {
-				d.UnresolvedBackends = append(d.UnresolvedBackends, gwdecision.BackendRefIndex{Rule: i, Ref: b})
-			}
 		}
 	}
 	if in.Intn(16) == 0 {
 		d.DroppedRules = append(d.DroppedRules, len(rules))
 	}
 	return d
+}
+
+// fuzzBackends decides the backendRefs of a route in namespace, rule by rule: most
+// resolve to the Service they name, whatever it is (the translation trusts the
+// decision, so whether the status pipeline would have resolved it is no matter here),
+// some do not; a resolved one is sometimes renamed (its pods register another Consul
+// service) or narrowed. Once the bytes run out (Intn gives 0), a backendRef resolves
+// as it is.
+func fuzzBackends(in *fuzzgen.Input, namespace string, rules [][]gatewayv1.BackendRef) []gwdecision.Backend {
+	var out []gwdecision.Backend
+	for r, refs := range rules {
+		for b, ref := range refs {
+			index := gwdecision.BackendRefIndex{Rule: r, Ref: b}
+			referent := gatewayapi.Referent(namespace, ref.Namespace, ref.Name)
+			if in.Intn(6) == 5 {
+				out = append(out, gwdecision.Backend{Ref: index, Referent: referent})
+				continue
+			}
+			resolved := resolvedTo(index, referent, ref.BackendObjectReference)
+			if in.Intn(6) == 5 {
+				resolved.Consul += "-v2"
+			}
+			resolved.Narrowed = in.Intn(6) == 5
+			out = append(out, resolved)
+		}
+	}
+	return out
 }
 
 // FuzzTranslate translates snapshots built from the fuzzer's input and checks what
@@ -256,7 +280,7 @@ func checkServedAsDecided(t *testing.T, s Snapshot, n Naming, d Desired, e *cons
 		checkRuleServedAsDecided(t, n, e.Name, route, c.Decision, rule, served)
 	}
 	checkDroppedRulesBlackholed(t, n, e, route, c.Decision)
-	checkUnservedRulesReported(t, s, d, key, route, c.Decision, served)
+	checkUnservedRulesReported(t, d, key, route, c.Decision, served)
 }
 
 func checkParentGranted(t *testing.T, n Naming, d Desired, e *consulapi.HTTPRouteConfigEntry, route *gatewayv1.HTTPRoute, decision gwdecision.Route, p consulapi.ResourceReference) {
@@ -369,7 +393,7 @@ func checkRuleServedAsDecided(t *testing.T, n Naming, entry string, route *gatew
 		}
 		for _, m := range rule.Matches {
 			sources := slices.DeleteFunc(sourceRules(route, m), func(i int) bool { return slices.Contains(decision.DroppedRules, i) })
-			if !slices.ContainsFunc(sources, func(i int) bool { return servesBackend(route, decision, i, svc.Name) }) {
+			if !slices.ContainsFunc(sources, func(i int) bool { return servesBackend(n, route, decision, i, svc) }) {
 				t.Errorf("%s: sends %+v to %s, which no kept rule with a resolved backendRef to it does (dropped %v)", entry, m, svc.Name, decision.DroppedRules)
 			}
 			for _, i := range sources {
@@ -379,14 +403,24 @@ func checkRuleServedAsDecided(t *testing.T, n Naming, entry string, route *gatew
 	}
 }
 
-// servesBackend reports whether rule i of route has a resolved backendRef with weight
-// to the Service name.
-func servesBackend(route *gatewayv1.HTTPRoute, decision gwdecision.Route, i int, name string) bool {
+// servesBackend reports whether rule i of route has a backendRef with weight that the
+// decision resolved to the Consul service svc: named after the decision's Consul
+// service, or after the service of ours of a narrowed one, in its referent's
+// namespace. This is written out again here, independently of the code under test.
+func servesBackend(n Naming, route *gatewayv1.HTTPRoute, decision gwdecision.Route, i int, svc consulapi.HTTPService) bool {
 	if i >= len(route.Spec.Rules) {
 		return false
 	}
 	for b, ref := range route.Spec.Rules[i].BackendRefs {
-		if string(ref.Name) == name && backendWeight(ref.Weight) > 0 && !slices.Contains(decision.UnresolvedBackends, gwdecision.BackendRefIndex{Rule: i, Ref: b}) {
+		d, ok := decision.Backend(gwdecision.BackendRefIndex{Rule: i, Ref: b})
+		if !ok || !d.Resolved || backendWeight(ref.Weight) == 0 || svc.Namespace != n.Namespace(d.Referent.Namespace) {
+			continue
+		}
+		name := d.Consul
+		if d.Narrowed {
+			name = n.Prefix + "consul_gateway_controller_" + d.Referent.Namespace + "_" + d.Consul
+		}
+		if svc.Name == name {
 			return true
 		}
 	}
@@ -422,11 +456,10 @@ func checkDroppedRulesBlackholed(t *testing.T, n Naming, e *consulapi.HTTPRouteC
 
 // checkUnservedRulesReported: a rule the decision kept, with a backendRef that can
 // receive traffic, is served, or a problem names it.
-func checkUnservedRulesReported(t *testing.T, s Snapshot, d Desired, key cache.ObjectName, route *gatewayv1.HTTPRoute, decision gwdecision.Route, served map[int]bool) {
+func checkUnservedRulesReported(t *testing.T, d Desired, key cache.ObjectName, route *gatewayv1.HTTPRoute, decision gwdecision.Route, served map[int]bool) {
 	t.Helper()
-	service := func(k cache.ObjectName) *corev1.Service { return s.Services[k] }
 	for i, rule := range route.Spec.Rules {
-		if served[i] || slices.Contains(decision.DroppedRules, i) || !ruleHasBackend(route.Namespace, i, rule, decision, service) {
+		if served[i] || slices.Contains(decision.DroppedRules, i) || !ruleHasBackend(i, rule, decision) {
 			continue
 		}
 		prefix := fmt.Sprintf("rule %d:", i)
@@ -438,11 +471,11 @@ func checkUnservedRulesReported(t *testing.T, s Snapshot, d Desired, key cache.O
 	}
 }
 
-// ruleHasBackend reports whether some backendRef of rule index can receive traffic.
-func ruleHasBackend(namespace string, index int, rule gatewayv1.HTTPRouteRule, decision gwdecision.Route, service func(cache.ObjectName) *corev1.Service) bool {
+// ruleHasBackend reports whether the decision resolved some backendRef of rule index
+// that has weight.
+func ruleHasBackend(index int, rule gatewayv1.HTTPRouteRule, decision gwdecision.Route) bool {
 	for b, ref := range rule.BackendRefs {
-		resolved := !slices.Contains(decision.UnresolvedBackends, gwdecision.BackendRefIndex{Rule: index, Ref: b})
-		if _, why := backendProblem(namespace, ref.BackendObjectReference, service, resolved); why == "" && backendWeight(ref.Weight) > 0 {
+		if d, ok := decision.Backend(gwdecision.BackendRefIndex{Rule: index, Ref: b}); ok && d.Resolved && backendWeight(ref.Weight) > 0 {
 			return true
 		}
 	}

@@ -199,8 +199,10 @@ func (r *caseReader) object(obj runtime.Object) error {
 	case *gatewayv1.TCPRoute:
 		r.routes[routeRef{"TCPRoute", o.Namespace, o.Name}] = len(r.tc.objects)
 		r.tc.objects = append(r.tc.objects, confirmedTCPRoute{Route: o})
-	case *gatewayv1.Gateway, *gatewayv1.ListenerSet, *corev1.Secret, *corev1.Service:
+	case *gatewayv1.Gateway, *gatewayv1.ListenerSet, *corev1.Secret:
 		r.tc.objects = append(r.tc.objects, o)
+	case *corev1.Service:
+		return errors.New("the translation reads no Service: a RouteDecision's backends say what each backendRef resolved to")
 	default:
 		return fmt.Errorf("the snapshot holds no %s", kind)
 	}

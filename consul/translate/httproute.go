@@ -6,12 +6,10 @@ import (
 	"slices"
 
 	consulapi "github.com/hashicorp/consul/api"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/consullimits"
-	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 	gwdecision "github.com/consul-gateway-controller/consul-gateway-controller/sync/decision"
 )
 
@@ -138,12 +136,13 @@ func (t *pass) refusedRule(routeNamespace string, matches []consulapi.HTTPMatch)
 }
 
 // ruleServices are the services the backendRefs of rule index send traffic to, and
-// the Services among them. A backendRef with weight 0 receives no traffic and is left
-// out (Consul would turn its 0 into 1, Consul 1.15.4 agent/structs/config_entry_routes.go:107). The weight of the
-// backendRefs that cannot receive traffic (see backendProblem) goes to the blackhole:
-// Gateway API answers their share of requests with 500, and the blackhole answers
-// 503, where giving it to the valid backends would answer with a backend the route
-// did not pick. used is empty when no backend can receive traffic.
+// the backends among them, as the decision resolved them. A backendRef with weight 0
+// receives no traffic and is left out (Consul would turn its 0 into 1, Consul 1.15.4
+// agent/structs/config_entry_routes.go:107). The weight of the backendRefs that did
+// not resolve goes to the blackhole: Gateway API answers their share of requests with
+// 500, and the blackhole answers 503, where giving it to the valid backends would
+// answer with a backend the route did not pick. used is empty when no backend can
+// receive traffic.
 func (t *pass) ruleServices(routeNamespace string, index int, refs []gatewayv1.HTTPBackendRef, decision gwdecision.Route) ([]consulapi.HTTPService, []backend, error) {
 	var services []consulapi.HTTPService
 	var used []backend
@@ -153,10 +152,8 @@ func (t *pass) ruleServices(routeNamespace string, index int, refs []gatewayv1.H
 		if weight == 0 {
 			continue
 		}
-		refIndex := gwdecision.BackendRefIndex{Rule: index, Ref: b}
-		resolved := !slices.Contains(decision.UnresolvedBackends, refIndex)
-		key, why := backendProblem(routeNamespace, ref.BackendObjectReference, t.service, resolved)
-		if why != "" {
+		resolved, ok := resolvedBackend(decision, gwdecision.BackendRefIndex{Rule: index, Ref: b})
+		if !ok {
 			invalidWeight += weight
 			continue
 		}
@@ -164,20 +161,14 @@ func (t *pass) ruleServices(routeNamespace string, index int, refs []gatewayv1.H
 		if err != nil {
 			return nil, nil, fmt.Errorf("backendRef %d: %w", b, err)
 		}
-		b := backend{
-			Service:     key,
-			Consul:      decision.ConsulService(refIndex, key.Name),
-			MeshService: gatewayapi.IsMeshService(ref.BackendObjectReference),
-			Narrowed:    decision.Narrowed(refIndex),
-		}
 		services = append(services, consulapi.HTTPService{
-			Name:      b.consulName(t.naming),
-			Namespace: t.naming.Namespace(key.Namespace),
+			Name:      resolved.consulName(t.naming),
+			Namespace: t.naming.Namespace(resolved.Service.Namespace),
 			Partition: t.naming.Partition,
 			Weight:    weight,
 			Filters:   backendFilters,
 		})
-		used = append(used, b)
+		used = append(used, resolved)
 	}
 	if len(used) > 0 && invalidWeight > 0 {
 		services = append(services, t.blackhole(routeNamespace, invalidWeight))
@@ -191,40 +182,4 @@ func backendWeight(w *int32) int {
 		return 1
 	}
 	return max(int(*w), 0)
-}
-
-// backendProblem returns the Service a backendRef of a route in routeNamespace names,
-// and why it cannot receive traffic ("" when it can). resolved is the status
-// pipeline's decision on the backendRef (RouteDecision.UnresolvedBackends): it
-// checked the ReferenceGrant of a Service in another namespace and the port's
-// appProtocol, which the snapshot does not show. What the snapshot shows is checked
-// again, as it may be newer than the decision: a core Service (group "", kind
-// Service, the CRD defaults), present, not ExternalName, with the port the ref names;
-// or a MeshService.
-func backendProblem(routeNamespace string, ref gatewayv1.BackendObjectReference, service func(cache.ObjectName) *corev1.Service, resolved bool) (cache.ObjectName, string) {
-	key := gatewayapi.Referent(routeNamespace, ref.Namespace, ref.Name)
-	if !resolved {
-		return key, "did not resolve (see the route's ResolvedRefs condition)"
-	}
-	// A MeshService is not in the snapshot: the decision holds its Consul service.
-	if gatewayapi.IsMeshService(ref) {
-		return key, ""
-	}
-	if !gatewayapi.RefersTo(ref.Group, ref.Kind, gatewayapi.CoreGroup, gatewayapi.ServiceKind) {
-		return key, "is not a core Service"
-	}
-	svc := service(key)
-	if svc == nil {
-		return key, "names a Service that does not exist"
-	}
-	if svc.Spec.Type == corev1.ServiceTypeExternalName {
-		return key, "names an ExternalName Service"
-	}
-	if ref.Port == nil {
-		return key, "has no port"
-	}
-	if !slices.ContainsFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return p.Port == *ref.Port }) {
-		return key, fmt.Sprintf("names port %d, which the Service does not have", *ref.Port)
-	}
-	return key, ""
 }

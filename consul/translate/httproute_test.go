@@ -3,10 +3,12 @@ package translate
 import (
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gocmp "github.com/google/go-cmp/cmp"
+	consulapi "github.com/hashicorp/consul/api"
 	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	gwdecision "github.com/consul-gateway-controller/consul-gateway-controller/sync/decision"
 )
 
 func TestBackendWeight(t *testing.T) {
@@ -20,43 +22,48 @@ func TestBackendWeight(t *testing.T) {
 	}
 }
 
-func TestBackendProblem(t *testing.T) {
-	appProtocol := backendService("apps", "h2c", 8080)
-	appProtocol.Spec.Ports[0].AppProtocol = new("kubernetes.io/h2c")
-	httpProtocol := backendService("apps", "plain", 8080)
-	httpProtocol.Spec.Ports[0].AppProtocol = new("HTTP")
-	services := snapshotOf(backendService("apps", "web", 8080), backendService("other", "api", 8080), appProtocol, httpProtocol,
-		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "ext"}, Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, Ports: []corev1.ServicePort{{Port: 80}}}},
-	).Services
-	ref := func(ns, name string, port int32) gatewayv1.BackendObjectReference {
-		return backendRef(ns, name, port, nil).BackendObjectReference
+// TestRuleServicesWriteTheDecision: each backendRef is written as the decision
+// resolved it, whatever it names: its Consul service (renamed, narrowed, a
+// MeshService's) placed by the naming, and the share of one that did not resolve, or
+// that the decision does not hold, goes to the blackhole.
+func TestRuleServicesWriteTheDecision(t *testing.T) {
+	refs := []gatewayv1.HTTPBackendRef{
+		httpBackend("", "web", 8080, new(int32(5))),
+		httpBackend("other", "api", 8080, new(int32(4))),
+		httpBackend("", "billing", 0, new(int32(3))),
+		httpBackend("", "gone", 8080, new(int32(2))),
+		httpBackend("", "undecided", 8080, new(int32(1))),
+		httpBackend("", "drained", 8080, new(int32(0))),
 	}
-	tests := []struct {
-		name     string
-		ref      gatewayv1.BackendObjectReference
-		resolved bool
-		want     string
-	}{
-		{"same namespace", ref("", "web", 8080), true, ""},
-		{"explicit core kind", gatewayv1.BackendObjectReference{Group: new(gatewayv1.Group("")), Kind: new(gatewayv1.Kind("Service")), Name: "web", Port: new(gatewayv1.PortNumber(8080))}, true, ""},
-		{"other kind", gatewayv1.BackendObjectReference{Kind: new(gatewayv1.Kind("ServiceImport")), Name: "web"}, true, "is not a core Service"},
-		{"other group", gatewayv1.BackendObjectReference{Group: new(gatewayv1.Group("x.io")), Name: "web"}, true, "is not a core Service"},
-		{"missing", ref("", "nope", 8080), true, "names a Service that does not exist"},
-		{"external name", ref("", "ext", 80), true, "names an ExternalName Service"},
-		{"no port", gatewayv1.BackendObjectReference{Name: "web"}, true, "has no port"},
-		{"wrong port", ref("", "web", 80), true, "names port 80, which the Service does not have"},
-		// The decision vouches for a ReferenceGrant and an appProtocol per backendRef.
-		{"cross namespace, resolved", ref("other", "api", 8080), true, ""},
-		{"cross namespace, unresolved", ref("other", "api", 8080), false, "did not resolve (see the route's ResolvedRefs condition)"},
-		{"appProtocol, resolved", ref("", "h2c", 8080), true, ""},
-		{"appProtocol, unresolved", ref("", "h2c", 8080), false, "did not resolve (see the route's ResolvedRefs condition)"},
-		{"appProtocol http", ref("", "plain", 8080), true, ""},
+	at := func(ref int) gwdecision.BackendRefIndex { return gwdecision.BackendRefIndex{Rule: 0, Ref: ref} }
+	decision := gwdecision.Route{Backends: []gwdecision.Backend{
+		{Ref: at(0), Resolved: true, Referent: cache.ObjectName{Namespace: "apps", Name: "web"}, Consul: "web-v2", Port: 8080, ServiceUID: "uid-web"},
+		{Ref: at(1), Resolved: true, Referent: cache.ObjectName{Namespace: "other", Name: "api"}, Consul: "api", Port: 8080, Narrowed: true, ServiceUID: "uid-api"},
+		{Ref: at(2), Resolved: true, Referent: cache.ObjectName{Namespace: "apps", Name: "billing"}, Consul: "billing-vm", MeshService: true},
+		{Ref: at(3), Referent: cache.ObjectName{Namespace: "apps", Name: "gone"}},
+		{Ref: at(5), Resolved: true, Referent: cache.ObjectName{Namespace: "apps", Name: "drained"}, Consul: "drained", Port: 8080},
+	}}
+	n := Naming{MirrorNamespaces: true, MirrorPrefix: "k-"}
+	tr := &pass{naming: n}
+	services, used, err := tr.ruleServices("apps", 0, refs, decision)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, tt := range tests {
-		lookup := func(key cache.ObjectName) *corev1.Service { return services[key] }
-		_, got := backendProblem("apps", tt.ref, lookup, tt.resolved)
-		if got != tt.want {
-			t.Errorf("%s: got %q, want %q", tt.name, got, tt.want)
-		}
+	wantServices := []consulapi.HTTPService{
+		{Name: "web-v2", Namespace: "k-apps", Weight: 5},
+		{Name: "consul_gateway_controller_other_api", Namespace: "k-other", Weight: 4},
+		{Name: "billing-vm", Namespace: "k-apps", Weight: 3},
+		tr.blackhole("apps", 3),
+	}
+	if diff := gocmp.Diff(wantServices, services); diff != "" {
+		t.Errorf("services (-want +got):\n%s", diff)
+	}
+	wantUsed := []backend{
+		{Service: cache.ObjectName{Namespace: "apps", Name: "web"}, Consul: "web-v2", UID: "uid-web"},
+		{Service: cache.ObjectName{Namespace: "other", Name: "api"}, Consul: "api", Narrowed: true, UID: "uid-api"},
+		{Service: cache.ObjectName{Namespace: "apps", Name: "billing"}, Consul: "billing-vm", MeshService: true},
+	}
+	if diff := gocmp.Diff(wantUsed, used, gocmp.AllowUnexported(backend{})); diff != "" {
+		t.Errorf("backends (-want +got):\n%s", diff)
 	}
 }

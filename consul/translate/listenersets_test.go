@@ -54,7 +54,7 @@ func TestTranslateListenerSets(t *testing.T) {
 	refused := confirmedListenerSet("apps", "refused", 0, false, validListener(httpListener("r", 7070, "")))
 	route := newConfirmedHTTPRoute("apps", "web", nil, attachedTo(attachment("infra", "gw", "apps.extra.web")),
 		gatewayv1.HTTPRouteRule{BackendRefs: []gatewayv1.HTTPBackendRef{httpBackend("", "web", 80, nil)}})
-	snap := snapshotWithListenerSets([]*gatewayv1.ListenerSet{late, extra, refused}, gw, route, tlsSecret("apps", "tls"), backendService("apps", "web", 80))
+	snap := snapshotWithListenerSets([]*gatewayv1.ListenerSet{late, extra, refused}, gw, route, tlsSecret("apps", "tls"))
 
 	d := Translate(snap, Naming{}, testOwnership, Options{})
 

@@ -83,8 +83,6 @@ func copied(obj any) any {
 		return o.DeepCopy()
 	case *corev1.Secret:
 		return o.DeepCopy()
-	case *corev1.Service:
-		return o.DeepCopy()
 	case confirmedHTTPRoute:
 		return confirmedHTTPRoute{Route: o.Route.DeepCopy(), Decision: o.Decision}
 	case confirmedTCPRoute:
@@ -94,8 +92,7 @@ func copied(obj any) any {
 }
 
 // changed is a new version of obj whose translation differs: a Gateway no longer
-// accepted, a Secret without its key, a Service without ports, a route that no longer
-// attaches anywhere.
+// accepted, a Secret without its key, a route that no longer attaches anywhere.
 func changed(obj any) any {
 	switch o := obj.(type) {
 	case *gatewayv1.Gateway:
@@ -105,10 +102,6 @@ func changed(obj any) any {
 	case *corev1.Secret:
 		c := o.DeepCopy()
 		delete(c.Data, corev1.TLSPrivateKeyKey)
-		return c
-	case *corev1.Service:
-		c := o.DeepCopy()
-		c.Spec.Ports = nil
 		return c
 	case confirmedHTTPRoute:
 		return confirmedHTTPRoute{Route: o.Route.DeepCopy(), Decision: attachedTo()}
@@ -125,7 +118,6 @@ func TestTranslatorTranslatesOnlyWhatChanged(t *testing.T) {
 	objs := []any{
 		confirmedGateway("apps", "a", true, validListener(httpListener("http", 80, ""))),
 		confirmedGateway("apps", "b", true, validListener(httpListener("http", 80, ""))),
-		backendService("apps", "web", 8080),
 	}
 	for i := range 100 {
 		gw := "a"

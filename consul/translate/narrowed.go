@@ -2,8 +2,6 @@ package translate
 
 import (
 	consulapi "github.com/hashicorp/consul/api"
-
-	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 )
 
 // Without namespace mirroring consul-k8s registers the pods of every Kubernetes
@@ -11,7 +9,7 @@ import (
 // instance with its namespace in the service meta KubeNamespaceMeta. A route to
 // demo/echo must reach only demo's pods (a ReferenceGrant guards the others), so when
 // the status pipeline finds that other namespaces register the name too it narrows
-// the backend (decision.Route.NarrowedBackends), and the route names a service of
+// the backend (decision.Backend.Narrowed), and the route names a service of
 // ours instead (Naming.NarrowedServiceName) with:
 //
 //   - a service-resolver that redirects it to the subset "demo" of echo;
@@ -49,7 +47,7 @@ func (t *pass) narrowedBackend(b backend) {
 	if t.read(readHTTPService, consulService{name, namespace, t.naming.Partition}).(bool) {
 		protocol = "http"
 	}
-	owner := t.owner.Meta(t.narrowedBackendOwner(b))
+	owner := t.owner.Meta(b.owner())
 	t.put(&consulapi.ServiceResolverConfigEntry{
 		Kind:      consulapi.ServiceResolver,
 		Name:      name,
@@ -75,18 +73,6 @@ func (t *pass) narrowedBackend(b backend) {
 		service:       consulService{t.naming.ServiceName(b.Consul), namespace, t.naming.Partition},
 		kubeNamespace: b.Service.Namespace,
 	})
-}
-
-// narrowedBackendOwner is the object a narrowed backend's entries are written for:
-// its Service or MeshService (which the snapshot does not hold, so without UID).
-func (t *pass) narrowedBackendOwner(b backend) Owner {
-	if b.MeshService {
-		return Owner{Kind: gatewayapi.MeshServiceKind, Namespace: b.Service.Namespace, Name: b.Service.Name}
-	}
-	if svc := t.service(b.Service); svc != nil {
-		return ownerOf(gatewayapi.ServiceKind, svc)
-	}
-	return Owner{Kind: gatewayapi.ServiceKind, Namespace: b.Service.Namespace, Name: b.Service.Name}
 }
 
 // subsetsResolver is the service-resolver of Consul service s with a subset per

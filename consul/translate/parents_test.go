@@ -69,7 +69,6 @@ func TestParentProblemsNameTheirParent(t *testing.T) {
 		return Translate(snapshotOf(
 			confirmedGateway("infra", "edge", true, validListener(httpListener("http", 80, ""))),
 			confirmedGateway("infra", "named", true, validListener(httpListener("http", 80, "a.example.com"))),
-			backendService("apps", "web", 8080),
 			newConfirmedHTTPRoute("apps", "r", []string{"*.example.com"}, decision, gatewayv1.HTTPRouteRule{BackendRefs: []gatewayv1.HTTPBackendRef{httpBackend("", "web", 8080, nil)}}),
 		), Naming{}, testOwnership, Options{})
 	}

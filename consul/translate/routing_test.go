@@ -81,8 +81,6 @@ func translatedRoute(t *testing.T, decision gwdecision.Route, edit func(*gateway
 	}
 	d := Translate(snapshotOf(
 		confirmedGateway("apps", "gw", true, validListener(httpListener("http", 80, ""))),
-		backendService("apps", "web", 8080), backendService("apps", "api", 8080), backendService("apps", "admin", 8080),
-		backendService("granted", "shop", 8080), backendService("ungranted", "secret", 8080),
 		route,
 	), Naming{}, testOwnership, Options{})
 	checkConsul115Validation(t, d)
@@ -169,7 +167,7 @@ func TestRefusedRequestsGetAnError(t *testing.T) {
 	rule := func(prefix string, filters []gatewayv1.HTTPRouteFilter, refs ...gatewayv1.HTTPBackendRef) gatewayv1.HTTPRouteRule {
 		return gatewayv1.HTTPRouteRule{Matches: []gatewayv1.HTTPRouteMatch{prefixMatch(prefix)}, Filters: filters, BackendRefs: refs}
 	}
-	entry := translatedRoute(t, gwdecision.Route{DroppedRules: []int{0, 1}, UnresolvedBackends: []gwdecision.BackendRefIndex{{Rule: 2, Ref: 0}}},
+	entry := translatedRoute(t, unresolvedAt(gwdecision.Route{DroppedRules: []int{0, 1}}, gwdecision.BackendRefIndex{Rule: 2, Ref: 0}, gwdecision.BackendRefIndex{Rule: 3, Ref: 0}),
 		func(r *gatewayv1.HTTPRoute) { r.Status.Parents = ourRouteStatus(false) },
 		// Refused by the status pipeline: an auth filter Consul cannot apply.
 		rule("/admin", []gatewayv1.HTTPRouteFilter{extensionRef}, httpBackend("", "admin", 8080, nil)),
@@ -179,8 +177,8 @@ func TestRefusedRequestsGetAnError(t *testing.T) {
 			r.Timeouts = &gatewayv1.HTTPRouteTimeouts{Request: new(gatewayv1.Duration("1s"))}
 			return r
 		}(),
-		// Every backend invalid: unresolved per the decision, missing, all weight 0,
-		// none at all.
+		// Every backend invalid: unresolved per the decision (ungranted, missing), all
+		// weight 0, none at all.
 		rule("/unresolved", nil, httpBackend("ungranted", "secret", 8080, nil)),
 		rule("/missing", nil, httpBackend("", "gone", 8080, nil)),
 		rule("/drained", nil, httpBackend("", "api", 8080, new(int32(0)))),
@@ -203,7 +201,7 @@ func TestRefusedRequestsGetAnError(t *testing.T) {
 // other, not even one in another namespace, which its ReferenceGrant allows
 // (conformance HTTPRoutePartiallyInvalidViaInvalidReferenceGrant).
 func TestInvalidBackendShare(t *testing.T) {
-	entry := translatedRoute(t, gwdecision.Route{UnresolvedBackends: []gwdecision.BackendRefIndex{{Rule: 1, Ref: 0}}},
+	entry := translatedRoute(t, unresolvedAt(gwdecision.Route{}, gwdecision.BackendRefIndex{Rule: 0, Ref: 1}, gwdecision.BackendRefIndex{Rule: 1, Ref: 0}),
 		func(r *gatewayv1.HTTPRoute) { r.Status.Parents = ourRouteStatus(false) },
 		gatewayv1.HTTPRouteRule{
 			Matches:     []gatewayv1.HTTPRouteMatch{prefixMatch("/split")},
@@ -243,7 +241,6 @@ func TestInvalidRegexNeverReachesConsul(t *testing.T) {
 			c.decision.Attachments = []gwdecision.Attachment{attachment("apps", "gw", "http")}
 			d := Translate(snapshotOf(
 				confirmedGateway("apps", "gw", true, validListener(httpListener("http", 80, ""))),
-				backendService("apps", "web", 8080), backendService("apps", "admin", 8080),
 				newConfirmedHTTPRoute("apps", "r", nil, c.decision, lookahead, root),
 			), Naming{}, testOwnership, Options{})
 			entry, _ := d.Entries[EntryKey{Kind: consulapi.HTTPRoute, Name: "r.apps"}].(*consulapi.HTTPRouteConfigEntry)

@@ -95,16 +95,10 @@ func (t *pass) tcpRule(routeNamespace string, index int, rule gatewayv1.TCPRoute
 	default:
 		return consulapi.TCPService{}, backend{}, fmt.Sprintf("rule %d: %d backends would receive connections, but Consul's tcp-route forwards to a single service; the rule is left out of Consul", index, len(refs))
 	}
-	resolved := !slices.Contains(decision.UnresolvedBackends, indexes[0])
-	key, why := backendProblem(routeNamespace, refs[0].BackendObjectReference, t.service, resolved)
-	if why != "" {
-		return consulapi.TCPService{}, backend{}, fmt.Sprintf("rule %d: backendRef %s %s; the rule is left out of Consul", index, key, why)
+	b, ok := resolvedBackend(decision, indexes[0])
+	if !ok {
+		key := gatewayapi.Referent(routeNamespace, refs[0].Namespace, refs[0].Name)
+		return consulapi.TCPService{}, backend{}, fmt.Sprintf("rule %d: backendRef %s did not resolve (see the route's ResolvedRefs condition); the rule is left out of Consul", index, key)
 	}
-	b := backend{
-		Service:     key,
-		Consul:      decision.ConsulService(indexes[0], key.Name),
-		MeshService: gatewayapi.IsMeshService(refs[0].BackendObjectReference),
-		Narrowed:    decision.Narrowed(indexes[0]),
-	}
-	return consulapi.TCPService{Name: b.consulName(t.naming), Namespace: t.naming.Namespace(key.Namespace), Partition: t.naming.Partition}, b, ""
+	return consulapi.TCPService{Name: b.consulName(t.naming), Namespace: t.naming.Namespace(b.Service.Namespace), Partition: t.naming.Partition}, b, ""
 }

@@ -6,11 +6,14 @@ import (
 	"slices"
 
 	consulapi "github.com/hashicorp/consul/api"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
+	gwdecision "github.com/consul-gateway-controller/consul-gateway-controller/sync/decision"
 )
 
 // Options are translation choices from flags.
@@ -51,7 +54,7 @@ type Desired struct {
 //
 // It reads only what the status pipeline decided: a Gateway's Accepted condition, its
 // listeners' Accepted, ResolvedRefs and Conflicted conditions, a route's decision
-// (attachments and dropped rules) and its ResolvedRefs condition. It never reads a
+// (attachments, dropped rules and what each backendRef resolved to). It never reads a
 // Programmed condition: those carry Consul's verdict on what this function produced,
 // and reading them would let the two chase each other.
 //
@@ -61,8 +64,9 @@ type Desired struct {
 // rule or an invalid backend: Consul cannot answer a request itself, so they go to a
 // service no instance serves, and Envoy answers 503 (see blackhole.go).
 //
-// s.Services may hold Services no ReferenceGrant lets a route use: a backendRef is
-// used only when the route's decision says it resolved (see backendProblem).
+// A backendRef is written as the route's decision resolved it (decision.Backend):
+// the status pipeline holds the validity rules of a backend, and the translation reads
+// no Service. s.Services is not read.
 func Translate(s Snapshot, n Naming, o Ownership, opts Options) Desired {
 	return NewTranslator(n, o, opts).Translate(s)
 }
@@ -175,12 +179,6 @@ func (t *pass) addProblem(p Problem) {
 	t.current().problems = append(t.current().problems, p)
 }
 
-// service is the cached Service under key, nil when there is none.
-func (t *pass) service(key cache.ObjectName) *corev1.Service {
-	svc, _ := t.read(readService, key).(*corev1.Service)
-	return svc
-}
-
 // ownerOf identifies obj as the owner of an entry.
 func ownerOf(kind string, obj metav1.Object) Owner {
 	return Owner{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), UID: string(obj.GetUID())}
@@ -192,9 +190,9 @@ func conditionIs(conds []metav1.Condition, condType string, status metav1.Condit
 	return c != nil && c.Status == status
 }
 
-// backend is a Service or MeshService a route sends traffic to, and the Consul service
-// it is (the Service's name, the name its pods register under or the MeshService's
-// spec.name: decision.Route.RenamedBackends).
+// backend is a Service or MeshService a route sends traffic to, as the route's
+// decision resolved it (decision.Backend): the Consul service it is (the Service's
+// name, the name its pods register under or the MeshService's spec.name).
 type backend struct {
 	Service cache.ObjectName
 	Consul  string
@@ -204,6 +202,30 @@ type backend struct {
 	// Narrowed: pods of other namespaces register Consul too, and only the instances
 	// of Service's namespace receive the traffic (narrowed.go).
 	Narrowed bool
+	// UID is the Service's, recorded as the owner of the backend's entries; "" for a
+	// MeshService.
+	UID types.UID
+}
+
+// resolvedBackend is the backend backendRef ref of a route sends traffic to, as its
+// decision says; false when the decision did not resolve it (or does not hold it,
+// which a decision made from the route it is confirmed with always does).
+func resolvedBackend(decision gwdecision.Route, ref gwdecision.BackendRefIndex) (backend, bool) {
+	b, ok := decision.Backend(ref)
+	if !ok || !b.Resolved {
+		return backend{}, false
+	}
+	return backend{Service: b.Referent, Consul: b.Consul, MeshService: b.MeshService, Narrowed: b.Narrowed, UID: b.ServiceUID}, true
+}
+
+// owner is the object b's entries are written for: its Service or MeshService (which
+// has no UID here: nothing reads a MeshService's).
+func (b backend) owner() Owner {
+	kind := gatewayapi.ServiceKind
+	if b.MeshService {
+		kind = gatewayapi.MeshServiceKind
+	}
+	return Owner{Kind: kind, Namespace: b.Service.Namespace, Name: b.Service.Name, UID: string(b.UID)}
 }
 
 // consulName is the Consul service routes name for b: Consul itself, or the service

@@ -13,7 +13,6 @@ func benchSnapshot(routes int) Snapshot {
 	for g := range max(routes/20, 1) {
 		objs = append(objs, confirmedGateway("apps", fmt.Sprintf("gw%d", g), true, validListener(httpListener("http", 80, ""))))
 	}
-	objs = append(objs, backendService("apps", "web", 8080))
 	for i := range routes {
 		objs = append(objs, webRoute(fmt.Sprintf("r%d", i), []string{fmt.Sprintf("r%d.example.com", i)}, attachment("apps", fmt.Sprintf("gw%d", i/20), "http")))
 	}

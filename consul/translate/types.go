@@ -23,7 +23,9 @@ type Snapshot struct {
 	// Secrets holds the kubernetes.io/tls Secrets named by listeners' certificateRefs
 	// (Gateways' and ListenerSets').
 	Secrets map[cache.ObjectName]*corev1.Secret
-	// Services holds the Services named by routes' backendRefs.
+	// Services is read by no translation, and the syncer fills it no more: a route's
+	// decision says what each of its backendRefs resolved to (decision.Backend). It
+	// and Delta.ReleasedServices stay while the syncer's code still names them.
 	Services map[cache.ObjectName]*corev1.Service
 }
 

@@ -3,6 +3,7 @@ package translate
 import (
 	"cmp"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -16,16 +17,17 @@ type unit struct {
 	// namespace and name; name is a backend's Consul name or a blackhole's partition.
 	key      cache.ObjectName
 	name     string
-	mesh     bool // a backend's MeshService
-	narrowed bool // a backend reaching only its namespace's instances
+	mesh     bool      // a backend's MeshService
+	narrowed bool      // a backend reaching only its namespace's instances
+	uid      types.UID // a backend's Service's UID
 }
 
 func backendUnit(b backend) unit {
-	return unit{kind: unitBackend, key: b.Service, name: b.Consul, mesh: b.MeshService, narrowed: b.Narrowed}
+	return unit{kind: unitBackend, key: b.Service, name: b.Consul, mesh: b.MeshService, narrowed: b.Narrowed, uid: b.UID}
 }
 
 func (u unit) backend() backend {
-	return backend{Service: u.key, Consul: u.name, MeshService: u.mesh, Narrowed: u.narrowed}
+	return backend{Service: u.key, Consul: u.name, MeshService: u.mesh, Narrowed: u.narrowed, UID: u.uid}
 }
 
 // subsetsUnit is the service-resolver of a Consul service that narrowed backends
@@ -64,7 +66,7 @@ const (
 // compareUnits orders units as a whole translation visits them.
 func compareUnits(a, b unit) int {
 	return cmp.Or(cmp.Compare(a.kind, b.kind), compareObjectNames(a.key, b.key), cmp.Compare(a.name, b.name),
-		compareBools(a.mesh, b.mesh), compareBools(a.narrowed, b.narrowed))
+		compareBools(a.mesh, b.mesh), compareBools(a.narrowed, b.narrowed), cmp.Compare(a.uid, b.uid))
 }
 
 func compareBools(a, b bool) int {

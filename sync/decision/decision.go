@@ -1,12 +1,13 @@
 // Package decision holds what the status pipeline decided about a route beyond what
-// its status spells out: where it is served, which rules were dropped and which
-// backendRefs did not resolve. It is data only, so that the Consul translation and the
+// its status spells out: where it is served, which rules were dropped and what
+// each backendRef resolved to. It is data only, so that the Consul translation and the
 // data plane can read a decision without depending on the status pipeline.
 package decision
 
 import (
 	"slices"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
@@ -19,53 +20,73 @@ type Route struct {
 	// DroppedRules are the indexes of the rules that cannot be programmed (reported
 	// as PartiallyInvalid or, when all are, not Accepted).
 	DroppedRules []int
-	// UnresolvedBackends are the backendRefs that did not resolve, each of them (the
-	// ResolvedRefs condition names only the first). Every other backendRef resolved:
-	// its kind, port and, in another namespace, its ReferenceGrant were checked.
-	UnresolvedBackends []BackendRefIndex
-	// RenamedBackends are the resolved backendRefs whose Consul service is not named
-	// after their Service: consul-k8s registers the Service's pods under the name of
-	// their connect-service annotation. In rule and backendRef order.
-	RenamedBackends []RenamedBackend
-	// NarrowedBackends are the resolved backendRefs whose Consul service pods of other
-	// Kubernetes namespaces register too (Consul CE without namespace mirroring): their
-	// traffic goes only to the instances of the referent's own namespace. In rule and
-	// backendRef order.
-	NarrowedBackends []BackendRefIndex
+	// Backends are what each backendRef of each rule resolved to, in rule and
+	// backendRef order, one for every backendRef. The translation writes what they say
+	// and reads no Service: a change to a backend's Service or Consul service comes to
+	// the syncer as a new decision.
+	Backends []Backend
 }
 
-// RenamedBackend is a backendRef and the Consul service its Service's pods register
-// under.
-type RenamedBackend struct {
+// Backend is what one backendRef of a route resolved to: the Consul service it sends
+// traffic to, or, unresolved, nothing (its share of requests goes to the blackhole).
+// The status pipeline checked it whole: its kind, ReferenceGrant, Service, port and
+// appProtocol, and the Consul service its pods register.
+type Backend struct {
 	Ref BackendRefIndex
-	// Service is the Consul service name, before any prefix or namespace placement.
-	Service string
+	// Resolved is false when the backendRef cannot receive traffic; the route's
+	// ResolvedRefs condition says why. Only Ref and Referent are set then.
+	Resolved bool
+	// Referent is the Service or MeshService the backendRef names.
+	Referent cache.ObjectName
+	// Consul is the name of the Consul service it is, before the syncer's naming
+	// places it: the Service's name, the name its pods register under (their
+	// connect-service annotation), or a MeshService's spec.name.
+	Consul string
+	// Port is the Service port the backendRef names; 0 for a MeshService, as a
+	// Consul service has no port.
+	Port int32
+	// MeshService is set when Referent is a MeshService: its Consul service is not
+	// Kubernetes', and neither are its service-defaults.
+	MeshService bool
+	// Narrowed is set when pods of other Kubernetes namespaces (or instances outside
+	// Kubernetes) register Consul too (Consul CE without namespace mirroring): the
+	// traffic goes only to the instances of Referent's own namespace.
+	Narrowed bool
+	// ServiceUID is the UID of the Service, recorded as the owner of the entries
+	// written for the backend (its service-defaults); "" for a MeshService.
+	ServiceUID types.UID
 }
 
-// ConsulService is the Consul service backendRef ref, to a Service named service,
-// sends traffic to: the name its pods register under, or the Service's own.
-func (d Route) ConsulService(ref BackendRefIndex, service string) string {
-	for _, r := range d.RenamedBackends {
-		if r.Ref == ref {
-			return r.Service
+// Renamed reports whether b's Consul service is not named after its referent.
+func (b Backend) Renamed() bool { return b.Resolved && b.Consul != b.Referent.Name }
+
+// Backend returns what backendRef ref resolved to; false when the decision does not
+// hold it (the route has no such backendRef).
+func (d Route) Backend(ref BackendRefIndex) (Backend, bool) {
+	i := slices.IndexFunc(d.Backends, func(b Backend) bool { return b.Ref == ref })
+	if i < 0 {
+		return Backend{}, false
+	}
+	return d.Backends[i], true
+}
+
+// Unresolved lists the backendRefs that did not resolve, in rule and backendRef
+// order.
+func (d Route) Unresolved() []BackendRefIndex {
+	var refs []BackendRefIndex
+	for _, b := range d.Backends {
+		if !b.Resolved {
+			refs = append(refs, b.Ref)
 		}
 	}
-	return service
+	return refs
 }
 
-// Narrowed reports whether backendRef ref reaches only its own namespace's instances
-// of its Consul service.
-func (d Route) Narrowed(ref BackendRefIndex) bool {
-	return slices.Contains(d.NarrowedBackends, ref)
-}
-
-// Equal reports whether d and o decide the same: the same dropped rules, unresolved,
-// renamed and narrowed backendRefs and attachments, in the same order.
+// Equal reports whether d and o decide the same: the same dropped rules, backends and
+// attachments, in the same order.
 func (d Route) Equal(o Route) bool {
 	return slices.Equal(d.DroppedRules, o.DroppedRules) &&
-		slices.Equal(d.UnresolvedBackends, o.UnresolvedBackends) &&
-		slices.Equal(d.RenamedBackends, o.RenamedBackends) &&
-		slices.Equal(d.NarrowedBackends, o.NarrowedBackends) &&
+		slices.Equal(d.Backends, o.Backends) &&
 		slices.EqualFunc(d.Attachments, o.Attachments, func(x, y Attachment) bool {
 			return x.Gateway == y.Gateway && slices.Equal(x.Listeners, y.Listeners)
 		})
