@@ -10,6 +10,7 @@ import (
 	"time"
 
 	consulapi "github.com/hashicorp/consul/api"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -43,7 +44,9 @@ type Config struct {
 	Naming    translate.Naming
 	Ownership translate.Ownership
 	Options   translate.Options
-	// Secrets and Services are the caches certificate and backend data is read from.
+	// Secrets is the cache certificates are read from; Services, the one that says
+	// whether the Service some service-defaults were written for still exists
+	// (ServiceDefaultsGrace).
 	Secrets  corelisters.SecretLister
 	Services corelisters.ServiceLister
 	// OwnerExists reports whether a Gateway or route is in the caches. An entry whose
@@ -100,14 +103,11 @@ type Syncer struct {
 	chains *chainRefresher
 	// version is the Consul server's version, "" until known.
 	version atomic.Pointer[string]
-	// references are the Secrets and Services as the translator was last given them.
-	references translate.Snapshot
+	// secretsGiven are the Secrets as the translator was last given them.
+	secretsGiven map[cache.ObjectName]*corev1.Secret
 	// pending are the objects confirmed since the last translation, to be given to the
 	// translator: new versions, removals, and new allocations of held versions.
 	pending map[ownerKey]bool
-	// routeBackends are the Services each held route names as backends, read once per
-	// version rather than on every translation.
-	routeBackends map[ownerKey][]cache.ObjectName
 	// verdictsRead is set once Consul's verdicts at start have been read (HasSynced).
 	verdictsRead atomic.Bool
 	// statusChanged asks the status pipeline to judge an object again because the
@@ -133,19 +133,18 @@ func NewSyncer(cfg Config) *Syncer {
 		translator = translate.NewTranslator(cfg.Naming, cfg.Ownership, cfg.Options)
 	}
 	return &Syncer{
-		cfg:           cfg,
-		clock:         cfg.Clock,
-		queue:         workqueue.New[translate.EntryKey]("consul"),
-		translator:    translator,
-		snapshot:      translate.NewSnapshot(),
-		confirmed:     map[ownerKey]bool{},
-		pending:       map[ownerKey]bool{},
-		references:    translate.NewSnapshot(),
-		routeBackends: map[ownerKey][]cache.ObjectName{},
-		verdicts:      newVerdicts(cfg.Naming),
-		ledger:        newLedger(),
-		chains:        newChainRefresher(),
-		dirty:         make(chan struct{}, 1),
+		cfg:          cfg,
+		clock:        cfg.Clock,
+		queue:        workqueue.New[translate.EntryKey]("consul"),
+		translator:   translator,
+		snapshot:     translate.NewSnapshot(),
+		confirmed:    map[ownerKey]bool{},
+		pending:      map[ownerKey]bool{},
+		secretsGiven: map[cache.ObjectName]*corev1.Secret{},
+		verdicts:     newVerdicts(cfg.Naming),
+		ledger:       newLedger(),
+		chains:       newChainRefresher(),
+		dirty:        make(chan struct{}, 1),
 	}
 }
 
@@ -155,8 +154,9 @@ func NewSyncer(cfg Config) *Syncer {
 // A confirmation of the version already held (the cache's copy of an object a status
 // write returned, or an object judged again because a Secret or Service it refers to
 // changed) keeps its translation; the object is given to the translator again only
-// when it is another allocation (so the first can be freed) or a Secret or Service it
-// refers to is not the one the translator was last given.
+// when it is another allocation (so the first can be freed), a route's decision
+// changed (a backend Service that changed is in it), or a Secret a listener refers to
+// is not the one the translator was last given.
 func (s *Syncer) Publish(_ context.Context, c contract.Confirmation) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -212,7 +212,7 @@ func holdWithCertificates[T interface {
 	case sameVersion(held[c.Key], obj):
 		another := held[c.Key] != obj
 		held[c.Key] = obj // the cache's copy: the write's answer can go (see sameVersion)
-		return !another && !referencesMoved(s.cfg.Secrets.Secrets, s.references.Secrets, secrets(obj))
+		return !another && !referencesMoved(s.cfg.Secrets.Secrets, s.secretsGiven, secrets(obj))
 	default:
 		held[c.Key] = obj
 	}
@@ -319,10 +319,7 @@ func (s *Syncer) translate(ctx context.Context) time.Duration {
 	queue, entries := s.ledger.desire(delta.Entries)
 	s.mu.Lock()
 	for _, key := range delta.ReleasedSecrets {
-		delete(s.references.Secrets, key)
-	}
-	for _, key := range delta.ReleasedServices {
-		delete(s.references.Services, key)
+		delete(s.secretsGiven, key)
 	}
 	s.mu.Unlock()
 	for _, key := range queue {
@@ -346,13 +343,13 @@ func (s *Syncer) pendingChanges() translate.Changes {
 			gw := s.snapshot.Gateways[owner.key]
 			c.Gateways[owner.key] = gw
 			if gw != nil {
-				addReferences(c.Secrets, s.references.Secrets, gatewayapi.CertificateSecrets(gw), s.cfg.Secrets.Secrets)
+				addReferences(c.Secrets, s.secretsGiven, gatewayapi.CertificateSecrets(gw), s.cfg.Secrets.Secrets)
 			}
 		case gatewayapi.ListenerSetKind:
 			set := s.snapshot.ListenerSets[owner.key]
 			c.ListenerSets[owner.key] = set
 			if set != nil {
-				addReferences(c.Secrets, s.references.Secrets, gatewayapi.CertificateSecretsOf(set.Namespace, set.Spec.Listeners), s.cfg.Secrets.Secrets)
+				addReferences(c.Secrets, s.secretsGiven, gatewayapi.CertificateSecretsOf(set.Namespace, set.Spec.Listeners), s.cfg.Secrets.Secrets)
 			}
 		default:
 			c.Routes[owner.kind][owner.key] = s.snapshot.Routes[owner.kind][owner.key]

@@ -512,7 +512,6 @@ func mixedSnapshot(a, b Snapshot, in *fuzzgen.Input) Snapshot {
 	mixInto(s.Gateways, a.Gateways, b.Gateways, in)
 	mixInto(s.ListenerSets, a.ListenerSets, b.ListenerSets, in)
 	mixInto(s.Secrets, a.Secrets, b.Secrets, in)
-	mixInto(s.Services, a.Services, b.Services, in)
 	for _, rt := range routeTranslations {
 		routes := s.Routes[rt.kind]
 		mixInto(routes, a.Routes[rt.kind], b.Routes[rt.kind], in)

@@ -14,7 +14,7 @@ import (
 // the tcp-routes of a service that became http), and nothing else: its cost is in
 // proportion to the change, not to the world.
 //
-// Confirmed objects and cached Secrets and Services are never modified in place (a
+// Confirmed objects and cached Secrets are never modified in place (a
 // new version is a new object), so "the same object" is pointer identity; no
 // resourceVersion is involved.
 type Translator struct {
@@ -53,7 +53,7 @@ type lookupKey struct {
 
 // Changes are new versions of what a snapshot holds, by key; a zero value (a nil
 // object, a ConfirmedRoute without Route) says the key holds nothing any more. Secrets
-// and Services are the referenced ones as the cache holds them now.
+// are the referenced ones as the cache holds them now.
 type Changes Snapshot
 
 // Delta is what a change did to the desired state.
@@ -64,9 +64,9 @@ type Delta struct {
 	// Problems is every problem, sorted, when ProblemsChanged.
 	Problems        []Problem
 	ProblemsChanged bool
-	// ReleasedSecrets and ReleasedServices are the changed Secrets and Services no
-	// translation reads: the translator holds them no more.
-	ReleasedSecrets, ReleasedServices []cache.ObjectName
+	// ReleasedSecrets are the changed Secrets no translation reads: the translator
+	// holds them no more.
+	ReleasedSecrets []cache.ObjectName
 }
 
 // NewTranslator returns a Translator for one syncer's naming, ownership and options.
@@ -107,7 +107,6 @@ func (tr *Translator) changesTo(s Snapshot) Changes {
 	diffObjects(held.Gateways, s.Gateways, c.Gateways, func(a, b *gatewayv1.Gateway) bool { return a == b })
 	diffObjects(held.ListenerSets, s.ListenerSets, c.ListenerSets, func(a, b *gatewayv1.ListenerSet) bool { return a == b })
 	diffObjects(held.Secrets, s.Secrets, c.Secrets, func(a, b *corev1.Secret) bool { return a == b })
-	diffObjects(held.Services, s.Services, c.Services, func(a, b *corev1.Service) bool { return a == b })
 	for _, rt := range routeTranslations {
 		diffObjects(held.Routes[rt.kind], s.Routes[rt.kind], c.Routes[rt.kind], func(a, b ConfirmedRoute) bool {
 			return a.Route == b.Route && a.Decision.Equal(b.Decision)
@@ -158,7 +157,6 @@ func (tr *Translator) Update(changes Changes) Delta {
 		delta.Problems, delta.ProblemsChanged = tr.sorted, true
 	}
 	delta.ReleasedSecrets = releaseUnread(tr.state.snap.Secrets, changes.Secrets, tr.readers, readSecret)
-	delta.ReleasedServices = releaseUnread(tr.state.snap.Services, changes.Services, tr.readers, readService)
 	tr.dirty, tr.before, tr.replaced = nil, nil, nil
 	return delta
 }
@@ -179,10 +177,6 @@ func (tr *Translator) applyChanges(changes Changes) {
 	for key, s := range changes.Secrets {
 		tr.touch(lookupKey{readSecret, key})
 		setOrDelete(snap.Secrets, key, s, s == nil)
-	}
-	for key, s := range changes.Services {
-		tr.touch(lookupKey{readService, key})
-		setOrDelete(snap.Services, key, s, s == nil)
 	}
 	// A ListenerSet's Gateway reads the group it was in and the group it is in now.
 	parents := map[cache.ObjectName]bool{}

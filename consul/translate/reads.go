@@ -35,7 +35,6 @@ type readKind int
 
 const (
 	readSecret       readKind = iota // key cache.ObjectName: *corev1.Secret
-	readService                      // key cache.ObjectName: *corev1.Service
 	readGateway                      // key cache.ObjectName: *programmedGateway
 	readHTTPService                  // key consulService: bool
 	readListenerSets                 // key cache.ObjectName (a Gateway): listenerSetsVersion
@@ -121,8 +120,6 @@ func (t *pass) lookup(kind readKind, key any) any {
 	switch kind {
 	case readSecret:
 		return t.snap.Secrets[key.(cache.ObjectName)]
-	case readService:
-		return t.snap.Services[key.(cache.ObjectName)]
 	case readGateway:
 		return t.gateways[key.(cache.ObjectName)]
 	case readHTTPService:

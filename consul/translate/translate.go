@@ -66,7 +66,7 @@ type Desired struct {
 //
 // A backendRef is written as the route's decision resolved it (decision.Backend):
 // the status pipeline holds the validity rules of a backend, and the translation reads
-// no Service. s.Services is not read.
+// no Service.
 func Translate(s Snapshot, n Naming, o Ownership, opts Options) Desired {
 	return NewTranslator(n, o, opts).Translate(s)
 }

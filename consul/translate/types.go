@@ -23,10 +23,6 @@ type Snapshot struct {
 	// Secrets holds the kubernetes.io/tls Secrets named by listeners' certificateRefs
 	// (Gateways' and ListenerSets').
 	Secrets map[cache.ObjectName]*corev1.Secret
-	// Services is read by no translation, and the syncer fills it no more: a route's
-	// decision says what each of its backendRefs resolved to (decision.Backend). It
-	// and Delta.ReleasedServices stay while the syncer's code still names them.
-	Services map[cache.ObjectName]*corev1.Service
 }
 
 // ConfirmedRoute is a confirmed route and the decision confirmed with it.
@@ -64,7 +60,6 @@ func NewSnapshot() Snapshot {
 		ListenerSets: map[cache.ObjectName]*gatewayv1.ListenerSet{},
 		Routes:       make(map[gatewayv1.Kind]map[cache.ObjectName]ConfirmedRoute, len(routeTranslations)),
 		Secrets:      map[cache.ObjectName]*corev1.Secret{},
-		Services:     map[cache.ObjectName]*corev1.Service{},
 	}
 	for _, rt := range routeTranslations {
 		s.Routes[rt.kind] = map[cache.ObjectName]ConfirmedRoute{}

@@ -180,8 +180,6 @@ func translateObjects(objects []runtime.Object, t translation) (Result, error) {
 		switch o := obj.(type) {
 		case *corev1.Secret:
 			snap.Secrets[cache.MetaObjectToName(o)] = o
-		case *corev1.Service:
-			snap.Services[cache.MetaObjectToName(o)] = o
 		}
 	}
 	desired := translate.Translate(snap, t.naming, t.ownership, t.options)
