@@ -232,8 +232,32 @@ func forbiddenPureImport(imp string) bool {
 func forbiddenPureNames(t *testing.T, root string, p *pkg) []string {
 	t.Helper()
 	var uses []string
+	for _, use := range importedNameUses(t, root, p.files) {
+		names, ok := pureNames[use.imp]
+		if !ok {
+			continue
+		}
+		if slices.Contains(names.forbidden, use.name) || (names.allowed != nil && !slices.Contains(names.allowed, use.name)) {
+			uses = append(uses, use.String())
+		}
+	}
+	return uses
+}
+
+// nameUse is one use of a name of an imported package: imp.name at pos.
+type nameUse struct {
+	pos, imp, name string
+}
+
+func (u nameUse) String() string { return fmt.Sprintf("%s uses %s.%s", u.pos, u.imp, u.name) }
+
+// importedNameUses parses files (relative to root) and lists every use of a name of a
+// package they import.
+func importedNameUses(t *testing.T, root string, files []string) []nameUse {
+	t.Helper()
+	var uses []nameUse
 	fset := token.NewFileSet()
-	for _, file := range p.files {
+	for _, file := range files {
 		f, err := parser.ParseFile(fset, filepath.Join(root, file), nil, parser.SkipObjectResolution)
 		if err != nil {
 			t.Fatalf("parse %s: %v", file, err)
@@ -244,21 +268,8 @@ func forbiddenPureNames(t *testing.T, root string, p *pkg) []string {
 			if !ok {
 				return true
 			}
-			id, ok := sel.X.(*ast.Ident)
-			if !ok {
-				return true
-			}
-			imp, ok := local[id.Name]
-			if !ok {
-				return true
-			}
-			names, ok := pureNames[imp]
-			if !ok {
-				return true
-			}
-			name := sel.Sel.Name
-			if slices.Contains(names.forbidden, name) || (names.allowed != nil && !slices.Contains(names.allowed, name)) {
-				uses = append(uses, fmt.Sprintf("%s uses %s.%s", position(root, fset.Position(sel.Pos())), imp, name))
+			if id, ok := sel.X.(*ast.Ident); ok && local[id.Name] != "" {
+				uses = append(uses, nameUse{pos: position(root, fset.Position(sel.Pos())), imp: local[id.Name], name: sel.Sel.Name})
 			}
 			return true
 		})

@@ -1,10 +1,6 @@
 package archtest
 
 import (
-	"fmt"
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -70,36 +66,17 @@ func actingImport(imp string) bool {
 // deciderNames' packages other than the allowed ones.
 func actingNamesInDecisions(t *testing.T, g *graph, p *pkg) []string {
 	t.Helper()
+	decisions := slices.DeleteFunc(slices.Clone(p.files), func(file string) bool { return slices.Contains(syncWorkerFiles, file) })
 	var uses []string
-	fset := token.NewFileSet()
-	for _, file := range p.files {
-		if slices.Contains(syncWorkerFiles, file) {
+	for _, use := range importedNameUses(t, g.root, decisions) {
+		rel, ok := g.relOf(use.imp)
+		if !ok {
 			continue
 		}
-		f, err := parser.ParseFile(fset, filepath.Join(g.root, file), nil, parser.SkipObjectResolution)
-		if err != nil {
-			t.Fatalf("parse %s: %v", file, err)
+		if allowed, ok := deciderNames[rel]; ok && !slices.Contains(allowed, use.name) {
+			use.imp = rel
+			uses = append(uses, use.String())
 		}
-		local := localNames(f)
-		ast.Inspect(f, func(n ast.Node) bool {
-			sel, ok := n.(*ast.SelectorExpr)
-			if !ok {
-				return true
-			}
-			id, ok := sel.X.(*ast.Ident)
-			if !ok {
-				return true
-			}
-			rel, ok := g.relOf(local[id.Name])
-			if !ok {
-				return true
-			}
-			allowed, ok := deciderNames[rel]
-			if ok && !slices.Contains(allowed, sel.Sel.Name) {
-				uses = append(uses, fmt.Sprintf("%s uses %s.%s", position(g.root, fset.Position(sel.Pos())), rel, sel.Sel.Name))
-			}
-			return true
-		})
 	}
 	return uses
 }

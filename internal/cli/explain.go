@@ -108,14 +108,31 @@ func explainRoute(ctx context.Context, w io.Writer, c connections, f statusFlags
 	for _, n := range notes {
 		p.line(1, "note: %s", n)
 	}
+	ours := ourParents(parents, gatewayv1.GatewayController(f.controller))
+	p.parents(ours, f.controller)
+	p.rules(c, kind, key, route, explanation)
+	p.entries(entries[ownerName{kind, key}], f)
+	p.precedence(ours)
+	return p.err
+}
+
+// ourParents are the route's parent statuses this controller writes.
+func ourParents(parents []gatewayv1.RouteParentStatus, controller gatewayv1.GatewayController) []gatewayv1.RouteParentStatus {
+	var ours []gatewayv1.RouteParentStatus
+	for _, parent := range parents {
+		if parent.ControllerName == controller {
+			ours = append(ours, parent)
+		}
+	}
+	return ours
+}
+
+// parents prints whether the route is attached to each of its parents, and Consul's
+// verdict there.
+func (p *printer) parents(ours []gatewayv1.RouteParentStatus, controller string) {
 	p.line(0, "")
 	p.line(0, "Parents:")
-	ours := 0
-	for _, parent := range parents {
-		if parent.ControllerName != gatewayv1.GatewayController(f.controller) {
-			continue
-		}
-		ours++
+	for _, parent := range ours {
 		p.line(1, "%s: %s", gatewayapi.ParentName(parent.ParentRef), attachment(parent.Conditions))
 		for _, c := range parent.Conditions {
 			if c.Type == gwsync.ConsulAcceptedCondition {
@@ -123,9 +140,14 @@ func explainRoute(ctx context.Context, w io.Writer, c connections, f statusFlags
 			}
 		}
 	}
-	if ours == 0 {
-		p.line(1, "none of this controller's: no parentRef names a Gateway of a class of %s, or the controller has not judged it yet", f.controller)
+	if len(ours) == 0 {
+		p.line(1, "none of this controller's: no parentRef names a Gateway of a class of %s, or the controller has not judged it yet", controller)
 	}
+}
+
+// rules prints what becomes of each rule and where each of its backendRefs sends
+// traffic.
+func (p *printer) rules(c connections, kind gatewayv1.Kind, key cache.ObjectName, route runtime.Object, explanation routeExplanation) {
 	p.line(0, "")
 	if explanation.HostnameProblem != "" {
 		p.line(0, "Hostnames: refused on every parent: %s", explanation.HostnameProblem)
@@ -141,22 +163,30 @@ func explainRoute(ctx context.Context, w io.Writer, c connections, f statusFlags
 		}
 		p.line(1, "rule %d%s: %s", i, describeMatches(route, i), state)
 		for _, b := range rule.Backends {
-			ref := backendName(key.Namespace, b.Ref)
-			if b.Problem != "" {
-				p.line(2, "backendRef %s: not resolved: %s; its share of the requests is answered with HTTP 503", ref, b.Problem)
-				continue
-			}
-			if b.OnlyNamespace {
-				ns := gatewayapi.Referent(key.Namespace, b.Ref.Namespace, b.Ref.Name).Namespace
-				p.line(2, "backendRef %s: the Consul service %q, only its instances of namespace %s (pods of other namespaces register it too)%s", ref, b.ConsulService, ns, healthyInstances(c.consul, b.ConsulService, ns))
-				continue
-			}
-			p.line(2, "backendRef %s: the Consul service %q%s", ref, b.ConsulService, healthyInstances(c.consul, b.ConsulService, ""))
+			p.backend(c, key.Namespace, b)
 		}
 	}
+}
+
+// backend prints where one backendRef of a route in namespace sends traffic.
+func (p *printer) backend(c connections, namespace string, b backendExplanation) {
+	ref := backendName(namespace, b.Ref)
+	switch {
+	case b.Problem != "":
+		p.line(2, "backendRef %s: not resolved: %s; its share of the requests is answered with HTTP 503", ref, b.Problem)
+	case b.OnlyNamespace:
+		ns := gatewayapi.Referent(namespace, b.Ref.Namespace, b.Ref.Name).Namespace
+		p.line(2, "backendRef %s: the Consul service %q, only its instances of namespace %s (pods of other namespaces register it too)%s", ref, b.ConsulService, ns, healthyInstances(c.consul, b.ConsulService, ns))
+	default:
+		p.line(2, "backendRef %s: the Consul service %q%s", ref, b.ConsulService, healthyInstances(c.consul, b.ConsulService, ""))
+	}
+}
+
+// entries prints the Consul entries written for the route, and Consul's conditions on
+// them.
+func (p *printer) entries(written []EntryReport, f statusFlags) {
 	p.line(0, "")
 	p.line(0, "Consul entries:")
-	written := entries[ownerName{kind, key}]
 	if len(written) == 0 {
 		p.line(1, "none written for it (by %s, cluster %s)", f.controller, f.clusterID)
 	}
@@ -173,19 +203,20 @@ func explainRoute(ctx context.Context, w io.Writer, c connections, f statusFlags
 			p.line(2, "%s=%s%s (%s): %s", c.Type, c.Status, on, c.Reason, c.Message)
 		}
 	}
+}
+
+// precedence prints how Consul 1.15 orders the route's matches against the Gateway
+// API's precedence, per parent.
+func (p *printer) precedence(ours []gatewayv1.RouteParentStatus) {
 	p.line(0, "")
 	p.line(0, "Precedence (Consul 1.15 against the Gateway API, docs/consul.md):")
-	for _, parent := range parents {
-		if parent.ControllerName != gatewayv1.GatewayController(f.controller) {
-			continue
-		}
+	for _, parent := range ours {
 		for _, c := range parent.Conditions {
 			if strings.HasSuffix(c.Type, "/RoutedAsSpecified") {
 				p.line(1, "%s: %s", gatewayapi.ParentName(parent.ParentRef), c.Message)
 			}
 		}
 	}
-	return p.err
 }
 
 // connect builds a read-only command's clients, and derives an unset cluster id. The
