@@ -35,14 +35,29 @@ const wiringPart = "Main"
 // a reason the rest of its words give; docs/architecture.md lists each one.
 const knownException = "known exception"
 
+// maxSays is the longest description of a part the picture draws on one line.
+const maxSays = 60
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] > 0x7e || s[i] < 0x20 {
+			return false
+		}
+	}
+	return true
+}
+
 // testOnly are module packages outside test/ that only tests may import.
 var testOnly = []string{"internal/fuzzgen", "internal/testcerts"}
 
 // picture is the part of docs/architecture.json this test reads.
 type picture struct {
-	Parts  map[string]struct{ Is []string } `json:"parts"`
-	Arrows [][]string                       `json:"arrows"`
-	Never  [][]string                       `json:"never"`
+	Parts map[string]struct {
+		Is   []string
+		Says string
+	} `json:"parts"`
+	Arrows [][]string `json:"arrows"`
+	Never  [][]string `json:"never"`
 }
 
 // pkg is one non-test package of the module, by its path from the module root.
@@ -77,6 +92,10 @@ func TestEveryPackageIsOnAPart(t *testing.T) {
 		}
 	}
 	for name, part := range pic.Parts {
+		// The picture draws each part with its description on one line.
+		if len(part.Says) > maxSays || !isASCII(part.Says) {
+			t.Errorf("part %s says %q: keep it to one line of at most %d plain ASCII characters in %s", name, part.Says, maxSays, picturePath)
+		}
 		for _, is := range part.Is {
 			if !g.hasPath(is) {
 				t.Errorf("part %s names %q, which holds no Go package: mend %s", name, is, picturePath)
