@@ -64,11 +64,14 @@ func main() {
 	klog.Flush()
 }
 
-// runCommand runs the read-only command name, if it is one, and returns its exit code.
+// runCommand runs the command name (a read-only command, or the responder), if it is
+// one, and returns its exit code.
 func runCommand(name string, args []string) (code int, ok bool) {
 	switch name {
 	case "translate":
 		return cli.Translate(args, os.Stdin, os.Stdout, os.Stderr), true
+	case "responder":
+		return runResponder(args, os.Stderr), true
 	case "status", "explain":
 		command := cli.Status
 		if name == "explain" {
