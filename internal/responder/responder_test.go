@@ -216,8 +216,10 @@ func awaitPassingInstance(t *testing.T, admin *consulapi.Client, id, port string
 	})
 }
 
-// The built binary's responder command does the same as a process of its own: it
-// registers, answers an allowed gateway, and deregisters when it stops.
+// The built binary's responder command does the same as a process of its own, with
+// the least-privilege token of deploy/consul-acl-policy-responder.hcl: it registers,
+// answers an allowed gateway (authorizing it with that token), and deregisters when it
+// stops.
 func TestResponderCommand(t *testing.T) {
 	agent, admin := startConsul(t)
 	allowIntentions(t, admin)
@@ -225,7 +227,17 @@ func TestResponderCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := testenv.StartResponder(t, agent, testenv.ResponderOptions{Binary: binary, Service: responderService, ServiceID: "responder-cmd", LogDir: t.TempDir()})
+	// The token deploy/ tells operators to make, with the policy of
+	// consul-acl-policy-responder.hcl, naming this test's service.
+	rules, err := testenv.DeployPolicies("consul-acl-policy-responder.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules = strings.ReplaceAll(rules, `"consul-gateway-controller-responder"`, strconv.Quote(responderService))
+	token := testenv.ACLToken(t, admin, "responder", rules)
+	r := testenv.StartResponder(t, agent, testenv.ResponderOptions{
+		Binary: binary, Service: responderService, ServiceID: "responder-cmd", LogDir: t.TempDir(), Token: token,
+	})
 	_, port, err := net.SplitHostPort(r.Addr)
 	if err != nil {
 		t.Fatal(err)

@@ -33,10 +33,13 @@ type ResponderOptions struct {
 	ServiceID string
 	// LogDir holds its log.
 	LogDir string
+	// Token is its Consul ACL token; empty is the agent's management token (none
+	// without ACLs).
+	Token string
 }
 
-// StartResponder runs a responder against agent with the agent's management token,
-// stopped when t ends, and returns it once /readyz answers (it holds its leaf
+// StartResponder runs a responder against agent with opts.Token or the agent's
+// management token, stopped when t ends, and returns it once /readyz answers (it holds its leaf
 // certificate and Consul's roots).
 func StartResponder(t testing.TB, agent *ConsulAgent, opts ResponderOptions) *Responder {
 	t.Helper()
@@ -55,7 +58,11 @@ func StartResponder(t testing.TB, agent *ConsulAgent, opts ResponderOptions) *Re
 		"-v=4",
 	}
 	dir := t.TempDir()
-	if token := agent.ManagementToken(); token != "" {
+	token := opts.Token
+	if token == "" {
+		token = agent.ManagementToken()
+	}
+	if token != "" {
 		path := filepath.Join(dir, "token")
 		if err := os.WriteFile(path, []byte(token), 0o600); err != nil {
 			t.Fatal(err)
