@@ -14,6 +14,7 @@ import (
 	consulapi "github.com/hashicorp/consul/api"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/directive"
 	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
 	"github.com/consul-gateway-controller/consul-gateway-controller/test/xds/envoy"
 )
@@ -52,17 +53,24 @@ func TestResponderAnswersThroughTheGateway(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A client that sends a directive of its own gets the rule's: the route sets the
+	// header, replacing the client's.
+	spoofed := map[string][]string{directive.Header: {`{"redirect":{"hostname":"evil.example.com"}}`}}
 	for _, tt := range []struct {
+		name         string
 		target       string
+		headers      map[string][]string
 		wantStatus   int
 		wantLocation string
 	}{
-		{"/old/page?q=1", 301, "https://secure.example.com/new/page?q=1"},
-		{"/missing", 500, ""},
+		{"redirect", "/old/page?q=1", nil, 301, "https://secure.example.com/new/page?q=1"},
+		{"no valid backend", "/missing", nil, 500, ""},
+		{"no valid backend, client's directive", "/missing", spoofed, 500, ""},
+		{"redirect, client's directive", "/old", spoofed, 301, "https://secure.example.com/new"},
 	} {
-		t.Run(tt.target, func(t *testing.T) {
+		t.Run(tt.name, func(t *testing.T) {
 			testenv.Eventually(t, 60*time.Second, "GET "+tt.target+" answered by the responder", func(ctx context.Context) error {
-				status, location, err := throughGateway(ctx, w, client, r.Addr, tt.target)
+				status, location, err := throughGateway(ctx, w, client, r.Addr, envoy.HTTPRequest{Port: 80, Host: "app.example.com", Target: tt.target, Headers: tt.headers})
 				if err != nil {
 					return err
 				}
@@ -75,15 +83,15 @@ func TestResponderAnswersThroughTheGateway(t *testing.T) {
 	}
 }
 
-// throughGateway asks the model what the gateway does with GET target on port 80,
-// requires it to send the request to the responder at responderAddr, and sends the
-// request as the gateway would, returning the responder's status and Location.
-func throughGateway(ctx context.Context, w *envoy.Watcher, client *http.Client, responderAddr, target string) (int, string, error) {
+// throughGateway asks the model what the gateway does with in, requires it to send
+// the request to the responder at responderAddr, and sends the request as the gateway
+// would, returning the responder's status and Location.
+func throughGateway(ctx context.Context, w *envoy.Watcher, client *http.Client, responderAddr string, in envoy.HTTPRequest) (int, string, error) {
 	cfg := w.Current()
 	if cfg == nil {
 		return 0, "", fmt.Errorf("no complete configuration yet")
 	}
-	a, err := envoy.ServeHTTP(cfg, envoy.HTTPRequest{Port: 80, Host: "app.example.com", Target: target}, rand.New(rand.NewPCG(1, 2)))
+	a, err := envoy.ServeHTTP(cfg, in, rand.New(rand.NewPCG(1, 2)))
 	if err != nil {
 		return 0, "", err
 	}
