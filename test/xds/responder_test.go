@@ -31,7 +31,8 @@ const (
 // responder, and the responder answers them: the model picks the route, cluster and
 // endpoint from the xDS Consul serves the gateway, and the request then makes the real
 // hop, over mTLS with the gateway's leaf certificate, to the responder process the
-// endpoint is. The answer is the responder's, not the model's.
+// endpoint is. The answer is the responder's, not the model's. When the responder
+// stops, only the requests sent to it fail.
 func TestResponderAnswersThroughTheGateway(t *testing.T) {
 	setup(t)
 	binary := testenv.ControllerBinary(t)
@@ -45,6 +46,7 @@ func TestResponderAnswersThroughTheGateway(t *testing.T) {
 		t.Fatal(err)
 	}
 	const ns = "xds-responder"
+	registerBackends(t, ns, 0)
 	awaitProgrammed(t, ns, "edge")
 	gateway, proxy := prefixedGatewayProxy(t, ns, "edge")
 	w := envoy.Watch(t.Context(), env.Consul.GRPCAddr(), proxy)
@@ -81,6 +83,31 @@ func TestResponderAnswersThroughTheGateway(t *testing.T) {
 			})
 		})
 	}
+
+	// The responder stops (it deregisters): the requests its rules send to it fail, the
+	// backend's rule is served as before.
+	if err := r.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 60*time.Second, "without the responder, only its rules fail", func(context.Context) error {
+		cfg := w.Current()
+		if cfg == nil {
+			return fmt.Errorf("no complete configuration yet")
+		}
+		rnd := rand.New(rand.NewPCG(1, 2))
+		redirect, err := envoy.ServeHTTP(cfg, envoy.HTTPRequest{Port: 80, Host: "app.example.com", Target: "/old"}, rnd)
+		if err != nil {
+			return err
+		}
+		app, err := envoy.ServeHTTP(cfg, envoy.HTTPRequest{Port: 80, Host: "app.example.com", Target: "/"}, rnd)
+		if err != nil {
+			return err
+		}
+		if redirect.Status != http.StatusServiceUnavailable || app.Status != http.StatusOK || !strings.HasPrefix(app.Cluster, "responder-app.") {
+			return fmt.Errorf("/old answered %d by %q, / answered %d by %s; want 503, and 200 by responder-app", redirect.Status, redirect.Endpoint, app.Status, app.Cluster)
+		}
+		return nil
+	})
 }
 
 // throughGateway asks the model what the gateway does with in, requires it to send
