@@ -29,11 +29,9 @@ import (
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul/catalog"
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul/identity"
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul/intentions"
-	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
 	"github.com/consul-gateway-controller/consul-gateway-controller/dataplane"
 	"github.com/consul-gateway-controller/consul-gateway-controller/informers"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/cli"
-	"github.com/consul-gateway-controller/consul-gateway-controller/internal/consullimits"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/leader"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/metrics"
@@ -64,11 +62,14 @@ func main() {
 	klog.Flush()
 }
 
-// runCommand runs the read-only command name, if it is one, and returns its exit code.
+// runCommand runs the command name (a read-only command, or the responder), if it is
+// one, and returns its exit code.
 func runCommand(name string, args []string) (code int, ok bool) {
 	switch name {
 	case "translate":
 		return cli.Translate(args, os.Stdin, os.Stdout, os.Stderr), true
+	case "responder":
+		return runResponder(args, os.Stderr), true
 	case "status", "explain":
 		command := cli.Status
 		if name == "explain" {
@@ -211,7 +212,7 @@ func (p *pipeline) addConsulWriters(opts *options.Options, c clients) {
 		Client:      c.consul,
 		Naming:      naming(opts),
 		Ownership:   ownership(opts),
-		Options:     translate.Options{ManageServiceDefaults: opts.ManageServiceDefaults},
+		Options:     translateOptions(opts),
 		Secrets:     p.informers.Secrets.Lister(),
 		Services:    p.informers.Services.Lister(),
 		OwnerExists: p.informers.Exists,
@@ -247,7 +248,7 @@ func (p *pipeline) controllerConfig(opts *options.Options, c clients, recorder e
 	}
 	return gwsync.Config{
 		ControllerName:     gatewayv1.GatewayController(opts.ControllerName),
-		Capabilities:       consullimits.Consul115,
+		Capabilities:       capabilities(opts),
 		Informers:          gwsync.InformersOf(p.informers),
 		GatewayClient:      c.gateway,
 		Publisher:          publishers,

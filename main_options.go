@@ -14,6 +14,7 @@ import (
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
 	"github.com/consul-gateway-controller/consul-gateway-controller/dataplane"
 	"github.com/consul-gateway-controller/consul-gateway-controller/informers"
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/consullimits"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/leader"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/options"
@@ -99,6 +100,23 @@ func leaderConfig(opts *options.Options) leader.Config {
 // ownership is how the entries this controller writes are marked as its own.
 func ownership(opts *options.Options) translate.Ownership {
 	return translate.Ownership{Controller: opts.ControllerName, ClusterID: opts.ClusterID}
+}
+
+// translateOptions are the translation's choices: the responder, when there is one,
+// answers what the blackhole would.
+func translateOptions(opts *options.Options) translate.Options {
+	return translate.Options{
+		ManageServiceDefaults: opts.ManageServiceDefaults,
+		Responder:             translate.Responder{Name: opts.ResponderService, Namespace: opts.Naming.DestinationNamespace},
+	}
+}
+
+// capabilities are what the status pipeline accepts: Consul 1.15's, and
+// RequestRedirect when a responder answers it.
+func capabilities(opts *options.Options) consullimits.Capabilities {
+	caps := consullimits.Consul115
+	caps.RequestRedirect = opts.ResponderService != ""
+	return caps
 }
 
 // naming is where in Consul the entries go and how they are named.

@@ -54,6 +54,10 @@ func capabilityExamples() map[string]capabilityExample {
 		"SingleBackendURLRewrite": {backendRewrite(rewrite(gatewayv1.HTTPURLRewriteFilter{
 			Path: &gatewayv1.HTTPPathModifier{Type: gatewayv1.PrefixMatchHTTPPathModifier, ReplacePrefixMatch: new("/")},
 		})), backendRewrite()},
+		"RequestRedirect": {httpRule(gatewayv1.HTTPRouteRule{Filters: []gatewayv1.HTTPRouteFilter{{
+			Type:            gatewayv1.HTTPRouteFilterRequestRedirect,
+			RequestRedirect: &gatewayv1.HTTPRequestRedirectFilter{Hostname: new(gatewayv1.PreciseHostname("b.example.com"))},
+		}}}), plain},
 		"TCPWeightedBackends": {
 			tcpRoute(backendRef("", "web", 8080, new(int32(1))), backendRef("", "db", 5432, new(int32(1)))),
 			tcpRoute(backendRef("", "web", 8080, new(int32(1)))),

@@ -63,7 +63,7 @@ func (t *pass) httpEntry(key cache.ObjectName, r *gatewayv1.HTTPRoute, decision 
 	for _, rule := range rules {
 		for _, svc := range rule.Services {
 			s := consulService{svc.Name, svc.Namespace, svc.Partition}
-			if svc.Name == t.naming.BlackholeService() {
+			if t.naming.isBlackhole(svc.Name, t.opts) {
 				t.out.blackholes = append(t.out.blackholes, s)
 				continue
 			}
@@ -83,7 +83,9 @@ func (t *pass) httpEntry(key cache.ObjectName, r *gatewayv1.HTTPRoute, decision 
 // rule; one whose matches Consul cannot hold (an invalid regex) is left out, as it
 // selects no request. A rule without a backend that can receive traffic (all
 // unresolved, all weight 0, or no backendRefs) goes to the blackhole too, and a rule
-// with some such backendRefs sends their share there.
+// with some such backendRefs sends their share there. With a responder
+// (Options.Responder), a RequestRedirect rule goes to it with its redirect
+// (redirectRule), and the blackhole is the responder answering 500.
 //
 // A rule the decision kept but the translation cannot write is a bug
 // (TestTranslationExpressesCapabilities keeps the two in step); it goes to the
@@ -102,8 +104,11 @@ func (t *pass) httpRule(routeNamespace string, index int, rule gatewayv1.HTTPRou
 	if dropped {
 		return t.refusedRule(routeNamespace, matches), nil, nil
 	}
+	if redirect := requestRedirect(rule.Filters); redirect != nil && t.opts.Responder.Name != "" {
+		return t.redirectRule(routeNamespace, index, matches, redirect, rule.Matches)
+	}
 	refused := func(err error) ([]consulapi.HTTPRouteRule, []backend, []string) {
-		return t.refusedRule(routeNamespace, matches), nil, []string{fmt.Sprintf("rule %d: %v; its requests are answered with HTTP 503", index, err)}
+		return t.refusedRule(routeNamespace, matches), nil, []string{fmt.Sprintf("rule %d: %v; its requests are answered with HTTP %d", index, err, t.errorStatus())}
 	}
 	filters, err := httpFilters(rule.Filters)
 	if err != nil {
@@ -128,6 +133,32 @@ func (t *pass) httpRule(routeNamespace string, index int, rule gatewayv1.HTTPRou
 		}
 	}
 	return rules, used, nil
+}
+
+// requestRedirect is a rule's RequestRedirect filter, or nil.
+func requestRedirect(filters []gatewayv1.HTTPRouteFilter) *gatewayv1.HTTPRequestRedirectFilter {
+	for _, f := range filters {
+		if f.Type == gatewayv1.HTTPRouteFilterRequestRedirect && f.RequestRedirect != nil {
+			return f.RequestRedirect
+		}
+	}
+	return nil
+}
+
+// redirectRule is the rule that sends every request matches select to the
+// responder, which answers with the redirect. The rule's backendRefs receive nothing
+// (a redirect answers the request) and its other filters change nothing of the
+// answer: the CRD allows no URLRewrite beside a redirect, and the status pipeline
+// refuses a response header modifier.
+func (t *pass) redirectRule(routeNamespace string, index int, matches []consulapi.HTTPMatch, r *gatewayv1.HTTPRequestRedirectFilter, ruleMatches []gatewayv1.HTTPRouteMatch) ([]consulapi.HTTPRouteRule, []backend, []string) {
+	rule := consulapi.HTTPRouteRule{
+		Matches:  segmentPrefixes(matches),
+		Services: []consulapi.HTTPService{t.responder(1, redirectDirective(r, ruleMatches))},
+	}
+	if msg := consullimits.HTTPRouteRuleEnvoyProblem(rule); msg != "" {
+		return t.refusedRule(routeNamespace, matches), nil, []string{fmt.Sprintf("rule %d: %s; its requests are answered with HTTP %d", index, msg, t.errorStatus())}
+	}
+	return []consulapi.HTTPRouteRule{rule}, nil, nil
 }
 
 // refusedRule is the rule that sends every request matches select to the blackhole.

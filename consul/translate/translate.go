@@ -22,6 +22,19 @@ type Options struct {
 	// every backend Service of an http-route (the writer leaves any existing entry that
 	// is not ours alone).
 	ManageServiceDefaults bool
+	// Responder is the responder's Consul service (internal/responder). Set, the
+	// requests Gateway API answers with an error go to it with a directive to answer
+	// 500, and RequestRedirect rules go to it with their redirect (see
+	// blackhole.go); unset, the former go to the blackhole (503) and the status
+	// pipeline refuses the latter.
+	Responder Responder
+}
+
+// Responder names the responder's Consul service; its partition is the entries'.
+type Responder struct {
+	Name string
+	// Namespace is its Consul Enterprise namespace; "" is the default.
+	Namespace string
 }
 
 // Problem is something the translation could not express for an object; the syncer

@@ -172,6 +172,7 @@ var purePackages = []pureRule{
 	{"sync/contract", "the contract is data and interfaces only"},
 	{"internal/backends", "which Consul service a backend is, from the objects handed in"},
 	{"internal/consullimits", "what Consul can express is a table"},
+	{"internal/directive", "a directive in, the responder's answer out"},
 	{"internal/pods", "what a gateway pod says, read off the pod handed in"},
 	{"internal/manifests", "YAML in, documents out"},
 	{"api/v1alpha1", "the API types depend on nothing of the controller"},

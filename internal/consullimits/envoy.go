@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/directive"
 )
 
 // What Envoy refuses of what Consul passes through. Consul 1.15 copies an http-route's
@@ -118,6 +120,9 @@ func headerFilterProblem(where string, h *gatewayv1.HTTPHeaderFilter) string {
 		headers []gatewayv1.HTTPHeader
 	}{{"set", h.Set}, {"add", h.Add}} {
 		for _, header := range list.headers {
+			if problem := reservedHeaderProblem(string(header.Name)); problem != "" {
+				return where + " " + list.field + ": " + problem
+			}
 			problem := modifiedHeaderProblem(string(header.Name))
 			if problem == "" {
 				problem = headerValueProblem(string(header.Name), header.Value)
@@ -128,9 +133,22 @@ func headerFilterProblem(where string, h *gatewayv1.HTTPHeaderFilter) string {
 		}
 	}
 	for _, name := range h.Remove {
+		if problem := reservedHeaderProblem(name); problem != "" {
+			return where + " remove: " + problem
+		}
 		if problem := modifiedHeaderProblem(name); problem != "" {
 			return envoyRefused(where+" remove", problem)
 		}
+	}
+	return ""
+}
+
+// reservedHeaderProblem refuses a route's header filter on the header that carries
+// a directive to the responder: a route of one tenant setting it would choose what
+// the responder answers for its own refused rules.
+func reservedHeaderProblem(name string) string {
+	if strings.EqualFold(name, directive.Header) {
+		return fmt.Sprintf("header %q is reserved for the responder's directives", name)
 	}
 	return ""
 }

@@ -16,8 +16,9 @@ import (
 
 // Capabilities says what the connected Consul can express. Consul115 is Consul 1.15's
 // set. Each field is a Gateway API feature that some Consul releases can program and
-// others cannot; what no Consul API gateway can express (RequestRedirect,
-// RequestMirror, CORS, ExternalAuth, ExtensionRef) is refused outright.
+// others cannot, or that the responder answers in Consul's stead (RequestRedirect);
+// what no Consul API gateway can express (RequestMirror, CORS, ExternalAuth,
+// ExtensionRef) is refused outright.
 type Capabilities struct {
 	// ResponseHeaderModifier: response header filters on http-route, at rule and
 	// backendRef level.
@@ -38,6 +39,10 @@ type Capabilities struct {
 	// TCPWeightedBackends: a tcp-route spreading connections over several services by
 	// weight. Without it a TCP rule may send traffic to one backend only.
 	TCPWeightedBackends bool
+	// RequestRedirect: a rule-level RequestRedirect filter. No Consul http-route can
+	// express one; the responder answers it (the controller's --responder-service),
+	// the rule forwarding to it with the redirect in a request header.
+	RequestRedirect bool
 }
 
 // Consul115 is what Consul 1.15.4's API gateway config entries can express
@@ -67,6 +72,8 @@ var Consul115 = Capabilities{
 	SessionPersistence:      false,
 	SingleBackendURLRewrite: true,
 	TCPWeightedBackends:     false,
+	// Consul has none; the controller turns it on when a responder answers redirects.
+	RequestRedirect: false,
 }
 
 // NotSupported ends every "cannot express" message, so they read the same everywhere.

@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/directive"
 )
 
 // The checkers below are the one account of which Gateway API rules Consul can
@@ -147,6 +149,10 @@ func ruleFilterProblem(f gatewayv1.HTTPRouteFilter, rule gatewayv1.HTTPRouteRule
 		}
 	case gatewayv1.HTTPRouteFilterURLRewrite:
 		return urlRewriteProblem("filter URLRewrite", f.URLRewrite, rule.Matches, caps)
+	case gatewayv1.HTTPRouteFilterRequestRedirect:
+		if caps.RequestRedirect {
+			return redirectProblem(f.RequestRedirect, rule.Matches)
+		}
 	}
 	return fmt.Sprintf("filter %s %s", f.Type, NotSupported)
 }
@@ -209,6 +215,43 @@ func urlRewriteProblem(where string, rw *gatewayv1.HTTPURLRewriteFilter, matches
 		}
 	}
 	return fmt.Sprintf("%s path type %s %s", where, rw.Path.Type, NotSupported)
+}
+
+// redirectProblem checks a RequestRedirect filter against what the responder
+// answers: the schemes and status codes Gateway API v1.6.3 allows (values may be
+// added to both enums, and an unknown one must be refused), and ReplacePrefixMatch
+// only with exactly one PathPrefix match, whose prefix it replaces.
+func redirectProblem(r *gatewayv1.HTTPRequestRedirectFilter, matches []gatewayv1.HTTPRouteMatch) string {
+	const where = "filter RequestRedirect"
+	if r == nil {
+		return ""
+	}
+	if _, ok := directive.Schemes[deref(r.Scheme)]; r.Scheme != nil && !ok {
+		return fmt.Sprintf("%s scheme %q %s", where, *r.Scheme, NotSupported)
+	}
+	if r.StatusCode != nil && !directive.StatusCodes[*r.StatusCode] {
+		return fmt.Sprintf("%s statusCode %d %s", where, *r.StatusCode, NotSupported)
+	}
+	if r.Path == nil {
+		return ""
+	}
+	switch r.Path.Type {
+	case gatewayv1.FullPathHTTPPathModifier:
+		return ""
+	case gatewayv1.PrefixMatchHTTPPathModifier:
+		if !singlePathPrefixMatch(matches) {
+			return where + " ReplacePrefixMatch needs exactly one PathPrefix match"
+		}
+		return ""
+	}
+	return fmt.Sprintf("%s path type %s %s", where, r.Path.Type, NotSupported)
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 // singlePathPrefixMatch reports whether matches is exactly one PathPrefix match, with

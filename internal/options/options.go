@@ -57,6 +57,11 @@ type Options struct {
 	// service-intentions source allowing the route's gateways (package
 	// consul/intentions).
 	ManageIntentions bool
+	// ResponderService is the Consul service name of the responder (the
+	// `responder` command): rules without a valid backend and RequestRedirect rules
+	// are sent to it. Empty sends the former to the blackhole (503) and refuses the
+	// latter.
+	ResponderService string
 
 	// DeployGateways runs the data plane: each accepted Gateway gets its gateway pods
 	// and Service (package dataplane).

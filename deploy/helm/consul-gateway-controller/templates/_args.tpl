@@ -35,6 +35,9 @@
 - --gateway-auth-method={{ .authMethod }}
 {{- end }}
 {{- end }}
+{{- if .Values.responder.enabled }}
+- --responder-service={{ .Values.responder.service }}
+{{- end }}
 - -v={{ .Values.logLevel }}
 {{- range .Values.extraArgs }}
 - {{ . | quote }}

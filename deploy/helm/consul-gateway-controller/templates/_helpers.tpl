@@ -35,3 +35,36 @@ namespaced kinds. Arguments: (list $ "file.yaml" namespaced).
 {{- define "cgc.image" -}}
 {{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) -}}
 {{- end }}
+
+{{/* The responder's selector labels: its own, apart from the controller's. */}}
+{{- define "cgc.responderSelectorLabels" -}}
+app.kubernetes.io/name: consul-gateway-controller-responder
+{{- end }}
+
+{{- define "cgc.responderLabels" -}}
+{{ include "cgc.responderSelectorLabels" . }}
+app.kubernetes.io/part-of: consul-gateway-controller
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{- end }}
+
+{{/* cgc.responderArgs are the responder's flags, as a YAML list. */}}
+{{- define "cgc.responderArgs" -}}
+- responder
+- --consul-http-addr={{ .Values.consul.address }}
+{{- if .Values.responder.consulToken.secretName }}
+- --consul-token-file=/var/run/secrets/consul/token
+{{- end }}
+{{- if .Values.consul.tls.caCert.secretName }}
+- --consul-cacert=/var/run/secrets/consul-ca/tls.crt
+{{- end }}
+{{- if .Values.consul.allowPlaintext }}
+- --consul-allow-plaintext
+{{- end }}
+- --service={{ .Values.responder.service }}
+- --listen-address=:20000
+- --health-address=:8081
+- -v={{ .Values.logLevel }}
+{{- end }}
