@@ -3,6 +3,7 @@ package translate
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	consulapi "github.com/hashicorp/consul/api"
@@ -33,18 +34,26 @@ func FuzzRouteHostnames(f *testing.F) {
 		if slices.ContainsFunc(hosts, isWildcard) {
 			t.Errorf("wildcard in the entry's hostnames %v", hosts)
 		}
-		if len(kept)+len(dropped) != len(parents) {
-			t.Errorf("%d parents, %d kept, %d problems %v", len(parents), len(kept), len(dropped), dropped)
+		if members(kept)+len(dropped) != members(parents) {
+			t.Errorf("%d listeners, %d kept, %d problems %v", members(parents), members(kept), len(dropped), dropped)
 		}
 		for _, p := range kept {
 			served := consulServedHostnames(hosts, p.hostname)
-			for _, h := range served {
-				if !hostnameGranted(p.hostname, route, h) {
-					t.Errorf("listener %s (hostname %q): Consul serves %q of %v, route hostnames %v", p.ref.SectionName, p.hostname, h, hosts, route)
+			var want []string
+			for _, m := range p.members {
+				for _, h := range memberHostnames(m, route) {
+					if !slices.Contains(want, h) {
+						want = append(want, h)
+					}
 				}
 			}
-			if want := minimalHostnames(intersectHostnames(p.hostname, route)); len(route) > 0 && !sameSet(want, served) {
-				t.Errorf("listener %s (hostname %q): Consul serves %v, Gateway API %v", p.ref.SectionName, p.hostname, served, want)
+			for _, h := range served {
+				if !slices.ContainsFunc(p.members, func(m memberListener) bool { return hostnameGranted(m.hostname, route, h) }) {
+					t.Errorf("Consul listener %s (hostname %q): Consul serves %q of %v, which none of its kept listeners %v grants to route hostnames %v", p.ref.SectionName, p.hostname, h, hosts, p.members, route)
+				}
+			}
+			if !sameSet(want, served) {
+				t.Errorf("Consul listener %s (hostname %q): Consul serves %v, Gateway API %v through %v", p.ref.SectionName, p.hostname, served, want, p.members)
 			}
 		}
 		checkHostnamesOrderFree(t, route, parents, hosts, kept)
@@ -73,7 +82,10 @@ func checkHostnamesOrderFree(t *testing.T, route []gatewayv1.Hostname, parents [
 	}
 }
 
-// fuzzParents are one to four listeners of one Gateway, with or without hostname.
+// fuzzParents are one to four Consul listeners of one Gateway, each serving one to
+// three Gateway listeners with or without hostname, as the status pipeline merges them
+// (sync's mergePort): one wildcard or hostname-less listener at most, whose hostname
+// is the Consul listener's, the others' hostnames ending in its suffix.
 func fuzzParents(in *fuzzgen.Input) []parentListener {
 	parents := make([]parentListener, 1+in.Intn(4))
 	for i := range parents {
@@ -81,11 +93,57 @@ func fuzzParents(in *fuzzgen.Input) []parentListener {
 			gateway: fuzzGateway,
 			ref:     consulapi.ResourceReference{Kind: consulapi.APIGateway, Name: "gw.infra", SectionName: fmt.Sprintf("l%d", i)},
 		}
-		if in.Intn(3) > 0 {
-			parents[i].hostname = string(in.Hostname())
+		var hosts []string
+		for j := range 1 + in.Intn(3) {
+			host := ""
+			if in.Intn(3) > 0 {
+				host = string(in.Hostname())
+			}
+			if j > 0 && !mergeable(hosts, host) {
+				continue
+			}
+			hosts = append(hosts, host)
+			parents[i].members = append(parents[i].members, memberListener{name: gatewayv1.SectionName(fmt.Sprintf("l%d-%d", i, j)), hostname: host})
+		}
+		for j := range parents[i].members {
+			parents[i].members[j].portHosts = hosts
+		}
+		if len(hosts) == 1 {
+			parents[i].hostname = hosts[0]
+		} else if wide := slices.IndexFunc(hosts, isWideHost); wide >= 0 {
+			parents[i].hostname = hosts[wide]
 		}
 	}
 	return parents
+}
+
+// mergeable reports whether a listener with hostname host joins listeners with hosts
+// on one port, by the status pipeline's rule: distinct hostnames, one wide at most,
+// and every concrete one served by the wide one's suffix.
+func mergeable(hosts []string, host string) bool {
+	if slices.Contains(hosts, host) {
+		return false
+	}
+	all := append(slices.Clone(hosts), host)
+	wide := slices.IndexFunc(all, isWideHost)
+	if wide < 0 {
+		return true
+	}
+	if slices.IndexFunc(all[wide+1:], isWideHost) >= 0 {
+		return false
+	}
+	suffix := strings.TrimPrefix(strings.TrimPrefix(all[wide], "*"), ".")
+	return !slices.ContainsFunc(all, func(h string) bool { return !isWideHost(h) && !strings.HasSuffix(h, suffix) })
+}
+
+func isWideHost(h string) bool { return h == "" || isWildcard(h) }
+
+func members(ps []parentListener) int {
+	n := 0
+	for _, p := range ps {
+		n += len(p.members)
+	}
+	return n
 }
 
 // FuzzEntryNames checks the naming of entries for two Kubernetes objects of valid
