@@ -120,7 +120,7 @@ func TestGatewayStatus(t *testing.T) {
 	}, {
 		name: "protocol and hostname conflicts; other hostnames share a port as one Consul listener",
 		gateway: gateway("infra", "gw", httpListener("a", 80, ""), tcpListener("b", 80), httpListener("c", 81, "x.example.com"), httpListener("d", 81, "x.example.com"), httpListener("e", 82, "e.example.com"), httpListener("f", 82, "f.example.com"),
-			httpListener("w1", 83, "*.example.com"), httpListener("c3", 83, "a.example.com"), httpListener("w2", 83, "*.other.com"), httpListener("c4", 83, "a.other.com"), httpListener("any", 83, "")),
+			httpListener("w1", 83, "*.example.com"), httpListener("c3", 83, "a.example.com"), httpListener("w2", 83, "*.other.com"), httpListener("c4", 83, "a.other.com"), httpListener("any", 83, ""), httpListener("nested", 83, "*.a.example.com")),
 		conditions: []summary{{"Accepted", "True", "ListenersNotValid"}, {"Programmed", "False", "Pending"}},
 		listeners: []listenerSummary{
 			{"a", 0, []string{"HTTPRoute"}, []summary{{"Accepted", "False", "ProtocolConflict"}, {"Programmed", "False", "Invalid"}, {"ResolvedRefs", "True", "ResolvedRefs"}, {"Conflicted", "True", "ProtocolConflict"}}},
@@ -131,11 +131,13 @@ func TestGatewayStatus(t *testing.T) {
 			{"f", 0, []string{"HTTPRoute"}, listenerOK()},
 			{"w1", 0, []string{"HTTPRoute"}, listenerOK()},
 			{"c3", 0, []string{"HTTPRoute"}, listenerOK()},
-			// Consul 1.15 serves one wildcard per port, and with "*.example.com" as
-			// its listener's hostname it serves no route hostname outside it.
-			{"w2", 0, []string{"HTTPRoute"}, portUnavailable()},
-			{"c4", 0, []string{"HTTPRoute"}, portUnavailable()},
+			// A second wildcard is served by a header match; a listener without
+			// hostname cannot share a port with wildcards, nor a wildcard within
+			// another.
+			{"w2", 0, []string{"HTTPRoute"}, listenerOK()},
+			{"c4", 0, []string{"HTTPRoute"}, listenerOK()},
 			{"any", 0, []string{"HTTPRoute"}, portUnavailable()},
+			{"nested", 0, []string{"HTTPRoute"}, portUnavailable()},
 		},
 	}, {
 		name: "listeners sharing a port and a certificate are one Consul listener, an invalid one included",
@@ -149,8 +151,8 @@ func TestGatewayStatus(t *testing.T) {
 			{"later", 0, []string{"HTTPRoute"}, listenerOK()},
 		},
 	}, {
-		name:       "of wildcard listeners sharing a port, a valid one is programmed before an invalid one listed first",
-		gateway:    gateway("infra", "gw", withHostname(httpsListener("bad", 443, "", "nope"), "*.example.com"), withHostname(httpsListener("good", 443, "", "cert"), "*.other.com")),
+		name:       "of nested wildcard listeners sharing a port, a valid one is programmed before an invalid one listed first",
+		gateway:    gateway("infra", "gw", withHostname(httpsListener("bad", 443, "", "nope"), "*.example.com"), withHostname(httpsListener("good", 443, "", "cert"), "*.a.example.com")),
 		objs:       []runtime.Object{tlsSecret(t, "infra", "cert")},
 		conditions: []summary{{"Accepted", "True", "ListenersNotValid"}, {"Programmed", "False", "Pending"}},
 		listeners: []listenerSummary{
@@ -353,7 +355,7 @@ func TestSupportedFeaturesAreSortedAndFollowCapabilities(t *testing.T) {
 	want := []string{
 		"Gateway", "GatewayAddressEmpty", "GatewayInfrastructure", "GatewayPort8080",
 		"HTTPRouteBackendRequestHeaderModification", "HTTPRouteParentRefPort", "HTTPRouteQueryParamMatching",
-		"ReferenceGrant",
+		"ListenerSet", "ReferenceGrant",
 	}
 	if diff := cmp.Diff(want, names(consullimits.Consul115)); diff != "" {
 		t.Errorf("features for Consul 1.15 (-want +got):\n%s", diff)

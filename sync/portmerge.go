@@ -52,11 +52,11 @@ func boolRank(b bool) int {
 // portMergeProblem says why st cannot join the listeners kept on port, "" when it can.
 //
 //   - Hostnames: Consul's http-route takes no wildcard hostname (Consul 1.15.4
-//     agent/structs/config_entry_routes.go:135), so a wildcard (or "any", a listener
-//     without hostname) can only be the hostname of Consul's listener itself, and there
-//     is one per port. Consul then serves on it only the route hostnames that end in the
-//     wildcard's suffix (HTTPRouteConfigEntry.FilteredHostnames, same file, :307), so
-//     every other listener's hostname must.
+//     agent/structs/config_entry_routes.go:135), so the translation serves a port's
+//     wildcards by the Consul listener's hostname, or by a header match on :authority
+//     in the catch-all virtual host (consul/translate authorityMatch). That cannot
+//     leave a wildcard's hosts out of a hostname-less listener's routes, nor keep a
+//     host from matching two nested wildcards: those pairs are refused.
 //   - Certificates: Consul serves the certificates of one listener by SNI
 //     (sniProblem).
 func portMergeProblem(kept []*listenerState, st *listenerState, port gatewayv1.PortNumber) string {
@@ -64,30 +64,30 @@ func portMergeProblem(kept []*listenerState, st *listenerState, port gatewayv1.P
 		return ""
 	}
 	host := string(hostnameOf(st.listener))
-	if wide := slices.IndexFunc(kept, func(k *listenerState) bool { return isWideHostname(string(hostnameOf(k.listener))) }); wide >= 0 {
-		other := kept[wide]
-		otherHost := string(hostnameOf(other.listener))
-		if isWideHostname(host) {
-			return fmt.Sprintf("listener %s has %s on port %d, and Consul 1.15 serves one wildcard or hostname-less listener per port: its http-route takes no wildcard hostname, "+
-				"so a wildcard is served only as the hostname of Consul's one listener on the port", other.listener.Name, describeHostname(otherHost), port)
-		}
-		if !consulListenerServes(otherHost, host) {
-			return unservedBesideMessage(other, otherHost, host, port)
-		}
-	} else if isWideHostname(host) {
-		for _, k := range kept {
-			if kh := string(hostnameOf(k.listener)); !consulListenerServes(host, kh) {
-				return fmt.Sprintf("with its hostname %q, Consul's one listener on port %d would no longer serve listener %s's hostname %q (Consul keeps only route hostnames that end in %q)",
-					host, port, k.listener.Name, kh, wildcardSuffix(host))
-			}
+	if !isWideHostname(host) {
+		return sniProblem(kept, st, port)
+	}
+	for _, k := range kept {
+		other := string(hostnameOf(k.listener))
+		switch {
+		case !isWideHostname(other):
+			continue
+		case host == "" || other == "":
+			return fmt.Sprintf("listener %s has %s on port %d: a listener without hostname and a wildcard one cannot share a port in Consul 1.15, whose catch-all virtual host would need to leave the wildcard's hosts out",
+				k.listener.Name, describeHostname(other), port)
+		case nestedWildcardHostnames(host, other):
+			return fmt.Sprintf("listener %s has hostname %q on port %d, within or around %q: Consul 1.15 serves a second wildcard of a port by a header match, and a host of both would reach the routes of both",
+				k.listener.Name, other, port, host)
 		}
 	}
 	return sniProblem(kept, st, port)
 }
 
-func unservedBesideMessage(other *listenerState, otherHost, host string, port gatewayv1.PortNumber) string {
-	return fmt.Sprintf("listener %s has hostname %q on port %d, which makes it the hostname of Consul's one listener there, and Consul then serves only route hostnames that end in %q; %q does not",
-		other.listener.Name, otherHost, port, wildcardSuffix(otherHost), host)
+// nestedWildcardHostnames reports whether one of two wildcards matches hosts of the
+// other.
+func nestedWildcardHostnames(a, b string) bool {
+	sa, sb := strings.TrimPrefix(a, "*"), strings.TrimPrefix(b, "*")
+	return strings.HasSuffix(sa, sb) || strings.HasSuffix(sb, sa)
 }
 
 // isWideHostname reports whether a listener hostname stands for more than one host:
@@ -99,24 +99,6 @@ func describeHostname(h string) string {
 		return "no hostname"
 	}
 	return fmt.Sprintf("hostname %q", h)
-}
-
-// wildcardSuffix is the suffix Consul compares route hostnames to on a listener with
-// hostname h.
-func wildcardSuffix(h string) string { return strings.TrimPrefix(strings.TrimPrefix(h, "*"), ".") }
-
-// consulListenerServes reports whether Consul serves a route hostname host on a
-// listener with hostname listener: every one when the listener has none, those with
-// its suffix when it is a wildcard (a string suffix, as Consul compares), else only
-// the same (HTTPRouteConfigEntry.FilteredHostnames).
-func consulListenerServes(listener, host string) bool {
-	switch {
-	case listener == "":
-		return true
-	case strings.HasPrefix(listener, "*"):
-		return strings.HasSuffix(host, wildcardSuffix(listener))
-	}
-	return host == listener
 }
 
 // certificateHosts are the names Consul matches a certificate to by SNI, in its order

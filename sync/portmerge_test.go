@@ -34,6 +34,11 @@ func TestMergePortCertificates(t *testing.T) {
 			map[string]string{"b": `a client asking for "a.example.com" reaches listener a`}},
 		{"a certificate naming another listener's host", []l{{"w", "*.example.com", []listenerCert{wild}}, {"b", "b.example.com", []listenerCert{cert("infra/b", "default", "b.example.com", "c.example.com")}}},
 			map[string]string{"b": `a client asking for "c.example.com" reaches listener w, but Consul would answer it with the certificate of Secret infra/b`}},
+		{"two wildcards, one certificate each", []l{{"w", "*.example.com", []listenerCert{wild}}, {"o", "*.other.com", []listenerCert{cert("infra/other", "default", "*.other.com")}}}, nil},
+		{"a listener without hostname beside a wildcard", []l{{"w", "*.example.com", []listenerCert{wild}}, {"any", "", []listenerCert{wild}}},
+			map[string]string{"any": "a listener without hostname and a wildcard one cannot share a port"}},
+		{"nested wildcards", []l{{"w", "*.example.com", []listenerCert{wild}}, {"n", "*.a.example.com", []listenerCert{wild}}},
+			map[string]string{"n": "Consul 1.15 serves a second wildcard of a port by a header match"}},
 		{"a listener without hostname gets the leaf for unnamed hosts", []l{{"a", "a.example.com", []listenerCert{certA}}, {"any", "", []listenerCert{certB}}},
 			map[string]string{"any": "a client asking for a name no hostname or certificate names reaches listener any, but Consul would answer it with the gateway's Consul leaf certificate"}},
 	}

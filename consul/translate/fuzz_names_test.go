@@ -3,7 +3,6 @@ package translate
 import (
 	"fmt"
 	"slices"
-	"strings"
 	"testing"
 
 	consulapi "github.com/hashicorp/consul/api"
@@ -30,7 +29,7 @@ func FuzzRouteHostnames(f *testing.F) {
 		in := fuzzgen.New(data, host, "")
 		route := in.RouteHostnames()
 		parents := fuzzParents(in)
-		hosts, kept, dropped := routeHostnames(route, parents)
+		hosts, authority, kept, dropped := routeHostnames(route, parents)
 		if slices.ContainsFunc(hosts, isWildcard) {
 			t.Errorf("wildcard in the entry's hostnames %v", hosts)
 		}
@@ -39,6 +38,9 @@ func FuzzRouteHostnames(f *testing.F) {
 		}
 		for _, p := range kept {
 			served := consulServedHostnames(hosts, p.hostname)
+			if authority != nil {
+				served = authority // the catch-all virtual host, narrowed to them
+			}
 			var want []string
 			for _, m := range p.members {
 				for _, h := range memberHostnames(m, route) {
@@ -75,7 +77,7 @@ func checkHostnamesOrderFree(t *testing.T, route []gatewayv1.Hostname, parents [
 	reversedRoute, reversedParents := slices.Clone(route), slices.Clone(parents)
 	slices.Reverse(reversedRoute)
 	slices.Reverse(reversedParents)
-	otherHosts, otherKept, _ := routeHostnames(reversedRoute, reversedParents)
+	otherHosts, _, otherKept, _ := routeHostnames(reversedRoute, reversedParents)
 	if !sameSet(hosts, otherHosts) || !sameSet(sections(kept), sections(otherKept)) {
 		t.Errorf("route hostnames %v on parents %v: hostnames %v on %v, but in reverse order %v on %v",
 			route, parents, hosts, sections(kept), otherHosts, sections(otherKept))
@@ -84,8 +86,7 @@ func checkHostnamesOrderFree(t *testing.T, route []gatewayv1.Hostname, parents [
 
 // fuzzParents are one to four Consul listeners of one Gateway, each serving one to
 // three Gateway listeners with or without hostname, as the status pipeline merges them
-// (sync's mergePort): one wildcard or hostname-less listener at most, whose hostname
-// is the Consul listener's, the others' hostnames ending in its suffix.
+// (sync's mergePort) and the translation names their hostname (mergedHostname).
 func fuzzParents(in *fuzzgen.Input) []parentListener {
 	parents := make([]parentListener, 1+in.Intn(4))
 	for i := range parents {
@@ -108,32 +109,34 @@ func fuzzParents(in *fuzzgen.Input) []parentListener {
 		for j := range parents[i].members {
 			parents[i].members[j].portHosts = hosts
 		}
-		if len(hosts) == 1 {
-			parents[i].hostname = hosts[0]
-		} else if wide := slices.IndexFunc(hosts, isWideHost); wide >= 0 {
-			parents[i].hostname = hosts[wide]
-		}
+		parents[i].hostname = fuzzConsulHostname(hosts)
 	}
 	return parents
 }
 
 // mergeable reports whether a listener with hostname host joins listeners with hosts
-// on one port, by the status pipeline's rule: distinct hostnames, one wide at most,
-// and every concrete one served by the wide one's suffix.
+// on one port, by the status pipeline's rule: distinct hostnames, no listener without
+// hostname beside a wildcard, no wildcard within another.
 func mergeable(hosts []string, host string) bool {
 	if slices.Contains(hosts, host) {
 		return false
 	}
-	all := append(slices.Clone(hosts), host)
-	wide := slices.IndexFunc(all, isWideHost)
-	if wide < 0 {
+	if !isWideHost(host) {
 		return true
 	}
-	if slices.IndexFunc(all[wide+1:], isWideHost) >= 0 {
-		return false
+	return !slices.ContainsFunc(hosts, func(h string) bool {
+		return isWideHost(h) && (h == "" || host == "" || nestedWildcards(h, host))
+	})
+}
+
+// fuzzConsulHostname is the hostname of the Consul listener of hosts, as
+// mergedHostname decides it.
+func fuzzConsulHostname(hosts []string) string {
+	listeners := make([]consulapi.APIGatewayListener, len(hosts))
+	for i, h := range hosts {
+		listeners[i] = consulapi.APIGatewayListener{Protocol: "http", Hostname: h}
 	}
-	suffix := strings.TrimPrefix(strings.TrimPrefix(all[wide], "*"), ".")
-	return !slices.ContainsFunc(all, func(h string) bool { return !isWideHost(h) && !strings.HasSuffix(h, suffix) })
+	return mergedHostname(listeners)
 }
 
 func isWideHost(h string) bool { return h == "" || isWildcard(h) }

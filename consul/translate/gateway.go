@@ -138,8 +138,8 @@ func (ps *portListeners) add(l consulapi.APIGatewayListener) string {
 	case (len(first.TLS.Certificates) == 0) != (len(l.TLS.Certificates) == 0):
 		return fmt.Sprintf("port %d is taken by listener %s, and one of them has TLS", l.Port, first.Name)
 	}
-	if wide := slices.IndexFunc(p.members, isWideListener); wide >= 0 && isWideListener(l) {
-		return fmt.Sprintf("port %d has listener %s with hostname %q already, and Consul serves one wildcard or hostname-less listener per port", l.Port, p.members[wide].Name, p.members[wide].Hostname)
+	if other := widePortConflict(p.members, l); other != nil {
+		return fmt.Sprintf("port %d has listener %s with hostname %q already, and one Consul listener cannot serve %q beside it", l.Port, other.Name, other.Hostname, l.Hostname)
 	}
 	p.members = append(p.members, l)
 	p.listener.Hostname = mergedHostname(p.members)
@@ -152,16 +152,46 @@ func (ps *portListeners) add(l consulapi.APIGatewayListener) string {
 }
 
 // mergedHostname is the hostname of the Consul listener serving members: a lone
-// listener's own; else the wildcard (or none) of the one member with one, which
-// routes cannot name; else none, every hostname coming from the routes.
+// listener's own; else the wildcard of the one member with one, which routes cannot
+// name, when Consul's suffix filter keeps every other member's hostname there; else
+// none, every hostname coming from the routes, and wildcards from a header match
+// (authorityMatch).
 func mergedHostname(members []consulapi.APIGatewayListener) string {
 	if len(members) == 1 {
 		return members[0].Hostname
 	}
-	if wide := slices.IndexFunc(members, isWideListener); wide >= 0 {
-		return members[wide].Hostname
+	wide := slices.DeleteFunc(slices.Clone(members), func(m consulapi.APIGatewayListener) bool { return !isWideListener(m) })
+	if len(wide) != 1 || wide[0].Hostname == "" {
+		return ""
 	}
-	return ""
+	suffix := strings.TrimPrefix(strings.TrimPrefix(wide[0].Hostname, "*"), ".")
+	for _, m := range members {
+		if !isWideListener(m) && !strings.HasSuffix(m.Hostname, suffix) {
+			return ""
+		}
+	}
+	return wide[0].Hostname
+}
+
+// widePortConflict returns the member l cannot join: a listener without hostname
+// beside a wildcard one (the catch-all virtual host would need to leave the wildcard's
+// hosts out), or a wildcard within another (a host would match both).
+func widePortConflict(members []consulapi.APIGatewayListener, l consulapi.APIGatewayListener) *consulapi.APIGatewayListener {
+	if !isWideListener(l) {
+		return nil
+	}
+	for i, m := range members {
+		if isWideListener(m) && (m.Hostname == "" || l.Hostname == "" || nestedWildcards(m.Hostname, l.Hostname)) {
+			return &members[i]
+		}
+	}
+	return nil
+}
+
+// nestedWildcards reports whether one of two wildcards matches hosts of the other.
+func nestedWildcards(a, b string) bool {
+	sa, sb := strings.TrimPrefix(a, "*"), strings.TrimPrefix(b, "*")
+	return strings.HasSuffix(sa, sb) || strings.HasSuffix(sb, sa)
 }
 
 func isWideListener(l consulapi.APIGatewayListener) bool {

@@ -128,10 +128,14 @@ func TestPortListeners(t *testing.T) {
 		add:  []consulapi.APIGatewayListener{http("a", 80, "example.com"), http("w", 80, "*.example.com"), http("b", 80, "b.example.com")},
 		want: []consulapi.APIGatewayListener{http("a", 80, "*.example.com")},
 	}, {
-		name:         "a second wildcard, or none, is refused",
-		add:          []consulapi.APIGatewayListener{http("w", 80, "*.example.com"), http("v", 80, "*.other.com"), http("any", 80, "")},
-		want:         []consulapi.APIGatewayListener{http("w", 80, "*.example.com")},
-		wantProblems: []string{`port 80 has listener w with hostname "*.example.com" already, and Consul serves one wildcard or hostname-less listener per port`, `port 80 has listener w with hostname "*.example.com" already, and Consul serves one wildcard or hostname-less listener per port`},
+		name: "a hostname the wildcard's suffix does not keep: no hostname",
+		add:  []consulapi.APIGatewayListener{http("w", 80, "*.example.com"), http("o", 80, "other.com")},
+		want: []consulapi.APIGatewayListener{http("w", 80, "")},
+	}, {
+		name:         "two wildcards: no hostname; none or a nested one is refused",
+		add:          []consulapi.APIGatewayListener{http("w", 80, "*.example.com"), http("v", 80, "*.other.com"), http("any", 80, ""), http("n", 80, "*.a.example.com")},
+		want:         []consulapi.APIGatewayListener{http("w", 80, "")},
+		wantProblems: []string{`port 80 has listener w with hostname "*.example.com" already, and one Consul listener cannot serve "" beside it`, `port 80 has listener w with hostname "*.example.com" already, and one Consul listener cannot serve "*.a.example.com" beside it`},
 	}, {
 		name: "certificates are merged once each",
 		add:  []consulapi.APIGatewayListener{http("a", 443, "a.example.com", "ca"), http("b", 443, "b.example.com", "cb", "ca")},

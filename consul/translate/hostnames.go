@@ -24,6 +24,10 @@ import (
 //     suffix filter would otherwise serve "example.com" or "badexample.com" on a
 //     "*.example.com" listener. This is how a listener's hostname reaches Consul when
 //     its port is shared.
+//   - the authority plan: no hostnames on Consul listeners without one (a port with
+//     several wildcard listeners, or none): Consul serves the catch-all virtual host,
+//     and every match of the entry is narrowed to the wildcards by a header match on
+//     ":authority" (authorityMatch).
 //   - the listener plan: no hostnames, so Consul serves each Consul listener's own
 //     hostname. Right exactly for a member that serves its Consul listener's hostname
 //     and nothing else, which is what a route wildcard that is as broad as the
@@ -34,7 +38,7 @@ import (
 // hostname or with a broader wildcard, or hostnames that members need differently) is
 // left out, with a message: the route is served more narrowly than its status says,
 // never more broadly. The plan that keeps more members wins, the concrete plan on a tie.
-func routeHostnames(route []gatewayv1.Hostname, parents []parentListener) ([]string, []parentListener, []droppedParent) {
+func routeHostnames(route []gatewayv1.Hostname, parents []parentListener) ([]string, []string, []parentListener, []droppedParent) {
 	served := make([][][]string, len(parents))
 	for i, p := range parents {
 		served[i] = make([][]string, len(p.members))
@@ -45,6 +49,10 @@ func routeHostnames(route []gatewayv1.Hostname, parents []parentListener) ([]str
 	hosts, keep := concretePlan(parents, served)
 	if keepListener := listenerPlan(parents, served); countKept(keepListener) > countKept(keep) {
 		hosts, keep = nil, keepListener
+	}
+	var authority []string
+	if wildcards, keepAuthority := authorityPlan(parents, served); countKept(keepAuthority) > countKept(keep) {
+		hosts, authority, keep = nil, wildcards, keepAuthority
 	}
 	var kept []parentListener
 	var dropped []droppedParent
@@ -62,7 +70,7 @@ func routeHostnames(route []gatewayv1.Hostname, parents []parentListener) ([]str
 			kept = append(kept, p)
 		}
 	}
-	return hosts, kept, dropped
+	return hosts, authority, kept, dropped
 }
 
 // memberHostnames are the hostnames Gateway API serves for a route with hostnames

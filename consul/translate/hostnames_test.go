@@ -84,10 +84,11 @@ func TestRouteHostnames(t *testing.T) {
 		{"wildcard equals listener", []gatewayv1.Hostname{"*.example.com"}, []parentListener{wild}, nil, []string{"wild"}},
 		{"wildcard narrowed by listener", []gatewayv1.Hostname{"*.example.com"}, []parentListener{foo}, []string{"foo.example.com"}, []string{"foo"}},
 		{"wildcard on two listeners", []gatewayv1.Hostname{"*.example.com"}, []parentListener{wild, foo}, nil, []string{"wild", "foo"}},
-		{"wildcard on any", []gatewayv1.Hostname{"*.example.com"}, []parentListener{anyHost}, nil, nil},
+		// Served in the catch-all virtual host, narrowed by a header match.
+		{"wildcard on any", []gatewayv1.Hostname{"*.example.com"}, []parentListener{anyHost}, nil, []string{"any"}},
 		{"wildcard and concrete", []gatewayv1.Hostname{"*.example.com", "shop.other.com"}, []parentListener{wild, shop}, nil, []string{"wild", "shop"}},
 		{"wildcard covers concrete", []gatewayv1.Hostname{"*.example.com", "a.example.com"}, []parentListener{wild}, nil, []string{"wild"}},
-		{"wildcard covers concrete, on any", []gatewayv1.Hostname{"*.example.com", "a.example.com"}, []parentListener{anyHost}, nil, nil},
+		{"wildcard covers concrete, on any", []gatewayv1.Hostname{"*.example.com", "a.example.com"}, []parentListener{anyHost}, nil, []string{"any"}},
 		{"listener plan cannot serve a concrete listener", []gatewayv1.Hostname{"*.example.com", "a.other.com"}, []parentListener{wild, foo, anyHost}, nil, []string{"wild", "foo"}},
 		{"narrower wildcard", []gatewayv1.Hostname{"*.b.example.com"}, []parentListener{wild}, nil, nil},
 		// Consul's suffix filter would serve x.badexample.com on *.example.com too:
@@ -96,7 +97,7 @@ func TestRouteHostnames(t *testing.T) {
 		{"listener matches nothing", []gatewayv1.Hostname{"a.other.com"}, []parentListener{wild, anyHost}, []string{"a.other.com"}, []string{"any"}},
 	}
 	for _, tt := range tests {
-		hosts, kept, dropped := routeHostnames(tt.route, tt.parents)
+		hosts, authority, kept, dropped := routeHostnames(tt.route, tt.parents)
 		var keptNames []string
 		for _, p := range kept {
 			keptNames = append(keptNames, p.ref.SectionName)
@@ -112,7 +113,11 @@ func TestRouteHostnames(t *testing.T) {
 		}
 		// Whatever is kept, Consul serves exactly what Gateway API does.
 		for _, p := range kept {
-			if want, got := minimalHostnames(intersectHostnames(p.hostname, tt.route)), consulServedHostnames(hosts, p.hostname); len(tt.route) > 0 && !sameSet(want, got) {
+			got := consulServedHostnames(hosts, p.hostname)
+			if authority != nil {
+				got = authority
+			}
+			if want := minimalHostnames(intersectHostnames(p.hostname, tt.route)); len(tt.route) > 0 && !sameSet(want, got) {
 				t.Errorf("%s: listener %s: Consul serves %v, Gateway API %v", tt.name, p.ref.SectionName, got, want)
 			}
 		}
@@ -160,7 +165,7 @@ func TestRouteHostnamesMerged(t *testing.T) {
 		{"no intersection on one listener", []gatewayv1.Hostname{"other.com"}, []parentListener{port("", concretePort, bar, other)}, []string{"other.com"}, []string{"other"}, []string{"bar"}},
 	}
 	for _, tt := range tests {
-		hosts, kept, dropped := routeHostnames(tt.route, tt.parents)
+		hosts, _, kept, dropped := routeHostnames(tt.route, tt.parents)
 		var keptNames, droppedNames []string
 		for _, p := range kept {
 			for _, m := range p.members {
