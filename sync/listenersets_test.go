@@ -84,7 +84,7 @@ var (
 
 func conflictedEntry(reason string) []summary {
 	return []summary{
-		{"Accepted", "False", reason}, {"Programmed", "False", "Invalid"},
+		{"Accepted", "False", reason}, {"Programmed", "False", reason},
 		{"ResolvedRefs", "True", "ResolvedRefs"}, {"Conflicted", "True", reason},
 	}
 }
