@@ -283,8 +283,8 @@ func (s *Syncer) Verdict(kind gatewayv1.Kind, key cache.ObjectName) contract.Ver
 
 // Binding implements the status pipeline's ConsulVerdicts: Consul's Bound condition on the
 // route's entry for a listener of gateway.
-func (s *Syncer) Binding(kind gatewayv1.Kind, route, gateway cache.ObjectName, listener gatewayv1.SectionName) contract.Binding {
-	return s.verdicts.binding(kind, route, gateway, listener)
+func (s *Syncer) Binding(kind gatewayv1.Kind, route, gateway cache.ObjectName, listener, consulListener gatewayv1.SectionName) contract.Binding {
+	return s.verdicts.binding(kind, route, gateway, listener, consulListener)
 }
 
 func (s *Syncer) markDirty() {

@@ -119,8 +119,8 @@ func (v *verdicts) get(kind gatewayv1.Kind, key cache.ObjectName) contract.Verdi
 
 // binding returns the verdict on serving a route on one listener of gateway: the
 // translation problem that left the route out of that listener, else Consul's Bound
-// condition for that listener, else the one for the whole Gateway.
-func (v *verdicts) binding(kind gatewayv1.Kind, route, gateway cache.ObjectName, listener gatewayv1.SectionName) contract.Binding {
+// condition for the Consul listener that serves it, else the one for the whole Gateway.
+func (v *verdicts) binding(kind gatewayv1.Kind, route, gateway cache.ObjectName, listener, consulListener gatewayv1.SectionName) contract.Binding {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	o := v.owners[ownerKey{kind, route}]
@@ -133,7 +133,7 @@ func (v *verdicts) binding(kind gatewayv1.Kind, route, gateway cache.ObjectName,
 			continue
 		}
 		switch b.section {
-		case string(listener):
+		case string(consulListener):
 			return b.verdict
 		case "":
 			whole = b.verdict

@@ -102,7 +102,7 @@ func TestBindingsFromConsulsBoundConditions(t *testing.T) {
 			for k := range tt.want {
 				ns, rest, _ := strings.Cut(k, "/")
 				name, listener, _ := strings.Cut(rest, "/")
-				got[k] = v.binding("HTTPRoute", web, cache.ObjectName{Namespace: ns, Name: name}, gatewayv1.SectionName(listener))
+				got[k] = v.binding("HTTPRoute", web, cache.ObjectName{Namespace: ns, Name: name}, gatewayv1.SectionName(listener), gatewayv1.SectionName(listener))
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("bindings (-want +got):\n%s", diff)
@@ -199,14 +199,14 @@ func TestParentProblemsRefuseOneParent(t *testing.T) {
 	if got := v.get("HTTPRoute", web); !got.Programmed {
 		t.Errorf("route verdict %+v, want Consul's (programmed)", got)
 	}
-	if got := v.binding("HTTPRoute", web, edge, "http"); got.State != contract.BindingBound {
+	if got := v.binding("HTTPRoute", web, edge, "http", "http"); got.State != contract.BindingBound {
 		t.Errorf("served parent: %+v, want bound", got)
 	}
 	want := contract.Binding{State: contract.BindingRefused, Reason: ReasonTranslation, Message: why}
-	if diff := cmp.Diff(want, v.binding("HTTPRoute", web, other, "http")); diff != "" {
+	if diff := cmp.Diff(want, v.binding("HTTPRoute", web, other, "http", "http")); diff != "" {
 		t.Errorf("parent with the problem (-want +got):\n%s", diff)
 	}
-	if got := v.binding("HTTPRoute", web, other, "https"); got.State != contract.BindingUnreported {
+	if got := v.binding("HTTPRoute", web, other, "https", "https"); got.State != contract.BindingUnreported {
 		t.Errorf("another listener of that Gateway: %+v, want unreported", got)
 	}
 
@@ -218,7 +218,7 @@ func TestParentProblemsRefuseOneParent(t *testing.T) {
 	if got := v.get("HTTPRoute", web); got.Programmed || got.Reason != ReasonTranslation {
 		t.Errorf("route verdict %+v, want %s", got, ReasonTranslation)
 	}
-	if got := v.binding("HTTPRoute", web, other, "http"); got.State == contract.BindingRefused {
+	if got := v.binding("HTTPRoute", web, other, "http", "http"); got.State == contract.BindingRefused {
 		t.Errorf("the parent problem is over, binding still %+v", got)
 	}
 }

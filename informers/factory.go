@@ -51,6 +51,9 @@ type Informers struct {
 	// MeshServices caches consul-k8s's MeshServices as unstructured objects; nil when
 	// New was not given WithMeshServices (the CRD is not served).
 	MeshServices cache.SharedIndexInformer
+	// EndpointSlices caches the EndpointSlices not made from a Service's selector:
+	// those of Services without one, whose pods they point at (endpointSliceSelector).
+	EndpointSlices cache.SharedIndexInformer
 
 	gatewayFactory gatewayfactory.SharedInformerFactory
 	coreFactory    kubeinformers.SharedInformerFactory
@@ -93,8 +96,9 @@ func New(kube kubernetes.Interface, gateway gatewayclient.Interface, configs cli
 		coreFactory:     coreFactory,
 		GatewayConfigs:  newGatewayConfigInformer(configs, resync),
 		InjectedPods:    newInjectedPodInformer(kube, resync),
+		EndpointSlices:  newEndpointSliceInformer(kube, resync),
 	}
-	i.own = []cache.SharedIndexInformer{i.GatewayConfigs, i.InjectedPods}
+	i.own = []cache.SharedIndexInformer{i.GatewayConfigs, i.InjectedPods, i.EndpointSlices}
 	for _, opt := range opts {
 		opt(i, resync)
 	}
@@ -285,6 +289,7 @@ func (i *Informers) HasSynced() []cache.InformerSynced {
 		i.Secrets.HasSynced,
 		i.GatewayConfigs.HasSynced,
 		i.InjectedPods.HasSynced,
+		i.EndpointSlices.HasSynced,
 	}
 	if i.MeshServices != nil {
 		synced = append(synced, i.MeshServices.HasSynced)

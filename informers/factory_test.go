@@ -250,6 +250,7 @@ func TestNewInstallsIndexers(t *testing.T) {
 		"Namespace":      {i.Namespaces.Informer(), []string{cache.NamespaceIndex}},
 		"Service":        {i.Services.Informer(), []string{cache.NamespaceIndex, ServiceNameIndex}},
 		"Pod":            {i.InjectedPods, []string{cache.NamespaceIndex, PodConsulServiceIndex}},
+		"EndpointSlice":  {i.EndpointSlices, []string{cache.NamespaceIndex, EndpointSliceServiceIndex, EndpointSlicePodIndex}},
 	}
 	if len(i.Routes) != len(gatewayapi.Routes) {
 		t.Errorf("%d route informers for %d route kinds", len(i.Routes), len(gatewayapi.Routes))
@@ -268,8 +269,8 @@ func TestNewInstallsIndexers(t *testing.T) {
 func TestHasSyncedCoversHandlers(t *testing.T) {
 	i := New(kubefake.NewClientset(), gatewayfake.NewClientset(), configfake.NewClientset(), 0)
 	// GatewayClasses, Gateways, ListenerSets, ReferenceGrants, Namespaces, Services,
-	// Secrets, GatewayConfigs, InjectedPods and every route kind.
-	informers := 9 + len(gatewayapi.Routes)
+	// Secrets, GatewayConfigs, InjectedPods, EndpointSlices and every route kind.
+	informers := 10 + len(gatewayapi.Routes)
 	if got := len(i.HasSynced()); got != informers {
 		t.Errorf("before AddEventHandlers: %d HasSynced, want one per informer (%d)", got, informers)
 	}

@@ -44,6 +44,9 @@ type Indexes struct {
 	InjectedPods cache.Indexer
 	// MeshServices, with meshServiceConsulNameIndex; nil when not cached.
 	MeshServices cache.Indexer
+	// EndpointSlices, with EndpointSlicePodIndex: which Services without a selector
+	// a pod's change renames; nil maps pod events to none of them.
+	EndpointSlices cache.Indexer
 }
 
 // indexes returns the indexers of i's informers a KeyMapper looks up.
@@ -55,6 +58,7 @@ func (i *Informers) indexes() Indexes {
 		Routes:         make(map[gatewayv1.Kind]cache.Indexer, len(i.Routes)),
 		Services:       i.Services.Informer().GetIndexer(),
 		InjectedPods:   i.InjectedPods.GetIndexer(),
+		EndpointSlices: i.EndpointSlices.GetIndexer(),
 	}
 	if i.MeshServices != nil {
 		idx.MeshServices = i.MeshServices.GetIndexer()
@@ -84,6 +88,7 @@ type KeyMapper struct {
 	services cache.Indexer
 	pods     cache.Indexer
 	meshes   cache.Indexer
+	slices   cache.Indexer
 	logger   klog.Logger
 }
 
@@ -99,6 +104,7 @@ func NewKeyMapper(ctx context.Context, idx Indexes, q Queues) *KeyMapper {
 		services: idx.Services,
 		pods:     idx.InjectedPods,
 		meshes:   idx.MeshServices,
+		slices:   idx.EndpointSlices,
 		logger:   klog.FromContext(ctx).WithName("informers"),
 	}
 }
@@ -220,6 +226,7 @@ func (i *Informers) AddEventHandlers(ctx context.Context, q Queues) error {
 		{"Namespace", i.Namespaces.Informer(), h.namespaces},
 		{gatewayapi.ServiceKind, i.Services.Informer(), h.services},
 		{"Pod", i.InjectedPods, h.pods},
+		{"EndpointSlice", i.EndpointSlices, h.endpointSlices},
 		{gatewayapi.SecretKind, i.Secrets, h.secrets},
 		{v1alpha1.GatewayConfigKind, i.GatewayConfigs, h.gatewayConfigs},
 	}
@@ -253,6 +260,7 @@ type eventHandlers struct {
 	namespaces      cache.ResourceEventHandler
 	services        cache.ResourceEventHandler
 	pods            cache.ResourceEventHandler
+	endpointSlices  cache.ResourceEventHandler
 	meshServices    cache.ResourceEventHandler
 	secrets         cache.ResourceEventHandler
 	gatewayConfigs  cache.ResourceEventHandler
@@ -269,6 +277,7 @@ func (i *Informers) eventHandlers(ctx context.Context, q Queues) eventHandlers {
 		namespaces:      m.NamespaceHandler(),
 		services:        m.ServiceHandler(),
 		pods:            m.PodHandler(),
+		endpointSlices:  m.EndpointSliceHandler(),
 		meshServices:    m.MeshServiceHandler(),
 		secrets:         m.SecretHandler(),
 		gatewayConfigs:  m.GatewayConfigHandler(),

@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	kubefake "k8s.io/client-go/kubernetes/fake"
@@ -159,6 +160,8 @@ func informerOf(t *testing.T, i *Informers, obj runtime.Object) cache.SharedInde
 		return i.Services.Informer()
 	case *corev1.Pod:
 		return i.InjectedPods
+	case *discoveryv1.EndpointSlice:
+		return i.EndpointSlices
 	}
 	t.Fatalf("no informer for %T", obj)
 	return nil

@@ -170,6 +170,7 @@ func (m *KeyMapper) podChanged(obj any) {
 	for _, svc := range m.servicesRegistering(pod) {
 		m.enqueueRoutesIndexed(routeBackendServiceNameIndex, svc)
 	}
+	m.endpointServicesOf(cache.MetaObjectToName(pod))
 	if consulName := pod.Annotations[backends.ServiceAnnotation]; consulName != "" {
 		m.consulNameChanged(consulName)
 	}

@@ -123,9 +123,12 @@ type parentBinding struct {
 	// programmableListeners are the attached listeners that can be programmed: where
 	// the route is served.
 	programmableListeners []gatewayv1.SectionName
-	accepted              bool
-	reason                gatewayv1.RouteConditionReason
-	message               string
+	// consulListeners are, for each programmable listener, the Consul listener that
+	// serves its port (listenerState.consulListener).
+	consulListeners []gatewayv1.SectionName
+	accepted        bool
+	reason          gatewayv1.RouteConditionReason
+	message         string
 	// unservable is the Gateway's: why it is programmed nowhere.
 	unservable string
 }
@@ -182,6 +185,7 @@ func (d *decider) bindParent(route routeView, ref gatewayv1.ParentReference, tar
 		b.listeners = append(b.listeners, st.listener.Name)
 		if st.programmable() {
 			b.programmableListeners = append(b.programmableListeners, st.entryName)
+			b.consulListeners = append(b.consulListeners, st.consulListener)
 		}
 	}
 	b.accepted, b.reason, b.message = true, gatewayv1.RouteReasonAccepted, "Route is accepted"

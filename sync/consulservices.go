@@ -3,10 +3,12 @@ package sync
 import (
 	"fmt"
 	"slices"
+	"strings"
 	gosync "sync"
 	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -36,6 +38,10 @@ type consulServices struct {
 	// memo keeps sharing's answers until a Service or injected pod changes; nil
 	// keeps none.
 	memo *sharingMemo
+	// endpointSlices is the EndpointSlice cache, with
+	// informers.EndpointSliceServiceIndex; nil when none is cached, and a Service
+	// without a selector is the Consul service of its own name.
+	endpointSlices cache.Indexer
 }
 
 // sharingMemo keeps, per Consul service name, the Services that share it, as of one
@@ -127,6 +133,9 @@ func newConsulServices(inf Informers, shared bool, catalog contract.ConsulServic
 	if inf.MeshServices != nil {
 		c.meshServices = inf.MeshServices.GetIndexer()
 	}
+	if inf.EndpointSlices != nil {
+		c.endpointSlices = inf.EndpointSlices.GetIndexer()
+	}
 	return c
 }
 
@@ -137,11 +146,50 @@ func (c consulServices) resolve(ref string, svc *corev1.Service, port *corev1.Se
 	if err != nil {
 		return backends.Resolution{}, nil, err
 	}
-	resolution, problem := backends.Resolve(ref, svc, port, pods)
+	var resolution backends.Resolution
+	var problem *backends.Problem
+	if len(svc.Spec.Selector) == 0 && c.endpointSlices != nil {
+		resolution, problem, err = c.resolveEndpoints(ref, svc, port, pods)
+		if err != nil {
+			return backends.Resolution{}, nil, err
+		}
+	} else {
+		resolution, problem = backends.Resolve(ref, svc, port, pods)
+	}
 	if problem != nil {
 		return resolution, &backendProblem{Reason: gatewayv1.RouteConditionReason(problem.Reason), Message: problem.Message}, nil
 	}
 	return resolution, nil, nil
+}
+
+// resolveEndpoints resolves a Service without a selector through its cached
+// EndpointSlices (backends.ResolveEndpoints).
+func (c consulServices) resolveEndpoints(ref string, svc *corev1.Service, port *corev1.ServicePort, pods []*corev1.Pod) (backends.Resolution, *backends.Problem, error) {
+	key := cache.MetaObjectToName(svc).String()
+	sliceObjs, err := c.endpointSlices.ByIndex(informers.EndpointSliceServiceIndex, key)
+	if err != nil {
+		return backends.Resolution{}, nil, fmt.Errorf("list EndpointSlices of Service %s: %w", key, err)
+	}
+	endpointSlices := make([]*discoveryv1.EndpointSlice, 0, len(sliceObjs))
+	for _, obj := range sliceObjs {
+		if slice, ok := obj.(*discoveryv1.EndpointSlice); ok {
+			endpointSlices = append(endpointSlices, slice)
+		}
+	}
+	// Slices in name order: the first problem found is the one reported, every time.
+	slices.SortFunc(endpointSlices, func(a, b *discoveryv1.EndpointSlice) int { return strings.Compare(a.Name, b.Name) })
+	serviceObjs, err := c.services.ByIndex(cache.NamespaceIndex, svc.Namespace)
+	if err != nil {
+		return backends.Resolution{}, nil, fmt.Errorf("list Services of namespace %s: %w", svc.Namespace, err)
+	}
+	services := make([]*corev1.Service, 0, len(serviceObjs))
+	for _, obj := range serviceObjs {
+		if s, ok := obj.(*corev1.Service); ok {
+			services = append(services, s)
+		}
+	}
+	resolution, problem := backends.ResolveEndpoints(ref, svc, port, endpointSlices, services, pods)
+	return resolution, problem, nil
 }
 
 // sharing returns the Services of every namespace that put instances into the Consul

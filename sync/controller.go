@@ -86,6 +86,9 @@ type Informers struct {
 	// MeshServices holds consul-k8s's MeshServices; nil when the CRD is not served,
 	// and a MeshService backendRef is refused.
 	MeshServices cache.SharedIndexInformer
+	// EndpointSlices holds the EndpointSlices of Services without a selector, with
+	// informers.EndpointSliceServiceIndex; nil resolves such a Service to its own name.
+	EndpointSlices cache.SharedIndexInformer
 }
 
 // InformersOf returns the informers of inf the controller reads.
@@ -102,6 +105,7 @@ func InformersOf(inf *informers.Informers) Informers {
 		GatewayConfigs:  inf.GatewayConfigs,
 		InjectedPods:    inf.InjectedPods,
 		MeshServices:    inf.MeshServices,
+		EndpointSlices:  inf.EndpointSlices,
 	}
 }
 
@@ -198,6 +202,7 @@ func (c *Controller) addEventHandlers(ctx context.Context) error {
 		Services:       inf.Services.Informer().GetIndexer(),
 		InjectedPods:   inf.InjectedPods.GetIndexer(),
 		MeshServices:   indexerOf(inf.MeshServices),
+		EndpointSlices: indexerOf(inf.EndpointSlices),
 	}, c.queues())
 	keys := c.keys
 	type registration struct {
@@ -223,6 +228,9 @@ func (c *Controller) addEventHandlers(ctx context.Context) error {
 	}
 	if inf.MeshServices != nil {
 		registrations = append(registrations, registration{gatewayapi.MeshServiceKind, inf.MeshServices, keys.MeshServiceHandler()})
+	}
+	if inf.EndpointSlices != nil {
+		registrations = append(registrations, registration{"EndpointSlice", inf.EndpointSlices, keys.EndpointSliceHandler()})
 	}
 	for _, r := range registrations {
 		registration, err := r.source.AddEventHandler(r.handler)

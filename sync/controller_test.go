@@ -225,7 +225,7 @@ func TestSyncWaitsForTheCacheToSeeItsOwnWrite(t *testing.T) {
 type switchableVerdicts struct{ v contract.Verdict }
 
 func (s *switchableVerdicts) Verdict(gatewayv1.Kind, cache.ObjectName) contract.Verdict { return s.v }
-func (s *switchableVerdicts) Binding(gatewayv1.Kind, cache.ObjectName, cache.ObjectName, gatewayv1.SectionName) contract.Binding {
+func (s *switchableVerdicts) Binding(gatewayv1.Kind, cache.ObjectName, cache.ObjectName, gatewayv1.SectionName, gatewayv1.SectionName) contract.Binding {
 	return contract.Binding{}
 }
 func (s *switchableVerdicts) HasSynced() bool { return true }

@@ -189,7 +189,14 @@ func service(namespace, name string, port int32) *corev1.Service {
 
 func tlsSecret(t testing.TB, namespace, name string) *corev1.Secret {
 	t.Helper()
-	cert, key, err := testcerts.SelfSigned("example.com")
+	return tlsSecretFor(t, namespace, name, "example.com", "example.com")
+}
+
+// tlsSecretFor is a TLS Secret whose certificate has the common name commonName and
+// the DNS names hosts.
+func tlsSecretFor(t testing.TB, namespace, name, commonName string, hosts ...string) *corev1.Secret {
+	t.Helper()
+	cert, key, err := testcerts.SelfSignedNamed(commonName, hosts...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -525,7 +525,10 @@ func FuzzListeners(f *testing.F) {
 }
 
 // checkProgrammableListeners checks the listeners of v that the status says can be
-// programmed, the Gateway's own and its ListenerSets'.
+// programmed, the Gateway's own and its ListenerSets': distinct names in the
+// api-gateway entry, and on each port what one Consul listener serves (one protocol;
+// no listener without hostname beside a wildcard one, no wildcard within another),
+// all named after the first.
 func checkProgrammableListeners(t *testing.T, v gatewayVerdict) {
 	t.Helper()
 	all := slices.Clone(v.listeners)
@@ -533,7 +536,7 @@ func checkProgrammableListeners(t *testing.T, v gatewayVerdict) {
 		all = append(all, s.listeners...)
 	}
 	byName := map[gatewayv1.SectionName]string{}
-	byPort := map[gatewayv1.PortNumber]string{}
+	byPort := map[gatewayv1.PortNumber][]listenerState{}
 	for _, st := range all {
 		if !st.programmable() {
 			continue
@@ -543,11 +546,38 @@ func checkProgrammableListeners(t *testing.T, v gatewayVerdict) {
 			t.Errorf("%s and %s are both named %s in Consul", other, who, st.entryName)
 		}
 		byName[st.entryName] = who
-		kind := fmt.Sprintf("%s %s", consulProtocol(st.listener.Protocol), hostnameOf(st.listener))
-		if other, ok := byPort[st.listener.Port]; ok && other != kind {
-			t.Errorf("%s: port %d has listeners %q and %q, which Consul cannot merge", who, st.listener.Port, other, kind)
+		byPort[st.listener.Port] = append(byPort[st.listener.Port], st)
+	}
+	for port, sts := range byPort {
+		checkPortListeners(t, port, sts)
+	}
+}
+
+// checkPortListeners checks the programmable listeners of one port, in precedence
+// order, against what one Consul listener serves.
+func checkPortListeners(t *testing.T, port gatewayv1.PortNumber, sts []listenerState) {
+	t.Helper()
+	var wide []string
+	for _, st := range sts {
+		if consulProtocol(st.listener.Protocol) != consulProtocol(sts[0].listener.Protocol) || st.listener.Protocol != sts[0].listener.Protocol {
+			t.Errorf("port %d has listeners of protocols %s and %s", port, sts[0].listener.Protocol, st.listener.Protocol)
 		}
-		byPort[st.listener.Port] = kind
+		if st.consulListener != sts[0].entryName {
+			t.Errorf("port %d: listener %s is served as Consul listener %q, want %q", port, st.entryName, st.consulListener, sts[0].entryName)
+		}
+		if h := string(hostnameOf(st.listener)); st.listener.Protocol != gatewayv1.TCPProtocolType && (h == "" || strings.HasPrefix(h, "*")) {
+			wide = append(wide, h)
+		}
+	}
+	if len(sts) > 1 && sts[0].listener.Protocol == gatewayv1.TCPProtocolType {
+		t.Errorf("port %d has %d TCP listeners", port, len(sts))
+	}
+	for i, a := range wide {
+		for _, b := range wide[i+1:] {
+			if a == "" || b == "" || nestedWildcardHostnames(a, b) {
+				t.Errorf("port %d has listeners with hostnames %q and %q, which one Consul listener cannot serve", port, a, b)
+			}
+		}
 	}
 }
 

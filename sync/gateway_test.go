@@ -35,6 +35,10 @@ func summarizeListeners(ls []gatewayv1.ListenerStatus) []listenerSummary {
 }
 
 // listenerOK is the conditions of a valid listener before Consul has answered.
+func portUnavailable() []summary {
+	return []summary{{"Accepted", "False", "PortUnavailable"}, {"Programmed", "False", "Invalid"}, {"ResolvedRefs", "True", "ResolvedRefs"}, {"Conflicted", "False", "NoConflicts"}}
+}
+
 func listenerOK() []summary {
 	return []summary{
 		{"Accepted", "True", "Accepted"},
@@ -114,27 +118,70 @@ func TestGatewayStatus(t *testing.T) {
 			{"grpc", 0, []string{"HTTPRoute"}, []summary{{"Accepted", "True", "Accepted"}, {"Programmed", "False", "Pending"}, {"ResolvedRefs", "False", "InvalidRouteKinds"}, {"Conflicted", "False", "NoConflicts"}}},
 		},
 	}, {
-		name:       "protocol and hostname conflicts, and Consul's one hostname per port",
-		gateway:    gateway("infra", "gw", httpListener("a", 80, ""), tcpListener("b", 80), httpListener("c", 81, "x.example.com"), httpListener("d", 81, "x.example.com"), httpListener("e", 82, "e.example.com"), httpListener("f", 82, "f.example.com")),
+		name: "protocol and hostname conflicts; other hostnames share a port as one Consul listener",
+		gateway: gateway("infra", "gw", httpListener("a", 80, ""), tcpListener("b", 80), httpListener("c", 81, "x.example.com"), httpListener("d", 81, "x.example.com"), httpListener("e", 82, "e.example.com"), httpListener("f", 82, "f.example.com"),
+			httpListener("w1", 83, "*.example.com"), httpListener("c3", 83, "a.example.com"), httpListener("w2", 83, "*.other.com"), httpListener("c4", 83, "a.other.com"), httpListener("any", 83, ""), httpListener("nested", 83, "*.a.example.com")),
 		conditions: []summary{{"Accepted", "True", "ListenersNotValid"}, {"Programmed", "False", "Pending"}},
 		listeners: []listenerSummary{
-			{"a", 0, []string{"HTTPRoute"}, []summary{{"Accepted", "False", "ProtocolConflict"}, {"Programmed", "False", "Invalid"}, {"ResolvedRefs", "True", "ResolvedRefs"}, {"Conflicted", "True", "ProtocolConflict"}}},
-			{"b", 0, []string{"TCPRoute"}, []summary{{"Accepted", "False", "ProtocolConflict"}, {"Programmed", "False", "Invalid"}, {"ResolvedRefs", "True", "ResolvedRefs"}, {"Conflicted", "True", "ProtocolConflict"}}},
-			{"c", 0, []string{"HTTPRoute"}, []summary{{"Accepted", "False", "HostnameConflict"}, {"Programmed", "False", "Invalid"}, {"ResolvedRefs", "True", "ResolvedRefs"}, {"Conflicted", "True", "HostnameConflict"}}},
-			{"d", 0, []string{"HTTPRoute"}, []summary{{"Accepted", "False", "HostnameConflict"}, {"Programmed", "False", "Invalid"}, {"ResolvedRefs", "True", "ResolvedRefs"}, {"Conflicted", "True", "HostnameConflict"}}},
+			{"a", 0, []string{"HTTPRoute"}, []summary{{"Accepted", "False", "ProtocolConflict"}, {"Programmed", "False", "ProtocolConflict"}, {"ResolvedRefs", "True", "ResolvedRefs"}, {"Conflicted", "True", "ProtocolConflict"}}},
+			{"b", 0, []string{"TCPRoute"}, []summary{{"Accepted", "False", "ProtocolConflict"}, {"Programmed", "False", "ProtocolConflict"}, {"ResolvedRefs", "True", "ResolvedRefs"}, {"Conflicted", "True", "ProtocolConflict"}}},
+			{"c", 0, []string{"HTTPRoute"}, []summary{{"Accepted", "False", "HostnameConflict"}, {"Programmed", "False", "HostnameConflict"}, {"ResolvedRefs", "True", "ResolvedRefs"}, {"Conflicted", "True", "HostnameConflict"}}},
+			{"d", 0, []string{"HTTPRoute"}, []summary{{"Accepted", "False", "HostnameConflict"}, {"Programmed", "False", "HostnameConflict"}, {"ResolvedRefs", "True", "ResolvedRefs"}, {"Conflicted", "True", "HostnameConflict"}}},
 			{"e", 0, []string{"HTTPRoute"}, listenerOK()},
-			{"f", 0, []string{"HTTPRoute"}, []summary{{"Accepted", "False", "PortUnavailable"}, {"Programmed", "False", "Invalid"}, {"ResolvedRefs", "True", "ResolvedRefs"}, {"Conflicted", "False", "NoConflicts"}}},
+			{"f", 0, []string{"HTTPRoute"}, listenerOK()},
+			{"w1", 0, []string{"HTTPRoute"}, listenerOK()},
+			{"c3", 0, []string{"HTTPRoute"}, listenerOK()},
+			// A second wildcard is served by a header match; a listener without
+			// hostname cannot share a port with wildcards, nor a wildcard within
+			// another.
+			{"w2", 0, []string{"HTTPRoute"}, listenerOK()},
+			{"c4", 0, []string{"HTTPRoute"}, listenerOK()},
+			{"any", 0, []string{"HTTPRoute"}, portUnavailable()},
+			{"nested", 0, []string{"HTTPRoute"}, portUnavailable()},
 		},
 	}, {
-		name: "of listeners sharing a port, a valid one is programmed before an invalid one listed first",
+		name: "listeners sharing a port and a certificate are one Consul listener, an invalid one included",
 		gateway: gateway("infra", "gw", withHostname(httpsListener("bad", 443, "", "nope"), "a.example.com"), withHostname(httpsListener("good", 443, "", "cert"), "b.example.com"),
 			withHostname(httpsListener("later", 443, "", "cert"), "c.example.com")),
 		objs:       []runtime.Object{tlsSecret(t, "infra", "cert")},
 		conditions: []summary{{"Accepted", "True", "ListenersNotValid"}, {"Programmed", "False", "Pending"}},
 		listeners: []listenerSummary{
+			{"bad", 0, []string{"HTTPRoute"}, []summary{{"Accepted", "True", "Accepted"}, {"Programmed", "False", "Invalid"}, {"ResolvedRefs", "False", "InvalidCertificateRef"}, {"Conflicted", "False", "NoConflicts"}}},
+			{"good", 0, []string{"HTTPRoute"}, listenerOK()},
+			{"later", 0, []string{"HTTPRoute"}, listenerOK()},
+		},
+	}, {
+		name:       "of nested wildcard listeners sharing a port, a valid one is programmed before an invalid one listed first",
+		gateway:    gateway("infra", "gw", withHostname(httpsListener("bad", 443, "", "nope"), "*.example.com"), withHostname(httpsListener("good", 443, "", "cert"), "*.a.example.com")),
+		objs:       []runtime.Object{tlsSecret(t, "infra", "cert")},
+		conditions: []summary{{"Accepted", "True", "ListenersNotValid"}, {"Programmed", "False", "Pending"}},
+		listeners: []listenerSummary{
 			{"bad", 0, []string{"HTTPRoute"}, []summary{{"Accepted", "False", "PortUnavailable"}, {"Programmed", "False", "Invalid"}, {"ResolvedRefs", "False", "InvalidCertificateRef"}, {"Conflicted", "False", "NoConflicts"}}},
 			{"good", 0, []string{"HTTPRoute"}, listenerOK()},
-			{"later", 0, []string{"HTTPRoute"}, []summary{{"Accepted", "False", "PortUnavailable"}, {"Programmed", "False", "Invalid"}, {"ResolvedRefs", "True", "ResolvedRefs"}, {"Conflicted", "False", "NoConflicts"}}},
+		},
+	}, {
+		// Consul serves several certificates of one listener by SNI, from the names in
+		// each: the conformance suite's certificates (common name "default", one DNS
+		// name each) are told apart.
+		name:       "HTTPS listeners of one port with certificates Consul tells apart by SNI",
+		gateway:    gateway("infra", "gw", withHostname(httpsListener("a", 443, "", "cert-a"), "a.example.com"), withHostname(httpsListener("b", 443, "", "cert-b"), "b.example.com")),
+		objs:       []runtime.Object{tlsSecretFor(t, "infra", "cert-a", "default", "a.example.com"), tlsSecretFor(t, "infra", "cert-b", "default", "b.example.com")},
+		conditions: []summary{{"Accepted", "True", "Accepted"}, {"Programmed", "False", "Pending"}},
+		listeners: []listenerSummary{
+			{"a", 0, []string{"HTTPRoute"}, listenerOK()},
+			{"b", 0, []string{"HTTPRoute"}, listenerOK()},
+		},
+	}, {
+		// Consul 1.15 leaves out of SNI matching a name two certificates have, or one
+		// has twice (common name and DNS name): those clients would get the gateway's
+		// Consul leaf certificate.
+		name:       "HTTPS listeners of one port with certificates Consul cannot tell apart",
+		gateway:    gateway("infra", "gw", withHostname(httpsListener("a", 443, "", "cert-a"), "a.example.com"), withHostname(httpsListener("b", 443, "", "cert-b"), "b.example.com")),
+		objs:       []runtime.Object{tlsSecretFor(t, "infra", "cert-a", "a.example.com", "a.example.com"), tlsSecretFor(t, "infra", "cert-b", "b.example.com", "b.example.com")},
+		conditions: []summary{{"Accepted", "True", "ListenersNotValid"}, {"Programmed", "False", "Pending"}},
+		listeners: []listenerSummary{
+			{"a", 0, []string{"HTTPRoute"}, listenerOK()},
+			{"b", 0, []string{"HTTPRoute"}, portUnavailable()},
 		},
 	}, {
 		name:       "requested addresses are unsupported",
@@ -304,12 +351,11 @@ func TestSupportedFeaturesAreSortedAndFollowCapabilities(t *testing.T) {
 	// Not HTTPRoute: its core conformance includes RequestRedirect, which Consul 1.15's
 	// http-route cannot express. Not TCPRoute: its conformance includes weighted
 	// backends, and Consul's tcp-route forwards to one service. Not
-	// HTTPRouteMethodMatching: Consul does not rank method matches. Not
-	// HTTPRouteParentRefPort: its test needs two hostnames on one port.
+	// HTTPRouteMethodMatching: Consul does not rank method matches.
 	want := []string{
 		"Gateway", "GatewayAddressEmpty", "GatewayInfrastructure", "GatewayPort8080",
-		"HTTPRouteBackendRequestHeaderModification", "HTTPRouteQueryParamMatching",
-		"ReferenceGrant",
+		"HTTPRouteBackendRequestHeaderModification", "HTTPRouteParentRefPort", "HTTPRouteQueryParamMatching",
+		"ListenerSet", "ReferenceGrant",
 	}
 	if diff := cmp.Diff(want, names(consullimits.Consul115)); diff != "" {
 		t.Errorf("features for Consul 1.15 (-want +got):\n%s", diff)

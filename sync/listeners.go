@@ -2,6 +2,7 @@ package sync
 
 import (
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"slices"
@@ -59,6 +60,22 @@ type listenerState struct {
 	refsResolved bool
 	refsReason   gatewayv1.ListenerConditionReason
 	refsMessage  string
+
+	// certs are the certificates of an HTTPS listener whose references resolve.
+	certs []listenerCert
+	// consulListener is the entry name of the listener Consul serves this one's port
+	// with: Gateway listeners sharing a port are one Consul listener (mergePort), named
+	// after the first programmable one.
+	consulListener gatewayv1.SectionName
+}
+
+// listenerCert is a certificate a listener names: the Secret, and the hosts Consul
+// serves it for by SNI when a listener has several certificates (the certificate's
+// common name, DNS names and IP addresses, as Consul 1.15.4's
+// InlineCertificateConfigEntry.Hosts in agent/structs/config_entry_inline_certificate.go).
+type listenerCert struct {
+	secret string
+	hosts  []string
 }
 
 // programmable reports whether the listener can be written to Consul.
@@ -208,8 +225,9 @@ func checkCertificates(owner listenerOwner, st *listenerState, refs listenerRefs
 		st.refsMessage = "an HTTPS listener needs at least one certificateRef"
 		return nil
 	}
+	var certs []listenerCert
 	for _, ref := range l.TLS.CertificateRefs {
-		reason, message, err := checkCertificateRef(owner, ref, refs)
+		cert, reason, message, err := checkCertificateRef(owner, ref, refs)
 		if err != nil {
 			return err
 		}
@@ -217,52 +235,59 @@ func checkCertificates(owner listenerOwner, st *listenerState, refs listenerRefs
 			st.refsResolved, st.refsReason, st.refsMessage = false, reason, message
 			return nil
 		}
+		certs = append(certs, cert)
 	}
+	st.certs = certs
 	return nil
 }
 
 // checkCertificateRef resolves one certificateRef of a listener of owner. A ListenerSet
 // needs a ReferenceGrant of its own: its Gateway's grants are not inherited.
-func checkCertificateRef(owner listenerOwner, ref gatewayv1.SecretObjectReference, refs listenerRefs) (gatewayv1.ListenerConditionReason, string, error) {
+func checkCertificateRef(owner listenerOwner, ref gatewayv1.SecretObjectReference, refs listenerRefs) (listenerCert, gatewayv1.ListenerConditionReason, string, error) {
 	referent := gatewayapi.Referent(owner.namespace, ref.Namespace, ref.Name)
 	namespace, name := referent.Namespace, referent.String()
 	if !gatewayapi.RefersTo(ref.Group, ref.Kind, gatewayapi.CoreGroup, gatewayapi.SecretKind) {
-		return gatewayv1.ListenerReasonInvalidCertificateRef, fmt.Sprintf("certificateRef %s must be a core Secret", name), nil
+		return listenerCert{}, gatewayv1.ListenerReasonInvalidCertificateRef, fmt.Sprintf("certificateRef %s must be a core Secret", name), nil
 	}
 	permitted, err := referencePermitted(refs.grants,
 		referenceFrom{Group: gatewayv1.GroupName, Kind: owner.kind, Namespace: owner.namespace},
 		referenceTo{Group: gatewayapi.CoreGroup, Kind: gatewayapi.SecretKind, Namespace: namespace, Name: string(ref.Name)})
 	if err != nil {
-		return "", "", err
+		return listenerCert{}, "", "", err
 	}
 	if !permitted {
-		return gatewayv1.ListenerReasonRefNotPermitted, fmt.Sprintf("no ReferenceGrant in namespace %s permits this %s to use Secret %s", namespace, owner.kind, name), nil
+		return listenerCert{}, gatewayv1.ListenerReasonRefNotPermitted, fmt.Sprintf("no ReferenceGrant in namespace %s permits this %s to use Secret %s", namespace, owner.kind, name), nil
 	}
 	secret, err := refs.secrets.Secrets(namespace).Get(string(ref.Name))
 	if apierrors.IsNotFound(err) {
-		return gatewayv1.ListenerReasonInvalidCertificateRef, fmt.Sprintf("Secret %s does not exist or is not of type %s", name, corev1.SecretTypeTLS), nil
+		return listenerCert{}, gatewayv1.ListenerReasonInvalidCertificateRef, fmt.Sprintf("Secret %s does not exist or is not of type %s", name, corev1.SecretTypeTLS), nil
 	}
 	if overCap := (*informers.SecretOverCapError)(nil); errors.As(err, &overCap) {
-		return gatewayv1.ListenerReasonInvalidCertificateRef, fmt.Sprintf("Secret %s is not watched: %v; the oldest Gateways' and ListenerSets' references are served first", name, overCap), nil
+		return listenerCert{}, gatewayv1.ListenerReasonInvalidCertificateRef, fmt.Sprintf("Secret %s is not watched: %v; the oldest Gateways' and ListenerSets' references are served first", name, overCap), nil
 	}
 	if errors.Is(err, informers.ErrSecretNotSynced) {
 		// Not known yet, so not missing: judging now could write a condition, and send
 		// Consul a listener, that the next sync takes back. The cache enqueues the
 		// owner again when the Secret's watch has listed.
-		return "", "", workqueue.Expected(fmt.Errorf("wait for Secret %s: %w", name, err))
+		return listenerCert{}, "", "", workqueue.Expected(fmt.Errorf("wait for Secret %s: %w", name, err))
 	}
 	if err != nil {
-		return "", "", fmt.Errorf("get Secret %s: %w", name, err)
+		return listenerCert{}, "", "", fmt.Errorf("get Secret %s: %w", name, err)
 	}
 	if refusal := informers.SecretRefusal(secret); refusal != "" {
-		return gatewayv1.ListenerReasonInvalidCertificateRef, fmt.Sprintf("Secret %s is refused: %s", name, refusal), nil
+		return listenerCert{}, gatewayv1.ListenerReasonInvalidCertificateRef, fmt.Sprintf("Secret %s is refused: %s", name, refusal), nil
 	}
 	// The parse error is not passed on: it is not needed to fix the Secret, and status
 	// must never carry anything derived from key material.
-	if _, err := tls.X509KeyPair(secret.Data[corev1.TLSCertKey], secret.Data[corev1.TLSPrivateKeyKey]); err != nil {
-		return gatewayv1.ListenerReasonInvalidCertificateRef, fmt.Sprintf("Secret %s does not hold a valid PEM certificate and matching private key", name), nil
+	pair, err := tls.X509KeyPair(secret.Data[corev1.TLSCertKey], secret.Data[corev1.TLSPrivateKeyKey])
+	if err != nil {
+		return listenerCert{}, gatewayv1.ListenerReasonInvalidCertificateRef, fmt.Sprintf("Secret %s does not hold a valid PEM certificate and matching private key", name), nil
 	}
-	return "", "", nil
+	leaf := pair.Leaf
+	if leaf == nil { // only when GODEBUG x509keypairleaf=0
+		leaf, _ = x509.ParseCertificate(pair.Certificate[0])
+	}
+	return listenerCert{secret: name, hosts: certificateHosts(leaf)}, "", "", nil
 }
 
 // markNameConflicts marks the listeners whose name in the api-gateway entry an
@@ -291,24 +316,28 @@ func markNameConflicts(states []listenerState) {
 
 // markPortConflicts finds listeners that cannot share their port. Gateway API
 // conflicts: different protocols on one port (ProtocolConflict), or the same protocol
-// and hostname twice (HostnameConflict). Consul's API gateway adds one limit of its own:
-// it merges listeners on a port only when protocol and hostname are equal (its
-// APIGatewayConfigEntry.Validate refuses the entry otherwise, and its xDS keys listeners
-// by port and protocol), so of listeners on one port with different hostnames only one
-// can be programmed, the first valid one (portKeeper); the others get PortUnavailable.
+// and hostname twice (HostnameConflict). The listeners left on a port become one
+// listener of Consul's api-gateway (mergePort); those Consul cannot serve beside the
+// others get PortUnavailable.
 func markPortConflicts(states []listenerState) {
 	byPort := map[gatewayv1.PortNumber][]int{}
+	var ports []gatewayv1.PortNumber
 	for i := range states {
 		if states[i].accepted && states[i].conflictReason == "" {
-			byPort[states[i].listener.Port] = append(byPort[states[i].listener.Port], i)
+			port := states[i].listener.Port
+			if _, seen := byPort[port]; !seen {
+				ports = append(ports, port)
+			}
+			byPort[port] = append(byPort[port], i)
 		}
 	}
-	for port, idx := range byPort {
-		if len(idx) < 2 {
-			continue
+	for _, port := range ports {
+		idx := byPort[port]
+		if len(idx) > 1 {
+			markProtocolConflicts(states, idx, port)
+			markHostnameConflicts(states, unconflicted(states, idx), port)
 		}
-		markProtocolConflicts(states, idx, port)
-		markHostnameConflicts(states, unconflicted(states, idx), port)
+		mergePort(states, unconflicted(states, idx), port)
 	}
 	for i := range states {
 		if states[i].conflictReason != "" {
@@ -377,38 +406,6 @@ func markHostnameConflicts(states []listenerState, idx []int, port gatewayv1.Por
 		}
 		seen[host] = i
 	}
-	kept := portKeeper(states, idx)
-	if kept < 0 {
-		return
-	}
-	for _, i := range idx {
-		st := &states[i]
-		if i == kept || st.conflictReason != "" {
-			continue
-		}
-		st.accepted, st.acceptedReason = false, gatewayv1.ListenerReasonPortUnavailable
-		st.acceptedMessage = fmt.Sprintf("Consul's API gateway serves one hostname per port; port %d is taken by listener %s", port, states[kept].listener.Name)
-	}
-}
-
-// portKeeper picks the one listener of idx (listeners on one port, without a hostname
-// conflict) Consul will serve the port with: the first whose references resolve, so
-// that an invalid listener listed first does not keep a valid one off the port; the
-// first without a conflict when none resolves; -1 when every one is in a conflict.
-func portKeeper(states []listenerState, idx []int) int {
-	first := -1
-	for _, i := range idx {
-		if states[i].conflictReason != "" {
-			continue
-		}
-		if states[i].servesRefs() {
-			return i
-		}
-		if first < 0 {
-			first = i
-		}
-	}
-	return first
 }
 
 // hostnameOf is the listener's hostname for conflict purposes; TCP ignores hostnames.

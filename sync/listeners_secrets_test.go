@@ -27,7 +27,7 @@ func (l erringSecrets) Get(string) (*corev1.Secret, error) { return nil, l.err }
 func TestCheckCertificateRefOverCap(t *testing.T) {
 	refs := listenerRefs{secrets: erringSecrets{&informers.SecretOverCapError{Namespace: "apps", Cap: 100}}}
 	owner := listenerOwner{kind: "Gateway", namespace: "apps", name: "edge"}
-	reason, message, err := checkCertificateRef(owner, gatewayv1.SecretObjectReference{Name: "cert-101"}, refs)
+	_, reason, message, err := checkCertificateRef(owner, gatewayv1.SecretObjectReference{Name: "cert-101"}, refs)
 	if err != nil {
 		t.Fatal(err)
 	}

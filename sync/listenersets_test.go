@@ -84,7 +84,7 @@ var (
 
 func conflictedEntry(reason string) []summary {
 	return []summary{
-		{"Accepted", "False", reason}, {"Programmed", "False", "Invalid"},
+		{"Accepted", "False", reason}, {"Programmed", "False", reason},
 		{"ResolvedRefs", "True", "ResolvedRefs"}, {"Conflicted", "True", reason},
 	}
 }
@@ -179,10 +179,11 @@ func TestListenerSetPrecedenceAndConflicts(t *testing.T) {
 			Attached:   map[gatewayv1.SectionName]int32{"web": 0},
 		}},
 		{tieInfra, listenerSetSummary{
-			Conditions: notAcceptedSet("ListenersNotValid"),
+			Conditions: acceptedSet,
 			Listeners: map[gatewayv1.SectionName][]summary{
-				// Consul serves one hostname per port: w.example.com took 8080.
-				"other-host": {{"Accepted", "False", "PortUnavailable"}, {"Programmed", "False", "Invalid"}, {"ResolvedRefs", "True", "ResolvedRefs"}, {"Conflicted", "False", "NoConflicts"}},
+				// Another hostname on w.example.com's port 8080: one Consul listener
+				// serves both.
+				"other-host": validEntry,
 				"tcp-port":   conflictedEntry("ProtocolConflict"),
 			},
 			Attached: map[gatewayv1.SectionName]int32{"other-host": 0, "tcp-port": 0},
@@ -205,8 +206,8 @@ func TestListenerSetPrecedenceAndConflicts(t *testing.T) {
 			t.Errorf("Gateway listener %s (-want +got):\n%s", l.Name, diff)
 		}
 	}
-	if status.AttachedListenerSets == nil || *status.AttachedListenerSets != 1 {
-		t.Errorf("attachedListenerSets = %v, want 1 (only infra/z-first is accepted)", status.AttachedListenerSets)
+	if got := status.AttachedListenerSets; got == nil || *got != 2 {
+		t.Errorf("attachedListenerSets = %v, want 2 (infra/z-first and infra/a-tie are accepted)", got)
 	}
 }
 

@@ -51,7 +51,7 @@ func (d *decider) routeParentStatuses(route routeView, rules routeRules, existin
 		if b.served() && !rules.refused() {
 			out.Attachments = append(out.Attachments, decision.Attachment{Gateway: key, Listeners: b.programmableListeners})
 		}
-		verdict := parentVerdict(routeVerdict, d.bindings(route.kind, routeKey, key, b.programmableListeners))
+		verdict := parentVerdict(routeVerdict, d.bindings(route.kind, routeKey, key, b))
 		if b.accepted && !b.served() {
 			verdict = notServedVerdict(b)
 		}
@@ -86,10 +86,10 @@ func notServedVerdict(b parentBinding) contract.Verdict {
 
 // bindings are the data plane's verdicts on serving the route on the listeners of
 // gateway it is written to.
-func (d *decider) bindings(kind gatewayv1.Kind, route, gateway cache.ObjectName, listeners []gatewayv1.SectionName) []contract.Binding {
-	out := make([]contract.Binding, len(listeners))
-	for i, l := range listeners {
-		out[i] = d.verdicts.Binding(kind, route, gateway, l)
+func (d *decider) bindings(kind gatewayv1.Kind, route, gateway cache.ObjectName, b parentBinding) []contract.Binding {
+	out := make([]contract.Binding, len(b.programmableListeners))
+	for i, l := range b.programmableListeners {
+		out[i] = d.verdicts.Binding(kind, route, gateway, l, b.consulListeners[i])
 	}
 	return out
 }

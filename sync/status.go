@@ -185,7 +185,12 @@ func listenerConditions(st *listenerState, gatewayProgrammed metav1.Condition, g
 	// A valid listener is programmed exactly when its Gateway is.
 	programmed := gatewayProgrammed
 	programmed.Type = string(gatewayv1.ListenerConditionProgrammed)
-	if !st.programmable() {
+	switch {
+	case st.conflictReason != "":
+		// The conformance suite (ListenerSetHostnameConflict, ...ProtocolConflict)
+		// expects the conflict as the reason a conflicted listener is not programmed.
+		programmed = condition(gatewayv1.ListenerConditionProgrammed, false, st.conflictReason, st.conflictMessage, gen)
+	case !st.programmable():
 		programmed = condition(gatewayv1.ListenerConditionProgrammed, false, gatewayv1.ListenerReasonInvalid, "The listener is not valid", gen)
 	}
 	return []metav1.Condition{

@@ -29,7 +29,7 @@ type noVerdicts struct{}
 func (noVerdicts) Verdict(gatewayv1.Kind, cache.ObjectName) contract.Verdict {
 	return contract.Verdict{}
 }
-func (noVerdicts) Binding(gatewayv1.Kind, cache.ObjectName, cache.ObjectName, gatewayv1.SectionName) contract.Binding {
+func (noVerdicts) Binding(gatewayv1.Kind, cache.ObjectName, cache.ObjectName, gatewayv1.SectionName, gatewayv1.SectionName) contract.Binding {
 	return contract.Binding{}
 }
 func (noVerdicts) HasSynced() bool { return true }

@@ -19,7 +19,7 @@ type fixedVerdicts struct {
 }
 
 func (f fixedVerdicts) Verdict(gatewayv1.Kind, cache.ObjectName) contract.Verdict { return f.v }
-func (f fixedVerdicts) Binding(_ gatewayv1.Kind, _ cache.ObjectName, gateway cache.ObjectName, listener gatewayv1.SectionName) contract.Binding {
+func (f fixedVerdicts) Binding(_ gatewayv1.Kind, _ cache.ObjectName, gateway cache.ObjectName, listener, _ gatewayv1.SectionName) contract.Binding {
 	return f.bindings[gateway.String()+"/"+string(listener)]
 }
 func (f fixedVerdicts) HasSynced() bool { return true }

@@ -56,7 +56,7 @@ func featureExamples() map[features.FeatureName]featureExample {
 		features.SupportGatewayInfrastructure: {[]any{withInfrastructure(confirmedGateway("apps", "gw", true, validListener(httpListener("http", 80, ""))))}, []string{consulapi.APIGateway}},
 		features.SupportGatewayAddressEmpty:   {[]any{withEmptyAddress(confirmedGateway("apps", "gw", true, validListener(httpListener("http", 80, ""))))}, []string{consulapi.APIGateway}},
 		// Two hostnames on one port, as HTTPRouteListenerPortMatching has (foo.com and
-		// bar.com on 8080): Consul's api-gateway cannot merge them.
+		// bar.com on 8080): one Consul listener, the hostnames in the route's entry.
 		features.SupportHTTPRouteParentRefPort: {[]any{
 			confirmedGateway("apps", "gw", true, validListener(httpListener("foo", 8080, "foo.com")), validListener(httpListener("bar", 8080, "bar.com"))),
 			newConfirmedHTTPRoute("apps", "r", nil, attachedTo(attachment("apps", "gw", "foo", "bar")), gatewayv1.HTTPRouteRule{BackendRefs: []gatewayv1.HTTPBackendRef{httpBackend("", "web", 8080, nil)}}),

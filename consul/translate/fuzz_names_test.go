@@ -29,22 +29,33 @@ func FuzzRouteHostnames(f *testing.F) {
 		in := fuzzgen.New(data, host, "")
 		route := in.RouteHostnames()
 		parents := fuzzParents(in)
-		hosts, kept, dropped := routeHostnames(route, parents)
+		hosts, authority, kept, dropped := routeHostnames(route, parents)
 		if slices.ContainsFunc(hosts, isWildcard) {
 			t.Errorf("wildcard in the entry's hostnames %v", hosts)
 		}
-		if len(kept)+len(dropped) != len(parents) {
-			t.Errorf("%d parents, %d kept, %d problems %v", len(parents), len(kept), len(dropped), dropped)
+		if members(kept)+len(dropped) != members(parents) {
+			t.Errorf("%d listeners, %d kept, %d problems %v", members(parents), members(kept), len(dropped), dropped)
 		}
 		for _, p := range kept {
 			served := consulServedHostnames(hosts, p.hostname)
-			for _, h := range served {
-				if !hostnameGranted(p.hostname, route, h) {
-					t.Errorf("listener %s (hostname %q): Consul serves %q of %v, route hostnames %v", p.ref.SectionName, p.hostname, h, hosts, route)
+			if authority != nil {
+				served = authority // the catch-all virtual host, narrowed to them
+			}
+			var want []string
+			for _, m := range p.members {
+				for _, h := range memberHostnames(m, route) {
+					if !slices.Contains(want, h) {
+						want = append(want, h)
+					}
 				}
 			}
-			if want := minimalHostnames(intersectHostnames(p.hostname, route)); len(route) > 0 && !sameSet(want, served) {
-				t.Errorf("listener %s (hostname %q): Consul serves %v, Gateway API %v", p.ref.SectionName, p.hostname, served, want)
+			for _, h := range served {
+				if !slices.ContainsFunc(p.members, func(m memberListener) bool { return hostnameGranted(m.hostname, route, h) }) {
+					t.Errorf("Consul listener %s (hostname %q): Consul serves %q of %v, which none of its kept listeners %v grants to route hostnames %v", p.ref.SectionName, p.hostname, h, hosts, p.members, route)
+				}
+			}
+			if !sameSet(want, served) {
+				t.Errorf("Consul listener %s (hostname %q): Consul serves %v, Gateway API %v through %v", p.ref.SectionName, p.hostname, served, want, p.members)
 			}
 		}
 		checkHostnamesOrderFree(t, route, parents, hosts, kept)
@@ -66,14 +77,16 @@ func checkHostnamesOrderFree(t *testing.T, route []gatewayv1.Hostname, parents [
 	reversedRoute, reversedParents := slices.Clone(route), slices.Clone(parents)
 	slices.Reverse(reversedRoute)
 	slices.Reverse(reversedParents)
-	otherHosts, otherKept, _ := routeHostnames(reversedRoute, reversedParents)
+	otherHosts, _, otherKept, _ := routeHostnames(reversedRoute, reversedParents)
 	if !sameSet(hosts, otherHosts) || !sameSet(sections(kept), sections(otherKept)) {
 		t.Errorf("route hostnames %v on parents %v: hostnames %v on %v, but in reverse order %v on %v",
 			route, parents, hosts, sections(kept), otherHosts, sections(otherKept))
 	}
 }
 
-// fuzzParents are one to four listeners of one Gateway, with or without hostname.
+// fuzzParents are one to four Consul listeners of one Gateway, each serving one to
+// three Gateway listeners with or without hostname, as the status pipeline merges them
+// (sync's mergePort) and the translation names their hostname (mergedHostname).
 func fuzzParents(in *fuzzgen.Input) []parentListener {
 	parents := make([]parentListener, 1+in.Intn(4))
 	for i := range parents {
@@ -81,11 +94,59 @@ func fuzzParents(in *fuzzgen.Input) []parentListener {
 			gateway: fuzzGateway,
 			ref:     consulapi.ResourceReference{Kind: consulapi.APIGateway, Name: "gw.infra", SectionName: fmt.Sprintf("l%d", i)},
 		}
-		if in.Intn(3) > 0 {
-			parents[i].hostname = string(in.Hostname())
+		var hosts []string
+		for j := range 1 + in.Intn(3) {
+			host := ""
+			if in.Intn(3) > 0 {
+				host = string(in.Hostname())
+			}
+			if j > 0 && !mergeable(hosts, host) {
+				continue
+			}
+			hosts = append(hosts, host)
+			parents[i].members = append(parents[i].members, memberListener{name: gatewayv1.SectionName(fmt.Sprintf("l%d-%d", i, j)), hostname: host})
 		}
+		for j := range parents[i].members {
+			parents[i].members[j].portHosts = hosts
+		}
+		parents[i].hostname = fuzzConsulHostname(hosts)
 	}
 	return parents
+}
+
+// mergeable reports whether a listener with hostname host joins listeners with hosts
+// on one port, by the status pipeline's rule: distinct hostnames, no listener without
+// hostname beside a wildcard, no wildcard within another.
+func mergeable(hosts []string, host string) bool {
+	if slices.Contains(hosts, host) {
+		return false
+	}
+	if !isWideHost(host) {
+		return true
+	}
+	return !slices.ContainsFunc(hosts, func(h string) bool {
+		return isWideHost(h) && (h == "" || host == "" || nestedWildcards(h, host))
+	})
+}
+
+// fuzzConsulHostname is the hostname of the Consul listener of hosts, as
+// mergedHostname decides it.
+func fuzzConsulHostname(hosts []string) string {
+	listeners := make([]consulapi.APIGatewayListener, len(hosts))
+	for i, h := range hosts {
+		listeners[i] = consulapi.APIGatewayListener{Protocol: "http", Hostname: h}
+	}
+	return mergedHostname(listeners)
+}
+
+func isWideHost(h string) bool { return h == "" || isWildcard(h) }
+
+func members(ps []parentListener) int {
+	n := 0
+	for _, p := range ps {
+		n += len(p.members)
+	}
+	return n
 }
 
 // FuzzEntryNames checks the naming of entries for two Kubernetes objects of valid

@@ -1,7 +1,6 @@
 package translate
 
 import (
-	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -25,19 +24,18 @@ func (t *pass) gateway(key cache.ObjectName, gw *gatewayv1.Gateway) {
 	if gw == nil || !conditionIs(gw.Status.Conditions, string(gatewayv1.GatewayConditionAccepted), metav1.ConditionTrue) {
 		return
 	}
-	var listeners []consulapi.APIGatewayListener
+	var merged portListeners
 	var certs []consulapi.ConfigEntry
 	add := func(l gatewayv1.Listener, namespace string, entryName gatewayv1.SectionName) {
 		listener, listenerCerts, problem := t.listener(namespace, l)
 		listener.Name = string(entryName)
 		if problem == "" {
-			problem = cmp.Or(nameConflict(listeners, listener), portConflict(listeners, listener))
+			problem = merged.add(listener)
 		}
 		if problem != "" {
 			t.problem("Gateway", key, "listener %s: %s; it is left out of Consul", entryName, problem)
 			return
 		}
-		listeners = append(listeners, listener)
 		certs = append(certs, listenerCerts...)
 	}
 	for _, l := range gw.Spec.Listeners {
@@ -53,6 +51,7 @@ func (t *pass) gateway(key cache.ObjectName, gw *gatewayv1.Gateway) {
 			}
 		}
 	}
+	listeners := merged.consulListeners()
 	// Consul refuses an api-gateway without listeners (Consul 1.15.4 agent/structs/config_entry_gateways.go:774).
 	if len(listeners) == 0 {
 		t.problem("Gateway", key, "no listener can be programmed in Consul, so the Gateway has no api-gateway entry")
@@ -67,14 +66,144 @@ func (t *pass) gateway(key cache.ObjectName, gw *gatewayv1.Gateway) {
 		Meta:      t.owner.Meta(ownerOf("Gateway", gw)),
 	}
 	t.put(entry)
-	for _, c := range certs {
+	for _, c := range uniqueEntries(certs) {
 		t.put(c)
 	}
-	pg := programmedGateway{entryName: entry.Name, namespace: entry.Namespace, listeners: map[gatewayv1.SectionName]consulapi.APIGatewayListener{}}
-	for _, l := range listeners {
-		pg.listeners[gatewayv1.SectionName(l.Name)] = l
+	pg := programmedGateway{entryName: entry.Name, namespace: entry.Namespace, listeners: map[gatewayv1.SectionName]gatewayListener{}}
+	for _, port := range merged {
+		hosts := make([]string, len(port.members))
+		for i, m := range port.members {
+			hosts[i] = m.Hostname
+		}
+		for _, m := range port.members {
+			pg.listeners[gatewayv1.SectionName(m.Name)] = gatewayListener{consul: port.listener, hostname: m.Hostname, portHosts: hosts}
+		}
 	}
 	t.out.gateway = &pg
+}
+
+// uniqueEntries drops repeats of an entry: listeners merged on a port may name one
+// certificate each.
+func uniqueEntries(entries []consulapi.ConfigEntry) []consulapi.ConfigEntry {
+	var out []consulapi.ConfigEntry
+	for _, e := range entries {
+		if !slices.ContainsFunc(out, func(o consulapi.ConfigEntry) bool {
+			return o.GetKind() == e.GetKind() && o.GetName() == e.GetName() && o.GetNamespace() == e.GetNamespace()
+		}) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// portListeners are the Consul listeners of an api-gateway entry, one per port, each
+// with the Gateway listeners it serves. Consul's api-gateway has one listener per
+// port: it refuses two on a port with different hostnames (Consul 1.15.4
+// agent/structs/config_entry_gateways.go:802-811), and its xDS keys listeners by port
+// and protocol. So the Gateway listeners on a port become one, named after the first,
+// and their hostnames reach Consul in the routes' hostnames (routeHostnames); Envoy
+// then picks a virtual host by exact hostname, then longest wildcard, as Gateway API
+// picks a listener. The status pipeline (sync's mergePort) accepts only listeners
+// one Consul listener can serve; add keeps a stale mix of confirmations from writing
+// one that serves another.
+type portListeners []*portListener
+
+type portListener struct {
+	listener consulapi.APIGatewayListener
+	members  []consulapi.APIGatewayListener // as translated alone
+}
+
+// add merges l into the Consul listener of its port, or says why it cannot.
+func (ps *portListeners) add(l consulapi.APIGatewayListener) string {
+	for _, p := range *ps {
+		// Consul refuses two listeners of one name (Consul 1.15.4
+		// agent/structs/config_entry_gateways.go:795), and routes find a listener by
+		// name: a ListenerSet's listener can be named like another's or like a
+		// Gateway's own (see gatewayapi.ListenerSetListenerName). The status pipeline
+		// conflicts the later one.
+		if slices.ContainsFunc(p.members, func(m consulapi.APIGatewayListener) bool { return m.Name == l.Name }) {
+			return fmt.Sprintf("an earlier listener is named %s in Consul too", l.Name)
+		}
+	}
+	i := slices.IndexFunc(*ps, func(p *portListener) bool { return p.listener.Port == l.Port })
+	if i < 0 {
+		*ps = append(*ps, &portListener{listener: l, members: []consulapi.APIGatewayListener{l}})
+		return ""
+	}
+	p := (*ps)[i]
+	first := p.members[0]
+	switch {
+	case first.Protocol != l.Protocol:
+		return fmt.Sprintf("port %d is taken by %s listener %s", l.Port, first.Protocol, first.Name)
+	case (len(first.TLS.Certificates) == 0) != (len(l.TLS.Certificates) == 0):
+		return fmt.Sprintf("port %d is taken by listener %s, and one of them has TLS", l.Port, first.Name)
+	}
+	if other := widePortConflict(p.members, l); other != nil {
+		return fmt.Sprintf("port %d has listener %s with hostname %q already, and one Consul listener cannot serve %q beside it", l.Port, other.Name, other.Hostname, l.Hostname)
+	}
+	p.members = append(p.members, l)
+	p.listener.Hostname = mergedHostname(p.members)
+	for _, c := range l.TLS.Certificates {
+		if !slices.Contains(p.listener.TLS.Certificates, c) {
+			p.listener.TLS.Certificates = append(p.listener.TLS.Certificates, c)
+		}
+	}
+	return ""
+}
+
+// mergedHostname is the hostname of the Consul listener serving members: a lone
+// listener's own; else the wildcard of the one member with one, which routes cannot
+// name, when Consul's suffix filter keeps every other member's hostname there; else
+// none, every hostname coming from the routes, and wildcards from a header match
+// (authorityMatch).
+func mergedHostname(members []consulapi.APIGatewayListener) string {
+	if len(members) == 1 {
+		return members[0].Hostname
+	}
+	wide := slices.DeleteFunc(slices.Clone(members), func(m consulapi.APIGatewayListener) bool { return !isWideListener(m) })
+	if len(wide) != 1 || wide[0].Hostname == "" {
+		return ""
+	}
+	suffix := strings.TrimPrefix(strings.TrimPrefix(wide[0].Hostname, "*"), ".")
+	for _, m := range members {
+		if !isWideListener(m) && !strings.HasSuffix(m.Hostname, suffix) {
+			return ""
+		}
+	}
+	return wide[0].Hostname
+}
+
+// widePortConflict returns the member l cannot join: a listener without hostname
+// beside a wildcard one (the catch-all virtual host would need to leave the wildcard's
+// hosts out), or a wildcard within another (a host would match both).
+func widePortConflict(members []consulapi.APIGatewayListener, l consulapi.APIGatewayListener) *consulapi.APIGatewayListener {
+	if !isWideListener(l) {
+		return nil
+	}
+	for i, m := range members {
+		if isWideListener(m) && (m.Hostname == "" || l.Hostname == "" || nestedWildcards(m.Hostname, l.Hostname)) {
+			return &members[i]
+		}
+	}
+	return nil
+}
+
+// nestedWildcards reports whether one of two wildcards matches hosts of the other.
+func nestedWildcards(a, b string) bool {
+	sa, sb := strings.TrimPrefix(a, "*"), strings.TrimPrefix(b, "*")
+	return strings.HasSuffix(sa, sb) || strings.HasSuffix(sb, sa)
+}
+
+func isWideListener(l consulapi.APIGatewayListener) bool {
+	return l.Protocol == "http" && (l.Hostname == "" || isWildcard(l.Hostname))
+}
+
+func (ps portListeners) consulListeners() []consulapi.APIGatewayListener {
+	out := make([]consulapi.APIGatewayListener, len(ps))
+	for i, p := range ps {
+		out[i] = p.listener
+	}
+	return out
 }
 
 // listenerSetsOf returns the confirmed ListenerSets whose status says they are
@@ -214,29 +343,4 @@ func (t *pass) certificate(listenerNamespace string, ref gatewayv1.SecretObjectR
 		PrivateKey:  string(secret.Data[corev1.TLSPrivateKeyKey]),
 		Meta:        t.owner.Meta(ownerOf("Secret", secret)),
 	}, ""
-}
-
-// nameConflict returns why l cannot join listeners under its name: Consul refuses an
-// api-gateway with two listeners of one name (Consul 1.15.4 agent/structs/config_entry_gateways.go:795), and a
-// ListenerSet's listener can be named like another's or like a Gateway's own (see
-// gatewayapi.ListenerSetListenerName). The status pipeline conflicts the later one;
-// this keeps a stale mix of confirmations from producing an entry Consul refuses.
-func nameConflict(listeners []consulapi.APIGatewayListener, l consulapi.APIGatewayListener) string {
-	if slices.ContainsFunc(listeners, func(other consulapi.APIGatewayListener) bool { return other.Name == l.Name }) {
-		return fmt.Sprintf("an earlier listener is named %s in Consul too", l.Name)
-	}
-	return ""
-}
-
-// portConflict returns why l cannot join listeners: Consul merges listeners on one port
-// only when their hostname and protocol are equal (Consul 1.15.4 agent/structs/config_entry_gateways.go:802-811). The
-// status pipeline never accepts two such listeners; this keeps a stale mix of
-// confirmations from producing an entry Consul refuses.
-func portConflict(listeners []consulapi.APIGatewayListener, l consulapi.APIGatewayListener) string {
-	for _, other := range listeners {
-		if other.Port == l.Port && (other.Hostname != l.Hostname || other.Protocol != l.Protocol) {
-			return fmt.Sprintf("port %d is taken by listener %s", l.Port, other.Name)
-		}
-	}
-	return ""
 }

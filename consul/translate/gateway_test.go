@@ -99,20 +99,66 @@ func TestListenerTranslation(t *testing.T) {
 	}
 }
 
-func TestPortConflict(t *testing.T) {
-	existing := []consulapi.APIGatewayListener{{Name: "a", Port: 80, Protocol: "http", Hostname: "a.example.com"}}
-	tests := []struct {
-		l    consulapi.APIGatewayListener
-		want string
-	}{
-		{consulapi.APIGatewayListener{Name: "b", Port: 81, Protocol: "http"}, ""},
-		{consulapi.APIGatewayListener{Name: "b", Port: 80, Protocol: "http", Hostname: "a.example.com"}, ""},
-		{consulapi.APIGatewayListener{Name: "b", Port: 80, Protocol: "http", Hostname: "b.example.com"}, "port 80 is taken by listener a"},
-		{consulapi.APIGatewayListener{Name: "b", Port: 80, Protocol: "tcp"}, "port 80 is taken by listener a"},
+// TestPortListeners: listeners on one port become one Consul listener whose hostname
+// is the one wildcard (or none) among them, and what one Consul listener cannot serve
+// is refused.
+func TestPortListeners(t *testing.T) {
+	http := func(name string, port int, host string, certs ...string) consulapi.APIGatewayListener {
+		l := consulapi.APIGatewayListener{Name: name, Port: port, Protocol: "http", Hostname: host}
+		for _, c := range certs {
+			l.TLS.Certificates = append(l.TLS.Certificates, consulapi.ResourceReference{Kind: consulapi.InlineCertificate, Name: c})
+		}
+		return l
 	}
+	tests := []struct {
+		name         string
+		add          []consulapi.APIGatewayListener
+		want         []consulapi.APIGatewayListener
+		wantProblems []string
+	}{{
+		name: "a lone listener keeps its hostname",
+		add:  []consulapi.APIGatewayListener{http("a", 80, "a.example.com"), http("b", 81, "*.example.com")},
+		want: []consulapi.APIGatewayListener{http("a", 80, "a.example.com"), http("b", 81, "*.example.com")},
+	}, {
+		name: "concrete hostnames on one port: the routes name them",
+		add:  []consulapi.APIGatewayListener{http("a", 80, "a.example.com"), http("b", 80, "b.example.com")},
+		want: []consulapi.APIGatewayListener{http("a", 80, "")},
+	}, {
+		name: "the one wildcard is the Consul listener's hostname",
+		add:  []consulapi.APIGatewayListener{http("a", 80, "example.com"), http("w", 80, "*.example.com"), http("b", 80, "b.example.com")},
+		want: []consulapi.APIGatewayListener{http("a", 80, "*.example.com")},
+	}, {
+		name: "a hostname the wildcard's suffix does not keep: no hostname",
+		add:  []consulapi.APIGatewayListener{http("w", 80, "*.example.com"), http("o", 80, "other.com")},
+		want: []consulapi.APIGatewayListener{http("w", 80, "")},
+	}, {
+		name:         "two wildcards: no hostname; none or a nested one is refused",
+		add:          []consulapi.APIGatewayListener{http("w", 80, "*.example.com"), http("v", 80, "*.other.com"), http("any", 80, ""), http("n", 80, "*.a.example.com")},
+		want:         []consulapi.APIGatewayListener{http("w", 80, "")},
+		wantProblems: []string{`port 80 has listener w with hostname "*.example.com" already, and one Consul listener cannot serve "" beside it`, `port 80 has listener w with hostname "*.example.com" already, and one Consul listener cannot serve "*.a.example.com" beside it`},
+	}, {
+		name: "certificates are merged once each",
+		add:  []consulapi.APIGatewayListener{http("a", 443, "a.example.com", "ca"), http("b", 443, "b.example.com", "cb", "ca")},
+		want: []consulapi.APIGatewayListener{http("a", 443, "", "ca", "cb")},
+	}, {
+		name:         "protocol, TLS and name",
+		add:          []consulapi.APIGatewayListener{http("a", 80, "a.example.com"), {Name: "t", Port: 80, Protocol: "tcp"}, http("s", 80, "s.example.com", "c"), http("a", 81, "")},
+		want:         []consulapi.APIGatewayListener{http("a", 80, "a.example.com")},
+		wantProblems: []string{"port 80 is taken by http listener a", "port 80 is taken by listener a, and one of them has TLS", "an earlier listener is named a in Consul too"},
+	}}
 	for _, tt := range tests {
-		if got := portConflict(existing, tt.l); got != tt.want {
-			t.Errorf("%+v: got %q, want %q", tt.l, got, tt.want)
+		var ps portListeners
+		var problems []string
+		for _, l := range tt.add {
+			if p := ps.add(l); p != "" {
+				problems = append(problems, p)
+			}
+		}
+		if diff := gocmp.Diff(tt.want, ps.consulListeners()); diff != "" {
+			t.Errorf("%s: listeners (-want +got):\n%s", tt.name, diff)
+		}
+		if diff := gocmp.Diff(tt.wantProblems, problems); diff != "" {
+			t.Errorf("%s: problems (-want +got):\n%s", tt.name, diff)
 		}
 	}
 }

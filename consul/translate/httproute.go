@@ -21,14 +21,14 @@ func (t *pass) httpRoute(key cache.ObjectName, c ConfirmedRoute) {
 		return
 	}
 	parents, dropped := t.routeParents("HTTPRoute", key, c.Decision.Attachments, "http")
-	hostnames, parents, unserved := routeHostnames(r.Spec.Hostnames, parents)
-	written := len(parents) > 0 && t.httpEntry(key, r, c.Decision, parents, hostnames)
+	hostnames, authority, parents, unserved := routeHostnames(r.Spec.Hostnames, parents)
+	written := len(parents) > 0 && t.httpEntry(key, r, c.Decision, parents, hostnames, authority)
 	t.parentProblems("HTTPRoute", key, append(dropped, unserved...), written)
 }
 
 // httpEntry writes the http-route entry of route r for parents, and reports whether
 // it did: a route without a rule to write has none.
-func (t *pass) httpEntry(key cache.ObjectName, r *gatewayv1.HTTPRoute, decision gwdecision.Route, parents []parentListener, hostnames []string) bool {
+func (t *pass) httpEntry(key cache.ObjectName, r *gatewayv1.HTTPRoute, decision gwdecision.Route, parents []parentListener, hostnames, authority []string) bool {
 	var rules []consulapi.HTTPRouteRule
 	var exacts [][]consulapi.HTTPMatch
 	var backends []backend
@@ -49,6 +49,9 @@ func (t *pass) httpEntry(key cache.ObjectName, r *gatewayv1.HTTPRoute, decision 
 		return false
 	}
 	rules = exactFirst(rules, exacts)
+	if len(authority) > 0 {
+		rules = withAuthority(rules, authorityMatch(authority))
+	}
 	t.put(&consulapi.HTTPRouteConfigEntry{
 		Kind:      consulapi.HTTPRoute,
 		Name:      t.naming.EntryName(r.Namespace, r.Name),

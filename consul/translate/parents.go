@@ -12,15 +12,27 @@ import (
 	gwdecision "github.com/consul-gateway-controller/consul-gateway-controller/sync/decision"
 )
 
-// parentListener is one listener a route is written to.
+// parentListener is one Consul listener a route is written to, with the Gateway
+// listeners it serves that the route attaches to.
 type parentListener struct {
 	gateway  cache.ObjectName
 	ref      consulapi.ResourceReference
-	hostname string // the listener's hostname, "" for any
+	hostname string // the Consul listener's hostname, "" for any
+	members  []memberListener
 }
 
-// routeParents returns the written listeners of the route's attachments that serve
-// protocol, in attachment order, each once: Consul refuses duplicate parents
+// memberListener is a Gateway listener, by its name in the api-gateway entry's terms,
+// its own hostname ("" for any), and the hostnames of the listeners of its port
+// (itself included): a request goes to the most specific of them.
+type memberListener struct {
+	name      gatewayv1.SectionName
+	hostname  string
+	portHosts []string
+}
+
+// routeParents returns the written Consul listeners of the route's attachments that
+// serve protocol, in attachment order, each once with the Gateway listeners of it the
+// route attaches to: Consul refuses duplicate parents
 // (Consul 1.15.4 agent/structs/config_entry_routes.go:152). Every parent names its listener (SectionName): a
 // parent without one would bind the route to every listener, also those the route does
 // not attach to. dropped are the listeners of another protocol, and why.
@@ -29,7 +41,7 @@ func (t *pass) routeParents(kind string, key cache.ObjectName, attachments []gwd
 	for _, a := range attachments {
 		gw, _ := t.read(readGateway, a.Gateway).(*programmedGateway)
 		for _, name := range a.Listeners {
-			var listener consulapi.APIGatewayListener
+			var listener gatewayListener
 			found := false
 			if gw != nil {
 				listener, found = gw.listeners[name]
@@ -38,18 +50,20 @@ func (t *pass) routeParents(kind string, key cache.ObjectName, attachments []gwd
 				missing = append(missing, a.Gateway.String()+"/"+string(name))
 				continue
 			}
-			if listener.Protocol != protocol {
+			if listener.consul.Protocol != protocol {
 				dropped = append(dropped, droppedParent{ProblemParent{a.Gateway, name},
-					fmt.Sprintf("listener %s/%s is a %s listener in Consul; the route is left out of it", a.Gateway, name, listener.Protocol)})
+					fmt.Sprintf("listener %s/%s is a %s listener in Consul; the route is left out of it", a.Gateway, name, listener.consul.Protocol)})
 				continue
 			}
-			p := parentListener{
-				gateway:  a.Gateway,
-				ref:      consulapi.ResourceReference{Kind: consulapi.APIGateway, Name: gw.entryName, SectionName: string(name), Namespace: gw.namespace, Partition: t.naming.Partition},
-				hostname: listener.Hostname,
+			ref := consulapi.ResourceReference{Kind: consulapi.APIGateway, Name: gw.entryName, SectionName: listener.consul.Name, Namespace: gw.namespace, Partition: t.naming.Partition}
+			member := memberListener{name: name, hostname: listener.hostname, portHosts: listener.portHosts}
+			i := slices.IndexFunc(parents, func(q parentListener) bool { return q.ref == ref })
+			if i < 0 {
+				parents = append(parents, parentListener{gateway: a.Gateway, ref: ref, hostname: listener.consul.Hostname})
+				i = len(parents) - 1
 			}
-			if !slices.ContainsFunc(parents, func(q parentListener) bool { return q.ref == p.ref }) {
-				parents = append(parents, p)
+			if !slices.ContainsFunc(parents[i].members, func(m memberListener) bool { return m.name == member.name }) {
+				parents[i].members = append(parents[i].members, member)
 			}
 		}
 	}
@@ -67,8 +81,8 @@ type droppedParent struct {
 	why    string
 }
 
-func (p parentListener) problemParent() ProblemParent {
-	return ProblemParent{Gateway: p.gateway, Listener: gatewayv1.SectionName(p.ref.SectionName)}
+func (p parentListener) problemParent(m memberListener) ProblemParent {
+	return ProblemParent{Gateway: p.gateway, Listener: m.name}
 }
 
 func parentRefs(parents []parentListener) []consulapi.ResourceReference {

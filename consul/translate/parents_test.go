@@ -67,7 +67,9 @@ func TestParentProblemsNameTheirParent(t *testing.T) {
 			decision.Attachments = append(decision.Attachments, attachment("infra", gw, "http"))
 		}
 		return Translate(snapshotOf(
-			confirmedGateway("infra", "edge", true, validListener(httpListener("http", 80, ""))),
+			// A wildcard route hostname narrower than the listener's: Consul cannot
+			// serve it there.
+			confirmedGateway("infra", "edge", true, validListener(httpListener("http", 80, "*.com"))),
 			confirmedGateway("infra", "named", true, validListener(httpListener("http", 80, "a.example.com"))),
 			newConfirmedHTTPRoute("apps", "r", []string{"*.example.com"}, decision, gatewayv1.HTTPRouteRule{BackendRefs: []gatewayv1.HTTPBackendRef{httpBackend("", "web", 8080, nil)}}),
 		), Naming{}, testOwnership, Options{})

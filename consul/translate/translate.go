@@ -155,7 +155,18 @@ type consulService struct{ name, namespace, partition string }
 type programmedGateway struct {
 	entryName string
 	namespace string
-	listeners map[gatewayv1.SectionName]consulapi.APIGatewayListener
+	// listeners are the Gateway's written listeners, by their names in the entry's
+	// terms (gatewayapi.ListenerSetListenerName for a ListenerSet's).
+	listeners map[gatewayv1.SectionName]gatewayListener
+}
+
+// gatewayListener is a written Gateway listener: the Consul listener that serves its
+// port (portListeners), its own hostname ("" for any), and the hostnames of every
+// Gateway listener that Consul listener serves.
+type gatewayListener struct {
+	consul    consulapi.APIGatewayListener
+	hostname  string
+	portHosts []string
 }
 
 // put adds entry to the translation of the unit being translated.

@@ -42,6 +42,12 @@ var Features = []Feature{
 	{features.SupportHTTPRouteResponseHeaderModification, func(c Capabilities) bool { return c.ResponseHeaderModifier }},
 	// The conformance tests of HTTPRoutePathRewrite cover full-path rewrites too.
 	{features.SupportHTTPRoutePathRewrite, func(c Capabilities) bool { return c.FullPathRewrite }},
+	// A parentRef's port selects the listeners of that port; listeners of one port
+	// with different hostnames are one Consul listener.
+	{features.SupportHTTPRouteParentRefPort, always},
+	// ListenerSets' listeners join their Gateway's api-gateway entry, on ports of their
+	// own or sharing the Gateway's.
+	{features.SupportListenerSet, always},
 }
 
 // NotClaimed are the features a reader would expect of a controller serving HTTPRoute
@@ -52,16 +58,10 @@ var NotClaimed = map[features.FeatureName]string{
 		"Consul's http-route has neither (HTTPFilters holds Headers and URLRewrite only, Consul 1.15.4 agent/structs/config_entry_routes.go:416-419)",
 	features.SupportTCPRoute: "TCPRoute conformance includes weighted backendRefs; Consul's tcp-route forwards to a single service without weights " +
 		"(Consul 1.15.4 agent/structs/config_entry_routes.go:539-541, 577-581)",
-	features.SupportListenerSet: "the ListenerSet conformance tests that expect a ListenerSet accepted put its listener (or a second Gateway listener) on a port of the Gateway with another hostname; " +
-		"Consul's api-gateway merges listeners on one port only when their hostname and protocol are equal (Consul 1.15.4 agent/structs/config_entry_gateways.go:802-811), " +
-		"so the ListenerSet's listener is PortUnavailable. ListenerSets are served on ports of their own (see docs/status.md)",
 	features.SupportHTTPRouteMethodMatching: "Consul orders the matches of a hostname by path length, then header and query counts, never by method " +
 		"(Consul 1.15.4 agent/consul/discoverychain/gateway_httproute.go:22-30, sorted in gateway.go:202), where Gateway API ranks a method match above headers: " +
 		"in HTTPRouteMethodMatching, PATCH / with header version: four reaches the header rule's backend instead of the method rule's. " +
 		"Method matches are served (http-route matches carry a method, Consul 1.15.4 agent/structs/config_entry_routes.go:346-357)",
-	features.SupportHTTPRouteParentRefPort: "its conformance test HTTPRouteListenerPortMatching has listeners for foo.com and bar.com on port 8080; " +
-		"Consul's api-gateway merges listeners on one port only when their hostname and protocol are equal (Consul 1.15.4 agent/structs/config_entry_gateways.go:802-811), " +
-		"so one of them is PortUnavailable. A parentRef's port still selects the listeners on that port",
 }
 
 // SupportedFeatures lists, sorted, the features served with caps.

@@ -14,15 +14,21 @@ import (
 )
 
 // SelfSigned returns a PEM certificate for hosts, valid for a day, and its PEM private
-// key.
+// key. Its common name is the first host.
 func SelfSigned(hosts ...string) (certPEM, keyPEM []byte, err error) {
+	return SelfSignedNamed(hosts[0], hosts...)
+}
+
+// SelfSignedNamed is SelfSigned with the common name commonName: a certificate whose
+// common name is not among its DNS names, as the conformance suite's are.
+func SelfSignedNamed(commonName string, hosts ...string) (certPEM, keyPEM []byte, err error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, nil, err
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: hosts[0]},
+		Subject:      pkix.Name{CommonName: commonName},
 		DNSNames:     hosts,
 		NotBefore:    time.Now().Add(-time.Minute),
 		NotAfter:     time.Now().Add(24 * time.Hour),

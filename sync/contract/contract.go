@@ -88,8 +88,10 @@ const (
 type ConsulVerdicts interface {
 	Verdict(kind gatewayv1.Kind, key cache.ObjectName) Verdict
 	// Binding reports the verdict on serving the route of kind named route on one
-	// listener of gateway.
-	Binding(kind gatewayv1.Kind, route, gateway cache.ObjectName, listener gatewayv1.SectionName) Binding
+	// listener of gateway (its name in the api-gateway entry's terms, see
+	// gatewayapi.ListenerSetListenerName), which Consul serves as its listener
+	// consulListener: the Gateway's listeners on one port are one Consul listener.
+	Binding(kind gatewayv1.Kind, route, gateway cache.ObjectName, listener, consulListener gatewayv1.SectionName) Binding
 	// HasSynced reports whether the verdicts the data plane already holds (Consul's
 	// judgement of the entries an earlier leader wrote) have been read. The status
 	// workers wait for it like for a cache: judging before would publish Pending over

@@ -326,8 +326,7 @@ func encWantCondition(s consulapi.ConfigEntryStatus, condType string, ref *consu
 // Consul 1.15.4 serves one hostname per port on an api-gateway: it merges listeners on
 // a port only when their protocol and hostname are equal
 // (APIGatewayConfigEntry.validateMergedListeners, Consul 1.15.4 agent/structs/config_entry_gateways.go:802-812),
-// which is why the status pipeline programs one listener per port and gives the others
-// PortUnavailable.
+// which is why the Gateway's listeners on one port are written as one Consul listener.
 func TestConsul115RefusesTwoHostnamesOnOnePort(t *testing.T) {
 	entries := env.ConsulClient.ConfigEntries()
 	meta := map[string]string{"gateway-controller": "example.com/port-test"}
