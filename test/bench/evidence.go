@@ -110,8 +110,9 @@ func disagreement(own counters, server serverCounts) string {
 	if own.statusWrites != server.statusWrites() {
 		out = append(out, fmt.Sprintf("the controller counted %.0f status writes, the API server served %.0f", own.statusWrites, server.statusWrites()))
 	}
-	if own.consulWrites < float64(server.entriesWritten) {
-		out = append(out, fmt.Sprintf("the controller counted %.0f Consul writes, Consul holds %d entries of ours written since the start", own.consulWrites, server.entriesWritten))
+	// entriesWritten counts the controller's service-intentions too.
+	if own.consulWrites+own.intentionWrites < float64(server.entriesWritten) {
+		out = append(out, fmt.Sprintf("the controller counted %.0f Consul writes, Consul holds %d entries of ours written since the start", own.consulWrites+own.intentionWrites, server.entriesWritten))
 	}
 	if own.consulWrites+own.intentionWrites > float64(server.raftApplied) {
 		out = append(out, fmt.Sprintf("the controller counted %.0f Consul writes, Consul's Raft log applied %d entries", own.consulWrites+own.intentionWrites, server.raftApplied))
