@@ -52,12 +52,12 @@ func raftApplied(ctx context.Context, client *consulapi.Client) (uint64, error) 
 	}
 	raft, ok := self["Stats"]["raft"].(map[string]any)
 	if !ok {
-		return 0, errors.New("Consul's agent/self has no raft stats")
+		return 0, errors.New("no raft stats in the Consul agent's agent/self")
 	}
 	text, _ := raft["applied_index"].(string)
 	applied, err := strconv.ParseUint(text, 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("Consul's raft applied_index %q: %w", text, err)
+		return 0, fmt.Errorf("the Consul agent's raft applied_index %q: %w", text, err)
 	}
 	return applied, ctx.Err()
 }
