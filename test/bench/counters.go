@@ -76,12 +76,6 @@ func countersOf(m scrape) counters {
 // intentionsKind selects the writes of service-intentions entries.
 var intentionsKind = map[string]string{"kind": "service-intentions"}
 
-// objectStatusWrites are the status writes to Gateways and HTTPRoutes, the objects
-// the target of 2×routes + 2×Gateways is about.
-func (c counters) objectStatusWrites() float64 {
-	return c.statusByKind["Gateway"] + c.statusByKind["HTTPRoute"]
-}
-
 // writes is every write the process made, to either server: it stops growing once the
 // process is idle.
 func (c counters) writes() float64 { return c.statusWrites + c.consulWrites + c.intentionWrites }

@@ -58,6 +58,9 @@ type config struct {
 	// built names the checkout the binary was built from, read when it was built:
 	// the tree may change while the bench runs.
 	built string
+	// mainCommit is the commit of main the binary was built from; "" when the
+	// checkout is not one, and then the docs are not written.
+	mainCommit string
 }
 
 func parseFlags(args []string) (*config, error) {
@@ -172,6 +175,12 @@ func run(ctx context.Context, cfg *config) error {
 		return err
 	}
 	defer os.RemoveAll(binDir)
+	// Checked before hours of measuring: docs/bench.md holds figures of main only.
+	commit, notMain := buildOfMain(cfg.root)
+	if cfg.writeDocs && notMain != nil {
+		return fmt.Errorf("refusing to write docs/bench.md from a build that is not a commit of main (run with -docs=false to measure it anyway): %w", notMain)
+	}
+	cfg.mainCommit = commit
 	logf("building the controller")
 	cfg.built = describe(cfg.root)
 	if cfg.binary, err = testenv.BuildController(binDir); err != nil {

@@ -112,8 +112,11 @@ func renderDoc(cfg *config, m machine, table, targets string, started time.Time)
 	fmt.Fprintf(&b, "- Run: %s; sizes %s routes at QPS %d/%d, %s at QPS %d/%d; scenarios %s; %d edits; %d Secrets.\n",
 		started.UTC().Format("2006-01-02 15:04 MST"), joinInts(cfg.sizes), defaultQPS, defaultBurst, joinInts(cfg.fastSizes), fastQPS, fastBurst,
 		strings.Join(selected(cfg), ", "), cfg.edits, cfg.secrets)
-	fmt.Fprintf(&b, "- Controller: built from `%s` (`git describe --always --dirty`; dirty means uncommitted changes were built too).\n",
-		cfg.built)
+	fmt.Fprintf(&b, "- Controller: built from commit `%s` of main (`%s`); the bench writes this file only from a clean checkout of a commit on main.\n",
+		cfg.mainCommit, cfg.built)
+	b.WriteString("- Counts: status writes are the API server's (`apiserver_request_total`), with the controller's own count beside them;\n" +
+		"  Consul counts no client's writes, so the controller's count of them stands only within what Consul's indexes show (entries\n" +
+		"  of ours whose ModifyIndex moved, at most the Raft entries applied); a disagreement is a row of the table.\n")
 	fmt.Fprintf(&b, "- Machine: %s, %d cores, %.0f GiB memory, %s; the servers (etcd, kube-apiserver,\n"+
 		"  Consul 1.15 dev agent at trace log level, as the harness runs it) share it with the controller and the bench.\n",
 		m.cpu, m.cores, float64(m.memory)/(1<<30), m.goVer)

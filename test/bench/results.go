@@ -88,11 +88,16 @@ func (r *results) coldRows(n int, scenario string, c *coldRun) []row {
 	} else {
 		add("time to converge (statuses final, entries judged)", seconds(c.converge), "", "")
 	}
-	add("status writes", c.counters.statusText(),
-		fmt.Sprintf("target for Gateways + routes: ≤ 2×routes + 2×Gateways = %d", target), ratio(c.counters.objectStatusWrites(), float64(target)))
+	add("status writes (the API server's count)", c.server.statusText(),
+		fmt.Sprintf("target for Gateways + routes: ≤ 2×routes + 2×Gateways = %d", target), ratio(c.server.objectStatusWrites(), float64(target)))
+	add("status writes (the controller's own count)", c.counters.statusText(), "", "")
 	add("API requests (all)", c.counters.apiText(), "", "")
-	add("Consul writes", c.counters.consulText(),
+	add("Consul writes (the controller's own count)", c.counters.consulText(),
 		fmt.Sprintf("one per entry: %d", entries), ratio(c.counters.consulWrites, float64(entries)))
+	add("Consul writes (Consul's indexes)", c.server.consulText(), "", "")
+	if d := disagreement(c.counters, c.server); d != "" {
+		add("the controller's counts against the servers'", d, "", "")
+	}
 	if f := c.floors; f != nil {
 		add("CPU (controller process)", fmt.Sprintf("%.1f s", c.counters.cpu),
 			fmt.Sprintf("floors (a)+(c), bench process: %.1f s", f.cpu()), ratio(c.counters.cpu, f.cpu()))
@@ -159,8 +164,10 @@ func handoverRows(n int, scenario string, h *handover, objects int, failover boo
 		add("new process holds the Lease after", seconds(h.leaderIn), "", "")
 		add("old process exit code", fmt.Sprint(h.exitCode), "0", "")
 	}
-	add("status writes by the new process", h.counters.statusText(), "0 (nothing changed)", "")
-	add("Consul writes by the new process", h.counters.consulText(), "0 (nothing changed)", "")
+	add("status writes (the API server's count)", h.server.statusText(), "0 (nothing changed)", "")
+	add("status writes by the new process (its own count)", h.counters.statusText(), "0 (nothing changed)", "")
+	add("Consul writes by the new process (its own count)", h.counters.consulText(), "0 (nothing changed)", "")
+	add("Consul writes (Consul's indexes)", h.server.consulText(), "0 entries written", "")
 	add("status changes seen by the watch", fmt.Sprint(h.flaps.statusUpdates), "0", "")
 	add("objects not final at some time", fmt.Sprintf("%d of %d", h.flaps.objects, objects), "0", "")
 	add("not-final time, sum / max over objects", fmt.Sprintf("%s / %s", seconds(h.flaps.sum), seconds(h.flaps.max)),

@@ -23,7 +23,8 @@ type coldRun struct {
 	qps      float64
 	burst    int
 	converge time.Duration
-	counters counters
+	counters counters // the controller's own
+	server   serverCounts
 	peakRSS  int64
 	floors   *floors
 }
@@ -31,6 +32,14 @@ type coldRun struct {
 // coldStart starts a controller on the stack's objects and measures until every
 // status is final and every entry is judged, then lets it settle to count its writes.
 func (s *stack) coldStart(ctx context.Context, name string, qps float64, burst int) (*testenv.Controller, *coldRun, error) {
+	apiBefore, err := s.apiserverCounts(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	mark, err := s.markConsul(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
 	start := time.Now()
 	ctl, err := s.startController(name, qps, burst)
 	if err != nil {
@@ -53,6 +62,12 @@ func (s *stack) coldStart(ctx context.Context, name string, qps float64, burst i
 		return ctl, nil, err
 	}
 	run.counters = countersOf(m)
+	if run.server, err = s.serverCountsSince(ctx, apiBefore, mark); err != nil {
+		return ctl, nil, err
+	}
+	if d := disagreement(run.counters, run.server); d != "" {
+		logf("%s: %s: the controller's counts and the servers' disagree: %s", s.name, name, d)
+	}
 	mem, err := ctl.Memory()
 	if err != nil {
 		return ctl, nil, err
@@ -267,7 +282,8 @@ func routeHasPath(e consulapi.ConfigEntry, path string) bool {
 type handover struct {
 	exitCode   int           // of the old process (restart only)
 	leaderIn   time.Duration // from the signal to the new process holding the Lease
-	counters   counters      // the new process's writes
+	counters   counters      // the new process's writes, by its own count
+	server     serverCounts  // the writes the servers saw from the signal until settled
 	flaps      flapStats     // what the watch saw from the signal until settled
 	observeFor time.Duration
 }
@@ -275,6 +291,10 @@ type handover struct {
 // restart sends SIGTERM to old and starts a new process at once, as a rolling update
 // does, and measures until the new one settled.
 func (s *stack) restart(ctx context.Context, old *testenv.Controller, qps float64, burst int) (*testenv.Controller, *handover, error) {
+	mark, err := s.markHandover(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
 	from := time.Now()
 	code, err := old.Terminate(30 * time.Second)
 	if err != nil {
@@ -284,7 +304,7 @@ func (s *stack) restart(ctx context.Context, old *testenv.Controller, qps float6
 	if err != nil {
 		return nil, nil, err
 	}
-	h, err := s.observeHandover(ctx, ctl, from)
+	h, err := s.observeHandover(ctx, ctl, from, mark)
 	if err != nil {
 		return ctl, nil, err
 	}
@@ -302,15 +322,34 @@ func (s *stack) failover(ctx context.Context, leader *testenv.Controller, qps fl
 	if err := follower.WaitReady(ctx, s.cfg.timeout); err != nil {
 		return follower, nil, err
 	}
+	mark, err := s.markHandover(ctx)
+	if err != nil {
+		return follower, nil, err
+	}
 	from := time.Now()
 	if err := leader.Kill(); err != nil {
 		return follower, nil, err
 	}
-	h, err := s.observeHandover(ctx, follower, from)
+	h, err := s.observeHandover(ctx, follower, from, mark)
 	return follower, h, err
 }
 
-func (s *stack) observeHandover(ctx context.Context, ctl *testenv.Controller, from time.Time) (*handover, error) {
+// handoverMark is where the servers' counts stood before a handover.
+type handoverMark struct {
+	api    apiCounts
+	consul consulMark
+}
+
+func (s *stack) markHandover(ctx context.Context) (handoverMark, error) {
+	api, err := s.apiserverCounts(ctx)
+	if err != nil {
+		return handoverMark{}, err
+	}
+	consul, err := s.markConsul(ctx)
+	return handoverMark{api: api, consul: consul}, err
+}
+
+func (s *stack) observeHandover(ctx context.Context, ctl *testenv.Controller, from time.Time, mark handoverMark) (*handover, error) {
 	led, err := s.waitLeader(ctx, ctl)
 	if err != nil {
 		return nil, err
@@ -320,7 +359,15 @@ func (s *stack) observeHandover(ctx context.Context, ctl *testenv.Controller, fr
 		return nil, err
 	}
 	to := time.Now()
-	return &handover{leaderIn: led.Sub(from), counters: countersOf(m), flaps: s.tracker.window(from, to), observeFor: to.Sub(from)}, nil
+	server, err := s.serverCountsSince(ctx, mark.api, mark.consul)
+	if err != nil {
+		return nil, err
+	}
+	h := &handover{leaderIn: led.Sub(from), counters: countersOf(m), server: server, flaps: s.tracker.window(from, to), observeFor: to.Sub(from)}
+	if d := disagreement(h.counters, h.server); d != "" {
+		logf("%s: %s: the controller's counts and the servers' disagree: %s", s.name, ctl.Name(), d)
+	}
+	return h, nil
 }
 
 // idleRun is a controller with no routes: the memory baseline.

@@ -22,11 +22,14 @@ import (
 )
 
 const (
-	benchNamespace   = "bench"
-	floorNamespace   = "bench-floor"
-	leaseNamespace   = "consul-gateway-controller" // the controller's default Lease namespace
-	className        = "bench"
-	controllerName   = gatewayv1.GatewayController("consul-gateway-controller.github.io/gateway-controller")
+	benchNamespace = "bench"
+	floorNamespace = "bench-floor"
+	leaseNamespace = "consul-gateway-controller" // the controller's default Lease namespace
+	className      = "bench"
+	controllerName = gatewayv1.GatewayController("consul-gateway-controller.github.io/gateway-controller")
+	// clusterID is the cluster id of every controller the bench runs: its entries'
+	// ownership meta.
+	clusterID        = "bench"
 	routesPerGateway = 20
 	backendPort      = 8080
 	createWorkers    = 8
@@ -303,7 +306,7 @@ func controllerArgs(cfg *config, qps float64, burst int) []string {
 		fmt.Sprintf("--kube-api-qps=%g", qps),
 		fmt.Sprintf("--kube-api-burst=%d", burst),
 		fmt.Sprintf("--consul-workers=%d", consulWorkers),
-		"--cluster-id=bench",
+		"--cluster-id=" + clusterID,
 		// The stacks have no kubelet: gateway pods would never be Ready, and Programmed
 		// would wait for them. The data plane is measured by test/dataplane, not here.
 		"--deploy-gateways=false",

@@ -39,11 +39,11 @@ func (r *results) targets() []target {
 			h    *handover
 		}{{"restart", r.restart[n]}, {"failover", r.failover[n]}} {
 			if h.h != nil {
-				c := h.h.counters
+				c, server := h.h.counters, h.h.server
 				out = append(out, target{
-					what:   fmt.Sprintf("%d routes, %s: 0 status writes, 0 Consul writes, 0 conditions away from their final value", n, h.name),
-					figure: fmt.Sprintf("%.0f, %.0f, %d", c.statusWrites, c.consulWrites, h.h.flaps.objects),
-					met:    c.statusWrites == 0 && c.consulWrites == 0 && h.h.flaps.objects == 0,
+					what:   fmt.Sprintf("%d routes, %s: 0 status writes (the API server's count), 0 Consul writes (the controller's count; 0 entries written by Consul's indexes), 0 conditions away from their final value", n, h.name),
+					figure: fmt.Sprintf("%.0f, %.0f (%d), %d", server.statusWrites(), c.consulWrites, server.entriesWritten, h.h.flaps.objects),
+					met:    server.statusWrites() == 0 && c.consulWrites == 0 && server.entriesWritten == 0 && h.h.flaps.objects == 0,
 				})
 			}
 		}
@@ -101,13 +101,15 @@ func coldTargets(n int, qps string, c *coldRun) []target {
 	limit := 2*l.routes + 2*l.gateways
 	entries := l.routes + l.gateways
 	out := []target{{
-		what:   fmt.Sprintf("%d routes, cold start at %s: status writes ≤ 2×routes + 2×Gateways = %d", n, qps, limit),
-		figure: fmt.Sprintf("%.0f", c.counters.objectStatusWrites()),
-		met:    c.counters.objectStatusWrites() <= float64(limit),
+		what:   fmt.Sprintf("%d routes, cold start at %s: status writes (the API server's count) ≤ 2×routes + 2×Gateways = %d", n, qps, limit),
+		figure: fmt.Sprintf("%.0f", c.server.objectStatusWrites()),
+		met:    c.server.objectStatusWrites() <= float64(limit),
 	}, {
-		what:   fmt.Sprintf("%d routes, cold start at %s: Consul writes ≤ %.2f per entry (%d entries)", n, qps, targetWritesPerEntry, entries),
+		// Consul counts no writes a client makes; the controller's count is taken
+		// only where Consul's indexes bound it (disagreement).
+		what:   fmt.Sprintf("%d routes, cold start at %s: Consul writes ≤ %.2f per entry (%d entries), within what Consul's indexes show", n, qps, targetWritesPerEntry, entries),
 		figure: fmt.Sprintf("%.0f, %.2f", c.counters.consulWrites, c.counters.consulWrites/float64(entries)),
-		met:    c.counters.consulWrites <= targetWritesPerEntry*float64(entries),
+		met:    c.counters.consulWrites <= targetWritesPerEntry*float64(entries) && disagreement(c.counters, c.server) == "",
 	}}
 	f := c.floors
 	if f == nil || f.status.elapsed <= 0 || f.judged.elapsed <= 0 {

@@ -312,7 +312,7 @@ func (s *scenario) statusProblems(ctx context.Context, routes map[string]routeMo
 		ours[gw.Name] = true
 		live[consulapi.APIGateway+"/"+gw.Name] = gw.UID
 		problems = append(problems, staleConditions("Gateway "+gw.Name, gw.Generation, gatewayConditions(gw))...)
-		problems = append(problems, programmedProblems("Gateway "+gw.Name, meta.FindStatusCondition(gw.Status.Conditions, "Programmed"), entries[consulapi.APIGateway+"/"+gw.Name])...)
+		problems = append(problems, gatewayConditionProblems("Gateway "+gw.Name, gw, entries[consulapi.APIGateway+"/"+gw.Name])...)
 	}
 	for name, g := range gateways {
 		if g.ours != ours[name] {
@@ -426,56 +426,92 @@ func (s *scenario) routeStatusProblems(what string, generation int64, refs []gat
 	return problems
 }
 
-// notServedReasons are the ConsulAccepted reasons of a parent the controller serves
-// nothing on: they are its own verdict, not Consul's.
-var notServedReasons = map[string]bool{gwsync.ReasonListenersNotValid: true, gwsync.ReasonNotExpressible: true}
-
-// unsettledReasons say that Consul's verdict has not reached a condition: it is still
-// awaited, or a write failed. A converged system has neither once Consul judged.
-var unsettledReasons = map[string]bool{string(gatewayv1.GatewayReasonPending): true, consul.ReasonWriteFailed: true}
-
-// consulAcceptedProblems: once Consul judged a route's entry, a parent of ours that
-// accepts the route says Consul's verdict, not Pending and not a write failure (a
-// converged system has none outstanding), and a refusal by Consul as Consul's reason.
-// The generation alone is not enough: a condition can be at the generation and still
-// Pending over a verdict Consul already gave, which a fresh replica would then write.
+// consulAcceptedProblems: every route of the world is valid, names a listener that
+// takes it and reaches backends Consul serves as http (backendDefaults), so at
+// convergence each parent of ours accepts the route, Consul accepted the route's entry
+// and bound it, and the parent's ConsulAccepted says so. The expectation comes from
+// the world, not from the controller's decision code, which the referee shares: a
+// verdict both decide wrongly the same way still fails here. When Consul refused, the
+// condition must carry Consul's status and reason too, so the report names both.
 func consulAcceptedProblems(what string, conds []metav1.Condition, entry consulapi.ConfigEntry) []string {
-	if c := meta.FindStatusCondition(conds, "Accepted"); c == nil || c.Status != metav1.ConditionTrue || entry == nil {
-		return nil
+	var problems []string
+	if c := meta.FindStatusCondition(conds, string(gatewayv1.RouteConditionAccepted)); c == nil || c.Status != metav1.ConditionTrue {
+		problems = append(problems, fmt.Sprintf("%s: Accepted is %s, want True: every route of the world is valid", what, conditionString(c)))
+	}
+	if entry == nil {
+		return problems // entrySetProblems reports the missing entry
 	}
 	judged := consul.AcceptedCondition(entry)
 	if judged == nil {
-		return []string{fmt.Sprintf("%s: Consul has not judged its %s entry yet", what, entry.GetKind())}
+		return append(problems, fmt.Sprintf("%s: Consul has not judged its %s entry yet", what, entry.GetKind()))
 	}
+	problems = append(problems, consulVerdictProblems(what, entry)...)
 	c := meta.FindStatusCondition(conds, gwsync.ConsulAcceptedCondition)
-	switch {
-	case c == nil:
-		return []string{what + ": no ConsulAccepted condition"}
-	case unsettledReasons[c.Reason]:
-		return []string{fmt.Sprintf("%s: ConsulAccepted=%s(%s) while Consul's verdict is Accepted=%s(%s)", what, c.Status, c.Reason, judged.Status, judged.Reason)}
-	case judged.Status != consulapi.ConditionStatusTrue && !notServedReasons[c.Reason] && c.Reason != judged.Reason:
-		return []string{fmt.Sprintf("%s: ConsulAccepted=%s(%s), Consul refused the entry with %s", what, c.Status, c.Reason, judged.Reason)}
+	if c == nil || string(c.Status) != string(judged.Status) || (judged.Status != consulapi.ConditionStatusTrue && c.Reason != judged.Reason) {
+		problems = append(problems, fmt.Sprintf("%s: ConsulAccepted is %s while Consul's verdict is Accepted=%s(%s)", what, conditionString(c), judged.Status, judged.Reason))
 	}
-	return nil
+	return problems
 }
 
-// programmedProblems: once Consul judged a Gateway's api-gateway entry, its Programmed
-// condition is not Pending (the data plane is checked Ready too) and reports no failed
-// write, and a refusal by Consul is Programmed=False with Consul's reason.
-func programmedProblems(what string, programmed *metav1.Condition, entry consulapi.ConfigEntry) []string {
-	if programmed == nil || entry == nil {
-		return nil
+// consulVerdictProblems: Consul accepted the entry and, for a route, bound it to every
+// parent it names. Nothing the world asks for is refusable.
+func consulVerdictProblems(what string, entry consulapi.ConfigEntry) []string {
+	var problems []string
+	if judged := consul.AcceptedCondition(entry); judged.Status != consulapi.ConditionStatusTrue {
+		problems = append(problems, fmt.Sprintf("%s: Consul refused its %s entry: Accepted=%s(%s) %s", what, entry.GetKind(), judged.Status, judged.Reason, judged.Message))
 	}
-	judged := consul.AcceptedCondition(entry)
+	if entry.GetKind() == consulapi.APIGateway {
+		return problems
+	}
+	bound := 0
+	for _, c := range consul.EntryStatus(entry).Conditions {
+		if c.Type != string(consulapi.RouteConditionBound) {
+			continue
+		}
+		bound++
+		if c.Status != consulapi.ConditionStatusTrue {
+			problems = append(problems, fmt.Sprintf("%s: Consul did not bind its %s entry: Bound=%s(%s) %s", what, entry.GetKind(), c.Status, c.Reason, c.Message))
+		}
+	}
+	if bound == 0 {
+		problems = append(problems, fmt.Sprintf("%s: Consul bound its %s entry to no parent", what, entry.GetKind()))
+	}
+	return problems
+}
+
+// gatewayConditionProblems: every Gateway of ours in the world is valid and deployed,
+// so at convergence it is Accepted and Programmed, each listener is Accepted,
+// ResolvedRefs and Programmed and not Conflicted, and Consul accepted its api-gateway
+// entry. Like consulAcceptedProblems this comes from the world, not the decision code;
+// a Gateway with no Programmed condition at all fails too.
+func gatewayConditionProblems(what string, gw gatewayv1.Gateway, entry consulapi.ConfigEntry) []string {
+	var problems []string
+	want := func(where string, conds []metav1.Condition, condType string, status metav1.ConditionStatus) {
+		if c := meta.FindStatusCondition(conds, condType); c == nil || c.Status != status {
+			problems = append(problems, fmt.Sprintf("%s%s: %s is %s, want %s", what, where, condType, conditionString(c), status))
+		}
+	}
+	want("", gw.Status.Conditions, string(gatewayv1.GatewayConditionAccepted), metav1.ConditionTrue)
+	want("", gw.Status.Conditions, string(gatewayv1.GatewayConditionProgrammed), metav1.ConditionTrue)
+	if len(gw.Status.Listeners) != len(gw.Spec.Listeners) {
+		problems = append(problems, fmt.Sprintf("%s: %d listener statuses for %d listeners", what, len(gw.Status.Listeners), len(gw.Spec.Listeners)))
+	}
+	for _, l := range gw.Status.Listeners {
+		where := " listener " + string(l.Name)
+		want(where, l.Conditions, string(gatewayv1.ListenerConditionAccepted), metav1.ConditionTrue)
+		want(where, l.Conditions, string(gatewayv1.ListenerConditionResolvedRefs), metav1.ConditionTrue)
+		want(where, l.Conditions, string(gatewayv1.ListenerConditionProgrammed), metav1.ConditionTrue)
+		want(where, l.Conditions, string(gatewayv1.ListenerConditionConflicted), metav1.ConditionFalse)
+	}
 	switch {
-	case judged == nil:
-		return []string{what + ": Consul has not judged its api-gateway entry yet"}
-	case unsettledReasons[programmed.Reason]:
-		return []string{fmt.Sprintf("%s: Programmed=%s(%s) while Consul's verdict is Accepted=%s(%s)", what, programmed.Status, programmed.Reason, judged.Status, judged.Reason)}
-	case judged.Status != consulapi.ConditionStatusTrue && programmed.Reason != judged.Reason:
-		return []string{fmt.Sprintf("%s: Programmed=%s(%s), Consul refused the entry with %s", what, programmed.Status, programmed.Reason, judged.Reason)}
+	case entry == nil:
+		// entrySetProblems reports the missing entry
+	case consul.AcceptedCondition(entry) == nil:
+		problems = append(problems, what+": Consul has not judged its api-gateway entry yet")
+	default:
+		problems = append(problems, consulVerdictProblems(what, entry)...)
 	}
-	return nil
+	return problems
 }
 
 // dataPlaneProblems: each Gateway of ours, and no other, has a gateway Deployment with

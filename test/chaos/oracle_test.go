@@ -410,6 +410,7 @@ func (o *oracle) putForeignEntries(ctx context.Context) error {
 			Meta: map[string]string{"gateway-controller": o.env.controllerName, "gateway-controller-cluster": "other"}},
 		&consulapi.ServiceConfigEntry{Kind: consulapi.ServiceDefaults, Name: o.env.ns + "-foreign-svc", Protocol: "http"},
 	}
+	entries = append(entries, backendDefaults(o.env.ns)...)
 	for _, e := range entries {
 		if _, _, err := o.env.consul.ConfigEntries().Set(e, (&consulapi.WriteOptions{}).WithContext(ctx)); err != nil {
 			return fmt.Errorf("put foreign entry %s: %w", e.GetName(), err)
@@ -423,6 +424,21 @@ func (o *oracle) putForeignEntries(ctx context.Context) error {
 		o.mu.Unlock()
 	}
 	return nil
+}
+
+// backendDefaults are the service-defaults an operator gives the world's HTTP
+// backends (the chaos replicas run without --manage-service-defaults): protocol http,
+// without which Consul refuses every http-route to them (InvalidDiscoveryChain). With
+// them every entry the world asks for is one Consul accepts, so convergence can
+// require Consul's acceptance rather than take whatever verdict it gave. The TCPRoute's
+// backends (tcp-N) keep Consul's default protocol, tcp. They are foreign entries: the
+// controller must leave them as they are.
+func backendDefaults(ns string) []consulapi.ConfigEntry {
+	var out []consulapi.ConfigEntry
+	for i := range serviceCount {
+		out = append(out, &consulapi.ServiceConfigEntry{Kind: consulapi.ServiceDefaults, Name: ns + "-svc-" + strconv.Itoa(i), Protocol: "http"})
+	}
+	return append(out, &consulapi.ServiceConfigEntry{Kind: consulapi.ServiceDefaults, Name: ns + "-" + remoteSvc, Protocol: "http"})
 }
 
 // forgetConsul is called before Consul is wiped on purpose: what it held is gone by

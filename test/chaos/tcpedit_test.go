@@ -32,9 +32,6 @@ func (w *world) moveTCPBackend(ctx context.Context) error {
 	if err := w.patchTCPBackend(ctx, name); err != nil {
 		return err
 	}
-	if !tcpMarker.MatchString(left) {
-		return nil // the Service it was created with is the HTTPRoutes' too
-	}
 	err = w.env.kube.CoreV1().Services(w.ns).Delete(ctx, left, metav1.DeleteOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil

@@ -19,6 +19,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
+	"github.com/consul-gateway-controller/consul-gateway-controller/api/v1alpha1"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/testcerts"
 )
 
@@ -86,8 +87,15 @@ func (w *world) create(ctx context.Context) error {
 			return err
 		}
 	}
+	params, err := w.createGatewayConfig(ctx)
+	if err != nil {
+		return err
+	}
 	for name, controller := range map[string]string{w.class: w.env.controllerName, w.foreign: "chaos.example/foreign"} {
 		gc := &gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: gatewayv1.GatewayClassSpec{ControllerName: gatewayv1.GatewayController(controller)}}
+		if name == w.class {
+			gc.Spec.ParametersRef = params
+		}
 		if _, err := w.env.gw.GatewayV1().GatewayClasses().Create(ctx, gc, metav1.CreateOptions{}); err != nil {
 			return err
 		}
@@ -96,6 +104,11 @@ func (w *world) create(ctx context.Context) error {
 		if err := w.createService(ctx, w.ns, w.service("svc-"+strconv.Itoa(i))); err != nil {
 			return err
 		}
+	}
+	// The TCPRoute's first backend, a Service of its own: the HTTP backends are http
+	// in Consul (backendDefaults), a tcp-route needs a tcp one.
+	if err := w.createService(ctx, w.ns, w.service("tcp-0")); err != nil {
+		return err
 	}
 	if err := w.createService(ctx, w.remoteNS, w.service(remoteSvc)); err != nil {
 		return err
@@ -120,6 +133,23 @@ func (w *world) create(ctx context.Context) error {
 		return err
 	}
 	return w.createTCPRoute(ctx)
+}
+
+// createGatewayConfig makes our class's GatewayConfig: gateway Services of type
+// ClusterIP, whose cluster IP is the Gateway's address. With the default,
+// LoadBalancer, nothing here would give one, and no Gateway could be Programmed: the
+// convergence check requires every Gateway of ours to be.
+func (w *world) createGatewayConfig(ctx context.Context) (*gatewayv1.ParametersReference, error) {
+	config := &v1alpha1.GatewayConfig{
+		ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: "chaos"},
+		Spec:       v1alpha1.GatewayConfigSpec{Service: &v1alpha1.ServiceConfig{Type: ptr.To(corev1.ServiceTypeClusterIP)}},
+	}
+	if _, err := env.ConfigClient.GatewayConfigs(w.ns).Create(ctx, config, metav1.CreateOptions{}); err != nil {
+		return nil, err
+	}
+	return &gatewayv1.ParametersReference{
+		Group: v1alpha1.GroupName, Kind: v1alpha1.GatewayConfigKind, Name: config.Name, Namespace: ptr.To(gatewayv1.Namespace(w.ns)),
+	}, nil
 }
 
 // service is the name of the world's Service base. Without Consul namespace mirroring
@@ -220,7 +250,7 @@ func (w *world) createTCPRoute(ctx context.Context) error {
 		ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: tcpRoute},
 		Spec: gatewayv1.TCPRouteSpec{
 			CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: []gatewayv1.ParentReference{{Name: gatewayv1.ObjectName(gatewayName(0)), SectionName: ptr.To(gatewayv1.SectionName("tcp"))}}},
-			Rules:           []gatewayv1.TCPRouteRule{{BackendRefs: []gatewayv1.BackendRef{{BackendObjectReference: gatewayv1.BackendObjectReference{Name: gatewayv1.ObjectName(w.service("svc-0")), Port: ptr.To(gatewayv1.PortNumber(5432))}}}}},
+			Rules:           []gatewayv1.TCPRouteRule{{BackendRefs: []gatewayv1.BackendRef{{BackendObjectReference: gatewayv1.BackendObjectReference{Name: gatewayv1.ObjectName(w.service("tcp-0")), Port: ptr.To(gatewayv1.PortNumber(5432))}}}}},
 		},
 	}
 	_, err := w.env.gw.GatewayV1().TCPRoutes(w.ns).Create(ctx, r, metav1.CreateOptions{})

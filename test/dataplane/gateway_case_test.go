@@ -111,7 +111,7 @@ func (g *gatewayCase) condition(condType, want string, timeout time.Duration) *g
 }
 
 // restart stops the case's controller, starts another for its class, waits until it
-// has settled having synced keys of every queue in worked (see settled), and returns
+// has settled having synced keys of every queue in worked (testenv.Settled), and returns
 // the sum of counter's series in its metrics then.
 func (g *gatewayCase) restart(t *testing.T, counter string, worked ...string) float64 {
 	t.Helper()
@@ -119,66 +119,7 @@ func (g *gatewayCase) restart(t *testing.T, counter string, worked ...string) fl
 		t.Fatal(err)
 	}
 	g.controller = startController(t, g.ns+"-restarted", gatewayv1.GatewayController("consul-gateway-controller.github.io/"+g.ns))
-	return testenv.MetricSum(settled(t, g.controller, worked), counter)
-}
-
-// quietFor is how long a controller's queues must stay empty, with no key added,
-// before settled believes it has nothing left to do.
-const quietFor = 3 * time.Second
-
-// settled waits until c leads, each queue named in worked has taken keys and synced
-// every one of them, and none of its queues has held or taken a key for quietFor; it
-// returns c's metrics then. A counter read before that proves nothing: a controller
-// that has not looked at anything yet has written nothing either.
-func settled(t *testing.T, c *testenv.Controller, worked []string) string {
-	t.Helper()
-	var text string
-	var quietSince time.Time
-	var adds float64
-	testenv.Eventually(t, 60*time.Second, fmt.Sprintf("%s leads, synced the keys of queues %v and stays idle for %s", c.Name(), worked, quietFor), func(ctx context.Context) error {
-		body, err := c.Metrics(ctx)
-		if err == nil {
-			err = idleAfterWork(body, worked)
-		}
-		if err != nil {
-			quietSince = time.Time{}
-			return err
-		}
-		if now := testenv.MetricSum(body, "workqueue_adds_total"); quietSince.IsZero() || now != adds {
-			quietSince, adds = time.Now(), now
-		}
-		if idle := time.Since(quietSince); idle < quietFor {
-			return fmt.Errorf("idle for %s only", idle.Round(time.Millisecond))
-		}
-		text = body
-		return nil
-	})
-	return text
-}
-
-// idleAfterWork reports, from a controller's metrics, why it is not yet idle after
-// work: it does not lead, a queue named in worked took no key or has not synced each
-// key it took, or some queue holds or works on a key.
-func idleAfterWork(metrics string, worked []string) error {
-	if testenv.MetricSum(metrics, "consul_gateway_controller_leader") != 1 {
-		return fmt.Errorf("not leading")
-	}
-	for _, queue := range worked {
-		// Adding a key already queued is not counted; adding one in work is, and the
-		// key is synced again after: with the queue empty, syncs equal adds.
-		adds := testenv.MetricSum(metrics, "workqueue_adds_total", `name="`+queue+`"`)
-		syncs := testenv.MetricSum(metrics, "consul_gateway_controller_sync_duration_seconds_count", `queue="`+queue+`"`)
-		if adds == 0 || syncs < adds {
-			return fmt.Errorf("queue %s took %v keys and synced %v", queue, adds, syncs)
-		}
-	}
-	if depth := testenv.MetricSum(metrics, "workqueue_depth"); depth != 0 {
-		return fmt.Errorf("%v keys queued", depth)
-	}
-	if working := testenv.MetricSum(metrics, "workqueue_unfinished_work_seconds"); working != 0 {
-		return fmt.Errorf("a key in work for %vs", working)
-	}
-	return nil
+	return testenv.MetricSum(testenv.Settled(t, g.controller, worked...), counter)
 }
 
 // updateGateway edits the Gateway as a user would, again on a conflict: the

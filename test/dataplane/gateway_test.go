@@ -162,7 +162,9 @@ func TestGatewayDataPlane(t *testing.T) {
 		}
 	})
 	g.condition("Accepted", "False/InvalidParameters", 30*time.Second)
-	time.Sleep(2 * time.Second) // time enough for a wrong apply to land
+	// The data plane's queue synced the Gateway's key after the edit and went idle: a
+	// wrong apply would have landed.
+	testenv.Settled(t, g.controller, "dataplane")
 	after, err := g.deployment(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -173,10 +175,22 @@ func TestGatewayDataPlane(t *testing.T) {
 	updateConfig(t, g.ns, func(c *v1alpha1.GatewayConfig) { c.Spec.Resources = nil })
 	g.programmed("True/Programmed", 60*time.Second)
 
-	// A restart against the converged cluster applies nothing.
-	time.Sleep(2 * time.Second)
+	// A restart against the converged cluster applies nothing: by its count, and by
+	// the versions the API server holds of the Gateway's objects.
+	testenv.Settled(t, g.controller, "dataplane")
+	before, err := env.GatewayObjectVersions(ctx, g.ns)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if n := g.restart(t, "consul_gateway_controller_gateway_object_applies_total", "dataplane"); n != 0 {
 		t.Errorf("the restarted controller applied %v gateway objects, want 0", n)
+	}
+	now, err := env.GatewayObjectVersions(ctx, g.ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if changes := before.Changes(now); len(changes) > 0 {
+		t.Errorf("the restarted controller changed the Gateway's objects: %s", strings.Join(changes, "; "))
 	}
 
 	// Deleting the Gateway lets the garbage collector remove what it owned.

@@ -172,7 +172,7 @@ func TestGatewayWithTooLongANameIsNotDeployed(t *testing.T) {
 		return err
 	})
 
-	metrics := settled(t, c, []string{"dataplane"})
+	metrics := testenv.Settled(t, c, "dataplane")
 	const applies = "consul_gateway_controller_gateway_object_applies_total"
 	if failed := testenv.MetricSum(metrics, applies) - testenv.MetricSum(metrics, applies, `result="ok"`); failed != 0 {
 		t.Errorf("%v applies failed, want none: nothing is tried for the long-named Gateway", failed)

@@ -3,6 +3,8 @@ package dataplane
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,6 +32,7 @@ func TestForeignPodNotRegistered(t *testing.T) {
 		t.Fatalf("the victim's gateway pods: %v (%v)", pods, err)
 	}
 	victimPod := pods.Items[0]
+	before := catalogVersions(t, victimService)
 
 	evil := env.NewNamespace(t, "evil")
 	env.Create(t, testenv.Gateway(evil, "edge", g.class, testenv.HTTPListener("http", 80)))
@@ -45,8 +48,21 @@ func TestForeignPodNotRegistered(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Long enough for the evil Gateway's own pods to be registered, and for the
-	// impostor too, were it taken for one of them.
+	// Without an IP the impostor would never be registered, taken for a gateway pod
+	// or not: it must have one (kwok gives it one, as a kubelet would) before its
+	// absence from the catalog means anything.
+	testenv.Eventually(t, 60*time.Second, "the impostor pod running with an IP", func(ctx context.Context) error {
+		pod, err := env.KubeClient.CoreV1().Pods(evil).Get(ctx, victimPod.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if pod.Status.PodIP == "" || pod.Status.Phase != corev1.PodRunning {
+			return fmt.Errorf("phase %s, IP %q", pod.Status.Phase, pod.Status.PodIP)
+		}
+		return nil
+	})
+	// The evil Gateway's own pods registered, and the registrar idle after looking at
+	// every pod: the impostor too would be registered by now, were it taken for one.
 	testenv.Eventually(t, 60*time.Second, "the evil Gateway's own pods registered", func(ctx context.Context) error {
 		entries, _, err := env.ConsulClient.Health().Service(evilService, "", true, (&consulapi.QueryOptions{}).WithContext(ctx))
 		if err != nil {
@@ -57,7 +73,7 @@ func TestForeignPodNotRegistered(t *testing.T) {
 		}
 		return nil
 	})
-	time.Sleep(5 * time.Second)
+	testenv.Settled(t, g.controller, "catalog")
 	entries, _, err := env.ConsulClient.Health().Service(evilService, "", false, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -80,4 +96,22 @@ func TestForeignPodNotRegistered(t *testing.T) {
 	if !found {
 		t.Errorf("the victim's instance of pod %s is gone or changed: %v", victimPod.Name, victims)
 	}
+	if changes := before.Changes(catalogVersions(t, victimService)); len(changes) > 0 {
+		t.Errorf("the victim's instances were written while the impostor was around: %s", strings.Join(changes, "; "))
+	}
+}
+
+// catalogVersions are the ModifyIndexes of service's catalog instances: Consul raises
+// one on every write of the instance, whoever makes it.
+func catalogVersions(t *testing.T, service string) testenv.Versions {
+	t.Helper()
+	instances, _, err := env.ConsulClient.Catalog().Service(service, "", (&consulapi.QueryOptions{RequireConsistent: true}).WithContext(t.Context()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := testenv.Versions{}
+	for _, in := range instances {
+		v["instance "+in.ServiceID] = strconv.FormatUint(in.ModifyIndex, 10)
+	}
+	return v
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -69,6 +71,27 @@ func (s consulStack) waitEntry(t *testing.T, kind, name, what string, ok func(co
 	return got
 }
 
+// ownedEntryVersions are the ModifyIndexes of the entries s's controller wrote as
+// cluster clusterID.
+func (s consulStack) ownedEntryVersions(t *testing.T, clusterID string) testenv.Versions {
+	t.Helper()
+	v, err := testenv.ConsulEntryVersions(t.Context(), env.ConsulClient, testenv.OwnedBy(string(s.Controller), clusterID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// gatewayAPIVersions are the resourceVersions of s's Gateway API objects and class.
+func (s consulStack) gatewayAPIVersions(t *testing.T) testenv.Versions {
+	t.Helper()
+	v, err := env.GatewayAPIVersions(t.Context(), s.Namespace, s.Class)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
 func present(e consulapi.ConfigEntry) bool { return e != nil }
 func absent(e consulapi.ConfigEntry) bool  { return e == nil }
 
@@ -128,16 +151,30 @@ func TestConsulSyncLifecycle(t *testing.T) {
 		return nil
 	})
 
-	// 2. A route edit updates exactly its entry.
+	// 2. A route edit updates exactly its entry: by the controller's count, once it
+	// synced the edit and went idle, and by Consul's ModifyIndexes. Consul writes the
+	// status of the entries it judges itself (the route's, the Gateway's), so only the
+	// service-defaults, which it does not judge, are evidence of no write.
+	rc.settled(t, "httproute", "consul")
 	before := rc.consulWrites.total()
+	indexes := s.ownedEntryVersions(t, "it")
 	setHostnames(t, s.Namespace, "web", "web.example.com")
 	s.waitEntry(t, consulapi.HTTPRoute, routeName, "http-route entry updated", func(e consulapi.ConfigEntry) bool {
 		h := routeHostnames(e)
 		return len(h) == 1 && h[0] == "web.example.com"
 	})
-	time.Sleep(2 * time.Second)
+	rc.settled(t, "httproute", "consul")
 	if n := rc.consulWrites.total() - before; n != 1 {
 		t.Errorf("the route edit made %d Consul writes, want exactly 1 (its http-route)", n)
+	}
+	changed := indexes.Changes(s.ownedEntryVersions(t, "it"))
+	if !slices.ContainsFunc(changed, func(c string) bool { return strings.HasPrefix(c, "consul "+consulapi.HTTPRoute+"/"+routeName+" ") }) {
+		t.Errorf("the route edit left the http-route's ModifyIndex as it was; changes: %v", changed)
+	}
+	for _, c := range changed {
+		if strings.HasPrefix(c, "consul "+consulapi.ServiceDefaults+"/") {
+			t.Errorf("the route edit changed another entry: %s", c)
+		}
 	}
 
 	// 3. An entry edited by hand is put back; a foreign entry is never touched.
@@ -161,8 +198,12 @@ func TestConsulSyncLifecycle(t *testing.T) {
 	// change is what its owner wrote.
 	foreignRules := s.entry(t, consulapi.HTTPRoute, "foreign-route").(*consulapi.HTTPRouteConfigEntry).Rules
 
-	// 5. A restart against a converged system writes nothing: to Consul, and no status.
-	time.Sleep(2 * time.Second)
+	// 5. A restart against a converged system writes nothing: to Consul, and no
+	// status. Judged once the restarted controller synced every key and went idle,
+	// by its counts and by the servers' own versions: the resourceVersions of the
+	// objects it writes status on, the ModifyIndexes of its entries.
+	rc.settled(t, "consul")
+	versions := s.ownedEntryVersions(t, "it").Merge(s.gatewayAPIVersions(t))
 	rc.stop()
 	rc2 := startController(t, s.Controller, controllerOptions{consul: &consulOptions{clusterID: "it", translation: translate.Options{ManageServiceDefaults: true}}})
 	testenv.Eventually(t, 30*time.Second, "the restarted controller confirms the route", func(context.Context) error {
@@ -171,12 +212,15 @@ func TestConsulSyncLifecycle(t *testing.T) {
 		}
 		return nil
 	})
-	time.Sleep(3 * time.Second)
+	rc2.settled(t, "gatewayclass", "gateway", "httproute", "consul")
 	if n := rc2.consulWrites.total(); n != 0 {
 		t.Errorf("the restarted controller made %d Consul writes against a converged system, want 0", n)
 	}
 	if n := rc2.statusWrites.total(); n != 0 {
 		t.Errorf("the restarted controller made %d status writes against a converged system, want 0", n)
+	}
+	if changes := versions.Changes(s.ownedEntryVersions(t, "it").Merge(s.gatewayAPIVersions(t))); len(changes) > 0 {
+		t.Errorf("after the restart, by the servers' versions: %s", strings.Join(changes, "; "))
 	}
 	if got := s.entry(t, consulapi.HTTPRoute, "foreign-route"); got == nil || len(got.GetMeta()) != 0 || !cmp.Equal(got.(*consulapi.HTTPRouteConfigEntry).Rules, foreignRules) {
 		t.Errorf("the foreign entry was changed or deleted: %+v", got)
@@ -277,7 +321,27 @@ func TestConsulSyncUnconfirmedRouteNeverReachesConsul(t *testing.T) {
 		}
 		return nil
 	})
-	time.Sleep(3 * time.Second)
+	// The route was judged and its status write refused three times, and the Consul
+	// syncer has synced every key it took: a confirmation of the route would have
+	// reached Consul by now. Its queue keeps retrying the failing write, so the
+	// controller as a whole never goes idle.
+	testenv.Eventually(t, 60*time.Second, "three failed status writes, and the Consul syncer's queue drained", func(ctx context.Context) error {
+		if n := rc.statusWrites.count(http.StatusServiceUnavailable); n < 3 {
+			return fmt.Errorf("%d failed status writes", n)
+		}
+		text, err := processMetrics(ctx)
+		if err != nil {
+			return err
+		}
+		since := func(name string, labels ...string) float64 {
+			return testenv.MetricSum(text, name, labels...) - testenv.MetricSum(rc.base, name, labels...)
+		}
+		adds, syncs := since("workqueue_adds_total", `name="consul"`), since("consul_gateway_controller_sync_duration_seconds_count", `queue="consul"`)
+		if depth := since("workqueue_depth", `name="consul"`); adds == 0 || syncs < adds || depth != 0 {
+			return fmt.Errorf("queue consul took %v keys, synced %v, holds %v", adds, syncs, depth)
+		}
+		return nil
+	})
 	if e := s.entry(t, consulapi.HTTPRoute, s.naming.EntryName(s.Namespace, "unconfirmed")); e != nil {
 		t.Errorf("a route whose status the API server never confirmed reached Consul: %+v", e)
 	}

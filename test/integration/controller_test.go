@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	gosync "sync"
 	"testing"
@@ -14,6 +15,7 @@ import (
 
 	consulapi "github.com/hashicorp/consul/api"
 	"github.com/hashicorp/go-cleanhttp"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -25,6 +27,7 @@ import (
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
 	"github.com/consul-gateway-controller/consul-gateway-controller/informers"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/consullimits"
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/metrics"
 	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
 	"github.com/consul-gateway-controller/consul-gateway-controller/sync/contract"
 	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
@@ -41,6 +44,29 @@ type runningController struct {
 	consulWrites *requestCounter
 	syncer       *consul.Syncer
 	stop         func()
+	// base is the test process's metrics before the controller started (settled).
+	base string
+}
+
+// processMetrics is the test process's metrics registry as /metrics would serve it:
+// the queue and sync series of the controllers the tests run in it.
+func processMetrics(context.Context) (string, error) {
+	rec := httptest.NewRecorder()
+	promhttp.HandlerFor(metrics.Registry, promhttp.HandlerOpts{ErrorHandling: promhttp.HTTPErrorOnError}).
+		ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	if rec.Code != http.StatusOK {
+		return "", fmt.Errorf("the process's metrics: %d %s", rec.Code, rec.Body.String())
+	}
+	return rec.Body.String(), nil
+}
+
+// settled waits until the controller's queues named in worked took keys and synced
+// them all and every queue stayed empty for testenv.SettleQuiet (testenv.Settled):
+// only then does a count of what it did not write mean anything. The controllers
+// that ran in this process before it count for nothing (its base).
+func (rc *runningController) settled(t *testing.T, worked ...string) {
+	t.Helper()
+	testenv.SettledScrape(t, "the in-process controller", processMetrics, testenv.Scrape{Base: rc.base}, worked...)
 }
 
 // controllerOptions adjusts a test controller.
@@ -71,7 +97,11 @@ type consulOptions struct {
 
 func startController(t *testing.T, name gatewayv1.GatewayController, opts controllerOptions) *runningController {
 	t.Helper()
-	rc := &runningController{published: &confirmations{}, statusWrites: &requestCounter{}}
+	base, err := processMetrics(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := &runningController{published: &confirmations{}, statusWrites: &requestCounter{}, base: base}
 	cfg := rest.CopyConfig(env.Kube.Config(testenv.AdminUser))
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return &observingTransport{next: rt, writes: rc.statusWrites, delay: opts.watchDelay, delayResources: opts.delayResources,

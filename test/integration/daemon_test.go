@@ -221,14 +221,50 @@ func TestQuietAtV0(t *testing.T) {
 		}
 		return nil
 	})
-	time.Sleep(2 * time.Second) // the last confirmations settle
+	testenv.Settled(t, p, "httproute", "consul")
 	settled := p.Output()
-	time.Sleep(5 * time.Second)
+	// Steady state, measured in the leader's own work rather than a sleep: two
+	// renewals of its Lease, as the API server records them.
+	renewals := leaseRenewals(t, s.Namespace)
+	testenv.Eventually(t, 60*time.Second, "two renewals of the leader's Lease", func(ctx context.Context) error {
+		if n := renewals(ctx); n < 2 {
+			return fmt.Errorf("%d renewals", n)
+		}
+		return nil
+	})
 	if more := strings.TrimPrefix(p.Output(), settled); more != "" {
 		t.Errorf("at -v=0 in steady state the controller logged:\n%s", more)
 	}
 	if lines := strings.Count(settled, "\n"); lines > 20 {
 		t.Errorf("%d lines at -v=0 to start and converge one route, want a few lifecycle lines:\n%s", lines, settled)
+	}
+}
+
+// leaseRenewals returns a function that counts the renewals of the one Lease in ns
+// seen since leaseRenewals was called, by its renewTime on the API server.
+func leaseRenewals(t *testing.T, ns string) func(context.Context) int {
+	t.Helper()
+	renewTime := func(ctx context.Context) (string, error) {
+		leases, err := env.KubeClient.CoordinationV1().Leases(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return "", err
+		}
+		if len(leases.Items) != 1 || leases.Items[0].Spec.RenewTime == nil {
+			return "", fmt.Errorf("%d Leases in %s, want one that was renewed", len(leases.Items), ns)
+		}
+		return leases.Items[0].Spec.RenewTime.String(), nil
+	}
+	last, err := renewTime(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	return func(ctx context.Context) int {
+		if now, err := renewTime(ctx); err == nil && now != last {
+			last = now
+			seen++
+		}
+		return seen
 	}
 }
 

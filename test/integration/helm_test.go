@@ -72,28 +72,60 @@ func helm(t *testing.T, kubeconfig string, args ...string) (string, error) {
 // and sets (key=value, as --set takes them), parsed.
 func renderChart(t *testing.T, sets ...string) renderedDeploy {
 	t.Helper()
-	out, err := helm(t, "", templateArgs(t, sets...)...)
+	return renderChartFrom(t, chartDir(t), sets...)
+}
+
+// renderChartFrom renders the chart at chart: its directory, or an archive that
+// helm package made of it.
+func renderChartFrom(t *testing.T, chart string, sets ...string) renderedDeploy {
+	t.Helper()
+	out, err := helm(t, "", templateArgsFor(chart, sets...)...)
 	if err != nil {
-		t.Fatalf("helm template %v: %v\n%s", sets, err, out)
+		t.Fatalf("helm template %s %v: %v\n%s", chart, sets, err, out)
 	}
 	return parseRendered(t, "the chart", out)
 }
 
+// packagedChart is the chart as it is published: the archive helm package makes of
+// its directory. The directory links base/ and crds/ from deploy/; the archive must
+// carry what they point to.
+func packagedChart(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if out, err := helm(t, "", "package", chartDir(t), "--destination="+dir); err != nil {
+		t.Fatalf("helm package: %v\n%s", err, out)
+	}
+	archives, err := filepath.Glob(filepath.Join(dir, "*.tgz"))
+	if err != nil || len(archives) != 1 {
+		t.Fatalf("helm package made %v (%v), want one archive", archives, err)
+	}
+	return archives[0]
+}
+
 func templateArgs(t *testing.T, sets ...string) []string {
-	args := []string{"template", helmRelease, chartDir(t), "--namespace=" + deployNamespace, "--include-crds"}
+	return templateArgsFor(chartDir(t), sets...)
+}
+
+func templateArgsFor(chart string, sets ...string) []string {
+	args := []string{"template", helmRelease, chart, "--namespace=" + deployNamespace, "--include-crds"}
 	for _, s := range sets {
 		args = append(args, "--set="+s)
 	}
 	return args
 }
 
-// TestHelmChartRendersTheBase: at its defaults the chart renders deploy/'s objects:
+// TestHelmChartRendersTheBase: at its defaults the chart, as a directory and as the
+// archive helm package makes of it, renders deploy/'s objects:
 // the same RBAC, admission policy, CRD, PodDisruptionBudget and Service, and the same
 // Deployment but for the settings the base keeps in its ConfigMap, which the chart
 // gives as flags. The least-privilege proof of deploy/ (TestDeployRBACIsLeastPrivilege)
 // thereby covers the chart.
 func TestHelmChartRendersTheBase(t *testing.T) {
 	base, chart := renderDeploy(t), renderChart(t)
+	// What users install is the packaged chart: it renders what the directory does.
+	if diff := cmp.Diff(chart.objects, renderChartFrom(t, packagedChart(t)).objects); diff != "" {
+		t.Errorf("the packaged chart renders other objects than its directory (-directory +packaged):\n%s", diff)
+	}
 	wantKinds := map[string]int{
 		"CustomResourceDefinition": 1, "ServiceAccount": 1, "ClusterRole": 2, "ClusterRoleBinding": 1, "Role": 1, "RoleBinding": 1,
 		"Deployment": 1, "PodDisruptionBudget": 1, "Service": 1, "GatewayClass": 1, "GatewayConfig": 1,

@@ -89,6 +89,9 @@ func TestBackendIsItsPodsConsulService(t *testing.T) {
 	routesNowhere("a pod registered on another port gets no traffic")
 	deletePod(t, s.Namespace, "echo-3")
 	s.awaitResolvedRefs(t, "web", `True/ResolvedRefs`)
+	// Traffic back first: the narrowing below must replace a route to echo-v2 that
+	// is in Consul now, not one of the states before.
+	routesTo("the pod registered on another port gone, traffic comes back", "echo-v2")
 
 	// Another namespace's pod registers as echo-v2 too: its traffic would be shared.
 	env.Create(t, testenv.Service(other, "impostor", testenv.BackendPort))
@@ -102,7 +105,11 @@ func TestBackendIsItsPodsConsulService(t *testing.T) {
 	}
 	env.Create(t, testenv.InjectedPod(other, "impostor-1", map[string]string{"app": "impostor"}, "echo-v2", testenv.BackendPort))
 	s.awaitResolvedRefs(t, "web", `True/ResolvedRefs: All references are resolved; backendRef `+backend+` is the Consul service "echo-v2", which pods of other namespaces register too: it reaches only the instances of namespace `+s.Namespace)
-	routesTo("a name another namespace's pods share is narrowed to the route namespace's", s.naming.NarrowedServiceName(s.Namespace, "echo-v2"))
+	narrowed := s.naming.NarrowedServiceName(s.Namespace, "echo-v2")
+	s.waitEntry(t, consulapi.HTTPRoute, routeName, "a name another namespace's pods share is narrowed to the route namespace's", func(e consulapi.ConfigEntry) bool {
+		services := httpRouteServices(e)
+		return slices.Contains(services, narrowed) && !slices.Contains(services, "echo-v2")
+	})
 }
 
 // deletePod deletes a pod at once: no kubelet runs it, so a grace period would keep it.
@@ -145,7 +152,12 @@ func TestMeshServiceBackend(t *testing.T) {
 		r.Spec.Hostnames = []gatewayv1.Hostname{gatewayv1.Hostname(name + ".example.com")}
 		env.Create(t, r)
 	}
-	s.runStatusController(t, "meshsvc")
+	// The controller writes service-defaults for the Services it routes to, so that
+	// it writes none for a MeshService's Consul service means something; the route
+	// "plain" to the stack's own Service is the control.
+	env.Create(t, s.Route("plain"))
+	s.runStatusController(t, "meshsvc", "--manage-service-defaults")
+	s.waitEntry(t, consulapi.ServiceDefaults, s.Backend, "service-defaults written for the routed Service (the control)", present)
 	routesTo := func(route, what, consulName string, want bool) {
 		t.Helper()
 		s.waitEntry(t, consulapi.HTTPRoute, s.naming.EntryName(s.Namespace, route), what, func(e consulapi.ConfigEntry) bool {
@@ -227,12 +239,12 @@ func TestDeletedBackendKeepsTheOthers(t *testing.T) {
 
 // runStatusController runs the binary as controller name for the stack, without
 // deploying gateways.
-func (s consulStack) runStatusController(t *testing.T, name string) {
+func (s consulStack) runStatusController(t *testing.T, name string, args ...string) {
 	t.Helper()
-	env.RunController(t, testenv.ControllerOptions{Name: name, Args: []string{
+	env.RunController(t, testenv.ControllerOptions{Name: name, Args: append([]string{
 		"--controller-name=" + string(s.Controller), "--cluster-id=" + name, "--deploy-gateways=false",
 		"--leader-elect-resource-namespace=" + s.Namespace,
-	}})
+	}, args...)})
 }
 
 // awaitResolvedRefs waits until the HTTPRoute route's ResolvedRefs condition of ours,

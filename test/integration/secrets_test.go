@@ -4,7 +4,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -31,10 +36,12 @@ const (
 // TestSecretCacheHoldsOnlyReferencedSecrets runs the controller binary beside 2,000
 // large kubernetes.io/tls Secrets that no listener names (128 MiB of key material, in
 // the Gateway's namespace and another), half created before it starts and half while
-// it runs: its Secret cache holds the one Secret a listener names and no other
-// (informer_cached_secrets), its resident memory does not follow the Secrets, the
-// Gateway is programmed, a rotation of the named Secret reaches Consul's
-// inline-certificate entry, and deleting the Gateway drops the Secret from the cache.
+// it runs: every Secret it lists or watches, as a proxy in front of the API server
+// sees its requests, is the one a listener names, and what the API server sends it of
+// Secrets is a fraction of one unrelated Secret's size; its resident memory does not
+// follow the Secrets; its cache gauges say the same; the Gateway is programmed, a
+// rotation of the named Secret reaches Consul's inline-certificate entry, and deleting
+// the Gateway drops the Secret from the cache.
 func TestSecretCacheHoldsOnlyReferencedSecrets(t *testing.T) {
 	s := newConsulStack(t, "secret-cache")
 	other := env.NewNamespace(t, "secret-cache-unrelated")
@@ -42,7 +49,13 @@ func TestSecretCacheHoldsOnlyReferencedSecrets(t *testing.T) {
 	_, key := s.secureGateway(t)
 	createUnrelatedTLSSecrets(t, bulk, []string{s.Namespace, other}, 0, unrelatedSecrets/2)
 
-	p := env.RunController(t, testenv.ControllerOptions{Name: "secret-cache", Args: []string{
+	proxy := startSecretRequestProxy(t)
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := env.Kube.WriteKubeconfig(kubeconfig, testenv.AdminUser); err != nil {
+		t.Fatal(err)
+	}
+	throughProxy(t, kubeconfig, proxy.Server)
+	p := env.RunController(t, testenv.ControllerOptions{Name: "secret-cache", Kubeconfig: kubeconfig, Args: []string{
 		"--controller-name=" + string(s.Controller), "--cluster-id=secret-cache", "--deploy-gateways=false", "--leader-elect=false",
 	}})
 	if err := p.WaitReady(t.Context(), 60*time.Second); err != nil {
@@ -58,19 +71,10 @@ func TestSecretCacheHoldsOnlyReferencedSecrets(t *testing.T) {
 	}
 
 	createUnrelatedTLSSecrets(t, bulk, []string{s.Namespace, other}, unrelatedSecrets/2, unrelatedSecrets)
-	// The Secrets are created over seconds: a controller watching them would have
-	// received nearly all by now, and the rest within this.
-	time.Sleep(time.Second)
+	// The named Secret's rotation below is the marker: once Consul holds the rotated
+	// certificate, the controller's Secret watch delivered an event created after
+	// every unrelated Secret, so a watch that took them would have delivered them too.
 	wantSecretGauges(t, p, 1, "after 1,000 more unrelated ones")
-	after, err := p.Memory()
-	if err != nil {
-		t.Fatal(err)
-	}
-	createdWhileRunning := int64(unrelatedSecrets/2) * 2 * unrelatedSecretSize
-	t.Logf("peak RSS %d MiB before and %d MiB after %d MiB of unrelated Secrets were created", before.PeakRSS>>20, after.PeakRSS>>20, createdWhileRunning>>20)
-	if grown := after.PeakRSS - before.PeakRSS; grown > createdWhileRunning/2 {
-		t.Errorf("peak RSS grew by %d MiB while %d MiB of unrelated Secrets were created", grown>>20, createdWhileRunning>>20)
-	}
 
 	// A rotation of the named Secret reaches Consul.
 	cert, rotatedKey := testenv.SelfSigned(t, "rotated.example.com")
@@ -82,6 +86,16 @@ func TestSecretCacheHoldsOnlyReferencedSecrets(t *testing.T) {
 		c, ok := e.(*consulapi.InlineCertificateConfigEntry)
 		return ok && c.Certificate == string(cert)
 	})
+	after, err := p.Memory()
+	if err != nil {
+		t.Fatal(err)
+	}
+	createdWhileRunning := int64(unrelatedSecrets/2) * 2 * unrelatedSecretSize
+	t.Logf("RSS %d MiB before and %d MiB after %d MiB of unrelated Secrets were created", before.RSS>>20, after.RSS>>20, createdWhileRunning>>20)
+	if grown := after.RSS - before.RSS; grown > createdWhileRunning/4 {
+		t.Errorf("RSS grew by %d MiB while %d MiB of unrelated Secrets were created", grown>>20, createdWhileRunning>>20)
+	}
+	proxy.check(t, s.Namespace, "tls")
 
 	// The Gateway goes: so does its Secret, from the cache and from Consul.
 	if err := env.GatewayClient.GatewayV1().Gateways(s.Namespace).Delete(t.Context(), "secure", metav1.DeleteOptions{}); err != nil {
@@ -95,6 +109,93 @@ func TestSecretCacheHoldsOnlyReferencedSecrets(t *testing.T) {
 	out := p.Output()
 	if bytes.Contains([]byte(out), key) || bytes.Contains([]byte(out), rotatedKey) {
 		t.Error("the log holds a private key")
+	}
+}
+
+// secretRequestProxy forwards a controller's requests to the API server and records
+// those that read Secrets, with how many bytes the API server answered each with: the
+// API server's side of what the controller's Secret cache holds, apart from the
+// controller's own gauges.
+type secretRequestProxy struct {
+	*httptest.Server
+	mu       sync.Mutex
+	requests []secretRequest
+}
+
+type secretRequest struct {
+	path, fieldSelector string
+	watch               bool
+	bytes               *atomic.Int64
+}
+
+func startSecretRequestProxy(t *testing.T) *secretRequestProxy {
+	t.Helper()
+	reverse := kubeReverseProxy(t)
+	p := &secretRequestProxy{}
+	p.Server = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if req.Method != http.MethodGet || !strings.Contains(req.URL.Path, "/secrets") {
+			reverse.ServeHTTP(w, req)
+			return
+		}
+		r := secretRequest{path: req.URL.Path, fieldSelector: req.URL.Query().Get("fieldSelector"), watch: req.URL.Query().Get("watch") == "true", bytes: &atomic.Int64{}}
+		p.mu.Lock()
+		p.requests = append(p.requests, r)
+		p.mu.Unlock()
+		reverse.ServeHTTP(countingWriter{ResponseWriter: w, n: r.bytes}, req)
+	}))
+	t.Cleanup(func() {
+		p.CloseClientConnections() // open watches, or Close waits for them
+		p.Close()
+	})
+	return p
+}
+
+// check fails t unless the controller watched Secrets, each read
+// named the Secret ns/name and no other, and all of them together brought it less
+// than one unrelated Secret's size.
+func (p *secretRequestProxy) check(t *testing.T, ns, name string) {
+	t.Helper()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var lists, watches, total int64
+	for _, r := range p.requests {
+		named := r.path == "/api/v1/namespaces/"+ns+"/secrets/"+name ||
+			(r.path == "/api/v1/namespaces/"+ns+"/secrets" && strings.Contains(r.fieldSelector, "metadata.name="+name))
+		if !named {
+			t.Errorf("the controller read Secrets other than %s/%s: GET %s fieldSelector=%q watch=%t", ns, name, r.path, r.fieldSelector, r.watch)
+		}
+		if r.watch {
+			watches++
+		} else {
+			lists++
+		}
+		total += r.bytes.Load()
+	}
+	t.Logf("Secret reads through the proxy: %d lists or gets, %d watches, %d bytes", lists, watches, total)
+	// A watch either way: informers list then watch, or stream the list in the watch.
+	if watches == 0 {
+		t.Errorf("the controller made %d Secret lists and no watch through the proxy: it read the named Secret some other way", lists)
+	}
+	if total >= unrelatedSecretSize {
+		t.Errorf("the API server sent the controller %d bytes of Secrets, more than one unrelated Secret's %d", total, unrelatedSecretSize)
+	}
+}
+
+// countingWriter counts the bytes of a response, streamed ones included.
+type countingWriter struct {
+	http.ResponseWriter
+	n *atomic.Int64
+}
+
+func (c countingWriter) Write(b []byte) (int, error) {
+	n, err := c.ResponseWriter.Write(b)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+func (c countingWriter) Flush() {
+	if f, ok := c.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
 	}
 }
 

@@ -76,20 +76,37 @@ node_prefix "" { policy = "read" }`)
 	if err := os.WriteFile(tokenFile, []byte(reader), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	before := versionsOf(t, s.Namespace)
-	index := consulIndex(t, admin)
-	run := func(command string, args ...string) string {
+	// The servers' versions of everything the commands could write: the objects'
+	// resourceVersions (the GatewayClass's included) and every config entry's
+	// ModifyIndex.
+	versions := func() testenv.Versions {
 		t.Helper()
-		cmd := exec.Command(testenv.ControllerBinary(t), append([]string{command, "--kubeconfig=" + kubeconfig,
-			"--consul-http-addr=" + agent.HTTPAddr(), "--consul-token-file=" + tokenFile,
-			"--controller-name=" + string(s.Controller), "--cluster-id=" + clusterID}, args...)...)
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("status %v: %v\n%s", args, err, stderr.String())
+		kube, err := env.GatewayAPIVersions(t.Context(), s.Namespace, s.Class)
+		if err != nil {
+			t.Fatal(err)
 		}
-		return stdout.String()
+		entries, err := testenv.ConsulEntryVersions(t.Context(), admin, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return kube.Merge(entries)
 	}
+	before := versions()
+	runWith := func(kubeconfig, tokenFile string) func(command string, args ...string) string {
+		return func(command string, args ...string) string {
+			t.Helper()
+			cmd := exec.Command(testenv.ControllerBinary(t), append([]string{command, "--kubeconfig=" + kubeconfig,
+				"--consul-http-addr=" + agent.HTTPAddr(), "--consul-token-file=" + tokenFile,
+				"--controller-name=" + string(s.Controller), "--cluster-id=" + clusterID}, args...)...)
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			if err := cmd.Run(); err != nil {
+				t.Fatalf("%s %v: %v\n%s", command, args, err, stderr.String())
+			}
+			return stdout.String()
+		}
+	}
+	run := runWith(kubeconfig, tokenFile)
 	var rep cli.StatusReport
 	if err := json.Unmarshal([]byte(run("status", "-n", s.Namespace, "-o", "json")), &rep); err != nil {
 		t.Fatal(err)
@@ -143,11 +160,29 @@ node_prefix "" { policy = "read" }`)
 	}
 	t.Logf("explain:\n%s", explained)
 
-	if after := versionsOf(t, s.Namespace); !maps.Equal(before, after) {
-		t.Errorf("resourceVersions changed while status ran: %v -> %v", before, after)
+	if changes := before.Changes(versions()); len(changes) > 0 {
+		t.Errorf("while status and explain ran with read-only credentials: %s", strings.Join(changes, "; "))
 	}
-	if after := consulIndex(t, admin); after != index {
-		t.Errorf("Consul's config index moved from %d to %d while status ran", index, after)
+
+	// Read-only credentials make a write impossible, not absent: the same commands
+	// with admin credentials (the API server's admin, Consul's management token) must
+	// write nothing either.
+	adminKubeconfig := filepath.Join(t.TempDir(), "admin-kubeconfig")
+	if err := env.Kube.WriteKubeconfig(adminKubeconfig, testenv.AdminUser); err != nil {
+		t.Fatal(err)
+	}
+	adminTokenFile := filepath.Join(t.TempDir(), "admin-token")
+	if err := os.WriteFile(adminTokenFile, []byte(agent.ManagementToken()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	asAdmin := runWith(adminKubeconfig, adminTokenFile)
+	asAdmin("status", "-n", s.Namespace, "-o", "json")
+	asAdmin("status", "-n", s.Namespace)
+	if explained := asAdmin("explain", "route", s.Namespace+"/web"); !strings.Contains(explained, "Consul: accepted") {
+		t.Errorf("explain with admin credentials does not say %q:\n%s", "Consul: accepted", explained)
+	}
+	if changes := before.Changes(versions()); len(changes) > 0 {
+		t.Errorf("while status and explain ran with admin credentials: %s", strings.Join(changes, "; "))
 	}
 }
 
@@ -197,36 +232,4 @@ func readOnlyKubeconfig(t *testing.T) string {
 	waitAuthorized(t, serviceaccountUser(ns, name), rbacv1.PolicyRule{APIGroups: []string{gatewayv1.GroupName}, Resources: []string{"httproutes"}, Verbs: []string{"list"}}, "")
 	kubeconfig, _ := serviceAccountKubeconfig(t, ns, name, nil)
 	return kubeconfig
-}
-
-// versionsOf maps the Gateway API objects of ns to their resourceVersions.
-func versionsOf(t *testing.T, ns string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	gws, err := env.GatewayClient.GatewayV1().Gateways(ns).List(t.Context(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, g := range gws.Items {
-		out["Gateway/"+g.Name] = g.ResourceVersion
-	}
-	routes, err := env.GatewayClient.GatewayV1().HTTPRoutes(ns).List(t.Context(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range routes.Items {
-		out["HTTPRoute/"+r.Name] = r.ResourceVersion
-	}
-	return out
-}
-
-// consulIndex is the index of Consul's http-route entries, which any write of one
-// moves.
-func consulIndex(t *testing.T, admin *consulapi.Client) uint64 {
-	t.Helper()
-	_, qm, err := admin.ConfigEntries().List(consulapi.HTTPRoute, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return qm.LastIndex
 }

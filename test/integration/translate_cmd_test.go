@@ -60,7 +60,10 @@ func TestTranslateCommandAgreesWithTheController(t *testing.T) {
 	env.Create(t, testenv.TCPRoute(ns, "db", edge("tcp"), testenv.Backend("db-"+suffix, 5432)))
 	env.Create(t, testenv.GRPCRoute(ns, "rpc", edge("http")))
 
-	flags := []string{"--controller-name=" + string(controller), "--cluster-id=translate-" + suffix}
+	// An entry prefix of its own: the blackhole's service-defaults is named after the
+	// prefix alone, and another test's controller (TestMeshServiceBackend's) may hold
+	// the unprefixed one in the shared Consul, which this one would find foreign.
+	flags := []string{"--controller-name=" + string(controller), "--cluster-id=translate-" + suffix, "--consul-entry-prefix=t" + suffix + "-"}
 	p := env.RunController(t, testenv.ControllerOptions{Name: "translate-" + suffix, Args: append(flags, "--deploy-gateways=false", "--leader-elect=false")})
 	routes := []struct {
 		kind gatewayv1.Kind
@@ -88,8 +91,8 @@ func TestTranslateCommandAgreesWithTheController(t *testing.T) {
 		}
 		return nil
 	})
-	// Settled: a second look after the controller had time to write anything else.
-	time.Sleep(2 * time.Second)
+	// Settled: the controller synced every key and stays idle.
+	testenv.Settled(t, p, "gateway", "httproute", "tcproute", "consul")
 
 	live := liveObjects(t, ns, class)
 	var input bytes.Buffer
@@ -134,15 +137,18 @@ func TestTranslateCommandAgreesWithTheController(t *testing.T) {
 		t.Errorf("compared %d statuses, want 6", judged)
 	}
 
-	// Entries: each is the one Consul holds, but for what Consul adds.
+	// Entries: each is the one Consul holds, but for what Consul adds; and Consul holds
+	// no entry of this controller's that translate does not print.
 	if len(result.Entries) == 0 {
 		t.Fatal("translate printed no entries")
 	}
+	printed := map[string]bool{}
 	for _, raw := range result.Entries {
 		want, err := consulapi.DecodeConfigEntryFromJSON(raw)
 		if err != nil {
 			t.Fatal(err)
 		}
+		printed["consul "+want.GetKind()+"/"+want.GetName()] = true
 		held, _, err := env.ConsulClient.ConfigEntries().Get(want.GetKind(), want.GetName(), nil)
 		if err != nil {
 			t.Errorf("%s %s: translate prints it, Consul does not hold it: %v", want.GetKind(), want.GetName(), err)
@@ -151,6 +157,25 @@ func TestTranslateCommandAgreesWithTheController(t *testing.T) {
 		if diff := cmp.Diff(string(normalEntry(t, raw)), string(entryJSON(t, held))); diff != "" {
 			t.Errorf("%s %s: translate's entry differs from Consul's (-translate +consul):\n%s", want.GetKind(), want.GetName(), diff)
 		}
+	}
+	held, err := testenv.ConsulEntryVersions(t.Context(), env.ConsulClient, testenv.OwnedBy(string(controller), "translate-"+suffix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	compared := 0
+	for key := range held {
+		// The service-intentions follow the discovery chains Consul compiles, which
+		// translate, with no Consul, cannot know: it prints none.
+		if strings.HasPrefix(key, "consul "+consulapi.ServiceIntentions+"/") {
+			continue
+		}
+		compared++
+		if !printed[key] {
+			t.Errorf("Consul holds the controller's %s, which translate does not print", strings.TrimPrefix(key, "consul "))
+		}
+	}
+	if compared != len(result.Entries) {
+		t.Errorf("Consul holds %d entries of the controller's besides service-intentions, translate prints %d", compared, len(result.Entries))
 	}
 }
 

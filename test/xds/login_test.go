@@ -15,6 +15,7 @@ import (
 	"time"
 
 	consulapi "github.com/hashicorp/consul/api"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul/identity"
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
+	"github.com/consul-gateway-controller/consul-gateway-controller/dataplane"
 	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
 	"github.com/consul-gateway-controller/consul-gateway-controller/test/xds/envoy"
 )
@@ -71,11 +73,14 @@ func TestGatewayPodLogin(t *testing.T) {
 
 	namer := identity.Namer{Ownership: translate.Ownership{Controller: loginController, ClusterID: "login"}}
 	edge := cache.ObjectName{Namespace: loginNamespace, Name: "edge"}
-	token := podLogin(t, admin, "edge-login")
+	// How edge's pod reaches Consul, as the controller rendered its Deployment: the
+	// ServiceAccount, auth method, CA Secret and server name the pod would use.
+	edgePod := podConnectionOf(t, "edge")
+	token := podLogin(t, admin, edgePod)
 	if got := roleNames(token); !slices.Equal(got, []string{namer.Name(edge)}) {
 		t.Errorf("the pod's token has roles %v, want only its Gateway's %s", got, namer.Name(edge))
 	}
-	tlsConfig := caFromSecret(t)
+	tlsConfig := edgePod.tls
 
 	// Its own Gateway's configuration: the listener of edge's port, routing to login-echo.
 	proxy := instanceOf(t, admin, "edge")
@@ -96,8 +101,17 @@ func TestGatewayPodLogin(t *testing.T) {
 
 	// Another Gateway's configuration, with the same token: nothing. Consul 1.15 does
 	// not end the stream of a token that may not write the proxy's service; it serves
-	// it nothing (tls_test.go shows the same for a token of another service).
+	// it nothing (tls_test.go shows the same for a token of another service). The
+	// positive control first: other's own pod gets it, so Consul has it to serve
+	// when edge's token asks, and nothing served then means refused, not not ready.
 	other := instanceOf(t, admin, "other")
+	otherPod := podConnectionOf(t, "other")
+	otherToken := podLogin(t, admin, otherPod)
+	otherFetch, cancelOtherFetch := context.WithTimeout(ctx, 60*time.Second)
+	defer cancelOtherFetch()
+	if _, err := envoy.FetchWith(otherFetch, agent.GRPCTLSAddr(), other, envoy.DialOptions{Token: otherToken.SecretID, TLS: otherPod.tls}, 2*time.Second); err != nil {
+		t.Fatalf("other's own token got no configuration: %v", err)
+	}
 	wo := envoy.WatchWith(ctx, agent.GRPCTLSAddr(), other, envoy.DialOptions{Token: token.SecretID, TLS: tlsConfig})
 	defer wo.Close()
 	otherCtx, cancelOther := context.WithTimeout(ctx, 10*time.Second)
@@ -106,13 +120,6 @@ func TestGatewayPodLogin(t *testing.T) {
 		t.Errorf("edge's token was served other's configuration: listeners %v", slices.Sorted(maps.Keys(cfg.Listeners)))
 	} else if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("edge's token asking for other's configuration: %v (stream: %v), want nothing served", err, wo.Err())
-	}
-	// The positive control: other's own pod gets it.
-	otherToken := podLogin(t, admin, "other-login")
-	otherFetch, cancelOtherFetch := context.WithTimeout(ctx, 60*time.Second)
-	defer cancelOtherFetch()
-	if _, err := envoy.FetchWith(otherFetch, agent.GRPCTLSAddr(), other, envoy.DialOptions{Token: otherToken.SecretID, TLS: tlsConfig}, 2*time.Second); err != nil {
-		t.Errorf("other's own token got no configuration: %v", err)
 	}
 
 	// Acting as a backend, with the same token: its mesh identity (a leaf certificate
@@ -141,7 +148,7 @@ func TestGatewayPodLogin(t *testing.T) {
 	// went with it, by garbage collection): Consul's TokenReview accepts its token,
 	// and no binding rule gives it anything.
 	testenv.Eventually(t, 60*time.Second, "the Gateway's ServiceAccount collected", func(ctx context.Context) error {
-		_, err := env.KubeClient.CoreV1().ServiceAccounts(loginNamespace).Get(ctx, "edge-login", metav1.GetOptions{})
+		_, err := env.KubeClient.CoreV1().ServiceAccounts(loginNamespace).Get(ctx, edgePod.serviceAccount, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
 			return nil
@@ -150,12 +157,12 @@ func TestGatewayPodLogin(t *testing.T) {
 		}
 		return errors.New("still there")
 	})
-	env.Create(t, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: loginNamespace, Name: "edge-login"}})
-	saToken, err := env.ServiceAccountToken(ctx, loginNamespace, "edge-login")
+	env.Create(t, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: loginNamespace, Name: edgePod.serviceAccount}})
+	saToken, err := env.ServiceAccountToken(ctx, loginNamespace, edgePod.serviceAccount)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, _, err = admin.ACL().Login(&consulapi.ACLLoginParams{AuthMethod: loginAuthMethod, BearerToken: saToken}, nil)
+	_, _, err = admin.ACL().Login(&consulapi.ACLLoginParams{AuthMethod: edgePod.authMethod, BearerToken: saToken}, nil)
 	if err == nil || !strings.Contains(err.Error(), "Permission denied") {
 		t.Errorf("a login as edge-login after its Gateway went: %v, want Permission denied", err)
 	}
@@ -211,18 +218,97 @@ func awaitGatewayProgrammed(t *testing.T, ns, gateway string) {
 	})
 }
 
-// podLogin logs in as consul-dataplane does with -credential-type=login: the
-// ServiceAccount's token (here from the TokenRequest API, which kwok's pods lack) sent
-// to Consul's login endpoint.
-func podLogin(t *testing.T, client *consulapi.Client, serviceAccount string) *consulapi.ACLToken {
+// podConnection is how a Gateway's pods reach Consul, as its Deployment says: what
+// the test must take from the controller's rendering rather than from what it wrote.
+type podConnection struct {
+	serviceAccount string
+	authMethod     string
+	tls            *tls.Config // the CA of the Secret the pod mounts, and the server name it checks
+}
+
+// podConnectionOf reads the Deployment the controller rendered for the Gateway: its
+// pods' ServiceAccount, consul-dataplane's -login-auth-method and -tls-server-name,
+// and the CA in the Secret mounted where -ca-certs points.
+func podConnectionOf(t *testing.T, gateway string) podConnection {
 	t.Helper()
-	saToken, err := env.ServiceAccountToken(t.Context(), loginNamespace, serviceAccount)
+	var d appsv1.Deployment
+	testenv.Eventually(t, 60*time.Second, "the gateway Deployment of "+gateway, func(ctx context.Context) error {
+		list, err := env.KubeClient.AppsV1().Deployments(loginNamespace).List(ctx, metav1.ListOptions{LabelSelector: dataplane.GatewayNameLabel + "=" + gateway})
+		if err != nil {
+			return err
+		}
+		if len(list.Items) != 1 {
+			return fmt.Errorf("%d Deployments", len(list.Items))
+		}
+		d = list.Items[0]
+		return nil
+	})
+	pod := d.Spec.Template.Spec
+	if len(pod.Containers) != 1 {
+		t.Fatalf("Deployment %s has %d containers, want consul-dataplane's", d.Name, len(pod.Containers))
+	}
+	args := map[string]string{}
+	for _, a := range pod.Containers[0].Args {
+		name, value, _ := strings.Cut(a, "=")
+		args[name] = value
+	}
+	c := podConnection{serviceAccount: pod.ServiceAccountName, authMethod: args["-login-auth-method"]}
+	if c.serviceAccount == "" || c.authMethod == "" || args["-credential-type"] != "login" {
+		t.Fatalf("Deployment %s: ServiceAccount %q, args %v: want a login with an auth method", d.Name, c.serviceAccount, pod.Containers[0].Args)
+	}
+	caPath, serverName := args["-ca-certs"], args["-tls-server-name"]
+	if caPath == "" || serverName == "" {
+		t.Fatalf("Deployment %s: -ca-certs %q, -tls-server-name %q: want both", d.Name, caPath, serverName)
+	}
+	secret, key := mountedSecretKey(t, pod, caPath)
+	s, err := env.KubeClient.CoreV1().Secrets(loginNamespace).Get(t.Context(), secret, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(s.Data[key]) {
+		t.Fatalf("Secret %s key %s holds no CA certificate", secret, key)
+	}
+	c.tls = &tls.Config{RootCAs: roots, ServerName: serverName, MinVersion: tls.VersionTLS12}
+	return c
+}
+
+// mountedSecretKey is the Secret and key a pod sees at path: the volume mounted at
+// path's directory, and the item whose path is path's file name.
+func mountedSecretKey(t *testing.T, pod corev1.PodSpec, path string) (secret, key string) {
+	t.Helper()
+	dir, file := filepath.Split(path)
+	for _, m := range pod.Containers[0].VolumeMounts {
+		if filepath.Clean(m.MountPath) != filepath.Clean(dir) {
+			continue
+		}
+		for _, v := range pod.Volumes {
+			if v.Name != m.Name || v.Secret == nil {
+				continue
+			}
+			for _, item := range v.Secret.Items {
+				if item.Path == file {
+					return v.Secret.SecretName, item.Key
+				}
+			}
+		}
+	}
+	t.Fatalf("no Secret is mounted at %s: mounts %+v, volumes %+v", path, pod.Containers[0].VolumeMounts, pod.Volumes)
+	return "", ""
+}
+
+// podLogin logs in as consul-dataplane does with -credential-type=login: a token of
+// the pod's ServiceAccount (here from the TokenRequest API, which kwok's pods lack)
+// sent to Consul's login endpoint with the pod's auth method.
+func podLogin(t *testing.T, client *consulapi.Client, pod podConnection) *consulapi.ACLToken {
+	t.Helper()
+	saToken, err := env.ServiceAccountToken(t.Context(), loginNamespace, pod.serviceAccount)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var token *consulapi.ACLToken
-	testenv.Eventually(t, 60*time.Second, "a login as ServiceAccount "+serviceAccount, func(context.Context) error {
-		token, _, err = client.ACL().Login(&consulapi.ACLLoginParams{AuthMethod: loginAuthMethod, BearerToken: saToken}, nil)
+	testenv.Eventually(t, 60*time.Second, "a login as ServiceAccount "+pod.serviceAccount, func(context.Context) error {
+		token, _, err = client.ACL().Login(&consulapi.ACLLoginParams{AuthMethod: pod.authMethod, BearerToken: saToken}, nil)
 		return err
 	})
 	return token
@@ -234,21 +320,6 @@ func roleNames(token *consulapi.ACLToken) []string {
 		names = append(names, r.Name)
 	}
 	return names
-}
-
-// caFromSecret is the TLS a gateway pod dials Consul with: the CA its GatewayConfig's
-// Secret holds.
-func caFromSecret(t *testing.T) *tls.Config {
-	t.Helper()
-	secret, err := env.KubeClient.CoreV1().Secrets(loginNamespace).Get(t.Context(), loginCASecret, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(secret.Data["ca.crt"]) {
-		t.Fatalf("Secret %s holds no CA certificate", loginCASecret)
-	}
-	return &tls.Config{RootCAs: pool, ServerName: testenv.ConsulServerName, MinVersion: tls.VersionTLS12}
 }
 
 // instanceOf waits for a passing catalog instance of the Gateway's pod.

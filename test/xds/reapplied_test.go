@@ -1,13 +1,17 @@
 package xds
 
 import (
+	"context"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
 
+	consulapi "github.com/hashicorp/consul/api"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
 	"github.com/consul-gateway-controller/consul-gateway-controller/test/xds/envoy"
 )
 
@@ -35,6 +39,7 @@ func TestRouteAppliedAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	awaitServed(t, w, 80, "no listener")
+	refreshed := chainRefreshOf(t, "reapplied-app")
 	// Long enough for the gateway's proxy state to see the backend's chain fire while
 	// no route names it.
 	time.Sleep(2 * time.Second)
@@ -45,4 +50,32 @@ func TestRouteAppliedAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	awaitServed(t, w, 80, "200")
+	// Served again is not enough: the race above does not show in every run, and a
+	// gateway that never forgot the chain serves it without the controller's help.
+	// The refresh itself must have been written: the backend's service-defaults carry
+	// a new refresh count.
+	testenv.Eventually(t, 30*time.Second, "the backend's chain refreshed", func(context.Context) error {
+		if now := chainRefreshOf(t, "reapplied-app"); now == "" || now == refreshed {
+			return fmt.Errorf("service-defaults %s has %s %q, had %q with the route deleted", "reapplied-app", chainRefreshMeta, now, refreshed)
+		}
+		return nil
+	})
+}
+
+// chainRefreshMeta is the service-defaults meta key whose value the controller
+// changes to refresh a backend's discovery chain (consul/chains.go).
+const chainRefreshMeta = "gateway-controller-chain-refresh"
+
+// chainRefreshOf is the refresh count on service's service-defaults; "" when it has
+// none, or there are none.
+func chainRefreshOf(t *testing.T, service string) string {
+	t.Helper()
+	entry, err := env.ConsulEntry(consulapi.ServiceDefaults, service)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if entry == nil {
+		return ""
+	}
+	return entry.GetMeta()[chainRefreshMeta]
 }
