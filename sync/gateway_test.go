@@ -308,8 +308,8 @@ func TestSupportedFeaturesAreSortedAndFollowCapabilities(t *testing.T) {
 	// HTTPRouteParentRefPort: its test needs two hostnames on one port.
 	want := []string{
 		"Gateway", "GatewayAddressEmpty", "GatewayInfrastructure", "GatewayPort8080",
-		"HTTPRouteBackendRequestHeaderModification", "HTTPRouteQueryParamMatching",
-		"ReferenceGrant",
+		"HTTPRouteBackendRequestHeaderModification", "HTTPRouteDestinationPortMatching",
+		"HTTPRouteNamedRouteRule", "HTTPRouteQueryParamMatching", "ReferenceGrant",
 	}
 	if diff := cmp.Diff(want, names(consullimits.Consul115)); diff != "" {
 		t.Errorf("features for Consul 1.15 (-want +got):\n%s", diff)
