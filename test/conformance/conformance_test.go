@@ -96,8 +96,8 @@ func TestConformanceTraffic(t *testing.T) {
 				return rt, err.Error()
 			}
 			t.Cleanup(func() {
-				if err := front.Err(); err != nil {
-					t.Logf("tcp front: last failure to answer a Gateway's address: %v", err)
+				for _, failure := range front.Failures() {
+					t.Logf("tcp front: %s", failure)
 				}
 			})
 			return rt, ""

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	"sigs.k8s.io/gateway-api/conformance/echo-basic/tcpserver"
 
@@ -55,7 +56,7 @@ type tcpFront struct {
 	addresses map[string]bool         // put on lo
 	listeners map[string]net.Listener // by address:port
 	echoes    map[testenv.PodRef]string
-	err       error // the last failure to set up an address or listener
+	failures  map[string]bool // distinct failures to answer a connection or set up a listener
 }
 
 // startTCPFront starts making the Gateways' TCP listeners answer, until ctx ends.
@@ -66,7 +67,7 @@ func startTCPFront(ctx context.Context, rt *xdsRoundTripper) (*tcpFront, error) 
 	if _, err := exec.LookPath("ip"); err != nil {
 		return nil, fmt.Errorf("no ip command to put addresses on lo: %w", err)
 	}
-	f := &tcpFront{ctx: ctx, rt: rt, addresses: map[string]bool{}, listeners: map[string]net.Listener{}, echoes: map[testenv.PodRef]string{}}
+	f := &tcpFront{ctx: ctx, rt: rt, addresses: map[string]bool{}, listeners: map[string]net.Listener{}, echoes: map[testenv.PodRef]string{}, failures: map[string]bool{}}
 	go f.follow()
 	return f, nil
 }
@@ -163,29 +164,9 @@ func (f *tcpFront) accept(ln net.Listener, address string, port uint32) {
 // reset is closed.
 func (f *tcpFront) serve(conn net.Conn, address string, port uint32) {
 	defer conn.Close()
-	ctx, cancel := context.WithTimeout(f.ctx, 15*time.Second)
-	cfg, err := f.rt.config(ctx, address)
-	cancel()
+	upstream, err := f.upstream(address, port)
 	if err != nil {
-		return
-	}
-	f.rt.mu.Lock()
-	_, endpoint, err := envoy.ServeTCP(cfg, port, "", f.rt.rnd)
-	f.rt.mu.Unlock()
-	if err != nil {
-		return
-	}
-	pod, ok := f.rt.backends.Pod(endpoint)
-	if !ok {
-		return
-	}
-	echo, err := f.echoOf(pod)
-	if err != nil {
-		f.setErr(err)
-		return
-	}
-	upstream, err := net.Dial("tcp", echo)
-	if err != nil {
+		f.setErr(fmt.Errorf("connection to %s:%d: %w", address, port, err))
 		return
 	}
 	defer upstream.Close()
@@ -193,6 +174,33 @@ func (f *tcpFront) serve(conn net.Conn, address string, port uint32) {
 	go func() { _, _ = io.Copy(upstream, conn); done <- struct{}{} }()
 	go func() { _, _ = io.Copy(conn, upstream); done <- struct{}{} }()
 	<-done
+}
+
+// upstream is the connection to the echo server of the pod the gateway's Envoy would
+// send a connection to address:port to.
+func (f *tcpFront) upstream(address string, port uint32) (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(f.ctx, 15*time.Second)
+	defer cancel()
+	cfg, err := f.rt.config(ctx, address)
+	if err != nil {
+		return nil, err
+	}
+	f.rt.mu.Lock()
+	cluster, endpoint, err := envoy.ServeTCP(cfg, port, "", f.rt.rnd)
+	f.rt.mu.Unlock()
+	if err != nil {
+		return nil, fmt.Errorf("xDS router: %w", err)
+	}
+	pod, ok := f.rt.backends.Pod(endpoint)
+	if !ok {
+		return nil, fmt.Errorf("endpoint %s of cluster %s is no backend pod", endpoint, cluster)
+	}
+	echo, err := f.echoOf(pod)
+	if err != nil {
+		return nil, err
+	}
+	var d net.Dialer
+	return d.DialContext(ctx, "tcp", echo)
 }
 
 // echoOf is the address of the echo server playing pod, started on first use.
@@ -249,14 +257,14 @@ func (f *tcpFront) setErr(err error) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.err = err
+	f.failures[err.Error()] = true
 }
 
-// Err is the last failure to answer a Gateway's address, for the tests' skips.
-func (f *tcpFront) Err() error {
+// Failures are the distinct failures to answer a Gateway's address, for the log.
+func (f *tcpFront) Failures() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.err
+	return sets.List(sets.KeySet(f.failures))
 }
 
 func (f *tcpFront) closeAll() {
