@@ -222,12 +222,22 @@ func (o *outcomes) requestsSkipped(name string) bool {
 	return ok
 }
 
-// commitOf names the commit the binary was built from, "-dirty" when the work tree
-// differs from it.
+// commitOf names the commit the binary runs at, "-dirty" when the work tree differs
+// from it in anything but the generated docs/conformance (which every run rewrites).
 func commitOf() string {
-	out, err := exec.Command("git", "describe", "--always", "--dirty", "--abbrev=12").Output()
+	out, err := exec.Command("git", "rev-parse", "--short=12", "HEAD").Output()
 	if err != nil {
 		return "unknown"
 	}
-	return strings.TrimSpace(string(out))
+	commit := strings.TrimSpace(string(out))
+	root, err := exec.Command("git", "rev-parse", "--show-toplevel").Output()
+	if err != nil {
+		return commit + "-dirty"
+	}
+	changed, err := exec.Command("git", "-C", strings.TrimSpace(string(root)), "status", "--porcelain", "--untracked-files=no",
+		"--", ".", ":(exclude)docs/conformance").Output()
+	if err != nil || len(changed) > 0 {
+		return commit + "-dirty"
+	}
+	return commit
 }

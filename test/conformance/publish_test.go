@@ -34,7 +34,7 @@ func publish(dir, resultsPath string, j judge.Judgement) error {
 			return err
 		}
 		judge.SkipKnown(report, j.Verdicts[o.Run])
-		report.Implementation.Version = r.Commit
+		report.Version = r.Commit
 		for i := range report.ProfileReports {
 			report.ProfileReports[i].Summary = reportSummary[o.Run]
 		}
