@@ -354,7 +354,8 @@ func TestSupportedFeaturesAreSortedAndFollowCapabilities(t *testing.T) {
 	// HTTPRouteMethodMatching: Consul does not rank method matches.
 	want := []string{
 		"Gateway", "GatewayAddressEmpty", "GatewayInfrastructure", "GatewayPort8080",
-		"HTTPRouteBackendRequestHeaderModification", "HTTPRouteParentRefPort", "HTTPRouteQueryParamMatching",
+		"HTTPRouteBackendRequestHeaderModification", "HTTPRouteDestinationPortMatching",
+		"HTTPRouteNamedRouteRule", "HTTPRouteParentRefPort", "HTTPRouteQueryParamMatching",
 		"ListenerSet", "ReferenceGrant",
 	}
 	if diff := cmp.Diff(want, names(consullimits.Consul115)); diff != "" {

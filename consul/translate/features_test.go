@@ -73,6 +73,14 @@ func featureExamples() map[features.FeatureName]featureExample {
 		features.SupportHTTPRouteQueryParamMatching: route(gatewayv1.HTTPRouteRule{Matches: []gatewayv1.HTTPRouteMatch{{QueryParams: []gatewayv1.HTTPQueryParamMatch{
 			{Name: "animal", Value: "whale"}, {Type: new(gatewayv1.QueryParamMatchRegularExpression), Name: "color", Value: "bl.*"},
 		}}}}),
+		// A parentRef with a port no listener has is the status pipeline's
+		// NoMatchingParent: nothing of the route is written, the Gateway is.
+		features.SupportHTTPRouteDestinationPortMatching: {[]any{confirmedGateway("apps", "gw", true, validListener(httpListener("http", 80, "")))}, []string{consulapi.APIGateway}},
+		// A named rule routes as an unnamed one (httproute-named-rule).
+		features.SupportHTTPRouteNamedRouteRule: route(gatewayv1.HTTPRouteRule{
+			Name:    new(gatewayv1.SectionName("named-rule")),
+			Matches: []gatewayv1.HTTPRouteMatch{{Path: &gatewayv1.HTTPPathMatch{Type: new(gatewayv1.PathMatchPathPrefix), Value: new("/named")}}},
+		}),
 		// Per-backend headers on a weighted split (httproute-request-header-modifier-backend-weights).
 		features.SupportHTTPRouteBackendRequestHeaderModification: route(gatewayv1.HTTPRouteRule{BackendRefs: []gatewayv1.HTTPBackendRef{
 			httpBackend("", "web", 8080, new(int32(70)), headers("X-Web")), httpBackend("shared", "api", 8080, new(int32(30)), headers("X-Api")),

@@ -37,6 +37,12 @@ var Features = []Feature{
 	{features.SupportGatewayAddressEmpty, always},
 	// http-route matches carry query Exact and Regex.
 	{features.SupportHTTPRouteQueryParamMatching, always},
+	// A parentRef whose port no listener has is NoMatchingParent, decided by the
+	// status pipeline (HTTPRouteInvalidParentRefNotMatchingListenerPort).
+	{features.SupportHTTPRouteDestinationPortMatching, always},
+	// A rule's name is an identifier for policies and status; routing ignores it
+	// (HTTPRouteNamedRule).
+	{features.SupportHTTPRouteNamedRouteRule, always},
 	// HTTPService.Filters.Headers, applied per service also on a split.
 	{features.SupportHTTPRouteBackendRequestHeaderModification, always},
 	{features.SupportHTTPRouteResponseHeaderModification, func(c Capabilities) bool { return c.ResponseHeaderModifier }},

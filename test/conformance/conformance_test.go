@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -37,6 +38,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/api/v1alpha1"
+	"github.com/consul-gateway-controller/consul-gateway-controller/test/conformance/judge"
 	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
 )
 
@@ -57,12 +59,9 @@ const (
 // answered from the xDS.
 type run struct {
 	name string
-	// roundTripper answers the suite's requests.
-	roundTripper func(t *testing.T) roundtripper.RoundTripper
-	// known are the tests known to fail in this run, each with why: CI skips them, so
-	// that any other failure fails it; make conformance runs them, so the report shows
-	// them. Each entry is a deviation: remove it with the fix.
-	known map[string]string
+	// answer sets up what answers the suite's traffic: its RoundTripper, and why the
+	// tests whose tcp helper dials by itself cannot run ("" when they can).
+	answer func(t *testing.T) (roundtripper.RoundTripper, string)
 	// reportFile is where make conformance writes the suite's report of this run.
 	reportFile string
 }
@@ -72,38 +71,51 @@ type run struct {
 // report in the suite's format is docs/conformance's main one.
 func TestConformance(t *testing.T) {
 	runSuite(t, &run{
-		name:         "status",
-		roundTripper: func(*testing.T) roundtripper.RoundTripper { return statusOnlyRoundTripper{} },
-		known:        statusKnownFailures,
-		reportFile:   gatewayAPIVersion + "-report.yaml",
+		name:       judge.StatusRun,
+		answer:     func(*testing.T) (roundtripper.RoundTripper, string) { return statusOnlyRoundTripper{}, "status only" },
+		reportFile: gatewayAPIVersion + "-report.yaml",
 	})
 }
 
 // TestConformanceTraffic runs the suite again, with the requests answered from the
 // configuration Consul serves the gateway pods (xdsRoundTripper), and the suite's echo
-// backends in Consul's catalog as mesh instances (testenv.MeshBackends).
+// backends in Consul's catalog as mesh instances (testenv.MeshBackends). In the
+// loopback-only network namespace, the tcp helper's own dials are answered from the
+// same configuration (tcpFront).
 func TestConformanceTraffic(t *testing.T) {
-	var rt *xdsRoundTripper
 	runSuite(t, &run{
-		name: "traffic",
-		roundTripper: func(t *testing.T) roundtripper.RoundTripper {
+		name: judge.TrafficRun,
+		answer: func(t *testing.T) (roundtripper.RoundTripper, string) {
 			backends, err := testenv.StartMeshBackends(t.Context(), env.KubeClient, env.ConsulClient, time.Second)
 			if err != nil {
-				t.Fatal(err)
+				fatalf(t, "mesh backends: %v", err)
 			}
-			rt = newXDSRoundTripper(t.Context(), backends)
-			return rt
+			rt := newXDSRoundTripper(t.Context(), backends)
+			front, err := startTCPFront(t.Context(), rt)
+			if err != nil {
+				return rt, err.Error()
+			}
+			t.Cleanup(func() {
+				for _, failure := range front.Failures() {
+					t.Logf("tcp front: %s", failure)
+				}
+			})
+			return rt, ""
 		},
-		known:      trafficKnownFailures,
 		reportFile: gatewayAPIVersion + "-report-xds.yaml",
 	})
-	if rt != nil {
-		results.setAnswers(rt.lastAnswer)
-	}
+}
+
+// fatalf ends a run for a failure of its own, not of a suite test: the judge fails the
+// run on the marked line whatever the tests did.
+func fatalf(t *testing.T, format string, args ...any) {
+	t.Helper()
+	t.Fatal(judge.ErrorMarker + fmt.Sprintf(format, args...))
 }
 
 // runSuite runs the suite's tests of the claimed profiles once, as r says, and keeps
-// each test's outcome for the README that TestMain writes.
+// each test's outcome for the tables the judge writes. The tests known to fail run
+// too: the judge holds each to its known failure.
 func runSuite(t *testing.T, r *run) {
 	log.SetLogger(zap.New(zap.WriteTo(os.Stdout), zap.UseDevMode(false)))
 	ctx := t.Context()
@@ -112,19 +124,31 @@ func runSuite(t *testing.T, r *run) {
 
 	selfDialing, err := selfDialingTests()
 	if err != nil {
-		t.Fatal(err)
+		fatalf(t, "%v", err)
 	}
-	skipped := selfDialing.Clone()
-	if *reportDir == "" {
-		skipped = skipped.Union(sets.KeySet(r.known))
+	rt, tcpFront := r.answer(t)
+	skipWhy, ownTCP := map[string]string{}, map[string]bool{}
+	for test, how := range selfDialing {
+		if why := selfDialingSkip(r.name, how, tcpFront); why != "" {
+			skipWhy[test] = why
+		} else {
+			ownTCP[test] = true
+		}
 	}
-	outcomes := results.start(r.name, selfDialing, r.known)
-	opts := options(t, sets.List(skipped), outcomes.record)
-	opts.RoundTripper = r.roundTripper(t)
+	reportFile := ""
+	if *reportDir != "" {
+		reportFile = r.reportFile
+	}
+	outcomes := results.start(r.name, reportFile, skipWhy, ownTCP)
+	opts := options(t, sets.List(sets.KeySet(skipWhy)), outcomes.record)
+	opts.RoundTripper = rt
+	if rt, ok := rt.(*xdsRoundTripper); ok {
+		outcomes.traffic = rt.traffic
+	}
 
 	cSuite, err := suite.NewConformanceTestSuite(opts)
 	if err != nil {
-		t.Fatalf("conformance suite: %v", err)
+		fatalf(t, "conformance suite: %v", err)
 	}
 	// The suite counts as running until Run's cleanup; a cleanup registered before Run
 	// runs after it, with the results of every test.
@@ -132,15 +156,14 @@ func runSuite(t *testing.T, r *run) {
 		t.Cleanup(func() {
 			report, err := cSuite.Report()
 			if err != nil {
-				t.Fatal(err)
+				fatalf(t, "report: %v", err)
 			}
-			outcomes.report = report
 			writeReport(t, report, r.reportFile)
 		})
 	}
 	cSuite.Setup(t, tests.ConformanceTests)
 	if err := cSuite.Run(t, tests.ConformanceTests); err != nil {
-		t.Fatal(err)
+		fatalf(t, "run: %v", err)
 	}
 }
 
@@ -149,16 +172,16 @@ func options(t *testing.T, skip []string, hook func(*testing.T, suite.Conformanc
 	cfg := env.Kube.Config(testenv.AdminUser)
 	c, err := client.New(cfg, client.Options{})
 	if err != nil {
-		t.Fatal(err)
+		fatalf(t, "%v", err)
 	}
 	for _, install := range []func(*runtime.Scheme) error{v1alpha3.Install, v1alpha2.Install, xv1alpha1.Install, gatewayv1.Install, apiextensionsv1.AddToScheme, v1alpha1.AddToScheme} {
 		if err := install(c.Scheme()); err != nil {
-			t.Fatal(err)
+			fatalf(t, "%v", err)
 		}
 	}
 	clientset, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		t.Fatal(err)
+		fatalf(t, "%v", err)
 	}
 	opts := suite.ConformanceOptions{
 		ConfigurableOptions: suite.ConfigurableOptions{
@@ -175,7 +198,7 @@ func options(t *testing.T, skip []string, hook func(*testing.T, suite.Conformanc
 				Organization: "consul-gateway-controller",
 				Project:      "consul-gateway-controller",
 				URL:          "https://github.com/consul-gateway-controller/consul-gateway-controller",
-				Version:      "main",
+				Version:      results.Commit,
 				Contact:      []string{"https://github.com/consul-gateway-controller/consul-gateway-controller/issues"},
 			},
 		},
@@ -199,7 +222,7 @@ func startController(t *testing.T) {
 	})
 	t.Cleanup(func() {
 		if _, err := c.Terminate(10 * time.Second); err != nil {
-			t.Errorf("stop controller: %v", err)
+			t.Error(judge.ErrorMarker + "stop controller: " + err.Error())
 		}
 	})
 }
@@ -209,14 +232,14 @@ func startController(t *testing.T) {
 func createClass(t *testing.T, ctx context.Context) {
 	t.Helper()
 	if _, err := env.KubeClient.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: configNamespace}}, metav1.CreateOptions{}); ignoreExists(err) != nil {
-		t.Fatal(err)
+		fatalf(t, "%v", err)
 	}
 	clusterIP := corev1.ServiceTypeClusterIP
 	if _, err := env.ConfigClient.GatewayConfigs(configNamespace).Create(ctx, &v1alpha1.GatewayConfig{
 		ObjectMeta: metav1.ObjectMeta{Name: className},
 		Spec:       v1alpha1.GatewayConfigSpec{Service: &v1alpha1.ServiceConfig{Type: &clusterIP}},
 	}, metav1.CreateOptions{}); ignoreExists(err) != nil {
-		t.Fatal(err)
+		fatalf(t, "%v", err)
 	}
 	ns := gatewayv1.Namespace(configNamespace)
 	class := &gatewayv1.GatewayClass{
@@ -228,7 +251,7 @@ func createClass(t *testing.T, ctx context.Context) {
 	}
 	classes := env.GatewayClient.GatewayV1().GatewayClasses()
 	if _, err := classes.Create(ctx, class, metav1.CreateOptions{}); ignoreExists(err) != nil {
-		t.Fatal(err)
+		fatalf(t, "%v", err)
 	}
 	testenv.Eventually(t, time.Minute, "GatewayClass "+className+" accepted with its supported features", func(ctx context.Context) error {
 		got, err := classes.Get(ctx, className, metav1.GetOptions{})
@@ -243,6 +266,33 @@ func createClass(t *testing.T, ctx context.Context) {
 		}
 		return nil
 	})
+	got, err := classes.Get(ctx, className, metav1.GetOptions{})
+	if err != nil {
+		fatalf(t, "%v", err)
+	}
+	var claimed []string
+	for _, f := range got.Status.SupportedFeatures {
+		claimed = append(claimed, string(f.Name))
+	}
+	if diff := cmp.Diff(claimedFeatures, claimed); diff != "" {
+		fatalf(t, "GatewayClass %s claims other features than the conformance runs were judged with (-pinned +claimed):\n%s", className, diff)
+	}
+}
+
+// claimedFeatures are the features the GatewayClass claims against Consul 1.15, sorted
+// as its status lists them. A claim is a promise that the feature's tests pass: a
+// feature is added here once its tests passed in both runs, and a change of the claims
+// changes this list, the tables and the known failures together.
+var claimedFeatures = []string{
+	"Gateway",
+	"GatewayAddressEmpty",
+	"GatewayInfrastructure",
+	"GatewayPort8080",
+	"HTTPRouteBackendRequestHeaderModification",
+	"HTTPRouteDestinationPortMatching",
+	"HTTPRouteNamedRouteRule",
+	"HTTPRouteQueryParamMatching",
+	"ReferenceGrant",
 }
 
 // ignoreExists: the second run finds the first one's namespace, config and class.
@@ -257,7 +307,7 @@ func ignoreExists(err error) error {
 func writeReport(t *testing.T, report *confv1.ConformanceReport, file string) {
 	t.Helper()
 	if err := os.MkdirAll(*reportDir, 0o755); err != nil {
-		t.Fatal(err)
+		fatalf(t, "%v", err)
 	}
 	// The report's date and its order of profiles would change every run; the
 	// repository keeps them stable.
@@ -265,11 +315,11 @@ func writeReport(t *testing.T, report *confv1.ConformanceReport, file string) {
 	slices.SortFunc(report.ProfileReports, func(a, b confv1.ProfileReport) int { return strings.Compare(a.Name, b.Name) })
 	data, err := yaml.Marshal(report)
 	if err != nil {
-		t.Fatal(err)
+		fatalf(t, "%v", err)
 	}
 	path := filepath.Join(*reportDir, file)
 	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
+		fatalf(t, "%v", err)
 	}
 	fmt.Printf("conformance report: %s\n", path)
 }

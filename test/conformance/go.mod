@@ -6,6 +6,7 @@ replace github.com/consul-gateway-controller/consul-gateway-controller => ../..
 
 require (
 	github.com/consul-gateway-controller/consul-gateway-controller v0.0.0-00010101000000-000000000000
+	github.com/google/go-cmp v0.7.0
 	k8s.io/api v0.37.2
 	k8s.io/apiextensions-apiserver v0.37.2
 	k8s.io/apimachinery v0.37.2

@@ -43,6 +43,7 @@ type xdsRoundTripper struct {
 	gateways map[string]types.NamespacedName // by address
 	watches  map[types.NamespacedName]*gatewayWatch
 	answers  map[string]string // last request and answer, by test name
+	answered map[string]int    // requests answered, by test name
 }
 
 // gatewayWatch is the xDS stream of one gateway pod.
@@ -63,6 +64,7 @@ func newXDSRoundTripper(ctx context.Context, backends *testenv.MeshBackends) *xd
 		gateways: map[string]types.NamespacedName{},
 		watches:  map[types.NamespacedName]*gatewayWatch{},
 		answers:  map[string]string{},
+		answered: map[string]int{},
 	}
 }
 
@@ -94,6 +96,7 @@ func (rt *xdsRoundTripper) CaptureRoundTrip(req roundtripper.Request) (*roundtri
 		return nil, nil, err
 	}
 	rt.remember(req, in, describeAnswer(answer, captured))
+	rt.countAnswered(req)
 	return captured, response, nil
 }
 
@@ -283,11 +286,23 @@ func (rt *xdsRoundTripper) remember(req roundtripper.Request, in envoy.HTTPReque
 	rt.answers[topTest(req.T.Name())] = line + " → " + outcome
 }
 
-// lastAnswer is the last request a test made and what the xDS said to it.
-func (rt *xdsRoundTripper) lastAnswer(test string) string {
+// countAnswered counts a request the xDS answered, for the tables: a pass that sent
+// no request is a status-only one.
+func (rt *xdsRoundTripper) countAnswered(req roundtripper.Request) {
+	if req.T == nil {
+		return
+	}
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
-	return rt.answers[test]
+	rt.answered[topTest(req.T.Name())]++
+}
+
+// traffic is how many requests of a test the xDS answered, and its last request with
+// what the xDS said to it.
+func (rt *xdsRoundTripper) traffic(test string) (int, string) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return rt.answered[test], rt.answers[test]
 }
 
 func methodOf(in envoy.HTTPRequest) string {

@@ -2,7 +2,6 @@ package envoy
 
 import (
 	"fmt"
-	"net/url"
 	"regexp"
 	"strings"
 	"sync"
@@ -125,30 +124,42 @@ func fullMatch(expr, value string) (bool, error) {
 }
 
 // headerMatches: Envoy matches a header's values joined by "," (HeaderUtility::
-// getAllOfHeaderAsString).
+// getAllOfHeaderAsString). A missing header matches no value matcher, inverted or
+// not; only a presence matcher (or none, which means present) judges its absence
+// (HeaderUtility::matchHeaders, source/common/http/header_utility.cc).
 func headerMatches(h *routev3.HeaderMatcher, headers map[string][]string) (bool, error) {
 	values, present := headers[strings.ToLower(h.GetName())]
 	value := strings.Join(values, ",")
 	if !present && h.GetTreatMissingHeaderAsEmpty() {
 		present = true
 	}
-	ok, err := headerSpecMatches(h, value, present)
+	if !present {
+		switch spec := h.GetHeaderMatchSpecifier().(type) {
+		case *routev3.HeaderMatcher_PresentMatch:
+			return !spec.PresentMatch != h.GetInvertMatch(), nil
+		case nil:
+			return h.GetInvertMatch(), nil
+		}
+		return false, nil
+	}
+	ok, err := headerSpecMatches(h, value)
 	if err != nil {
 		return false, err
 	}
 	return ok != h.GetInvertMatch(), nil
 }
 
-func headerSpecMatches(h *routev3.HeaderMatcher, value string, present bool) (bool, error) {
-	if _, isPresence := h.GetHeaderMatchSpecifier().(*routev3.HeaderMatcher_PresentMatch); !isPresence && !present {
-		return false, nil
-	}
+// headerSpecMatches matches the value of a present header.
+func headerSpecMatches(h *routev3.HeaderMatcher, value string) (bool, error) {
 	switch spec := h.GetHeaderMatchSpecifier().(type) {
 	case *routev3.HeaderMatcher_PresentMatch:
-		return present == spec.PresentMatch, nil
+		return spec.PresentMatch, nil
 	// Consul 1.15 sends the deprecated matchers; Envoy 1.25 still honours them.
 	case *routev3.HeaderMatcher_ExactMatch:
-		return value == spec.ExactMatch, nil //nolint:staticcheck // see above
+		// An empty exact_match matches any value: Envoy reads it as a presence match
+		// (HeaderUtility::matchHeaders: "value_.empty() || value == value_"). The
+		// string_match exact below has no such exception.
+		return spec.ExactMatch == "" || value == spec.ExactMatch, nil //nolint:staticcheck // see above
 	case *routev3.HeaderMatcher_SafeRegexMatch:
 		return fullMatch(spec.SafeRegexMatch.GetRegex(), value) //nolint:staticcheck // see above
 	case *routev3.HeaderMatcher_PrefixMatch:
@@ -166,27 +177,21 @@ func headerSpecMatches(h *routev3.HeaderMatcher, value string, present bool) (bo
 }
 
 // parseQuery splits a query the way Envoy's router reads it for matching: the first
-// value of a repeated name wins, names and values are percent-decoded when they can be.
+// value of a repeated name wins, a name without "=" has the value "", and names and
+// values are compared as sent, not percent-decoded (RouteEntryImplBase::matchRoute
+// uses Http::Utility::parseQueryString, which parses with decode_params false).
 func parseQuery(query string) map[string]string {
 	params := map[string]string{}
-	for _, part := range strings.Split(query, "&") {
+	for part := range strings.SplitSeq(query, "&") {
 		if part == "" {
 			continue
 		}
 		k, v, _ := strings.Cut(part, "=")
-		k, v = unescape(k), unescape(v)
 		if _, seen := params[k]; !seen {
 			params[k] = v
 		}
 	}
 	return params
-}
-
-func unescape(s string) string {
-	if u, err := url.PathUnescape(s); err == nil {
-		return u
-	}
-	return s
 }
 
 func queryMatches(q *routev3.QueryParameterMatcher, params map[string]string) (bool, error) {

@@ -150,3 +150,70 @@ func TestNormalizeScrubs(t *testing.T) {
 		t.Errorf("virtual hosts not sorted by name:\n%s", s)
 	}
 }
+
+// The corners where a naive reading of the protos and Envoy part ways (Envoy's
+// HeaderUtility::matchHeaders and Http::Utility::parseQueryString).
+func TestHeaderMatchCorners(t *testing.T) {
+	exact := func(v string) *routev3.HeaderMatcher {
+		return &routev3.HeaderMatcher{Name: "x-v", HeaderMatchSpecifier: &routev3.HeaderMatcher_ExactMatch{ExactMatch: v}} //nolint:staticcheck // what Consul 1.15 sends
+	}
+	inverted := func(h *routev3.HeaderMatcher) *routev3.HeaderMatcher { h.InvertMatch = true; return h }
+	present := func(p bool) *routev3.HeaderMatcher {
+		return &routev3.HeaderMatcher{Name: "x-v", HeaderMatchSpecifier: &routev3.HeaderMatcher_PresentMatch{PresentMatch: p}}
+	}
+	stringExact := &routev3.HeaderMatcher{Name: "x-v", HeaderMatchSpecifier: &routev3.HeaderMatcher_StringMatch{
+		StringMatch: &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: ""}},
+	}}
+	missingAsEmpty := inverted(exact("a"))
+	missingAsEmpty.TreatMissingHeaderAsEmpty = true
+	tests := []struct {
+		name    string
+		matcher *routev3.HeaderMatcher
+		headers map[string][]string
+		want    bool
+	}{
+		{"an inverted exact match on a missing header does not match", inverted(exact("a")), nil, false},
+		{"an inverted exact match on another value matches", inverted(exact("a")), map[string][]string{"x-v": {"b"}}, true},
+		{"an exact match on a missing header does not match", exact("a"), nil, false},
+		{"an inverted absence matches a present header", inverted(present(false)), map[string][]string{"x-v": {"b"}}, true},
+		{"an inverted presence matches a missing header", inverted(present(true)), nil, true},
+		{"an inverted absence does not match a missing header", inverted(present(false)), nil, false},
+		{"absence matches a missing header", present(false), nil, true},
+		{"no specifier is presence: inverted, it matches a missing header", inverted(&routev3.HeaderMatcher{Name: "x-v"}), nil, true},
+		{"an empty exact_match matches any value", exact(""), map[string][]string{"x-v": {"anything"}}, true},
+		{"an empty exact_match does not match a missing header", exact(""), nil, false},
+		{"an empty string_match exact matches only the empty value", stringExact, map[string][]string{"x-v": {"anything"}}, false},
+		{"an empty string_match exact matches the empty value", stringExact, map[string][]string{"x-v": {""}}, true},
+		{"a missing header treated as empty is matched as empty, then inverted", missingAsEmpty, nil, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := headerMatches(tt.matcher, tt.headers)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tt.want {
+				t.Errorf("matches %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestQueryIsMatchedAsSent(t *testing.T) {
+	tests := []struct {
+		query string
+		want  map[string]string
+	}{
+		{"a=1&a=2", map[string]string{"a": "1"}},
+		{"a%20b=c%20d&e=f+g", map[string]string{"a%20b": "c%20d", "e": "f+g"}},
+		{"flag&x=", map[string]string{"flag": "", "x": ""}},
+		{"bad=%zz", map[string]string{"bad": "%zz"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.query, func(t *testing.T) {
+			if got := parseQuery(tt.query); !maps.Equal(got, tt.want) {
+				t.Errorf("parsed %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,87 @@
+package conformance
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/test/conformance/judge"
+)
+
+// Causes shared by several entries.
+const (
+	onePortOneHostname = "Consul 1.15's api-gateway serves one hostname per port (Consul 1.15.4 " +
+		"agent/structs/config_entry_gateways.go:802-811) and the controller keeps one Consul listener per Gateway " +
+		"listener, so a second listener with another hostname on the port is Accepted=False/PortUnavailable"
+	answers503 = "Gateway API wants 500 for a request whose rule has no backend that can receive it; Consul 1.15's " +
+		"http-route has no fixed response (agent/structs/config_entry_routes.go:416-419), so the controller routes it " +
+		"to a service without instances, and Envoy answers 503"
+)
+
+// expects500 matches the suite's complaint about a request to one of paths that got
+// 503 where it expects 500 (conformance/utils/http, "Response expectation failed").
+func expects500(paths ...string) *regexp.Regexp {
+	return gotStatus(503, 500, paths...)
+}
+
+// gotStatus matches the suite's complaint about a request to one of paths that got
+// status got where it expects want.
+func gotStatus(got, want int, paths ...string) *regexp.Regexp {
+	quoted := make([]string, len(paths))
+	for i, p := range paths {
+		quoted[i] = regexp.QuoteMeta(p)
+	}
+	return regexp.MustCompile(fmt.Sprintf(`Path:(%s) .*?(expected status code to be one of \[%d\], got %d)`, strings.Join(quoted, "|"), want, got))
+}
+
+// listenerRefused matches the suite waiting in vain for a listener of a Gateway to
+// be accepted, which is PortUnavailable.
+func listenerRefused(gateway, listener string) *regexp.Regexp {
+	return regexp.MustCompile(`(?s)Accepted condition set to Status False with Reason (PortUnavailable), expected Status True.*?` +
+		`gateway (` + regexp.QuoteMeta(gateway) + `) doesn't have Accepted condition set to True on (` + regexp.QuoteMeta(listener) + `) listener`)
+}
+
+// knownFailures are the tests known to fail as of this branch's code, each with the
+// failure it must fail with (judge.Known): known tests run like any other, and the
+// judge fails the run when one passes, fails otherwise, or anything else fails. Work in flight
+// changes it: a responder answering 500s and redirects, and one Consul listener per
+// port, make most entries pass; the judge then names each one to remove.
+var knownFailures = []judge.Known{
+	{Test: "HTTPRouteHostnameIntersection", StatusToo: true, Why: onePortOneHostname,
+		Failure: listenerRefused("gateway-conformance-infra/httproute-hostname-intersection", "listener-2")},
+	{Test: "HTTPRouteHTTPSListener", StatusToo: true, Why: onePortOneHostname,
+		Failure: listenerRefused("gateway-conformance-infra/same-namespace-with-https-listener", "https-with-hostname")},
+	{Test: "HTTPRouteListenerHostnameMatching", StatusToo: true, Why: onePortOneHostname,
+		Failure: listenerRefused("gateway-conformance-infra/httproute-listener-hostname-matching", "listener-2")},
+	{Test: "HTTPRouteRedirectHostAndStatus", StatusToo: true,
+		Why: "RequestRedirect: Consul's http-route has no redirect (HTTPFilters holds Headers and URLRewrite only, " +
+			"Consul 1.15.4 agent/structs/config_entry_routes.go:416-419), so the route is Accepted=False/UnsupportedValue",
+		Failure: regexp.MustCompile(`(?s)Accepted condition set to Status False with Reason (UnsupportedValue), expected Status True.*?` +
+			`(filter RequestRedirect is not supported by Consul's API gateway)`)},
+
+	{Test: "HTTPRouteInvalidBackendRefUnknownKind", Why: answers503, Failure: expects500("/v2")},
+	{Test: "HTTPRouteInvalidCrossNamespaceBackendRef", Why: answers503, Failure: expects500("/")},
+	{Test: "HTTPRouteInvalidNonExistentBackendRef", Why: answers503, Failure: expects500("/")},
+	{Test: "HTTPRouteInvalidReferenceGrant", Why: answers503, Failure: expects500("/")},
+	{Test: "HTTPRouteNoBackendRefs", Why: answers503, Failure: expects500("/empty-no-forward", "/omitted-no-forward")},
+	{Test: "HTTPRoutePartiallyInvalidViaInvalidReferenceGrant", Why: answers503, Failure: expects500("/v2")},
+	{Test: "HTTPRouteReferenceGrant", Why: answers503 + " (the request after the ReferenceGrant is deleted; before, it reaches web-backend)",
+		Failure: expects500("/")},
+	// The TCPRoute tests run in the traffic run only (the status run cannot answer the
+	// tcp helper's own dials), so their status failures are met there.
+	{Test: "TCPRouteWeightedRouting",
+		Why: "weighted backendRefs: Consul's tcp-route forwards to a single service without weights (Consul 1.15.4 " +
+			"agent/structs/config_entry_routes.go:539-541, 577-581), so the route is Accepted=False/UnsupportedValue",
+		Failure: regexp.MustCompile(`(?s)Accepted condition set to Status False with Reason (UnsupportedValue), expected Status True.*?` +
+			`(backends would receive traffic, but Consul's tcp-route forwards to a single service)`)},
+	{Test: "TCPRouteMultipleRoutesAttachment",
+		Why: "both TCPRoutes are Accepted and the listener counts 2 attached routes, as the test wants, but with two " +
+			"tcp-routes on one listener Consul 1.15 serves the gateway no listener on the port (the traffic run logs " +
+			"\"no listener on port 9310\"), so every connection is closed where the test wants the older route's backend",
+		Failure: regexp.MustCompile(`(?s)(Only_the_oldest_TCPRoute_should_receive_traffic).*?(reading TCP welcome message: EOF)`)},
+	{Test: "HTTPRouteServiceTypes",
+		Why: "Services without a selector, whose EndpointSlices are written by hand, reach Consul's catalog only as " +
+			"consul-k8s registers them, from pods a selector picks (testenv.MeshBackends does the same), so they have no " +
+			"instance and Envoy answers 503 where the test expects 200",
+		Failure: gotStatus(503, 200, "/manual-endpointslices", "/headless-manual-endpointslices")},
+}
