@@ -291,7 +291,9 @@ var claimedFeatures = []string{
 	"HTTPRouteBackendRequestHeaderModification",
 	"HTTPRouteDestinationPortMatching",
 	"HTTPRouteNamedRouteRule",
+	"HTTPRouteParentRefPort",
 	"HTTPRouteQueryParamMatching",
+	"ListenerSet",
 	"ReferenceGrant",
 }
 

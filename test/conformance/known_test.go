@@ -10,9 +10,12 @@ import (
 
 // Causes shared by several entries.
 const (
-	onePortOneHostname = "Consul 1.15's api-gateway serves one hostname per port (Consul 1.15.4 " +
-		"agent/structs/config_entry_gateways.go:802-811) and the controller keeps one Consul listener per Gateway " +
-		"listener, so a second listener with another hostname on the port is Accepted=False/PortUnavailable"
+	hostWithOtherPort = "Consul 1.15 gives each virtual host the domains host and host:<listener port> " +
+		"(agent/xds/routes.go), so a request whose Host header carries another port (very.specific.com:1234 " +
+		"on port 80) reaches no virtual host, and Envoy answers 404; every other request of the test passes"
+	hostlessBesideWildcard = "a listener without hostname and a wildcard one on the same port: one Consul " +
+		"listener serves both, and Consul 1.15 puts the wildcard's routes and the catch-all in one virtual host, " +
+		"so the status pipeline refuses the wildcard listener (PortUnavailable)"
 	answers503 = "Gateway API wants 500 for a request whose rule has no backend that can receive it; Consul 1.15's " +
 		"http-route has no fixed response (agent/structs/config_entry_routes.go:416-419), so the controller routes it " +
 		"to a service without instances, and Envoy answers 503"
@@ -41,18 +44,16 @@ func listenerRefused(gateway, listener string) *regexp.Regexp {
 		`gateway (` + regexp.QuoteMeta(gateway) + `) doesn't have Accepted condition set to True on (` + regexp.QuoteMeta(listener) + `) listener`)
 }
 
-// knownFailures are the tests known to fail as of this branch's code, each with the
-// failure it must fail with (judge.Known): known tests run like any other, and the
-// judge fails the run when one passes, fails otherwise, or anything else fails. Work in flight
-// changes it: a responder answering 500s and redirects, and one Consul listener per
-// port, make most entries pass; the judge then names each one to remove.
+// knownFailures are the tests known to fail, each with the failure it must fail with
+// (judge.Known): known tests run like any other, and the judge fails the run when one
+// passes, fails otherwise, or anything else fails. The 500 and redirect entries go
+// once the runs switch the responder on (--responder-service); the judge then names
+// each one to remove.
 var knownFailures = []judge.Known{
-	{Test: "HTTPRouteHostnameIntersection", StatusToo: true, Why: onePortOneHostname,
-		Failure: listenerRefused("gateway-conformance-infra/httproute-hostname-intersection", "listener-2")},
-	{Test: "HTTPRouteHTTPSListener", StatusToo: true, Why: onePortOneHostname,
-		Failure: listenerRefused("gateway-conformance-infra/same-namespace-with-https-listener", "https-with-hostname")},
-	{Test: "HTTPRouteListenerHostnameMatching", StatusToo: true, Why: onePortOneHostname,
-		Failure: listenerRefused("gateway-conformance-infra/httproute-listener-hostname-matching", "listener-2")},
+	{Test: "HTTPRouteHostnameIntersection", Why: hostWithOtherPort,
+		Failure: regexp.MustCompile(`Host: (very\.specific\.com:1234), .*?(expected status code to be one of \[200\], got 404)`)},
+	{Test: "HTTPRouteHTTPSListener", StatusToo: true, Why: hostlessBesideWildcard,
+		Failure: listenerRefused("gateway-conformance-infra/same-namespace-with-https-listener", "https-with-wildcard-hostname")},
 	{Test: "HTTPRouteRedirectHostAndStatus", StatusToo: true,
 		Why: "RequestRedirect: Consul's http-route has no redirect (HTTPFilters holds Headers and URLRewrite only, " +
 			"Consul 1.15.4 agent/structs/config_entry_routes.go:416-419), so the route is Accepted=False/UnsupportedValue",
@@ -80,8 +81,8 @@ var knownFailures = []judge.Known{
 			"\"no listener on port 9310\"), so every connection is closed where the test wants the older route's backend",
 		Failure: regexp.MustCompile(`(?s)(Only_the_oldest_TCPRoute_should_receive_traffic).*?(reading TCP welcome message: EOF)`)},
 	{Test: "HTTPRouteServiceTypes",
-		Why: "Services without a selector, whose EndpointSlices are written by hand, reach Consul's catalog only as " +
-			"consul-k8s registers them, from pods a selector picks (testenv.MeshBackends does the same), so they have no " +
-			"instance and Envoy answers 503 where the test expects 200",
+		Why: "Services without a selector resolve through their EndpointSlices' pods to the Consul service those " +
+			"pods register under, but the suite's echo pods are not injected (registered) pods, so the backendRefs are " +
+			"EndpointsNotRegistered and their requests get 503 where the test expects 200",
 		Failure: gotStatus(503, 200, "/manual-endpointslices", "/headless-manual-endpointslices")},
 }
