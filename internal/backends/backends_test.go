@@ -18,50 +18,74 @@ type resolveCase struct {
 	Service *corev1.Service `json:"service"`
 	Pods    []*corev1.Pod   `json:"pods"`
 	Port    int32           `json:"port"`
-	Want    struct {
-		Service string `json:"service"`
-		Pods    int    `json:"pods"`
-		Reason  string `json:"reason"`
-		Message string `json:"message"`
-	} `json:"want"`
+	Want    wantResolution  `json:"want"`
 }
 
-func TestResolve(t *testing.T) {
-	raw, err := os.ReadFile("testdata/resolve.yaml")
+// wantResolution is what a case expects: a resolution, or a problem with its reason
+// and part of its message.
+type wantResolution struct {
+	Service string `json:"service"`
+	Pods    int    `json:"pods"`
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
+}
+
+// check compares what a resolver returned with w; it reports whether a resolution
+// (not a problem) was expected and got.
+func (w wantResolution) check(t *testing.T, resolver string, got Resolution, problem *Problem) bool {
+	t.Helper()
+	if w.Reason != "" {
+		if problem == nil {
+			t.Fatalf("%s = %+v, want a %s problem", resolver, got, w.Reason)
+		}
+		if problem.Reason != w.Reason || !strings.Contains(problem.Message, w.Message) {
+			t.Fatalf("problem %s: %s\nwant %s containing %q", problem.Reason, problem.Message, w.Reason, w.Message)
+		}
+		return false
+	}
+	if problem != nil {
+		t.Fatalf("unexpected problem %s: %s", problem.Reason, problem.Message)
+	}
+	if diff := cmp.Diff(Resolution{Service: w.Service, Pods: w.Pods}, got); diff != "" {
+		t.Errorf("%s (-want +got):\n%s", resolver, diff)
+	}
+	return true
+}
+
+// readCases reads a testdata file of cases.
+func readCases[T any](t *testing.T, path string) []T {
+	t.Helper()
+	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var cases []resolveCase
+	var cases []T
 	if err := yaml.UnmarshalStrict(raw, &cases); err != nil {
-		t.Fatalf("testdata/resolve.yaml: %v", err)
+		t.Fatalf("%s: %v", path, err)
 	}
-	for _, tc := range cases {
+	return cases
+}
+
+// servicePort is svc's port numbered port.
+func servicePort(t *testing.T, svc *corev1.Service, port int32) *corev1.ServicePort {
+	t.Helper()
+	for i := range svc.Spec.Ports {
+		if svc.Spec.Ports[i].Port == port {
+			return &svc.Spec.Ports[i]
+		}
+	}
+	t.Fatalf("the Service has no port %d", port)
+	return nil
+}
+
+func TestResolve(t *testing.T) {
+	for _, tc := range readCases[resolveCase](t, "testdata/resolve.yaml") {
 		t.Run(tc.Name, func(t *testing.T) {
-			var port *corev1.ServicePort
-			for i := range tc.Service.Spec.Ports {
-				if tc.Service.Spec.Ports[i].Port == tc.Port {
-					port = &tc.Service.Spec.Ports[i]
-				}
-			}
-			if port == nil {
-				t.Fatalf("the Service has no port %d", tc.Port)
-			}
+			port := servicePort(t, tc.Service, tc.Port)
 			ref := tc.Service.Namespace + "/" + tc.Service.Name
 			got, problem := Resolve(ref, tc.Service, port, tc.Pods)
-			if tc.Want.Reason != "" {
-				if problem == nil {
-					t.Fatalf("Resolve = %+v, want a %s problem", got, tc.Want.Reason)
-				}
-				if problem.Reason != tc.Want.Reason || !strings.Contains(problem.Message, tc.Want.Message) {
-					t.Fatalf("problem %s: %s\nwant %s containing %q", problem.Reason, problem.Message, tc.Want.Reason, tc.Want.Message)
-				}
+			if !tc.Want.check(t, "Resolve", got, problem) {
 				return
-			}
-			if problem != nil {
-				t.Fatalf("unexpected problem %s: %s", problem.Reason, problem.Message)
-			}
-			if diff := cmp.Diff(Resolution{Service: tc.Want.Service, Pods: tc.Want.Pods}, got); diff != "" {
-				t.Errorf("Resolve (-want +got):\n%s", diff)
 			}
 			// Trimming keeps whatever resolution reads.
 			trimmed := make([]*corev1.Pod, len(tc.Pods))
