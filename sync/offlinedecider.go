@@ -76,36 +76,6 @@ func NewOfflineDecider(cfg OfflineConfig, objects []runtime.Object) (*OfflineDec
 	for _, kind := range gatewayapi.Routes {
 		routes[kind.Kind] = store(informers.RouteIndexers())
 	}
-	for _, obj := range objects {
-		var target cache.Indexer
-		switch obj.(type) {
-		case *gatewayv1.GatewayClass:
-			target = o.classStore
-		case *gatewayv1.Gateway:
-			target = o.gatewayStore
-		case *gatewayv1.ListenerSet:
-			target = listenerSets
-		case *gatewayv1.ReferenceGrant:
-			target = grants
-		case *corev1.Namespace:
-			target = namespaces
-		case *corev1.Service:
-			target = services
-		case *corev1.Secret:
-			target = secrets
-		case *v1alpha1.GatewayConfig:
-			target = configs
-		default:
-			kind, ok := gatewayapi.RouteOf(obj)
-			if !ok {
-				return nil, fmt.Errorf("%s: not a kind the controller reads", describeObject(obj))
-			}
-			target = routes[kind.Kind]
-		}
-		if err := target.Add(obj.DeepCopyObject()); err != nil {
-			return nil, fmt.Errorf("%s: %w", describeObject(obj), err)
-		}
-	}
 	o.decider = decider{
 		controllerName:     cfg.ControllerName,
 		caps:               cfg.Capabilities,
@@ -120,6 +90,27 @@ func NewOfflineDecider(cfg OfflineConfig, objects []runtime.Object) (*OfflineDec
 		configs:            listers.New[*v1alpha1.GatewayConfig](configs, v1alpha1.Resource("gatewayconfigs")),
 		refs:               listenerRefs{secrets: corelisters.NewSecretLister(secrets), grants: gatewaylisters.NewReferenceGrantLister(grants)},
 		routeIndexers:      routes,
+	}
+	for _, obj := range objects {
+		target, ok := o.judgedStore(obj)
+		switch obj.(type) {
+		case *gatewayv1.ReferenceGrant:
+			target, ok = grants, true
+		case *corev1.Namespace:
+			target, ok = namespaces, true
+		case *corev1.Service:
+			target, ok = services, true
+		case *corev1.Secret:
+			target, ok = secrets, true
+		case *v1alpha1.GatewayConfig:
+			target, ok = configs, true
+		}
+		if !ok {
+			return nil, fmt.Errorf("%s: not a kind the controller reads", describeObject(obj))
+		}
+		if err := target.Add(obj.DeepCopyObject()); err != nil {
+			return nil, fmt.Errorf("%s: %w", describeObject(obj), err)
+		}
 	}
 	return o, nil
 }
@@ -150,22 +141,29 @@ func (o *OfflineDecider) Routes(kind gatewayv1.Kind) []gatewayapi.Object {
 // Store replaces a cached GatewayClass, Gateway, ListenerSet or route by obj, as a
 // confirmed status write replaces it in the informers' caches.
 func (o *OfflineDecider) Store(obj runtime.Object) error {
-	var target cache.Indexer
-	switch obj.(type) {
-	case *gatewayv1.GatewayClass:
-		target = o.classStore
-	case *gatewayv1.Gateway:
-		target = o.gatewayStore
-	case *gatewayv1.ListenerSet:
-		target = o.listenerSets
-	default:
-		kind, ok := gatewayapi.RouteOf(obj)
-		if !ok {
-			return fmt.Errorf("%s: no status of it is judged", describeObject(obj))
-		}
-		target = o.routeIndexers[kind.Kind]
+	target, ok := o.judgedStore(obj)
+	if !ok {
+		return fmt.Errorf("%s: no status of it is judged", describeObject(obj))
 	}
 	return target.Update(obj)
+}
+
+// judgedStore is the cache of obj's kind when its status is judged: a GatewayClass, a
+// Gateway, a ListenerSet or a route.
+func (o *OfflineDecider) judgedStore(obj runtime.Object) (cache.Indexer, bool) {
+	switch obj.(type) {
+	case *gatewayv1.GatewayClass:
+		return o.classStore, true
+	case *gatewayv1.Gateway:
+		return o.gatewayStore, true
+	case *gatewayv1.ListenerSet:
+		return o.listenerSets, true
+	}
+	kind, ok := gatewayapi.RouteOf(obj)
+	if !ok {
+		return nil, false
+	}
+	return o.routeIndexers[kind.Kind], true
 }
 
 // OurClass returns the GatewayClass called name, and whether this controller is its
