@@ -250,15 +250,24 @@ func refusedEverywhere(r gatewayv1.HTTPRoute) error {
 // catalog, and returns it as the proxy to fetch xDS for.
 func gatewayProxy(t *testing.T, ns, gateway string) envoy.Proxy {
 	t.Helper()
-	service := translate.Naming{}.EntryName(ns, gateway)
+	return passingGatewayInstance(t, env.ConsulClient, translate.Naming{}.EntryName(ns, gateway), func(node string) bool {
+		return strings.HasPrefix(node, dataplane.SyntheticNodePrefix)
+	})
+}
+
+// passingGatewayInstance waits until service has a passing api-gateway instance on a
+// node onNode accepts, as client reads the catalog, and returns it as the proxy to
+// fetch xDS for.
+func passingGatewayInstance(t *testing.T, client *consulapi.Client, service string, onNode func(string) bool) envoy.Proxy {
+	t.Helper()
 	var proxy envoy.Proxy
 	testenv.Eventually(t, 60*time.Second, "a passing catalog instance of "+service, func(ctx context.Context) error {
-		entries, _, err := env.ConsulClient.Health().Service(service, "", true, (&consulapi.QueryOptions{}).WithContext(ctx))
+		entries, _, err := client.Health().Service(service, "", true, (&consulapi.QueryOptions{}).WithContext(ctx))
 		if err != nil {
 			return err
 		}
 		for _, e := range entries {
-			if e.Service.Kind == consulapi.ServiceKindAPIGateway && strings.HasPrefix(e.Node.Node, dataplane.SyntheticNodePrefix) {
+			if e.Service.Kind == consulapi.ServiceKindAPIGateway && onNode(e.Node.Node) {
 				proxy = envoy.Proxy{ID: e.Service.ID, Node: e.Node.Node}
 				return nil
 			}
@@ -267,6 +276,9 @@ func gatewayProxy(t *testing.T, ns, gateway string) envoy.Proxy {
 	})
 	return proxy
 }
+
+// anyNode accepts an instance on any node.
+func anyNode(string) bool { return true }
 
 // podIPs are the addresses of a namespace's pods, which Consul may put into listener
 // addresses; golden files scrub them.

@@ -325,22 +325,7 @@ func roleNames(token *consulapi.ACLToken) []string {
 // instanceOf waits for a passing catalog instance of the Gateway's pod.
 func instanceOf(t *testing.T, admin *consulapi.Client, gateway string) envoy.Proxy {
 	t.Helper()
-	service := translate.Naming{}.EntryName(loginNamespace, gateway)
-	var proxy envoy.Proxy
-	testenv.Eventually(t, 60*time.Second, "a passing catalog instance of "+service, func(ctx context.Context) error {
-		entries, _, err := admin.Health().Service(service, "", true, (&consulapi.QueryOptions{}).WithContext(ctx))
-		if err != nil {
-			return err
-		}
-		for _, e := range entries {
-			if e.Service.Kind == consulapi.ServiceKindAPIGateway {
-				proxy = envoy.Proxy{ID: e.Service.ID, Node: e.Node.Node}
-				return nil
-			}
-		}
-		return fmt.Errorf("%d passing instances, none a gateway pod's", len(entries))
-	})
-	return proxy
+	return passingGatewayInstance(t, admin, translate.Naming{}.EntryName(loginNamespace, gateway), anyNode)
 }
 
 func identityGone(admin *consulapi.Client, namer identity.Namer, gw cache.ObjectName) error {

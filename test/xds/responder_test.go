@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	consulapi "github.com/hashicorp/consul/api"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/directive"
@@ -150,19 +149,5 @@ func throughGateway(ctx context.Context, w *envoy.Watcher, client *http.Client, 
 func prefixedGatewayProxy(t *testing.T, ns, gateway string) (string, envoy.Proxy) {
 	t.Helper()
 	service := translate.Naming{Prefix: responderPrefix}.EntryName(ns, gateway)
-	var proxy envoy.Proxy
-	testenv.Eventually(t, 60*time.Second, "a passing catalog instance of "+service, func(ctx context.Context) error {
-		entries, _, err := env.ConsulClient.Health().Service(service, "", true, (&consulapi.QueryOptions{}).WithContext(ctx))
-		if err != nil {
-			return err
-		}
-		for _, e := range entries {
-			if e.Service.Kind == consulapi.ServiceKindAPIGateway {
-				proxy = envoy.Proxy{ID: e.Service.ID, Node: e.Node.Node}
-				return nil
-			}
-		}
-		return fmt.Errorf("%d passing instances, none a gateway pod's", len(entries))
-	})
-	return service, proxy
+	return service, passingGatewayInstance(t, env.ConsulClient, service, anyNode)
 }
