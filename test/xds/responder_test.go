@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/directive"
 	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
