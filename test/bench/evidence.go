@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os/exec"
 	"strconv"
 	"strings"
 
@@ -118,31 +117,4 @@ func disagreement(own counters, server serverCounts) string {
 		out = append(out, fmt.Sprintf("the controller counted %.0f Consul writes, Consul's Raft log applied %d entries", own.consulWrites+own.intentionWrites, server.raftApplied))
 	}
 	return strings.Join(out, "; ")
-}
-
-// buildOfMain says which commit of main the checkout at root is; an error when it is
-// not one: the tree has changes, or HEAD is not on main. docs/bench.md records
-// figures of the product, so only a build of main may write it.
-func buildOfMain(root string) (string, error) {
-	git := func(args ...string) (string, error) {
-		cmd := exec.Command("git", args...)
-		cmd.Dir = root
-		out, err := cmd.Output()
-		return strings.TrimSpace(string(out)), err
-	}
-	status, err := git("status", "--porcelain", "--untracked-files=no")
-	if err != nil {
-		return "", fmt.Errorf("git status: %w", err)
-	}
-	if status != "" {
-		return "", fmt.Errorf("the checkout has uncommitted changes:\n%s", status)
-	}
-	head, err := git("rev-parse", "HEAD")
-	if err != nil {
-		return "", fmt.Errorf("git rev-parse HEAD: %w", err)
-	}
-	if _, err := git("merge-base", "--is-ancestor", head, "main"); err != nil {
-		return "", fmt.Errorf("commit %s is not on main", head)
-	}
-	return head, nil
 }

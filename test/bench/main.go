@@ -176,7 +176,7 @@ func run(ctx context.Context, cfg *config) error {
 	}
 	defer os.RemoveAll(binDir)
 	// Checked before hours of measuring: docs/bench.md holds figures of main only.
-	commit, notMain := buildOfMain(cfg.root)
+	commit, notMain := testenv.CommitOfMain(cfg.root)
 	if cfg.writeDocs && notMain != nil {
 		return fmt.Errorf("refusing to write docs/bench.md from a build that is not a commit of main (run with -docs=false to measure it anyway): %w", notMain)
 	}

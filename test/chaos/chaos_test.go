@@ -129,6 +129,13 @@ func TestChaos(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Checked before the runs: docs/reliability.md records runs of commits of main.
+	var commit string
+	if *report != "" {
+		if commit, err = reportedCommit(); err != nil {
+			t.Fatalf("refusing to write %s: %v", *report, err)
+		}
+	}
 	var rows []summary
 	for _, r := range all {
 		t.Run(r.id, func(t *testing.T) {
@@ -142,6 +149,7 @@ func TestChaos(t *testing.T) {
 	table := summaryTable(rows)
 	t.Log("\n" + table)
 	if *report != "" {
+		table = fmt.Sprintf("Run at commit %s of main, finished %s.\n\n%s", commit, time.Now().UTC().Format("2006-01-02 15:04 MST"), table)
 		if err := writeReport(*report, table); err != nil {
 			t.Fatal(err)
 		}
@@ -152,6 +160,20 @@ const (
 	tableBegin = "<!-- chaos-table:begin (make chaos writes this part) -->"
 	tableEnd   = "<!-- chaos-table:end -->"
 )
+
+// reportedCommit is the commit of main the suite runs at (the report itself may
+// differ: the run rewrites it).
+func reportedCommit() (string, error) {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	commit, err := testenv.CommitOfMain(root, "docs/reliability.md")
+	if err != nil {
+		return "", err
+	}
+	return commit[:12], nil
+}
 
 // writeReport replaces what lies between the markers of the file at path.
 func writeReport(path, table string) error {

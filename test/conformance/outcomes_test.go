@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/gateway-api/conformance/utils/suite"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/test/conformance/judge"
+	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
 )
 
 // selfDialImports are the suite's helpers that open connections of their own (gRPC, TCP,
@@ -225,19 +226,16 @@ func (o *outcomes) requestsSkipped(name string) bool {
 // commitOf names the commit the binary runs at, "-dirty" when the work tree differs
 // from it in anything but the generated docs/conformance (which every run rewrites).
 func commitOf() string {
-	out, err := exec.Command("git", "rev-parse", "--short=12", "HEAD").Output()
+	root, err := testenv.RepoRoot()
 	if err != nil {
 		return "unknown"
 	}
-	commit := strings.TrimSpace(string(out))
-	root, err := exec.Command("git", "rev-parse", "--show-toplevel").Output()
+	c, err := testenv.ReadCheckout(root, "docs/conformance")
 	if err != nil {
-		return commit + "-dirty"
+		return "unknown"
 	}
-	changed, err := exec.Command("git", "-C", strings.TrimSpace(string(root)), "status", "--porcelain", "--untracked-files=no",
-		"--", ".", ":(exclude)docs/conformance").Output()
-	if err != nil || len(changed) > 0 {
-		return commit + "-dirty"
+	if c.Changed != "" {
+		return c.Commit[:12] + "-dirty"
 	}
-	return commit
+	return c.Commit[:12]
 }
