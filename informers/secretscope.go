@@ -12,6 +12,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/metrics"
 )
 
 // DefaultSecretsPerNamespace is how many distinct Secrets the listeners of one
@@ -210,6 +211,7 @@ func (c *SecretCache) rejudgeLocked(namespace string) (newlyOver []cache.ObjectN
 
 // setOrDelete records namespace's admitted and over-cap Secrets.
 func (c *SecretCache) setOrDelete(namespace string, admitted, over []cache.ObjectName) {
+	metrics.SecretsOverCap.Add(float64(len(over) - len(c.overCap[namespace])))
 	if len(admitted) == 0 {
 		delete(c.admitted, namespace)
 	} else {

@@ -131,6 +131,15 @@ type parentBinding struct {
 	message         string
 	// unservable is the Gateway's: why it is programmed nowhere.
 	unservable string
+	// servedOlder are the TCP listeners the route attaches to that serve an older
+	// TCPRoute instead (tcpListenersServed), and that route.
+	servedOlder []olderRoute
+}
+
+// olderRoute is a TCP listener and the older TCPRoute it serves.
+type olderRoute struct {
+	listener gatewayv1.SectionName
+	route    cache.ObjectName
 }
 
 // served reports whether the route is accepted and some listener it attaches to can be

@@ -76,7 +76,7 @@ func routedCondition(kind gatewayv1.Kind, namespace string, conflicts []preceden
 	var why []string
 	for _, c := range shown {
 		named = append(named, c.describe(kind, namespace))
-		if w := conflictCause(kind, c.reason); !slices.Contains(why, w) {
+		if w := conflictCause(c.reason); !slices.Contains(why, w) {
 			why = append(why, w)
 		}
 	}
@@ -92,10 +92,8 @@ func routedCondition(kind gatewayv1.Kind, namespace string, conflicts []preceden
 }
 
 // conflictCause says, once per message, why Consul routes a conflict of reason so.
-func conflictCause(kind gatewayv1.Kind, reason string) string {
+func conflictCause(reason string) string {
 	switch {
-	case kind == gatewayapi.TCPRouteKind:
-		return "The spec gives a TCP listener's connections to its oldest route (then the first by namespace/name); Consul to the one it bound first, which may change when it binds again."
 	case reason == ReasonHiddenByHostname:
 		return "Consul serves a host that routes name only from those routes; the spec applies the other routes' rules after theirs."
 	case reason == ReasonTieOrderedByConsul:
@@ -108,18 +106,13 @@ func conflictCause(kind gatewayv1.Kind, reason string) string {
 // namespace: a route of another namespace is not named, and the values of its
 // matches are withheld from the example request (docs/status.md).
 func (c precedenceConflict) describe(kind gatewayv1.Kind, namespace string) string {
-	other := fmt.Sprintf("%s %s", kind, c.other)
-	if c.other.Namespace != namespace {
-		other = fmt.Sprintf("another namespace's %s", kind)
-	}
+	other := describeRoute(kind, c.other, namespace)
 	otherRule := fmt.Sprintf("rule %d of %s", c.otherRule, other)
 	if c.otherSelf {
 		otherRule = fmt.Sprintf("rule %d of this route", c.otherRule)
 	}
 	where := "listener " + string(c.listener) + ": "
 	switch {
-	case kind == gatewayapi.TCPRouteKind:
-		return where + "connections are this route's, Consul may give them to " + other
 	case c.reason == ReasonHiddenByHostname && c.otherRule < 0:
 		return where + fmt.Sprintf("%s is for rule %d here; Consul serves host %s from routes naming it (%s), and none matches: 404", c.request.shown(), c.rule, c.host, other)
 	case c.reason == ReasonHiddenByHostname:
@@ -130,11 +123,9 @@ func (c precedenceConflict) describe(kind gatewayv1.Kind, namespace string) stri
 	return where + fmt.Sprintf("%s is for rule %d here; Consul may send it to %s", c.request.shown(), c.rule, otherRule)
 }
 
-// tcpConflicts: Gateway API gives a TCP listener's connections to the oldest of its
-// TCPRoutes (then the first by namespace/name); Consul to whichever it binds first,
-// which may change when it binds again. Only that oldest route is told, naming the
-// others.
-func (t *listenerTable) tcpConflicts(ri int) []precedenceConflict {
+// oldest is the index of the listener's oldest route (then the first by
+// namespace/name): the one the spec gives a TCP listener's connections.
+func (t *listenerTable) oldest() int {
 	oldest := 0
 	for i, r := range t.routes {
 		o := t.routes[oldest]
@@ -142,16 +133,7 @@ func (t *listenerTable) tcpConflicts(ri int) []precedenceConflict {
 			oldest = i
 		}
 	}
-	if oldest != ri {
-		return nil
-	}
-	var out []precedenceConflict
-	for i, r := range t.routes {
-		if i != ri {
-			out = append(out, precedenceConflict{reason: ReasonTieOrderedByConsul, listener: t.name, other: r.key, otherRule: -1})
-		}
-	}
-	return out
+	return oldest
 }
 
 // listenerModels are, per listener of target (by its name in the api-gateway entry),

@@ -276,10 +276,10 @@ func (m *listenerModel) conflictsOf(ri int, kind gatewayv1.Kind) []precedenceCon
 	if m.judgements != nil {
 		m.judgements.Add(1)
 	}
+	// A TCP listener is written with its oldest route alone (tcpListenersServed): Consul
+	// gives its connections where the spec does.
 	var out []precedenceConflict
-	if kind == gatewayapi.TCPRouteKind {
-		out = m.table.tcpConflicts(ri)
-	} else {
+	if kind != gatewayapi.TCPRouteKind {
 		out = m.table.conflictsOf(ri)
 	}
 	m.mu.Lock()

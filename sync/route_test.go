@@ -1,9 +1,12 @@
 package sync
 
 import (
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
@@ -281,6 +284,71 @@ func TestRouteDecision(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("decision (-want +got):\n%s", diff)
+	}
+}
+
+// A TCP listener serves its oldest TCPRoute (then the first by namespace/name), as the
+// spec says: every TCPRoute on it is Accepted and counted, only the oldest is served
+// (attached for the Consul translation), and the others say which route the listener
+// serves. Consul 1.15 serves no listener at all with two tcp-routes bound to it.
+func TestTCPListenerServesItsOldestRoute(t *testing.T) {
+	t.Parallel()
+	gw := gateway("infra", "gw", allowAll(tcpListener("tcp", 5432)))
+	tcpRoute := func(ns, name string, created time.Time) *gatewayv1.TCPRoute {
+		return &gatewayv1.TCPRoute{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Generation: 1, CreationTimestamp: metav1.NewTime(created)},
+			Spec: gatewayv1.TCPRouteSpec{
+				CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: []gatewayv1.ParentReference{parentRef("infra", "gw", "tcp")}},
+				Rules: []gatewayv1.TCPRouteRule{{BackendRefs: []gatewayv1.BackendRef{{BackendObjectReference: gatewayv1.BackendObjectReference{
+					Name: "db", Port: ptrTo(gatewayv1.PortNumber(5432)),
+				}}}}},
+			},
+		}
+	}
+	day := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	older, newer := tcpRoute("apps", "older", day), tcpRoute("apps", "newer", day.Add(time.Hour))
+	// Same age as older: the first by namespace/name ("apps" < "other") is served.
+	sameAge := tcpRoute("other", "db", day)
+	d := newTestDecider(t, ourClass(), gw, service("apps", "db", 5432), service("other", "db", 5432), older, newer, sameAge)
+	notServed := []summary{{"Accepted", "True", "Accepted"}, {"ResolvedRefs", "True", "ResolvedRefs"}, {ConsulAcceptedCondition, "False", ReasonOlderRouteServed}}
+	gwKey := cache.ObjectName{Namespace: "infra", Name: "gw"}
+	for _, tt := range []struct {
+		route       *gatewayv1.TCPRoute
+		want        []summary
+		attachments []decision.Attachment
+		message     string
+	}{
+		{older, accepted("Accepted"), []decision.Attachment{{Gateway: gwKey, Listeners: []gatewayv1.SectionName{"tcp"}}}, ""},
+		{newer, notServed, nil, "not served: listener tcp serves TCPRoute apps/older. "},
+		{sameAge, notServed, nil, "not served: listener tcp serves another namespace's TCPRoute. "},
+	} {
+		view, rules, err := d.viewRoute(tt.route)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, dec, err := d.routeParentStatuses(view, rules, nil, 1, metav1.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 1 {
+			t.Fatalf("%s: %d parents, want 1", tt.route.Name, len(got))
+		}
+		if diff := cmp.Diff(tt.want, summarize(got[0].Conditions)); diff != "" {
+			t.Errorf("%s conditions (-want +got):\n%s", tt.route.Name, diff)
+		}
+		if diff := cmp.Diff(tt.attachments, dec.Attachments); diff != "" {
+			t.Errorf("%s attachments (-want +got):\n%s", tt.route.Name, diff)
+		}
+		if c := meta.FindStatusCondition(got[0].Conditions, ConsulAcceptedCondition); tt.message != "" && (c == nil || !strings.HasPrefix(c.Message, tt.message)) {
+			t.Errorf("%s: ConsulAccepted %+v, want a message starting %q", tt.route.Name, c, tt.message)
+		}
+	}
+	status, err := d.gatewayStatus(gw, ourClass(), metav1.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := status.Listeners[0].AttachedRoutes; n != 3 {
+		t.Errorf("attachedRoutes %d, want 3: every accepted route counts, served or not", n)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 	"github.com/consul-gateway-controller/consul-gateway-controller/sync/contract"
 	"github.com/consul-gateway-controller/consul-gateway-controller/sync/decision"
 )
@@ -48,12 +49,15 @@ func (d *decider) routeParentStatuses(route routeView, rules routeRules, existin
 		if err != nil {
 			return nil, out, err
 		}
+		if b, err = d.tcpListenersServed(route, target, v, b); err != nil {
+			return nil, out, err
+		}
 		if b.served() && !rules.refused() {
 			out.Attachments = append(out.Attachments, decision.Attachment{Gateway: key, Listeners: b.programmableListeners})
 		}
 		verdict := parentVerdict(routeVerdict, d.bindings(route.kind, routeKey, key, b))
 		if b.accepted && !b.served() {
-			verdict = notServedVerdict(b)
+			verdict = notServedVerdict(b, route.namespace)
 		}
 		conds := rules.parentConditions(b, verdict, generation)
 		routed, ok, err := d.routedAsSpecified(route, target, v, b, generation)
@@ -76,9 +80,17 @@ func (d *decider) routeParentStatuses(route routeView, rules routeRules, existin
 // notServedVerdict is the verdict on a parent whose Gateway or attached listeners
 // cannot be programmed: nothing is written to Consul for it, so Consul never judges
 // it, and waiting for that would say Pending forever.
-func notServedVerdict(b parentBinding) contract.Verdict {
+func notServedVerdict(b parentBinding, namespace string) contract.Verdict {
 	if b.unservable != "" {
 		return contract.Verdict{Known: true, Reason: ReasonNotExpressible, Message: "not served: " + b.unservable}
+	}
+	if len(b.servedOlder) > 0 {
+		served := make([]string, len(b.servedOlder))
+		for i, o := range b.servedOlder {
+			served[i] = fmt.Sprintf("listener %s serves %s", o.listener, describeRoute(gatewayapi.TCPRouteKind, o.route, namespace))
+		}
+		return contract.Verdict{Known: true, Reason: ReasonOlderRouteServed, Message: "not served: " + strings.Join(served, "; ") +
+			". The Gateway API gives a TCP listener's connections to its oldest route (then the first by namespace/name), and the controller writes that route alone: Consul 1.15 serves no listener at all with two tcp-routes bound to it"}
 	}
 	return contract.Verdict{Known: true, Reason: ReasonListenersNotValid,
 		Message: fmt.Sprintf("not served: the listeners the route attaches to (%s) are not valid, see the Gateway's listener status", joinNames(b.listeners))}
@@ -142,4 +154,42 @@ func (d *decider) ourParentStatus(existing []gatewayv1.RouteParentStatus, ref ga
 		}
 	}
 	return nil
+}
+
+// tcpListenersServed keeps, of the listeners a TCPRoute is served on, those where it is
+// the oldest TCPRoute served: the spec gives a TCP listener's connections to that
+// route, and Consul 1.15 serves a listener with two tcp-routes bound to it no
+// connection at all (the gateway gets no listener on the port). The listeners given
+// up are recorded with the older route. Other kinds are returned as they are.
+func (d *decider) tcpListenersServed(route routeView, target parentTarget, v gatewayVerdict, b parentBinding) (parentBinding, error) {
+	if route.kind != gatewayapi.TCPRouteKind || !b.served() {
+		return b, nil
+	}
+	models, err := d.listenerModels(route.kind, target, v)
+	if err != nil {
+		return b, err
+	}
+	self := cache.ObjectName{Namespace: route.namespace, Name: route.name}
+	kept := b
+	kept.programmableListeners, kept.consulListeners = nil, nil
+	for i, l := range b.programmableListeners {
+		if m, ok := models[l]; ok && m.indexOf(self) >= 0 {
+			if oldest := m.table.routes[m.table.oldest()].key; oldest != self {
+				kept.servedOlder = append(kept.servedOlder, olderRoute{listener: m.table.name, route: oldest})
+				continue
+			}
+		}
+		kept.programmableListeners = append(kept.programmableListeners, l)
+		kept.consulListeners = append(kept.consulListeners, b.consulListeners[i])
+	}
+	return kept, nil
+}
+
+// describeRoute names a route of kind to the author of a route in namespace: one of
+// another namespace is not named (docs/status.md).
+func describeRoute(kind gatewayv1.Kind, key cache.ObjectName, namespace string) string {
+	if key.Namespace != namespace {
+		return fmt.Sprintf("another namespace's %s", kind)
+	}
+	return fmt.Sprintf("%s %s", kind, key)
 }

@@ -16,6 +16,11 @@ const ConsulAcceptedCondition = "consul-gateway-controller.github.io/ConsulAccep
 // none of the listeners it attaches to can be programmed.
 const ReasonListenersNotValid = "ListenersNotValid"
 
+// ReasonOlderRouteServed is the ConsulAccepted reason of a TCPRoute accepted on a parent
+// whose TCP listeners serve an older TCPRoute, as the spec says they do: it is not
+// written to them.
+const ReasonOlderRouteServed = "OlderRouteServed"
+
 // allServicesKnown is used when no catalog is wired in.
 type allServicesKnown struct{}
 

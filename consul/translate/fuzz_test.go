@@ -3,12 +3,14 @@ package translate
 import (
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
 	gocmp "github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	consulapi "github.com/hashicorp/consul/api"
 	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -295,12 +297,90 @@ func checkParentGranted(t *testing.T, n Naming, d Desired, e *consulapi.HTTPRout
 		return
 	}
 	listener := entry.Listeners[i].Hostname
-	for _, h := range consulServedHostnames(e.Hostnames, listener) {
+	hosts := consulServedHostnames(e.Hostnames, listener)
+	if patterns := authorityPatterns(e); len(patterns) > 0 && slices.Equal(hosts, []string{"*"}) {
+		checkAuthorityGranted(t, e.Name, p.SectionName, listener, route.Spec.Hostnames, patterns)
+		return
+	}
+	for _, h := range hosts {
 		if !hostnameGranted(listener, route.Spec.Hostnames, h) {
 			t.Errorf("%s: serves %q on listener %s (hostname %q), which route hostnames %v do not grant (entry hostnames %v)",
 				e.Name, h, p.SectionName, listener, route.Spec.Hostnames, e.Hostnames)
 		}
 	}
+}
+
+// authorityPatterns are the regular expressions on ":authority" that every match of
+// entry e carries: served in a Consul listener's catch-all virtual host, e then serves
+// only the hosts they admit (several wildcard listeners on one port). None when some
+// match has none.
+func authorityPatterns(e *consulapi.HTTPRouteConfigEntry) []string {
+	var patterns []string
+	for _, r := range e.Rules {
+		for _, m := range r.Matches {
+			i := slices.IndexFunc(m.Headers, isAuthorityMatch)
+			if i < 0 {
+				return nil
+			}
+			if v := m.Headers[i].Value; !slices.Contains(patterns, v) {
+				patterns = append(patterns, v)
+			}
+		}
+	}
+	return patterns
+}
+
+func isAuthorityMatch(h consulapi.HTTPHeaderMatch) bool {
+	return h.Name == ":authority" && h.Match == consulapi.HTTPHeaderMatchRegularExpression
+}
+
+// checkAuthorityGranted: an entry narrowed by ":authority" patterns admits, of the
+// hosts its listener's and route's hostnames suggest (with and without a port), only
+// those the route is granted on the listener. Go's RE2 stands in for Envoy's.
+func checkAuthorityGranted(t *testing.T, entry, section, listener string, route []gatewayv1.Hostname, patterns []string) {
+	t.Helper()
+	for _, pattern := range patterns {
+		re, err := regexp.Compile(pattern)
+		if err != nil {
+			t.Errorf("%s: :authority pattern %q does not compile: %v", entry, pattern, err)
+			continue
+		}
+		for _, host := range hostCandidates(listener, route) {
+			for _, port := range []string{"", ":80", ":1234"} {
+				if re.MatchString(host+port) && !hostnameGranted(listener, route, strings.ToLower(host)) {
+					t.Errorf("%s: admits %q through :authority %q on listener %s (hostname %q), which route hostnames %v do not grant",
+						entry, host+port, pattern, section, listener, route)
+				}
+			}
+		}
+	}
+}
+
+// hostCandidates are hosts to try against an ":authority" pattern: each hostname, and
+// for a wildcard one or two labels before its suffix, its suffix alone and an upper
+// case host; and a host nobody names.
+func hostCandidates(listener string, route []gatewayv1.Hostname) []string {
+	out := []string{"other.invalid"}
+	add := func(h string) {
+		suffix, wildcard := strings.CutPrefix(h, "*")
+		switch {
+		case wildcard:
+			out = append(out, "a"+suffix, "a.b"+suffix, strings.TrimPrefix(suffix, "."), "A"+strings.ToUpper(suffix))
+		case h != "":
+			out = append(out, h)
+		}
+	}
+	add(listener)
+	for _, h := range route {
+		add(string(h))
+	}
+	return out
+}
+
+// withoutAuthority is m without its ":authority" narrowing (authorityPatterns).
+func withoutAuthority(m consulapi.HTTPMatch) consulapi.HTTPMatch {
+	m.Headers = slices.DeleteFunc(slices.Clone(m.Headers), isAuthorityMatch)
+	return m
 }
 
 // checkParentAttached: a route entry's parent is a listener the decision attaches the
@@ -445,7 +525,9 @@ func checkDroppedRulesBlackholed(t *testing.T, n Naming, e *consulapi.HTTPRouteC
 		}
 		for _, m := range segmentPrefixes(matches) {
 			if !slices.ContainsFunc(e.Rules, func(r consulapi.HTTPRouteRule) bool {
-				return slices.ContainsFunc(r.Matches, func(o consulapi.HTTPMatch) bool { return gocmp.Equal(o, m) }) &&
+				return slices.ContainsFunc(r.Matches, func(o consulapi.HTTPMatch) bool {
+					return gocmp.Equal(withoutAuthority(o), m, cmpopts.EquateEmpty())
+				}) &&
 					!slices.ContainsFunc(r.Services, func(s consulapi.HTTPService) bool { return !isBlackhole(n, s) })
 			}) {
 				t.Errorf("%s: match %+v of dropped rule %d does not go to the blackhole", e.Name, m, i)

@@ -135,6 +135,13 @@ var (
 		Help: "Watches the controller holds on single Secrets, one per Secret a Gateway or ListenerSet listener names as a certificate, existing or not.",
 	})
 
+	// SecretsOverCap is how many Secrets listeners name past their namespace's cap
+	// (--secrets-per-namespace), unwatched; each such listener says so in its status.
+	SecretsOverCap = prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: namespace, Name: "informer_secrets_over_cap",
+		Help: "Secrets that Gateway or ListenerSet listeners name as certificates past their namespace's cap (--secrets-per-namespace): not watched, and their listeners not programmed.",
+	})
+
 	// Leader is 1 while this replica holds the Lease.
 	Leader = prometheus.NewGauge(prometheus.GaugeOpts{
 		Namespace: namespace, Name: "leader",
@@ -147,7 +154,7 @@ func init() {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		StatusWrites, GatewayObjectApplies, GatewayObjectDeletions, ConsulCatalogWrites, ConsulACLWrites, ConsulWrites, DriftCorrections, GCDeletions, SyncDuration, Leader,
-		TranslateDuration, TranslatedObjects, ConsulRequestDuration, ConsulEntriesCompared, CachedSecrets, SecretWatches,
+		TranslateDuration, TranslatedObjects, ConsulRequestDuration, ConsulEntriesCompared, CachedSecrets, SecretWatches, SecretsOverCap,
 	)
 	// The series of every kind exist from the start, whether gateways are deployed or
 	// not, so a rate over them is defined.

@@ -75,11 +75,6 @@ var knownFailures = []judge.Known{
 			"agent/structs/config_entry_routes.go:539-541, 577-581), so the route is Accepted=False/UnsupportedValue",
 		Failure: regexp.MustCompile(`(?s)Accepted condition set to Status False with Reason (UnsupportedValue), expected Status True.*?` +
 			`(backends would receive traffic, but Consul's tcp-route forwards to a single service)`)},
-	{Test: "TCPRouteMultipleRoutesAttachment",
-		Why: "both TCPRoutes are Accepted and the listener counts 2 attached routes, as the test wants, but with two " +
-			"tcp-routes on one listener Consul 1.15 serves the gateway no listener on the port (the traffic run logs " +
-			"\"no listener on port 9310\"), so every connection is closed where the test wants the older route's backend",
-		Failure: regexp.MustCompile(`(?s)(Only_the_oldest_TCPRoute_should_receive_traffic).*?(reading TCP welcome message: EOF)`)},
 	{Test: "HTTPRouteServiceTypes",
 		Why: "Services without a selector resolve through their EndpointSlices' pods to the Consul service those " +
 			"pods register under, but the suite's echo pods are not injected (registered) pods, so the backendRefs are " +

@@ -125,6 +125,33 @@ func TestGatewayServiceAccountOnlyForGatewayPods(t *testing.T) {
 	if _, err := tenant.CoreV1().Pods(ns).UpdateEphemeralContainers(ctx, gatewayPod, pod, metav1.UpdateOptions{}); !isGatewayPodsDenial(err, "rule gateway-ephemeral") {
 		t.Errorf("a tenant's ephemeral container in the gateway pod: %v, want refused by rule gateway-ephemeral", err)
 	}
+
+	// Nor through exec, attach or port-forward. Into the tenant's own pod they pass
+	// admission: the API server then wants a stream upgrade (these requests carry none),
+	// so nothing is dialled either way.
+	for _, sub := range []string{"exec", "attach", "portforward"} {
+		if err := connectPod(ctx, tenant, ns, gatewayPod, sub); !isGatewayPodsDenial(err, "rule gateway-connect") {
+			t.Errorf("a tenant's %s into the gateway pod: %v, want refused by rule gateway-connect", sub, err)
+		}
+		if err := connectPod(ctx, tenant, ns, "app", sub); err == nil || apierrors.IsForbidden(err) {
+			t.Errorf("a tenant's %s into its own pod: %v, want admitted (and then refused for want of an upgrade)", sub, err)
+		}
+	}
+}
+
+// connectPod sends the CONNECT request of subresource (exec, attach, portforward) of
+// pod as client, without asking for a stream: admission judges it all the same.
+func connectPod(ctx context.Context, client kubernetes.Interface, ns, pod, subresource string) error {
+	req := client.CoreV1().RESTClient().Post().Namespace(ns).Resource("pods").Name(pod).SubResource(subresource)
+	switch subresource {
+	case "exec":
+		req = req.Param("command", "cat").Param("command", "/var/run/secrets/kubernetes.io/serviceaccount/token").Param("stdout", "true")
+	case "attach":
+		req = req.Param("stdout", "true")
+	case "portforward":
+		req = req.Param("ports", "19000")
+	}
+	return req.Do(ctx).Error()
 }
 
 // installGatewayPodsPolicy creates deploy/'s gateway-pods policy and its binding,

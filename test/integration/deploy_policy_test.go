@@ -80,6 +80,8 @@ func newPolicyGateway(t *testing.T, ns, name, class string) policyGateway {
 type policyCase struct {
 	name string
 	rule string // the rule whose message the refusal must carry
+	// policy is the policy that refuses, when not the main one (r.policy).
+	policy string
 	// setup makes, as the admin, what the request needs.
 	setup   func(t *testing.T, g policyGateway)
 	request func(ctx context.Context, c kubernetes.Interface, g policyGateway) error
@@ -107,6 +109,7 @@ func TestDeployPolicyRefusesForeignWorkloads(t *testing.T) {
 	controller := serviceAccountClient(t, deployNamespace, deployName)
 	waitPolicyInEffect(t, r, controller)
 	checkPolicyTypes(t, r.policy.Name)
+	checkPolicyTypes(t, foreignServiceAccountsPolicy)
 
 	ns := "policy-" + utilrand.String(5)
 	env.Create(t, testenv.Namespace(ns, gatewaysNamespaceLabels))
@@ -180,15 +183,27 @@ func TestDeployPolicyRefusesForeignWorkloads(t *testing.T) {
 		name: "create a Deployment without a Gateway owner", rule: "gateway-owner",
 		request: createDeployment(func(_ *testing.T, d *appsv1.Deployment) { d.OwnerReferences = nil }),
 	}, {
-		// A Deployment named "default" would run as the namespace's default
-		// ServiceAccount and still pass pod-serviceaccount.
+		// A Deployment named "payments" would run as a ServiceAccount payments and
+		// still pass pod-serviceaccount. (None exists here: the refusal of one that
+		// exists, as "default" does, is foreign-serviceaccount's below, and only one
+		// policy's refusal is reported.)
 		name: "create a Deployment named after no Gateway", rule: "name",
 		request: createDeployment(func(_ *testing.T, d *appsv1.Deployment) {
-			d.Name, d.Spec.Template.Spec.ServiceAccountName = "default", "default"
+			d.Name, d.Spec.Template.Spec.ServiceAccountName = "payments", "payments"
 		}),
 	}, {
 		name: "create a Deployment whose pods run as another ServiceAccount", rule: "pod-serviceaccount",
-		request: createDeployment(func(_ *testing.T, d *appsv1.Deployment) { d.Spec.Template.Spec.ServiceAccountName = "default" }),
+		request: createDeployment(func(_ *testing.T, d *appsv1.Deployment) { d.Spec.Template.Spec.ServiceAccountName = "payments" }),
+	}, {
+		// Another team's ServiceAccount of the name a Gateway's takes: the Deployment
+		// is the Gateway's own in every other respect.
+		name: "create a Deployment whose pods run as a ServiceAccount another team made", rule: "foreign-serviceaccount",
+		policy: foreignServiceAccountsPolicy,
+		setup: func(t *testing.T, g policyGateway) {
+			env.Create(t, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: g.sa.Namespace, Name: g.sa.Name}})
+			waitParameter(t, controller, g.deploy)
+		},
+		request: createDeployment(func(*testing.T, *appsv1.Deployment) {}),
 	}, {
 		name: "create a Deployment whose pods mount the node's filesystem", rule: "pod-volumes",
 		request: createDeployment(func(_ *testing.T, d *appsv1.Deployment) {
@@ -266,16 +281,21 @@ func TestDeployPolicyRefusesForeignWorkloads(t *testing.T) {
 			return c.CoreV1().ServiceAccounts(g.sa.Namespace).Delete(ctx, g.sa.Name, metav1.DeleteOptions{})
 		},
 	}}
-	denied := policyDenials(t, r.policy.Name)
+	denied := policyDenials(t, r.policy.Name) + policyDenials(t, foreignServiceAccountsPolicy)
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			g := newPolicyGateway(t, ns, fmt.Sprintf("gw-%d", i), "policy")
 			if c.setup != nil {
 				c.setup(t, g)
 			}
-			want := r.policyMessage(t, c.rule)
-			if err := c.request(t.Context(), controller, g); !isPolicyDenial(err, r.policy.Name, want) {
-				t.Errorf("as the controller: %v; want the policy's refusal %q", err, want)
+			policy, want := r.policy.Name, "rule "+c.rule+": "
+			if c.policy == "" {
+				want = r.policyMessage(t, c.rule)
+			} else {
+				policy = c.policy
+			}
+			if err := c.request(t.Context(), controller, g); !isPolicyDenial(err, policy, want) {
+				t.Errorf("as the controller: %v; want the refusal %q of policy %s", err, want, policy)
 			}
 			if err := c.request(t.Context(), other, g); err != nil {
 				t.Errorf("as another ServiceAccount with the same ClusterRole: %v; want it admitted", err)
@@ -284,7 +304,7 @@ func TestDeployPolicyRefusesForeignWorkloads(t *testing.T) {
 	}
 	// The API server counts the refusals (one per failed rule): the other deploy
 	// tests' "no refusal" rests on this count.
-	if denied = policyDenials(t, r.policy.Name) - denied; denied < float64(len(cases)) {
+	if denied = policyDenials(t, r.policy.Name) + policyDenials(t, foreignServiceAccountsPolicy) - denied; denied < float64(len(cases)) {
 		t.Errorf("the API server counted %v refusals by the policy, want at least %d", denied, len(cases))
 	}
 
@@ -417,6 +437,23 @@ func (r renderedDeploy) policyMessage(t *testing.T, rule string) string {
 		t.Fatalf("the policy has %d validations of rule %q, want 1", len(found), rule)
 	}
 	return found[0]
+}
+
+// foreignServiceAccountsPolicy is the policy of deploy/ that keeps the controller's
+// Deployments off ServiceAccounts it did not make.
+const foreignServiceAccountsPolicy = "consul-gateway-controller-foreign-serviceaccounts"
+
+// waitParameter waits until the API server's parameter cache holds the ServiceAccount
+// d runs as: a dry-run create of d by the controller is refused.
+func waitParameter(t *testing.T, controller kubernetes.Interface, d *appsv1.Deployment) {
+	t.Helper()
+	testenv.Eventually(t, 30*time.Second, "the ServiceAccount a parameter of "+foreignServiceAccountsPolicy, func(ctx context.Context) error {
+		_, err := controller.AppsV1().Deployments(d.Namespace).Create(ctx, d, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if isPolicyDenial(err, foreignServiceAccountsPolicy, "rule foreign-serviceaccount: ") {
+			return nil
+		}
+		return fmt.Errorf("a dry-run create of Deployment %s: %v, want refused", d.Name, err)
+	})
 }
 
 // isPolicyDenial reports whether err is the refusal of the named policy with message.

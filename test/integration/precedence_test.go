@@ -49,10 +49,11 @@ func TestRoutedAsSpecifiedFollowsTheOtherRoutes(t *testing.T) {
 	awaitRoutedText(t, s, "a", "True/RoutedAsSpecified")
 }
 
-// TestRoutedAsSpecifiedTCPRoutes: several TCPRoutes on one TCP listener; the spec
-// gives the connections to the oldest, Consul to the one it bound first. The oldest
-// says so until the other goes.
-func TestRoutedAsSpecifiedTCPRoutes(t *testing.T) {
+// TestTCPListenerServesOnlyItsOldestRoute: two TCPRoutes on one TCP listener are both
+// accepted; the older is served and routed as specified, the newer says which route
+// the listener serves (Consul 1.15 serves no listener with two tcp-routes); once the
+// older is deleted, the newer is served.
+func TestTCPListenerServesOnlyItsOldestRoute(t *testing.T) {
 	const prefix = "routed-tcp"
 	startController(t, testenv.StackController(prefix), controllerOptions{})
 	s := env.NewStack(t, prefix)
@@ -62,11 +63,13 @@ func TestRoutedAsSpecifiedTCPRoutes(t *testing.T) {
 	parents := []gatewayv1.ParentReference{{Name: "gw"}}
 	routes := env.GatewayClient.GatewayV1().TCPRoutes(s.Namespace)
 
+	// Created one after the other, or in the same second and then ordered by name: a
+	// is the older.
 	env.Create(t, testenv.TCPRoute(s.Namespace, "a", parents, testenv.Backend("db", testenv.BackendPort)))
 	env.Create(t, testenv.TCPRoute(s.Namespace, "b", parents, testenv.Backend("db", testenv.BackendPort)))
-	routed := func(route, statusReason string, mentions ...string) {
+	condition := func(route, conditionType, statusReason string, mentions ...string) {
 		t.Helper()
-		awaitRouted(t, statusReason, mentions, func(ctx context.Context) ([]gatewayv1.RouteParentStatus, error) {
+		awaitParentCondition(t, conditionType, statusReason, mentions, func(ctx context.Context) ([]gatewayv1.RouteParentStatus, error) {
 			r, err := routes.Get(ctx, route, metav1.GetOptions{})
 			if err != nil {
 				return nil, err
@@ -74,20 +77,21 @@ func TestRoutedAsSpecifiedTCPRoutes(t *testing.T) {
 			return r.Status.Parents, nil
 		}, s.Controller, "TCPRoute "+route)
 	}
-	routed("a", "False/TieOrderedByConsul", "TCPRoute "+s.Namespace+"/b")
-	routed("b", "True/RoutedAsSpecified")
+	condition("a", gwsync.RoutedAsSpecifiedCondition, "True/RoutedAsSpecified")
+	condition("b", gwsync.ConsulAcceptedCondition, "False/"+gwsync.ReasonOlderRouteServed, "listener tcp serves TCPRoute "+s.Namespace+"/a")
+	condition("b", "Accepted", "True/Accepted")
 
-	if err := routes.Delete(t.Context(), "b", metav1.DeleteOptions{}); err != nil {
+	if err := routes.Delete(t.Context(), "a", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	routed("a", "True/RoutedAsSpecified")
+	condition("b", gwsync.RoutedAsSpecifiedCondition, "True/RoutedAsSpecified")
 }
 
 // awaitRoutedText waits until the HTTPRoute's RoutedAsSpecified condition on the
 // stack's Gateway is statusReason and mentions each of mentions.
 func awaitRoutedText(t *testing.T, s testenv.Stack, route, statusReason string, mentions ...string) {
 	t.Helper()
-	awaitRouted(t, statusReason, mentions, func(ctx context.Context) ([]gatewayv1.RouteParentStatus, error) {
+	awaitParentCondition(t, gwsync.RoutedAsSpecifiedCondition, statusReason, mentions, func(ctx context.Context) ([]gatewayv1.RouteParentStatus, error) {
 		r, err := env.GatewayClient.GatewayV1().HTTPRoutes(s.Namespace).Get(ctx, route, metav1.GetOptions{})
 		if err != nil {
 			return nil, err
@@ -96,13 +100,13 @@ func awaitRoutedText(t *testing.T, s testenv.Stack, route, statusReason string, 
 	}, s.Controller, "HTTPRoute "+route)
 }
 
-// awaitRouted waits until the RoutedAsSpecified condition of controller's parent
-// among those parents returns is "Status/Reason" statusReason and mentions each of
-// mentions.
-func awaitRouted(t *testing.T, statusReason string, mentions []string, parents func(context.Context) ([]gatewayv1.RouteParentStatus, error),
+// awaitParentCondition waits until the condition of type conditionType of
+// controller's parent among those parents returns is "Status/Reason" statusReason and
+// mentions each of mentions.
+func awaitParentCondition(t *testing.T, conditionType, statusReason string, mentions []string, parents func(context.Context) ([]gatewayv1.RouteParentStatus, error),
 	controller gatewayv1.GatewayController, what string) {
 	t.Helper()
-	testenv.Eventually(t, 30*time.Second, what+" "+statusReason, func(ctx context.Context) error {
+	testenv.Eventually(t, 30*time.Second, what+" "+conditionType+" "+statusReason, func(ctx context.Context) error {
 		ps, err := parents(ctx)
 		if err != nil {
 			return err
@@ -111,13 +115,13 @@ func awaitRouted(t *testing.T, statusReason string, mentions []string, parents f
 		if p == nil {
 			return fmt.Errorf("no parent of ours")
 		}
-		text := testenv.ConditionText(p.Conditions, gwsync.RoutedAsSpecifiedCondition)
+		text := testenv.ConditionText(p.Conditions, conditionType)
 		if !strings.HasPrefix(text, statusReason+":") {
-			return fmt.Errorf("%s is %s, want %s", gwsync.RoutedAsSpecifiedCondition, text, statusReason)
+			return fmt.Errorf("%s is %s, want %s", conditionType, text, statusReason)
 		}
 		for _, m := range mentions {
 			if !strings.Contains(text, m) {
-				return fmt.Errorf("%s is %s, which does not mention %q", gwsync.RoutedAsSpecifiedCondition, text, m)
+				return fmt.Errorf("%s is %s, which does not mention %q", conditionType, text, m)
 			}
 		}
 		return nil

@@ -69,6 +69,13 @@ func TestSecretCacheWatchesOnlyPermittedReferencesOfOurClasses(t *testing.T) {
 	env.Create(t, testenv.Gateway(busy, "second", s.Class, testenv.HTTPSListener("https", 18443, gatewayv1.SecretObjectReference{Name: "third"})))
 	waitListener(t, busy, "second", "False/InvalidCertificateRef", "https", "is not watched", "more than 2 Secrets")
 	wantSecretGauges(t, p, 3, "with busy's namespace at its cap")
+	body, err := p.Metrics(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := testenv.MetricSum(body, "consul_gateway_controller_informer_secrets_over_cap"); got != 1 {
+		t.Errorf("consul_gateway_controller_informer_secrets_over_cap = %v with one Secret past busy's cap, want 1", got)
+	}
 }
 
 // waitListener waits until the listener (the only one when listener is "") of the
