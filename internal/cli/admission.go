@@ -231,8 +231,8 @@ func (v *crdValidator) admit(u *unstructured.Unstructured, namespaced bool) erro
 	unknown := pruning.PruneWithOptions(u.Object, v.structural, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true})
 	if len(unknown) > 0 {
 		errs := make([]error, 0, len(unknown))
-		for _, path := range unknown {
-			errs = append(errs, fmt.Errorf(`unknown field "%s"`, path))
+		for _, fieldPath := range unknown {
+			errs = append(errs, fmt.Errorf(`unknown field "%s"`, fieldPath))
 		}
 		// The API server's answer to a strict create, word for word.
 		return apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", gvk.Kind, gvk.Version, gvk.Kind, runtime.NewStrictDecodingError(errs)))
