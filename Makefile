@@ -77,7 +77,8 @@ bin/helm: tools/helm/go.mod tools/helm/go.sum tools/versions.mk
 
 # The project's own API (api/) is Go types with markers; its DeepCopy methods and its
 # CRD are generated from them. The chart carries the Gateway API CRDs of the module
-# go.mod pins. make lint fails when any of them is not current.
+# go.mod pins. make lint fails when any of them is not current. The binary carries
+# both (deploy/crds.go): translate validates objects by them.
 CRD_DIR := deploy/crds
 CHART_GATEWAY_API_CRDS := deploy/helm/consul-gateway-controller/files/gateway-api
 generate: bin/controller-gen ## write api/'s DeepCopy methods and deploy/crds from the Go types, and the chart's Gateway API CRDs

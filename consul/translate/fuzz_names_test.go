@@ -19,11 +19,8 @@ import (
 // (hostnameGranted, written independently) and all of them; and the order of the
 // hostnames and parents does not matter.
 func FuzzRouteHostnames(f *testing.F) {
-	f.Add([]byte{}, "")
-	f.Add([]byte{2, 0, 6, 3, 1, 3, 1, 7}, "")
-	f.Add([]byte{3, 3, 1, 3, 2, 1, 0, 1, 3, 1, 2}, "example.com")
-	for _, seed := range fuzzgen.Seeds(16) {
-		f.Add(seed, "")
+	for _, s := range fuzzRouteHostnamesSeeds() {
+		f.Add(s.data, s.host)
 	}
 	f.Fuzz(func(t *testing.T, data []byte, host string) {
 		in := fuzzgen.New(data, host, "")
@@ -154,10 +151,8 @@ func members(ps []parentListener) int {
 // distinct certificate names, SplitEntryName leads back to the object, an object's
 // certificate and entry names differ, and no Service is named like the blackhole.
 func FuzzEntryNames(f *testing.F) {
-	for _, prefix := range namingPrefixes {
-		f.Add(prefix, "a", "b.c", "b", "c.a")
-		f.Add(prefix, "a", "b", "a", "secret.b")
-		f.Add(prefix, "a-b", "c", "b", "c.a-b")
+	for _, s := range fuzzEntryNamesSeeds() {
+		f.Add(s.prefix, s.ns1, s.name1, s.ns2, s.name2)
 	}
 	f.Fuzz(func(t *testing.T, prefix, ns1, name1, ns2, name2 string) {
 		if !validObject(ns1, name1) || !validObject(ns2, name2) {

@@ -171,13 +171,8 @@ func fuzzBackends(in *fuzzgen.Input, namespace string, rules [][]gatewayv1.Backe
 // another order; entry names that lead back to their object; and http-routes that
 // serve only what the route's decision grants (checkServedAsDecided).
 func FuzzTranslate(f *testing.F) {
-	f.Add([]byte{}, "", "")
-	// A route on two listeners of different hostnames, a dropped rule, a rewrite.
-	f.Add([]byte{1, 1, 0, 5, 0, 1, 2, 3, 0, 2, 0, 0, 3, 1, 4, 2, 2, 3, 1, 3, 0, 1, 2, 1, 0, 0, 2, 2, 1, 3, 0, 0, 0, 1}, "a.example.com", "/a")
-	f.Add([]byte("\x03\x00\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f\x10"), "*.example.com", "/a/b")
-	f.Add([]byte("ListenerSets and wildcard hostnames and rewrites and everything else"), "x.badexample.com", "/")
-	for _, seed := range fuzzgen.Seeds(64) {
-		f.Add(seed, "", "")
+	for _, s := range fuzzTranslateSeeds() {
+		f.Add(s.data, s.host, s.path)
 	}
 	f.Fuzz(func(t *testing.T, data []byte, host, path string) {
 		c := newFuzzCase(fuzzgen.New(data, host, path))
@@ -569,10 +564,8 @@ func ruleHasBackend(index int, rule gatewayv1.HTTPRouteRule, decision gwdecision
 // objects (the same objects, which the memory reuses), replaces some with other
 // versions, pairs a kept route with another decision, adds and removes others.
 func FuzzTranslator(f *testing.F) {
-	f.Add([]byte{}, []byte{}, []byte{})
-	seeds := fuzzgen.Seeds(24)
-	for i := 0; i+2 < len(seeds); i += 3 {
-		f.Add(seeds[i], seeds[i+1], seeds[i+2])
+	for _, s := range fuzzTranslatorSeeds() {
+		f.Add(s[0], s[1], s[2])
 	}
 	f.Fuzz(func(t *testing.T, before, after, mix []byte) {
 		first := newFuzzCase(fuzzgen.New(before, "", ""))

@@ -209,29 +209,38 @@ func (r *caseReader) object(obj runtime.Object) error {
 	return nil
 }
 
-// goldenForm is the translation as testdata/<case>.out.yaml holds it: entries sorted by
-// kind, partition, namespace and name, then the problems. Each entry is the JSON Consul's
-// API client sends, as YAML.
-func goldenForm(t *testing.T, d Desired) []byte {
-	t.Helper()
-	type entry struct {
-		Kind, Partition, Namespace, Name string
-		Entry                            consulapi.ConfigEntry
-	}
-	out := struct {
-		Entries  []entry
-		Problems []Problem
-	}{Entries: []entry{}, Problems: d.Problems}
+// goldenEntry is one entry of a translation as the golden files hold it: its key, and
+// the JSON Consul's API client sends.
+type goldenEntry struct {
+	Kind, Partition, Namespace, Name string
+	Entry                            consulapi.ConfigEntry
+}
+
+// goldenTranslation is a translation as the golden files hold it: entries sorted by
+// kind, partition, namespace and name, then the problems.
+type goldenTranslation struct {
+	Entries  []goldenEntry
+	Problems []Problem
+}
+
+func goldenOf(d Desired) goldenTranslation {
+	out := goldenTranslation{Entries: []goldenEntry{}, Problems: d.Problems}
 	if out.Problems == nil {
 		out.Problems = []Problem{}
 	}
 	for k, e := range d.Entries {
-		out.Entries = append(out.Entries, entry{k.Kind, k.Partition, k.Namespace, k.Name, e})
+		out.Entries = append(out.Entries, goldenEntry{k.Kind, k.Partition, k.Namespace, k.Name, e})
 	}
-	slices.SortFunc(out.Entries, func(a, b entry) int {
+	slices.SortFunc(out.Entries, func(a, b goldenEntry) int {
 		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Partition, b.Partition), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 	})
-	b, err := json.Marshal(out)
+	return out
+}
+
+// goldenForm is the translation as testdata/<case>.out.yaml holds it (goldenOf), as YAML.
+func goldenForm(t *testing.T, d Desired) []byte {
+	t.Helper()
+	b, err := json.Marshal(goldenOf(d))
 	if err != nil {
 		t.Fatal(err)
 	}

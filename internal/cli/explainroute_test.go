@@ -16,9 +16,9 @@ import (
 // decideRoute spells out, backendRef by backendRef, what the workers decide for a
 // route: the Consul service each resolves to, or why it does not.
 func TestDecideRoute(t *testing.T) {
-	objects, err := readObjects([]string{filepath.Join("testdata", "refusals.in.yaml")}, nil)
-	if err != nil {
-		t.Fatal(err)
+	objects, refused, err := readObjects([]string{filepath.Join("testdata", "refusals.in.yaml")}, nil)
+	if err != nil || len(refused) > 0 {
+		t.Fatal(err, refused)
 	}
 	port := new(gatewayv1.PortNumber(8080))
 	// A route Consul can serve nothing of: an IP address for a hostname, and a rule
@@ -43,19 +43,26 @@ func TestDecideRoute(t *testing.T) {
 		}
 		return r
 	}
+	// A route read from a file is read as the API server stores it: with its CRD's
+	// defaults.
+	storedRef := func(namespace, name string) gatewayv1.BackendObjectReference {
+		r := ref(namespace, name)
+		r.Group, r.Kind = new(gatewayv1.Group("")), new(gatewayv1.Kind("Service"))
+		return r
+	}
 	for _, tc := range []struct {
 		route string
 		want  routeExplanation
 	}{{
 		route: "shop",
 		want: routeExplanation{Rules: []ruleExplanation{
-			{Backends: []backendExplanation{{Ref: ref("", "web"), ResolvedBackend: gwsync.ResolvedBackend{ConsulService: "web"}}}},
-			{Backends: []backendExplanation{{Ref: ref("", "cart"), ResolvedBackend: gwsync.ResolvedBackend{Problem: "backendRef shop/cart refers to a Service that does not exist"}}}},
+			{Backends: []backendExplanation{{Ref: storedRef("", "web"), ResolvedBackend: gwsync.ResolvedBackend{ConsulService: "web"}}}},
+			{Backends: []backendExplanation{{Ref: storedRef("", "cart"), ResolvedBackend: gwsync.ResolvedBackend{Problem: "backendRef shop/cart refers to a Service that does not exist"}}}},
 		}},
 	}, {
 		route: "billing",
 		want: routeExplanation{Rules: []ruleExplanation{
-			{Backends: []backendExplanation{{Ref: ref("finance", "billing"), ResolvedBackend: gwsync.ResolvedBackend{
+			{Backends: []backendExplanation{{Ref: storedRef("finance", "billing"), ResolvedBackend: gwsync.ResolvedBackend{
 				Problem: "backendRef finance/billing is not permitted: no ReferenceGrant in namespace finance allows HTTPRoute from namespace shop to refer to it",
 			}}}},
 		}},

@@ -51,11 +51,17 @@ contacted: Programmed waits for Consul's verdict, and Gateways are judged as by 
 controller that does not deploy gateway pods. The private keys of inline-certificate
 entries are printed as REDACTED unless --show-secrets is given.
 
+Each Gateway API object and GatewayConfig is first validated as the API server
+validates it (its CRD's schema, defaults and CEL rules, unknown fields refused): an
+object the API server would refuse is left out and listed under "refused" with the
+API server's message, the rest is translated, and the exit code is 1.
+
 Flags:
 `
 
 // Translate runs the translate command with args (after the word translate) and
-// returns its exit code: 0, 1 when the input cannot be translated, 2 for bad flags.
+// returns its exit code: 0; 1 when the input cannot be read (nothing is printed) or
+// the API server would refuse an object of it (the rest is printed); 2 for bad flags.
 func Translate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("translate", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -94,7 +100,7 @@ func Translate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(*files) == 0 {
 		*files = []string{"-"}
 	}
-	objects, err := readObjects(*files, stdin)
+	objects, refused, err := readObjects(*files, stdin)
 	if err != nil {
 		fmt.Fprintf(stderr, "translate: %v\n", err)
 		return 1
@@ -109,8 +115,17 @@ func Translate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "translate: %v\n", err)
 		return 1
 	}
+	result.Refused = refused
 	if err := writeResult(stdout, result, *output); err != nil {
 		fmt.Fprintf(stderr, "translate: %v\n", err)
+		return 1
+	}
+	// As kubectl apply of a file of several objects: the others are judged and
+	// printed, each refusal is told, and the exit status says there was one.
+	for _, r := range refused {
+		fmt.Fprintf(stderr, "translate: %s: refused as the API server refuses it: %s\n", r.Source, r.Message)
+	}
+	if len(refused) > 0 {
 		return 1
 	}
 	return 0
@@ -142,6 +157,20 @@ type Result struct {
 	// Problems are what the translation could not express; the controller reports each
 	// in its object's status once the entries are written.
 	Problems []translate.Problem `json:"problems,omitempty"`
+	// Refused are the objects the API server would refuse (their CRD's schema or CEL
+	// rules): never judged, no entry written, as in a cluster where they do not exist.
+	Refused []Refusal `json:"refused,omitempty"`
+}
+
+// Refusal is one object the API server would refuse, and why.
+type Refusal struct {
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+	// Source is where it was read: the file (<stdin>) and the document.
+	Source string `json:"source"`
+	// Message is the API server's answer, naming each field and rule.
+	Message string `json:"message"`
 }
 
 // ObjectStatus is one object's computed status.
@@ -275,17 +304,19 @@ var decoder = func() runtime.Decoder {
 }()
 
 // readObjects reads every document of files ("-" is stdin), naming the file and
-// document of anything it cannot read.
-func readObjects(files []string, stdin io.Reader) ([]runtime.Object, error) {
+// document of anything it cannot read, and sets apart the objects the API server
+// would refuse: one refused object refuses itself, not the input.
+func readObjects(files []string, stdin io.Reader) ([]runtime.Object, []Refusal, error) {
 	var objects []runtime.Object
+	var refused []Refusal
 	files, err := expandDirectories(files)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for _, file := range files {
 		data, err := readFile(file, stdin)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		name := file
 		if file == "-" {
@@ -293,17 +324,23 @@ func readObjects(files []string, stdin io.Reader) ([]runtime.Object, error) {
 		}
 		docs, err := documents(data)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
+			return nil, nil, fmt.Errorf("%s: %w", name, err)
 		}
 		for i, doc := range docs {
+			source := fmt.Sprintf("%s, document %d", name, i+1)
 			obj, err := decodeObject(doc)
-			if err != nil {
-				return nil, fmt.Errorf("%s, document %d: %w", name, i+1, err)
+			var refusal *refusedError
+			switch {
+			case errors.As(err, &refusal):
+				refused = append(refused, Refusal{Kind: refusal.gvk.Kind, Namespace: refusal.namespace, Name: refusal.name, Source: source, Message: refusal.Error()})
+			case err != nil:
+				return nil, nil, fmt.Errorf("%s: %w", source, err)
+			default:
+				objects = append(objects, obj)
 			}
-			objects = append(objects, obj)
 		}
 	}
-	return objects, nil
+	return objects, refused, nil
 }
 
 // expandDirectories replaces each directory of files by its .yaml, .yml and .json
@@ -365,8 +402,14 @@ func documents(data []byte) ([][]byte, error) {
 
 // decodeObject decodes one document into its typed object, a v1beta1 Gateway API
 // object as its v1 twin (the same type under another name), without TypeMeta, as an
-// informer's cache holds it.
+// informer's cache holds it. A custom resource is first admitted as the API server
+// admits it (admit): a refused one is a *refusedError, and the others are read with
+// their CRD's defaults, as the controller reads them from the API server.
 func decodeObject(doc []byte) (runtime.Object, error) {
+	doc, err := admit(doc)
+	if err != nil {
+		return nil, err
+	}
 	obj, gvk, err := decoder.Decode(doc, nil, nil)
 	if err != nil {
 		return nil, err

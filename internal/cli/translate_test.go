@@ -4,16 +4,22 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
 	gocmp "github.com/google/go-cmp/cmp"
 	consulapi "github.com/hashicorp/consul/api"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
+	"github.com/consul-gateway-controller/consul-gateway-controller/api/v1alpha1"
+	"github.com/consul-gateway-controller/consul-gateway-controller/deploy"
 	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
 )
 
@@ -38,9 +44,11 @@ func goldenCases(t *testing.T) map[string]string {
 	return out
 }
 
-// TestTranslateGolden runs the command on each case, with the flags its first line
-// names ("# flags: ..."), and compares what it prints with the case's .out.yaml.
-// go test ./internal/cli -run TestTranslateGolden -update rewrites them.
+// TestTranslateGolden runs the command on each case, with the flags its heading
+// comment names ("# flags: ..."), and compares what it prints with the case's
+// .out.yaml; it must exit 0, or with the code the heading names ("# exit: 1", a case
+// with refused objects). go test ./internal/cli -run TestTranslateGolden -update
+// rewrites them.
 func TestTranslateGolden(t *testing.T) {
 	for in, out := range goldenCases(t) {
 		t.Run(filepath.Base(in), func(t *testing.T) {
@@ -48,13 +56,11 @@ func TestTranslateGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			args := []string{"-f", in}
-			if first, _, _ := strings.Cut(string(data), "\n"); strings.HasPrefix(first, "# flags:") {
-				args = append(args, strings.Fields(strings.TrimPrefix(first, "# flags:"))...)
-			}
+			flags, wantCode := goldenHeading(t, string(data))
+			args := append([]string{"-f", in}, flags...)
 			var stdout, stderr bytes.Buffer
-			if code := Translate(args, nil, &stdout, &stderr); code != 0 {
-				t.Fatalf("translate %v: exit %d: %s", args, code, stderr.String())
+			if code := Translate(args, nil, &stdout, &stderr); code != wantCode {
+				t.Fatalf("translate %v: exit %d, want %d: %s", args, code, wantCode, stderr.String())
 			}
 			if *update {
 				if err := os.WriteFile(out, stdout.Bytes(), 0o644); err != nil {
@@ -71,6 +77,28 @@ func TestTranslateGolden(t *testing.T) {
 			}
 		})
 	}
+}
+
+// goldenHeading reads the flags ("# flags: ...") and the exit code ("# exit: N",
+// default 0) that the leading comment lines of a golden case name.
+func goldenHeading(t *testing.T, data string) (flags []string, code int) {
+	t.Helper()
+	for line := range strings.Lines(data) {
+		if !strings.HasPrefix(line, "#") {
+			break
+		}
+		if rest, ok := strings.CutPrefix(line, "# flags:"); ok {
+			flags = append(flags, strings.Fields(rest)...)
+		}
+		if rest, ok := strings.CutPrefix(line, "# exit:"); ok {
+			n, err := strconv.Atoi(strings.TrimSpace(rest))
+			if err != nil {
+				t.Fatalf("heading %q: %v", line, err)
+			}
+			code = n
+		}
+	}
+	return flags, code
 }
 
 // TestTranslateEntriesAreConsuls: with -o json every entry decodes as the Consul
@@ -114,7 +142,7 @@ func TestTranslateRefusesBadInput(t *testing.T) {
 		says        []string
 	}{
 		{"unknown kind", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n", nil, 1, []string{"<stdin>", "document 1", "ConfigMap"}},
-		{"unknown field", "apiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\nmetadata: {name: g}\nspec: {gatewayClassName: c, nonsense: []}\n", nil, 1, []string{"document 1", "nonsense"}},
+		{"unknown field of a core kind", "apiVersion: v1\nkind: Service\nmetadata: {name: s}\nspec: {nonsense: []}\n", nil, 1, []string{"document 1", "nonsense"}},
 		{"second document", "apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n---\nkind: Nothing\n", nil, 1, []string{"document 2"}},
 		{"no name", "apiVersion: v1\nkind: Service\nmetadata: {namespace: a}\n", nil, 1, []string{"metadata.name"}},
 		{"bad output", "", []string{"-o", "table"}, 2, []string{"-o table"}},
@@ -136,6 +164,114 @@ func TestTranslateRefusesBadInput(t *testing.T) {
 				t.Errorf("printed %q on an error", stdout.String())
 			}
 		})
+	}
+}
+
+// TestTranslateRefusesWhatTheCRDsRefuse: each object its CRD refuses (its schema, a
+// CEL rule, a field the standard channel does not serve) is refused on its own, with
+// the API server's answer naming it and the field or rule, on stderr and in the
+// output's refused list; it is not judged and gets no entry. The valid objects beside
+// it are judged and translated, and the exit code is 1, as kubectl apply's.
+func TestTranslateRefusesWhatTheCRDsRefuse(t *testing.T) {
+	const in = "testdata/admission.in.yaml"
+	var stdout, stderr bytes.Buffer
+	if code := Translate([]string{"-f", in, "-o", "json"}, nil, &stdout, &stderr); code != 1 {
+		t.Errorf("exit %d, want 1; stderr: %s", code, stderr.String())
+	}
+	var result Result
+	if err := json.Unmarshal(stdout.Bytes(), &result); err != nil {
+		t.Fatalf("%v: %s", err, stdout.String())
+	}
+	// The API server's words (kube-apiserver v1.37.2 with the CRDs of deploy.CRDs).
+	want := []Refusal{
+		{Kind: "Gateway", Namespace: "demo", Name: "port-zero", Source: in + ", document 3",
+			Message: `Gateway.gateway.networking.k8s.io "port-zero" is invalid: spec.listeners[0].port: Invalid value: 0: spec.listeners[0].port in body should be greater than or equal to 1`},
+		{Kind: "HTTPRoute", Namespace: "demo", Name: "redirect-and-backend", Source: in + ", document 6",
+			Message: `HTTPRoute.gateway.networking.k8s.io "redirect-and-backend" is invalid: spec.rules[0]: Invalid value: RequestRedirect filter must not be used together with backendRefs`},
+		{Kind: "HTTPRoute", Namespace: "demo", Name: "experimental", Source: in + ", document 7",
+			Message: `HTTPRoute in version "v1" cannot be handled as a HTTPRoute: strict decoding error: unknown field "spec.rules[0].retry"`},
+	}
+	if diff := gocmp.Diff(want, result.Refused); diff != "" {
+		t.Errorf("refused (-want +got):\n%s", diff)
+	}
+	for _, r := range want {
+		if line := r.Source + ": refused as the API server refuses it: " + r.Message; !strings.Contains(stderr.String(), line) {
+			t.Errorf("stderr does not say %q:\n%s", line, stderr.String())
+		}
+		for _, o := range result.Objects {
+			if o.Name == r.Name {
+				t.Errorf("%s %s is refused, yet judged: %+v", r.Kind, r.Name, o)
+			}
+		}
+	}
+	var entries []string
+	for _, raw := range result.Entries {
+		entry, err := consulapi.DecodeConfigEntryFromJSON(raw)
+		if err != nil {
+			t.Fatalf("entry %s: %v", raw, err)
+		}
+		entries = append(entries, entry.GetKind()+" "+entry.GetMeta()["k8s-name"])
+	}
+	if diff := gocmp.Diff([]string{"api-gateway edge", "http-route echo"}, entries); diff != "" {
+		t.Errorf("entries by kind and object (-want +got):\n%s", diff)
+	}
+}
+
+// TestCRDsServeTheKindsTranslateReads: the CRDs built in serve every custom kind
+// translate reads, in the versions it reads, and each builds its validator (CEL rules
+// compiled) without error.
+func TestCRDsServeTheKindsTranslateReads(t *testing.T) {
+	const gw = "gateway.networking.k8s.io"
+	for _, gvk := range []schema.GroupVersionKind{
+		{Group: gw, Version: "v1", Kind: "GatewayClass"}, {Group: gw, Version: "v1beta1", Kind: "GatewayClass"},
+		{Group: gw, Version: "v1", Kind: "Gateway"}, {Group: gw, Version: "v1beta1", Kind: "Gateway"},
+		{Group: gw, Version: "v1", Kind: "ListenerSet"},
+		{Group: gw, Version: "v1", Kind: "HTTPRoute"}, {Group: gw, Version: "v1beta1", Kind: "HTTPRoute"},
+		{Group: gw, Version: "v1", Kind: "GRPCRoute"}, {Group: gw, Version: "v1", Kind: "TCPRoute"},
+		{Group: gw, Version: "v1", Kind: "TLSRoute"}, {Group: gw, Version: "v1", Kind: "UDPRoute"},
+		{Group: gw, Version: "v1", Kind: "ReferenceGrant"}, {Group: gw, Version: "v1beta1", Kind: "ReferenceGrant"},
+		v1alpha1.SchemeGroupVersion.WithKind("GatewayConfig"),
+	} {
+		version, ok, err := servedCRD(gvk)
+		if err != nil || !ok {
+			t.Errorf("no CRD built in serves %s (%v)", gvk, err)
+			continue
+		}
+		if _, err := version.validator(); err != nil {
+			t.Errorf("%s: %v", gvk, err)
+		}
+	}
+}
+
+// TestCRDsAreFoundByTheirKinds: servedCRD finds every kind and version the CRDs
+// built in serve, each in its own file; a file named otherwise would leave its kinds
+// unvalidated.
+func TestCRDsAreFoundByTheirKinds(t *testing.T) {
+	crds := 0
+	err := fs.WalkDir(deploy.CRDs, ".", func(file string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		index := map[schema.GroupVersionKind]*crdVersion{}
+		if err := indexCRDFile(deploy.CRDs, file, index); err != nil {
+			return err
+		}
+		for gvk := range index {
+			crds++
+			if !strings.HasPrefix(path.Base(file), crdFilePrefix(gvk)) {
+				t.Errorf("%s serves %s, which servedCRD looks for in files beginning %s", file, gvk, crdFilePrefix(gvk))
+			}
+			if _, ok, err := servedCRD(gvk); err != nil || !ok {
+				t.Errorf("servedCRD does not find %s of %s (%v)", gvk, file, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if crds < 14 {
+		t.Errorf("the CRDs built in serve %d kinds and versions, want the 14 the Gateway API and this project serve and more", crds)
 	}
 }
 
@@ -237,9 +373,9 @@ func TestTranslateRedactsPrivateKeys(t *testing.T) {
 // secretKey is the tls.key of the one Secret of the file in.
 func secretKey(t *testing.T, in string) string {
 	t.Helper()
-	objects, err := readObjects([]string{in}, nil)
-	if err != nil {
-		t.Fatal(err)
+	objects, refused, err := readObjects([]string{in}, nil)
+	if err != nil || len(refused) > 0 {
+		t.Fatal(err, refused)
 	}
 	for _, obj := range objects {
 		if s, ok := obj.(*corev1.Secret); ok {

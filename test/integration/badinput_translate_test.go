@@ -37,53 +37,13 @@ func refusedByTheAPIServer(cases []badCase) []badCase {
 // pinned like badInputCases, so that the split the report shows cannot drift.
 const badInputRefusedCases = 42
 
-// translateAcceptsAnyway are the cases whose refused object translate does not
-// refuse: it runs the controller's decisions, which rest on the API server's
-// validation (CRD schema and CEL rules) and repeat little of it, and no validation of
-// its own. Each must still be accepted, so that a fix shows here as a case to take
-// off the list; any other case must be refused. docs/reliability.md names the gap.
-var translateAcceptsAnyway = map[string]bool{
-	"api-gateway-65-listeners.yaml":           true,
-	"api-listener-duplicate-name.yaml":        true,
-	"api-listener-hostname-port.yaml":         true,
-	"api-listener-hostname-star.yaml":         true,
-	"api-listener-hostname-star-dot.yaml":     true,
-	"api-listener-hostname-trailing-dot.yaml": true,
-	"api-listener-hostname-uppercase.yaml":    true,
-	"api-listener-name-invalid.yaml":          true,
-	"api-listener-port-0.yaml":                true,
-	"api-listener-port-65536.yaml":            true,
-	"api-route-129-total-matches.yaml":        true,
-	"api-route-17-backendrefs.yaml":           true,
-	"api-route-17-hostnames.yaml":             true,
-	"api-route-17-rules.yaml":                 true,
-	"api-route-65-matches.yaml":               true,
-	"api-route-duplicate-parentrefs.yaml":     true,
-	"api-route-empty-rules.yaml":              true,
-	"api-route-header-name-space.yaml":        true,
-	"api-route-header-name-unicode.yaml":      true,
-	"api-route-hostname-emoji.yaml":           true,
-	"api-route-hostname-idn.yaml":             true,
-	"api-route-hostname-middle-wildcard.yaml": true,
-	"api-route-hostname-port.yaml":            true,
-	"api-route-hostname-rtl.yaml":             true,
-	"api-route-hostname-too-long.yaml":        true,
-	"api-route-hostname-uppercase.yaml":       true,
-	"api-route-path-double-slash.yaml":        true,
-	"api-route-path-encoded-slash.yaml":       true,
-	"api-route-path-no-slash.yaml":            true,
-	"api-route-path-unicode.yaml":             true,
-	"api-route-service-without-port.yaml":     true,
-	"api-route-weight-negative.yaml":          true,
-	"api-route-weight-over-max.yaml":          true,
-	"api-tcp-listener-hostname.yaml":          true,
-}
-
 // TestTranslateRefusesWhatTheAPIServerRefuses feeds each corpus case the API server
-// refuses to the translate command, which judges objects with no API server in front
-// of it: it must not panic, and each object the API server refuses must be refused
-// there too (not accepted, no parent of ours accepting it) and get no Consul entry,
-// but for the cases translateAcceptsAnyway names.
+// refuses to the translate command, which has no API server in front of it and
+// admits each custom resource as the API server does (internal/cli/admission.go). It
+// must not panic, must exit 1, and each object the API server refuses must be
+// refused there too: listed as refused with the API server's own words (the case's
+// "refused" text), told on stderr, not judged, and given no Consul entry. Nothing is
+// left out: no case is beyond what the CRDs' schemas and CEL rules judge offline.
 func TestTranslateRefusesWhatTheAPIServerRefuses(t *testing.T) {
 	all := loadBadCases(t)
 	cases := refusedByTheAPIServer(all)
@@ -99,33 +59,55 @@ func TestTranslateRefusesWhatTheAPIServerRefuses(t *testing.T) {
 			if panicked != "" {
 				t.Fatalf("translate panicked: %s", panicked)
 			}
-			if code != 0 {
-				// Refusing the whole input is a refusal too, when it is the refused
-				// object it names.
-				if !slices.ContainsFunc(c.expect.Objects, func(o objectExpect) bool { return o.Refused != "" && strings.Contains(stderr, o.Name) }) {
-					t.Errorf("translate exited %d, naming no object the API server refuses: %s", code, stderr)
-				}
-				return
+			if code != 1 {
+				t.Errorf("translate exited %d, want 1 (an object refused); stderr: %s", code, stderr)
 			}
-			var accepted []string
 			for _, want := range c.expect.Objects {
 				if want.Refused == "" {
 					continue
 				}
-				if problem := translateAccepts(result, want, c.ns, controller); problem != "" {
-					accepted = append(accepted, fmt.Sprintf("%s %s, which the API server refuses (%q): %s", want.Kind, want.Name, want.Refused, problem))
-				}
-			}
-			switch known := translateAcceptsAnyway[c.file]; {
-			case known && len(accepted) == 0:
-				t.Errorf("translate now refuses what the API server refuses: take %s off translateAcceptsAnyway", c.file)
-			case !known:
-				for _, a := range accepted {
-					t.Error(a)
+				for _, problem := range translateRefusal(result, stderr, want, c.ns, controller) {
+					t.Errorf("%s %s, which the API server refuses (%q): %s", want.Kind, want.Name, want.Refused, problem)
 				}
 			}
 		})
 	}
+}
+
+// translateRefusal says how translate's result and stderr fail to refuse the object
+// want names as the API server does; nothing when they do.
+func translateRefusal(result cli.Result, stderr string, want objectExpect, caseNS, controller string) []string {
+	ns := objectNamespace(want, caseNS)
+	var problems []string
+	i := slices.IndexFunc(result.Refused, func(r cli.Refusal) bool {
+		return r.Kind == want.Kind && r.Name == want.Name && r.Namespace == ns
+	})
+	switch {
+	case i < 0:
+		problems = append(problems, fmt.Sprintf("translate does not list it as refused (refused: %v; stderr: %s)", result.Refused, stderr))
+	case !strings.Contains(result.Refused[i].Message, want.Refused):
+		problems = append(problems, fmt.Sprintf("translate refuses it otherwise than the API server: %s", result.Refused[i].Message))
+	case !strings.Contains(stderr, result.Refused[i].Message):
+		problems = append(problems, fmt.Sprintf("stderr does not tell its refusal: %s", stderr))
+	}
+	if slices.ContainsFunc(result.Objects, func(o cli.ObjectStatus) bool {
+		return string(o.Kind) == want.Kind && o.Name == want.Name && o.Namespace == ns
+	}) {
+		problems = append(problems, "translate judged it anyway")
+	}
+	if accepted := translateAccepts(result, want, caseNS, controller); accepted != "" {
+		problems = append(problems, accepted)
+	}
+	return problems
+}
+
+// objectNamespace is the namespace of the object want names: the case's unless it
+// names another, none for a GatewayClass.
+func objectNamespace(want objectExpect, caseNS string) string {
+	if want.Namespace == "" && want.Kind != "GatewayClass" {
+		return caseNS
+	}
+	return want.Namespace
 }
 
 // translateCase runs the translate command in this process on the case's objects,
@@ -167,7 +149,9 @@ func translateCase(t *testing.T, c badCase, controller string) (result cli.Resul
 		}()
 		code = cli.Translate([]string{"-o", "json", "--controller-name=" + controller, "--cluster-id=bad"}, &input, &stdout, &errOut)
 	}()
-	if panicked != "" || code != 0 {
+	// A refusal prints the result of the other objects, then exits 1; an input that
+	// cannot be read prints nothing.
+	if panicked != "" || stdout.Len() == 0 {
 		return result, errOut.String(), code, panicked
 	}
 	if err := json.Unmarshal(stdout.Bytes(), &result); err != nil {
@@ -187,10 +171,7 @@ func namespacedKind(o *unstructured.Unstructured) bool {
 // it and all its listeners are Accepted (a refusal may be about one listener); a
 // route when a parent of ours accepts it; and any object that gets a Consul entry.
 func translateAccepts(result cli.Result, want objectExpect, caseNS, controller string) string {
-	ns := want.Namespace
-	if ns == "" && want.Kind != "GatewayClass" {
-		ns = caseNS
-	}
+	ns := objectNamespace(want, caseNS)
 	var problems []string
 	for _, raw := range result.Entries {
 		entry, err := consulapi.DecodeConfigEntryFromJSON(raw)

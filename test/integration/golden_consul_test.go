@@ -63,7 +63,62 @@ func TestGoldenEntriesConsulAccepts(t *testing.T) {
 	}
 }
 
+// fuzzSeedTargets are the translation fuzz targets whose seeds' translations
+// consul/translate keeps in testdata/fuzzseeds (TestFuzzSeedTranslations).
+var fuzzSeedTargets = []string{"FuzzTranslate", "FuzzTranslator", "FuzzRouteHostnames", "FuzzEntryNames"}
+
+// TestFuzzSeedEntriesConsulAccepts writes the entries of every seed translation of the
+// translation fuzz targets (consul/translate/testdata/fuzzseeds, each seed translated
+// as its target translates it, and accepted by the hand-written model of Consul's
+// validation there) to a Consul 1.15 of its own, seed by seed, as
+// TestGoldenEntriesConsulAccepts writes the golden files': Consul must take every write
+// and accept every api-gateway and route entry. Seeds whose entries are in Consul
+// Enterprise namespaces (a mirroring naming) are left out; each target must have
+// seeds checked.
+func TestFuzzSeedEntriesConsulAccepts(t *testing.T) {
+	_, admin := testenv.StartConsulFor(t, env.LogDir(), testenv.ConsulOptions{})
+	for _, target := range fuzzSeedTargets {
+		t.Run(target, func(t *testing.T) {
+			file := filepath.Join("..", "..", "consul", "translate", "testdata", "fuzzseeds", target+".out.yaml")
+			var seeds struct {
+				Seeds []struct {
+					Seed string
+					goldenEntries
+				}
+			}
+			readGoldenFile(t, file, &seeds)
+			checked, enterprise := 0, 0
+			for _, seed := range seeds.Seeds {
+				entries, inNamespaces := decodeGoldenEntries(t, file, seed.goldenEntries)
+				if inNamespaces {
+					enterprise++
+					continue
+				}
+				t.Run(seed.Seed, func(t *testing.T) {
+					writeGoldenEntries(t, admin, entries)
+					testenv.Eventually(t, 30*time.Second, "Consul accepts every api-gateway and route entry", func(ctx context.Context) error {
+						return goldenVerdicts(ctx, admin, entries)
+					})
+				})
+				checked++
+			}
+			t.Logf("%s: %d seeds' entries written to Consul, %d left out (Consul Enterprise namespaces)", target, checked, enterprise)
+			if checked == 0 {
+				t.Errorf("%s: no seed checked of %d", target, len(seeds.Seeds))
+			}
+		})
+	}
+}
+
 func readGoldenEntries(t *testing.T, file string) (entries []consulapi.ConfigEntry, enterprise bool) {
+	t.Helper()
+	var golden goldenEntries
+	readGoldenFile(t, file, &golden)
+	return decodeGoldenEntries(t, file, golden)
+}
+
+// readGoldenFile reads a YAML file of consul/translate/testdata into into.
+func readGoldenFile(t *testing.T, file string, into any) {
 	t.Helper()
 	raw, err := os.ReadFile(file)
 	if err != nil {
@@ -73,10 +128,15 @@ func readGoldenEntries(t *testing.T, file string) (entries []consulapi.ConfigEnt
 	if err != nil {
 		t.Fatal(err)
 	}
-	var golden goldenEntries
-	if err := json.Unmarshal(data, &golden); err != nil {
-		t.Fatal(err)
+	if err := json.Unmarshal(data, into); err != nil {
+		t.Fatalf("%s: %v", file, err)
 	}
+}
+
+// decodeGoldenEntries decodes the entries of a golden translation, in writeOrder, and
+// says whether any is in a Consul Enterprise namespace or partition.
+func decodeGoldenEntries(t *testing.T, file string, golden goldenEntries) (entries []consulapi.ConfigEntry, enterprise bool) {
+	t.Helper()
 	for _, e := range golden.Entries {
 		if e.Namespace != "" || e.Partition != "" {
 			enterprise = true
