@@ -93,10 +93,10 @@ func routedCondition(kind gatewayv1.Kind, namespace string, conflicts []preceden
 
 // conflictCause says, once per message, why Consul routes a conflict of reason so.
 func conflictCause(reason string) string {
-	switch {
-	case reason == ReasonHiddenByHostname:
+	switch reason {
+	case ReasonHiddenByHostname:
 		return "Consul serves a host that routes name only from those routes; the spec applies the other routes' rules after theirs."
-	case reason == ReasonTieOrderedByConsul:
+	case ReasonTieOrderedByConsul:
 		return "The spec picks the oldest route (then the first by namespace/name); Consul the one it bound first."
 	}
 	return "Consul ranks matches by path length, then header count, then query param count: an Exact path does not outrank a PathPrefix of the same path, nor a method match one with more headers."

@@ -452,7 +452,10 @@ func waitParameter(t *testing.T, controller kubernetes.Interface, d *appsv1.Depl
 		if isPolicyDenial(err, foreignServiceAccountsPolicy, "rule foreign-serviceaccount: ") {
 			return nil
 		}
-		return fmt.Errorf("a dry-run create of Deployment %s: %v, want refused", d.Name, err)
+		if err == nil {
+			return fmt.Errorf("a dry-run create of Deployment %s was admitted, want refused", d.Name)
+		}
+		return fmt.Errorf("a dry-run create of Deployment %s: %w, want refused", d.Name, err)
 	})
 }
 
