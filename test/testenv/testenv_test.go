@@ -106,3 +106,22 @@ func required(f *modfile.File, module string) string {
 	}
 	return ""
 }
+
+// A stopped controller's queue leaves its gauge where it was; a running one of the same
+// name sets it to its own figure. Only the latter is work in progress.
+func TestUnfinishedWork(t *testing.T) {
+	base := "workqueue_unfinished_work_seconds{name=\"consul\"} 0.0027\nworkqueue_unfinished_work_seconds{name=\"gateway\"} 1.5\n"
+	for _, tt := range []struct {
+		now  string
+		want float64
+	}{
+		{base, 0},
+		{"workqueue_unfinished_work_seconds{name=\"consul\"} 0\nworkqueue_unfinished_work_seconds{name=\"gateway\"} 1.5\n", 0},
+		{"workqueue_unfinished_work_seconds{name=\"consul\"} 0.25\nworkqueue_unfinished_work_seconds{name=\"gateway\"} 1.5\n", 0.25},
+		{base + "workqueue_unfinished_work_seconds{name=\"httproute\"} 0.5\n", 0.5},
+	} {
+		if got := unfinishedWork(tt.now, base); got != tt.want {
+			t.Errorf("unfinishedWork(%q) = %v, want %v", tt.now, got, tt.want)
+		}
+	}
+}
