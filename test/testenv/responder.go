@@ -1,10 +1,12 @@
 package testenv
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -125,6 +127,42 @@ func GatewayMTLSClient(client *consulapi.Client, gateway, server string) (*http.
 		return nil, fmt.Errorf("parse leaf certificate of %s: %w", gateway, err)
 	}
 	return MeshClient(client, cert, server)
+}
+
+// UpstreamRequest is a request as a gateway's Envoy sends it to an upstream instance:
+// the instance's endpoint (host:port), and the method ("" is GET), host, path with its
+// query, and headers after the route's rewrites and header mutations.
+type UpstreamRequest struct {
+	Endpoint           string
+	Method, Host, Path string
+	Headers            map[string][]string
+}
+
+// SendUpstream makes the gateway's hop to an upstream instance: r over client
+// (GatewayMTLSClient for a mesh instance). The response's body is read into memory,
+// so the connection is free for the next request and the caller need not close it.
+func SendUpstream(ctx context.Context, client *http.Client, r UpstreamRequest) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, r.Method, "https://"+r.Endpoint+r.Path, nil)
+	if err != nil {
+		return nil, fmt.Errorf("request to %s: %w", r.Endpoint, err)
+	}
+	req.Host = r.Host
+	for name, values := range r.Headers {
+		for _, v := range values {
+			req.Header.Add(name, v)
+		}
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("read the answer of %s: %w", r.Endpoint, err)
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	return resp, nil
 }
 
 // MeshClient is GatewayMTLSClient with a certificate of the caller's choosing (none,
