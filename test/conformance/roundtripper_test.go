@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/url"
 	"runtime"
 	"slices"
 	"strconv"
@@ -171,12 +172,12 @@ func (rt *xdsRoundTripper) fromResponder(ctx context.Context, req roundtripper.R
 	if err != nil {
 		return nil, nil, err
 	}
-	resp, err := testenv.SendUpstream(ctx, client, testenv.UpstreamRequest{Endpoint: a.Endpoint, Method: a.Method, Host: a.Host, Path: a.Path, Headers: a.Headers})
+	answer, err := testenv.SendUpstream(ctx, client, testenv.UpstreamRequest{Endpoint: a.Endpoint, Method: a.Method, Host: a.Host, Path: a.Path, Headers: a.Headers})
 	if err != nil {
 		return nil, nil, fmt.Errorf("the responder: %w", err)
 	}
-	response := &roundtripper.CapturedResponse{StatusCode: resp.StatusCode, ContentLength: resp.ContentLength, Protocol: "HTTP/1.1", Headers: map[string][]string{}}
-	for name, values := range resp.Header {
+	response := &roundtripper.CapturedResponse{StatusCode: answer.StatusCode, ContentLength: int64(len(answer.Body)), Protocol: "HTTP/1.1", Headers: map[string][]string{}}
+	for name, values := range answer.Header {
 		response.Headers[name] = values
 	}
 	// The model knows what the route adds, not whether it appends: what it adds
@@ -188,10 +189,13 @@ func (rt *xdsRoundTripper) fromResponder(ctx context.Context, req roundtripper.R
 		response.Headers[http.CanonicalHeaderKey(name)] = values
 	}
 	// As the suite's own round tripper reads a redirect.
-	if roundtripper.IsRedirect(resp.StatusCode) {
-		location, err := resp.Location()
+	if roundtripper.IsRedirect(answer.StatusCode) {
+		location, err := url.Parse(answer.Header.Get("Location"))
 		if err != nil {
 			return nil, nil, fmt.Errorf("the responder's redirect: %w", err)
+		}
+		if location.Host == "" {
+			return nil, nil, fmt.Errorf("the responder's redirect has no absolute Location: %q", answer.Header.Get("Location"))
 		}
 		response.RedirectRequest = &roundtripper.RedirectRequest{Scheme: location.Scheme, Host: location.Hostname(), Port: location.Port(), Path: location.Path}
 	}

@@ -1,7 +1,6 @@
 package testenv
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -138,13 +137,20 @@ type UpstreamRequest struct {
 	Headers            map[string][]string
 }
 
+// UpstreamAnswer is what an upstream instance answered: its status, headers and body.
+type UpstreamAnswer struct {
+	StatusCode int
+	Header     http.Header
+	Body       []byte
+}
+
 // SendUpstream makes the gateway's hop to an upstream instance: r over client
-// (GatewayMTLSClient for a mesh instance). The response's body is read into memory,
-// so the connection is free for the next request and the caller need not close it.
-func SendUpstream(ctx context.Context, client *http.Client, r UpstreamRequest) (*http.Response, error) {
+// (GatewayMTLSClient for a mesh instance). The body is read whole, so the connection
+// is free for the next request.
+func SendUpstream(ctx context.Context, client *http.Client, r UpstreamRequest) (UpstreamAnswer, error) {
 	req, err := http.NewRequestWithContext(ctx, r.Method, "https://"+r.Endpoint+r.Path, nil)
 	if err != nil {
-		return nil, fmt.Errorf("request to %s: %w", r.Endpoint, err)
+		return UpstreamAnswer{}, fmt.Errorf("request to %s: %w", r.Endpoint, err)
 	}
 	req.Host = r.Host
 	for name, values := range r.Headers {
@@ -154,15 +160,14 @@ func SendUpstream(ctx context.Context, client *http.Client, r UpstreamRequest) (
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return nil, err
+		return UpstreamAnswer{}, err
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return nil, fmt.Errorf("read the answer of %s: %w", r.Endpoint, err)
+		return UpstreamAnswer{}, fmt.Errorf("read the answer of %s: %w", r.Endpoint, err)
 	}
-	resp.Body = io.NopCloser(bytes.NewReader(body))
-	return resp, nil
+	return UpstreamAnswer{StatusCode: resp.StatusCode, Header: resp.Header, Body: body}, nil
 }
 
 // MeshClient is GatewayMTLSClient with a certificate of the caller's choosing (none,

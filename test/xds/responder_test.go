@@ -122,11 +122,11 @@ func throughGateway(ctx context.Context, w *envoy.Watcher, client *http.Client, 
 	if !strings.HasPrefix(a.Cluster, responderService+".") || a.Endpoint != responderAddr {
 		return 0, "", fmt.Errorf("the gateway sends it to cluster %s endpoint %q (status %d), want the responder at %s", a.Cluster, a.Endpoint, a.Status, responderAddr)
 	}
-	resp, err := testenv.SendUpstream(ctx, client, testenv.UpstreamRequest{Endpoint: a.Endpoint, Method: a.Method, Host: a.Host, Path: a.Path, Headers: a.Headers})
+	answer, err := testenv.SendUpstream(ctx, client, testenv.UpstreamRequest{Endpoint: a.Endpoint, Method: a.Method, Host: a.Host, Path: a.Path, Headers: a.Headers})
 	if err != nil {
 		return 0, "", fmt.Errorf("the responder: %w", err)
 	}
-	return resp.StatusCode, resp.Header.Get("Location"), nil
+	return answer.StatusCode, answer.Header.Get("Location"), nil
 }
 
 // prefixedGatewayProxy is gatewayProxy for the responder's controller, whose gateway
