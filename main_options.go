@@ -107,16 +107,14 @@ func ownership(opts *options.Options) translate.Ownership {
 func translateOptions(opts *options.Options) translate.Options {
 	return translate.Options{
 		ManageServiceDefaults: opts.ManageServiceDefaults,
-		Responder:             translate.Responder{Name: opts.ResponderService, Namespace: opts.Naming.DestinationNamespace},
+		Responder:             naming(opts).Responder(opts.ResponderService),
 	}
 }
 
 // capabilities are what the status pipeline accepts: Consul 1.15's, and
 // RequestRedirect when a responder answers it.
 func capabilities(opts *options.Options) consullimits.Capabilities {
-	caps := consullimits.Consul115
-	caps.RequestRedirect = opts.ResponderService != ""
-	return caps
+	return consullimits.Consul115.WithResponder(opts.ResponderService)
 }
 
 // naming is where in Consul the entries go and how they are named.

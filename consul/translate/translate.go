@@ -37,6 +37,15 @@ type Responder struct {
 	Namespace string
 }
 
+// Responder is the responder service named service, as the entries named by n reach
+// it: in their destination namespace. An empty service is no responder.
+func (n Naming) Responder(service string) Responder {
+	if service == "" {
+		return Responder{}
+	}
+	return Responder{Name: service, Namespace: n.DestinationNamespace}
+}
+
 // Problem is something the translation could not express for an object; the syncer
 // reports it in the object's status.
 type Problem struct {

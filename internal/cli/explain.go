@@ -28,8 +28,8 @@ import (
 const explainUsage = `Usage: consul-gateway-controller explain route NAMESPACE/NAME [--kind HTTPRoute|TCPRoute] [flags]
 
 Explains one route in words: per parent, whether it is attached and why; per rule,
-whether it is served, dropped (its requests answered by the blackhole) or refused, and
-why; per backendRef, the Consul service it resolves to and how many healthy instances
+whether it is served, dropped (its requests answered by the blackhole, or by the
+responder with --responder-service) or refused, and why; per backendRef, the Consul service it resolves to and how many healthy instances
 Consul has of it; the Consul entries written for it and Consul's verdict; and what
 Consul 1.15 does with its rules' order against the Gateway API precedence. It only
 reads, with the controller's flags and environment (see status).
@@ -41,12 +41,7 @@ Flags:
 // Consul cannot be read, 2 for bad arguments.
 func Explain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var f statusFlags
-	fs := readerFlags("explain", stderr, &f)
-	kind := fs.String("kind", gatewayapi.HTTPRouteKind, "the route's kind: HTTPRoute or TCPRoute")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, explainUsage)
-		fs.PrintDefaults()
-	}
+	fs, kind := explainFlags(stderr, &f)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return 0
@@ -79,6 +74,29 @@ func Explain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// explainFlags is the explain command's flag set, filling f, and its --kind: the
+// read-only commands' flags, and the controller's --responder-service, so that the
+// route is judged as by a controller with it.
+func explainFlags(stderr io.Writer, f *statusFlags) (*pflag.FlagSet, *string) {
+	fs := readerFlags("explain", stderr, f)
+	kind := fs.String("kind", gatewayapi.HTTPRouteKind, "the route's kind: HTTPRoute or TCPRoute")
+	options.AddResponderFlag(fs, &f.responderService)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, explainUsage)
+		fs.PrintDefaults()
+	}
+	return fs, kind
+}
+
+// decisionConfig is how explain decides on a route: as the controller f names does,
+// with RequestRedirect when it has a responder.
+func decisionConfig(f statusFlags) gwsync.OfflineConfig {
+	return gwsync.OfflineConfig{
+		ControllerName: gatewayv1.GatewayController(f.controller),
+		Capabilities:   consullimits.Consul115.WithResponder(f.responderService),
+	}
+}
+
 // connections are a read-only command's clients.
 type connections struct {
 	kube    kubernetes.Interface
@@ -95,7 +113,7 @@ func explainRoute(ctx context.Context, w io.Writer, c connections, f statusFlags
 	if err != nil {
 		return err
 	}
-	explanation, err := decideRoute(gwsync.OfflineConfig{ControllerName: gatewayv1.GatewayController(f.controller), Capabilities: consullimits.Consul115}, route, objects)
+	explanation, err := decideRoute(decisionConfig(f), route, objects)
 	if err != nil {
 		return err
 	}
@@ -103,7 +121,7 @@ func explainRoute(ctx context.Context, w io.Writer, c connections, f statusFlags
 	if err != nil {
 		return err
 	}
-	p := printer{w: w}
+	p := printer{w: w, errorAnswer: errorAnswer(f.responderService)}
 	p.line(0, "%s %s", kind, key)
 	for _, n := range notes {
 		p.line(1, "note: %s", n)
@@ -158,7 +176,7 @@ func (p *printer) rules(c connections, kind gatewayv1.Kind, key cache.ObjectName
 		if rule.Problem != "" {
 			state = "dropped: " + rule.Problem
 			if kind == gatewayapi.HTTPRouteKind {
-				state += "; its requests are answered with HTTP 503 (the blackhole)"
+				state += "; its requests are answered with " + p.errorAnswer
 			}
 		}
 		p.line(1, "rule %d%s: %s", i, describeMatches(route, i), state)
@@ -173,7 +191,7 @@ func (p *printer) backend(c connections, namespace string, b backendExplanation)
 	ref := backendName(namespace, b.Ref)
 	switch {
 	case b.Problem != "":
-		p.line(2, "backendRef %s: not resolved: %s; its share of the requests is answered with HTTP 503", ref, b.Problem)
+		p.line(2, "backendRef %s: not resolved: %s; its share of the requests is answered with %s", ref, b.Problem, p.errorAnswer)
 	case b.OnlyNamespace:
 		ns := gatewayapi.Referent(namespace, b.Ref.Namespace, b.Ref.Name).Namespace
 		p.line(2, "backendRef %s: the Consul service %q, only its instances of namespace %s (pods of other namespaces register it too)%s", ref, b.ConsulService, ns, healthyInstances(c.consul, b.ConsulService, ns))
@@ -392,6 +410,17 @@ func healthyInstances(client *consulapi.Client, service, kubeNamespace string) s
 type printer struct {
 	w   io.Writer
 	err error
+	// errorAnswer is how the requests Gateway API answers with an error are answered.
+	errorAnswer string
+}
+
+// errorAnswer is how the requests Gateway API answers with an error are answered: by
+// the responder (500) when the controller has one, else by the blackhole (503).
+func errorAnswer(responderService string) string {
+	if responderService != "" {
+		return "HTTP 500 (the responder)"
+	}
+	return "HTTP 503 (the blackhole)"
 }
 
 func (p *printer) line(indent int, format string, args ...any) {

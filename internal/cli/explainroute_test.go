@@ -1,15 +1,23 @@
 package cli
 
 import (
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	gocmp "github.com/google/go-cmp/cmp"
+	consulapi "github.com/hashicorp/consul/api"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/consullimits"
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
 )
 
@@ -106,4 +114,82 @@ func splitRoute(t *testing.T, objects []runtime.Object, namespace, name string) 
 		t.Fatalf("no HTTPRoute %s/%s", namespace, name)
 	}
 	return route, others
+}
+
+// explain with the controller's --responder-service judges and words a route as such
+// a controller does: its RequestRedirect rule served, and the requests of its rule
+// without a backend answered 500 by the responder. Without the flag the redirect rule
+// is dropped, and both are answered by the blackhole.
+func TestExplainWithResponder(t *testing.T) {
+	objects, err := readObjects([]string{filepath.Join("testdata", "responder.in.yaml")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	route, others := splitRoute(t, objects, "shop", "shop")
+	consul := noInstancesConsul(t)
+	for _, tc := range []struct {
+		name  string
+		flags []string
+		want  []string
+	}{{
+		name: "without",
+		want: []string{
+			"rule 0 (PathPrefix /old): dropped: rule 0: filter RequestRedirect is not supported by Consul's API gateway; its requests are answered with HTTP 503 (the blackhole)",
+			"backendRef shop/does-not-exist:8080: not resolved: backendRef shop/does-not-exist refers to a Service that does not exist; its share of the requests is answered with HTTP 503 (the blackhole)",
+		},
+	}, {
+		name:  "with --responder-service",
+		flags: []string{"--responder-service=consul-gateway-controller-responder"},
+		want: []string{
+			"rule 0 (PathPrefix /old): served",
+			"backendRef shop/does-not-exist:8080: not resolved: backendRef shop/does-not-exist refers to a Service that does not exist; its share of the requests is answered with HTTP 500 (the responder)",
+		},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var f statusFlags
+			fs, _ := explainFlags(io.Discard, &f)
+			if err := fs.Parse(tc.flags); err != nil {
+				t.Fatal(err)
+			}
+			explanation, err := decideRoute(decisionConfig(f), route, others)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out strings.Builder
+			p := printer{w: &out, errorAnswer: errorAnswer(f.responderService)}
+			p.rules(connections{consul: consul}, gatewayapi.HTTPRouteKind, cache.ObjectName{Namespace: "shop", Name: "shop"}, route, explanation)
+			if p.err != nil {
+				t.Fatal(p.err)
+			}
+			var got []string
+			for line := range strings.Lines(out.String()) {
+				got = append(got, strings.TrimSpace(line))
+			}
+			for _, want := range tc.want {
+				if !slices.Contains(got, want) {
+					t.Errorf("explain does not say %q:\n%s", want, out.String())
+				}
+			}
+		})
+	}
+}
+
+// noInstancesConsul is a client of a Consul on loopback that knows no instance of any
+// service.
+func noInstancesConsul(t *testing.T) *consulapi.Client {
+	t.Helper()
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasPrefix(r.URL.Path, "/v1/health/service/") {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, "[]")
+	}))
+	t.Cleanup(server.Close)
+	client, err := consulapi.NewClient(&consulapi.Config{Address: strings.TrimPrefix(server.URL, "http://")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return client
 }

@@ -49,6 +49,8 @@ type statusFlags struct {
 	consul                                   options.ConsulConnection
 	controller, clusterID, namespace, output string
 	allNamespaces                            bool
+	// responderService is the controller's --responder-service (explain).
+	responderService string
 }
 
 // readerFlags is the flag set of a read-only command named name, with the flags that

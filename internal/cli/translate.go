@@ -35,6 +35,7 @@ import (
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/consullimits"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/manifests"
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/options"
 	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
 	"github.com/consul-gateway-controller/consul-gateway-controller/sync/contract"
 )
@@ -77,6 +78,8 @@ func Translate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.BoolVar(&naming.MirrorNamespaces, "consul-mirror-namespaces", false, "put entries into the Consul namespace named like their Kubernetes namespace")
 	fs.StringVar(&naming.MirrorPrefix, "consul-mirror-namespaces-prefix", "", "prefix of mirrored Consul namespaces")
 	fs.BoolVar(&opts.ManageServiceDefaults, "manage-service-defaults", false, "write service-defaults with protocol http for HTTP backends")
+	var responderService string
+	options.AddResponderFlag(fs, &responderService)
 	showSecrets := fs.Bool("show-secrets", false, "print the private keys of inline-certificate entries; without it they are replaced by "+redactedPrivateKey)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, translateUsage)
@@ -105,6 +108,7 @@ func Translate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "translate: %v\n", err)
 		return 1
 	}
+	opts.Responder = naming.Responder(responderService)
 	result, err := translateObjects(objects, translation{
 		ownership:   translate.Ownership{Controller: *controller, ClusterID: *clusterID},
 		naming:      naming,
@@ -189,7 +193,7 @@ type ObjectStatus struct {
 func translateObjects(objects []runtime.Object, t translation) (Result, error) {
 	confirmations, err := judgeOffline(gwsync.OfflineConfig{
 		ControllerName: gatewayv1.GatewayController(t.ownership.Controller),
-		Capabilities:   consullimits.Consul115,
+		Capabilities:   consullimits.Consul115.WithResponder(t.options.Responder.Name),
 		// The Gateway API release this binary is built with stands for the bundle
 		// version of a cluster's CRDs.
 		BundleVersion:     consts.BundleVersion,

@@ -76,6 +76,16 @@ var Consul115 = Capabilities{
 	RequestRedirect: false,
 }
 
+// WithResponder is c as served with the responder named service (the controller's
+// --responder-service): it answers RequestRedirect, which no Consul http-route can
+// express. An empty service changes nothing.
+func (c Capabilities) WithResponder(service string) Capabilities {
+	if service != "" {
+		c.RequestRedirect = true
+	}
+	return c
+}
+
 // NotSupported ends every "cannot express" message, so they read the same everywhere.
 const NotSupported = "is not supported by Consul's API gateway"
 

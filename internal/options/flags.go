@@ -58,7 +58,7 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 	fs.DurationVar(&o.ServiceDefaultsGrace, "service-defaults-grace", o.ServiceDefaultsGrace, "How long service-defaults written by --manage-service-defaults outlive the last route naming their Service, while the Service exists. A backend moved from one route to another then keeps its protocol, which Consul 1.15's gateways need to keep its endpoints. 0 deletes them at once.")
 	fs.BoolVar(&o.ManageIntentions, "manage-intentions", o.ManageIntentions, "Keep, in the service-intentions entry of every service a route sends to (and every target of its discovery chain), a source allowing the route's gateways, and remove it when no route needs it; other sources are never changed. Needed where intentions default to deny (ACLs on with default deny). Disable when intentions are managed by other means; the controller's Consul token then needs no intentions = \"write\".")
 
-	fs.StringVar(&o.ResponderService, "responder-service", o.ResponderService, "Consul service name of the responder (the responder command, deploy/responder): requests of rules without a valid backend are sent to it and answered 500, and RequestRedirect rules are accepted and answered by it. Its gateways must be allowed to reach it (--manage-intentions does that). Empty: such requests go to a service without instances and are answered 503, and RequestRedirect rules are refused.")
+	AddResponderFlag(fs, &o.ResponderService)
 
 	fs = fss.FlagSet("gateway data plane")
 	fs.BoolVar(&o.DeployGateways, "deploy-gateways", o.DeployGateways, "Deploy each accepted Gateway's consul-dataplane pods and Service, and require a Ready pod and an address for Programmed. Disable when the gateways are deployed by other means.")
@@ -74,6 +74,13 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 	klog.InitFlags(&klogFlags)
 	fss.FlagSet("logging").AddGoFlagSet(&klogFlags)
 	return fss
+}
+
+// AddResponderFlag adds --responder-service, setting service: the controller's flag,
+// which the translate and explain commands take too, so that they judge and translate
+// as a controller with it does.
+func AddResponderFlag(fs *pflag.FlagSet, service *string) {
+	fs.StringVar(service, "responder-service", *service, "Consul service name of the responder (the responder command, deploy/responder): requests of rules without a valid backend are sent to it and answered 500, and RequestRedirect rules are accepted and answered by it. Its gateways must be allowed to reach it (--manage-intentions does that). Empty: such requests go to a service without instances and are answered 503, and RequestRedirect rules are refused.")
 }
 
 // Usage writes --help: what the command is, then every section of flags.

@@ -59,9 +59,10 @@ const (
 // answered from the xDS.
 type run struct {
 	name string
-	// answer sets up what answers the suite's traffic: its RoundTripper, and why the
-	// tests whose tcp helper dials by itself cannot run ("" when they can).
-	answer func(t *testing.T) (roundtripper.RoundTripper, string)
+	// answer sets up what answers the suite's traffic, with the running responder: its
+	// RoundTripper, and why the tests whose tcp helper dials by itself cannot run (""
+	// when they can).
+	answer func(t *testing.T, responder *testenv.Responder) (roundtripper.RoundTripper, string)
 	// reportFile is where make conformance writes the suite's report of this run.
 	reportFile string
 }
@@ -71,26 +72,29 @@ type run struct {
 // report in the suite's format is docs/conformance's main one.
 func TestConformance(t *testing.T) {
 	runSuite(t, &run{
-		name:       judge.StatusRun,
-		answer:     func(*testing.T) (roundtripper.RoundTripper, string) { return statusOnlyRoundTripper{}, "status only" },
+		name: judge.StatusRun,
+		answer: func(*testing.T, *testenv.Responder) (roundtripper.RoundTripper, string) {
+			return statusOnlyRoundTripper{}, "status only"
+		},
 		reportFile: gatewayAPIVersion + "-report.yaml",
 	})
 }
 
 // TestConformanceTraffic runs the suite again, with the requests answered from the
-// configuration Consul serves the gateway pods (xdsRoundTripper), and the suite's echo
-// backends in Consul's catalog as mesh instances (testenv.MeshBackends). In the
-// loopback-only network namespace, the tcp helper's own dials are answered from the
-// same configuration (tcpFront).
+// configuration Consul serves the gateway pods (xdsRoundTripper), the suite's echo
+// backends in Consul's catalog as mesh instances (testenv.MeshBackends), and the
+// requests the configuration sends to the responder answered by the running responder.
+// In the loopback-only network namespace, the tcp helper's own dials are answered from
+// the same configuration (tcpFront).
 func TestConformanceTraffic(t *testing.T) {
 	runSuite(t, &run{
 		name: judge.TrafficRun,
-		answer: func(t *testing.T) (roundtripper.RoundTripper, string) {
+		answer: func(t *testing.T, responder *testenv.Responder) (roundtripper.RoundTripper, string) {
 			backends, err := testenv.StartMeshBackends(t.Context(), env.KubeClient, env.ConsulClient, time.Second)
 			if err != nil {
 				fatalf(t, "mesh backends: %v", err)
 			}
-			rt := newXDSRoundTripper(t.Context(), backends)
+			rt := newXDSRoundTripper(t.Context(), backends, responder)
 			front, err := startTCPFront(t.Context(), rt)
 			if err != nil {
 				return rt, err.Error()
@@ -119,14 +123,14 @@ func fatalf(t *testing.T, format string, args ...any) {
 func runSuite(t *testing.T, r *run) {
 	log.SetLogger(zap.New(zap.WriteTo(os.Stdout), zap.UseDevMode(false)))
 	ctx := t.Context()
-	startController(t)
+	responder := startController(t, r.name)
 	createClass(t, ctx)
 
 	selfDialing, err := selfDialingTests()
 	if err != nil {
 		fatalf(t, "%v", err)
 	}
-	rt, tcpFront := r.answer(t)
+	rt, tcpFront := r.answer(t, responder)
 	skipWhy, ownTCP := map[string]string{}, map[string]bool{}
 	for test, how := range selfDialing {
 		if why := selfDialingSkip(r.name, how, tcpFront); why != "" {
@@ -212,19 +216,34 @@ func options(t *testing.T, skip []string, hook func(*testing.T, suite.Conformanc
 	return opts
 }
 
-func startController(t *testing.T) {
+// responderService is the responder's Consul service in the runs: the name the
+// chart and deploy/responder give it.
+const responderService = "consul-gateway-controller-responder"
+
+// startController starts the controller and the responder it sends to: the 500s of
+// rules without a usable backend, and RequestRedirect, are the responder's answers. The
+// responder registers itself in Consul's catalog; the controller writes its
+// service-defaults, and the intentions that let each gateway reach it. Each run has
+// its own responder instance (and log), named after the run.
+func startController(t *testing.T, run string) *testenv.Responder {
 	t.Helper()
+	binary := testenv.ControllerBinary(t)
+	responder := testenv.StartResponder(t, env.Consul, testenv.ResponderOptions{
+		Binary: binary, Service: responderService, ServiceID: responderService + "-" + run, LogDir: env.LogDir(),
+	})
 	// The echo backends of the suite are plain Services: without service-defaults
 	// saying http, Consul refuses http-routes to them.
 	c := env.RunController(t, testenv.ControllerOptions{
-		Name: "conformance",
-		Args: []string{"--leader-elect=false", "--manage-service-defaults", "-v=2"},
+		Binary: binary,
+		Name:   "conformance",
+		Args:   []string{"--leader-elect=false", "--manage-service-defaults", "--responder-service=" + responderService, "-v=2"},
 	})
 	t.Cleanup(func() {
 		if _, err := c.Terminate(10 * time.Second); err != nil {
 			t.Error(judge.ErrorMarker + "stop controller: " + err.Error())
 		}
 	})
+	return responder
 }
 
 // createClass makes the suite's GatewayClass, ours, with a GatewayConfig that gives

@@ -16,16 +16,7 @@ const (
 	hostlessBesideWildcard = "a listener without hostname and a wildcard one on the same port: one Consul " +
 		"listener serves both, and Consul 1.15 puts the wildcard's routes and the catch-all in one virtual host, " +
 		"so the status pipeline refuses the wildcard listener (PortUnavailable)"
-	answers503 = "Gateway API wants 500 for a request whose rule has no backend that can receive it; Consul 1.15's " +
-		"http-route has no fixed response (agent/structs/config_entry_routes.go:416-419), so the controller routes it " +
-		"to a service without instances, and Envoy answers 503"
 )
-
-// expects500 matches the suite's complaint about a request to one of paths that got
-// 503 where it expects 500 (conformance/utils/http, "Response expectation failed").
-func expects500(paths ...string) *regexp.Regexp {
-	return gotStatus(503, 500, paths...)
-}
 
 // gotStatus matches the suite's complaint about a request to one of paths that got
 // status got where it expects want.
@@ -46,28 +37,15 @@ func listenerRefused(gateway, listener string) *regexp.Regexp {
 
 // knownFailures are the tests known to fail, each with the failure it must fail with
 // (judge.Known): known tests run like any other, and the judge fails the run when one
-// passes, fails otherwise, or anything else fails. The 500 and redirect entries go
-// once the runs switch the responder on (--responder-service); the judge then names
-// each one to remove.
+// passes, fails otherwise, or anything else fails. The runs have the responder on
+// (--responder-service), so the tests that expect HTTP 500 for a rule without a usable
+// backend, and RequestRedirect, are answered by it and are not here.
 var knownFailures = []judge.Known{
 	{Test: "HTTPRouteHostnameIntersection", Why: hostWithOtherPort,
 		Failure: regexp.MustCompile(`Host: (very\.specific\.com:1234), .*?(expected status code to be one of \[200\], got 404)`)},
 	{Test: "HTTPRouteHTTPSListener", StatusToo: true, Why: hostlessBesideWildcard,
 		Failure: listenerRefused("gateway-conformance-infra/same-namespace-with-https-listener", "https-with-wildcard-hostname")},
-	{Test: "HTTPRouteRedirectHostAndStatus", StatusToo: true,
-		Why: "RequestRedirect: Consul's http-route has no redirect (HTTPFilters holds Headers and URLRewrite only, " +
-			"Consul 1.15.4 agent/structs/config_entry_routes.go:416-419), so the route is Accepted=False/UnsupportedValue",
-		Failure: regexp.MustCompile(`(?s)Accepted condition set to Status False with Reason (UnsupportedValue), expected Status True.*?` +
-			`(filter RequestRedirect is not supported by Consul's API gateway)`)},
 
-	{Test: "HTTPRouteInvalidBackendRefUnknownKind", Why: answers503, Failure: expects500("/v2")},
-	{Test: "HTTPRouteInvalidCrossNamespaceBackendRef", Why: answers503, Failure: expects500("/")},
-	{Test: "HTTPRouteInvalidNonExistentBackendRef", Why: answers503, Failure: expects500("/")},
-	{Test: "HTTPRouteInvalidReferenceGrant", Why: answers503, Failure: expects500("/")},
-	{Test: "HTTPRouteNoBackendRefs", Why: answers503, Failure: expects500("/empty-no-forward", "/omitted-no-forward")},
-	{Test: "HTTPRoutePartiallyInvalidViaInvalidReferenceGrant", Why: answers503, Failure: expects500("/v2")},
-	{Test: "HTTPRouteReferenceGrant", Why: answers503 + " (the request after the ReferenceGrant is deleted; before, it reaches web-backend)",
-		Failure: expects500("/")},
 	// The TCPRoute tests run in the traffic run only (the status run cannot answer the
 	// tcp helper's own dials), so their status failures are met there.
 	{Test: "TCPRouteWeightedRouting",
@@ -78,6 +56,7 @@ var knownFailures = []judge.Known{
 	{Test: "HTTPRouteServiceTypes",
 		Why: "Services without a selector resolve through their EndpointSlices' pods to the Consul service those " +
 			"pods register under, but the suite's echo pods are not injected (registered) pods, so the backendRefs are " +
-			"EndpointsNotRegistered and their requests get 503 where the test expects 200",
-		Failure: gotStatus(503, 200, "/manual-endpointslices", "/headless-manual-endpointslices")},
+			"EndpointsNotRegistered, and their requests get the responder's 500 (a rule without a usable backend) where " +
+			"the test expects 200",
+		Failure: gotStatus(500, 200, "/manual-endpointslices", "/headless-manual-endpointslices")},
 }

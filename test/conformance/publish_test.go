@@ -52,7 +52,8 @@ var reportSummary = map[string]string{
 		"status; requests are judged in " + gatewayAPIVersion + "-report-xds.yaml. The skipped tests ran and failed as known " +
 		"(what Consul 1.15 cannot do, each with its cause and checked failure in README.md) or dial the Gateway's address themselves.",
 	judge.TrafficRun: "Traffic was judged by the configuration Consul 1.15.4 serves the gateway's Envoy over xDS, evaluated by the " +
-		"project's model of Envoy's router (test/xds/envoy), not by a running Envoy. The skipped tests ran and failed as known " +
+		"project's model of Envoy's router (test/xds/envoy), not by a running Envoy; requests routed to the responder were " +
+		"answered by the running responder. The skipped tests ran and failed as known " +
 		"(what Consul 1.15 cannot do, each with its cause and checked failure in README.md) or dial the Gateway's address themselves.",
 }
 
@@ -109,8 +110,10 @@ var runIntro = map[string]string{
 		"**not by a running Envoy** (none can run here): listener by port, filter chain by SNI,\n" +
 		"virtual host, first matching route, weighted cluster, endpoint. The answer is what the\n" +
 		"suite's echo server would say, from the pod behind the endpoint (the echo pods are in\n" +
-		"Consul's catalog as mesh instances, as consul-k8s registers them). No packet leaves\n" +
-		"loopback. The report in the suite's format is\n" +
+		"Consul's catalog as mesh instances, as consul-k8s registers them). A request routed to\n" +
+		"the responder (a rule without a usable backend, a RequestRedirect) makes the real hop:\n" +
+		"mTLS with the gateway's leaf certificate to the running responder, whose answer is the\n" +
+		"one judged. No packet leaves loopback. The report in the suite's format is\n" +
 		"[" + gatewayAPIVersion + "-report-xds.yaml](" + gatewayAPIVersion + "-report-xds.yaml).\n\n",
 }
 

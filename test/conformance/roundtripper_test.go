@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/url"
 	"runtime"
 	"slices"
 	"strconv"
@@ -28,22 +29,27 @@ import (
 
 // xdsRoundTripper answers the suite's requests from the configuration Consul serves the
 // Gateway's pods, evaluated by the project's xDS router (test/xds/envoy) instead of a
-// running Envoy, which no container runs here. Nothing is dialled: the request's
+// running Envoy, which no container runs here. The Gateway is not dialled: the request's
 // address only names the Gateway (by status.addresses); a Ready gateway pod of it is
 // the proxy whose xDS is read, over one Delta ADS stream per Gateway kept open, as
 // Envoy keeps it. The answer is what the suite's echo server would say: the request as
 // it arrives after the route's rewrites and header mutations, and the pod behind the
-// endpoint the router picked.
+// endpoint the router picked. A request the router sends to the responder's cluster
+// makes the one real hop: over mTLS with the gateway's leaf certificate to the running
+// responder, whose answer is the suite's.
 type xdsRoundTripper struct {
-	ctx      context.Context
-	backends *testenv.MeshBackends
+	ctx       context.Context
+	backends  *testenv.MeshBackends
+	responder *testenv.Responder
 
 	mu       gosync.Mutex
 	rnd      *rand.Rand
 	gateways map[string]types.NamespacedName // by address
 	watches  map[types.NamespacedName]*gatewayWatch
-	answers  map[string]string // last request and answer, by test name
-	answered map[string]int    // requests answered, by test name
+	// meshClients connect as a gateway's Envoy does, by gateway.
+	meshClients map[types.NamespacedName]*http.Client
+	answers     map[string]string // last request and answer, by test name
+	answered    map[string]int    // requests answered, by test name
 }
 
 // gatewayWatch is the xDS stream of one gateway pod.
@@ -56,15 +62,17 @@ type gatewayWatch struct {
 // as complete; requests meanwhile wait, as they would on a real Envoy's warming.
 const configQuiet = 300 * time.Millisecond
 
-func newXDSRoundTripper(ctx context.Context, backends *testenv.MeshBackends) *xdsRoundTripper {
+func newXDSRoundTripper(ctx context.Context, backends *testenv.MeshBackends, responder *testenv.Responder) *xdsRoundTripper {
 	return &xdsRoundTripper{
-		ctx:      ctx,
-		backends: backends,
-		rnd:      rand.New(rand.NewPCG(1, 2)),
-		gateways: map[string]types.NamespacedName{},
-		watches:  map[types.NamespacedName]*gatewayWatch{},
-		answers:  map[string]string{},
-		answered: map[string]int{},
+		ctx:         ctx,
+		backends:    backends,
+		responder:   responder,
+		rnd:         rand.New(rand.NewPCG(1, 2)),
+		gateways:    map[string]types.NamespacedName{},
+		watches:     map[types.NamespacedName]*gatewayWatch{},
+		meshClients: map[types.NamespacedName]*http.Client{},
+		answers:     map[string]string{},
+		answered:    map[string]int{},
 	}
 }
 
@@ -90,12 +98,12 @@ func (rt *xdsRoundTripper) CaptureRoundTrip(req roundtripper.Request) (*roundtri
 		rt.remember(req, in, err.Error())
 		return nil, nil, err
 	}
-	captured, response, err := rt.echo(req, answer)
+	captured, response, err := rt.upstream(ctx, req, answer)
 	if err != nil {
 		rt.remember(req, in, err.Error())
 		return nil, nil, err
 	}
-	rt.remember(req, in, describeAnswer(answer, captured))
+	rt.remember(req, in, describeAnswer(answer, captured, response))
 	rt.countAnswered(req)
 	return captured, response, nil
 }
@@ -136,6 +144,85 @@ func routerRequest(req roundtripper.Request) (envoy.HTTPRequest, error) {
 		}
 	}
 	return in, nil
+}
+
+// upstream is the answer of the upstream the router picked: the responder's own, or
+// what the suite's echo server would say.
+func (rt *xdsRoundTripper) upstream(ctx context.Context, req roundtripper.Request, a envoy.HTTPAnswer) (*roundtripper.CapturedRequest, *roundtripper.CapturedResponse, error) {
+	if a.Status == http.StatusOK && toResponder(a) {
+		return rt.fromResponder(ctx, req, a)
+	}
+	return rt.echo(req, a)
+}
+
+// toResponder reports whether the router sent the request to the responder's cluster
+// (Consul names an upstream's cluster <service>.<namespace>.<datacenter>...).
+func toResponder(a envoy.HTTPAnswer) bool {
+	return strings.HasPrefix(a.Cluster, responderService+".")
+}
+
+// fromResponder sends the request as the gateway forwards it to the running responder,
+// over mTLS with the gateway's leaf certificate, and returns the responder's answer
+// with the route's response header mutations, as Envoy would apply them to it.
+func (rt *xdsRoundTripper) fromResponder(ctx context.Context, req roundtripper.Request, a envoy.HTTPAnswer) (*roundtripper.CapturedRequest, *roundtripper.CapturedResponse, error) {
+	if a.Endpoint != rt.responder.Addr {
+		return nil, nil, fmt.Errorf("cluster %s sends to %s, which is not the running responder (%s)", a.Cluster, a.Endpoint, rt.responder.Addr)
+	}
+	client, err := rt.meshClient(ctx, hostOf(req.URL.Host))
+	if err != nil {
+		return nil, nil, err
+	}
+	answer, err := testenv.SendUpstream(ctx, client, testenv.UpstreamRequest{Endpoint: a.Endpoint, Method: a.Method, Host: a.Host, Path: a.Path, Headers: a.Headers})
+	if err != nil {
+		return nil, nil, fmt.Errorf("the responder: %w", err)
+	}
+	response := &roundtripper.CapturedResponse{StatusCode: answer.StatusCode, ContentLength: int64(len(answer.Body)), Protocol: "HTTP/1.1", Headers: map[string][]string{}}
+	for name, values := range answer.Header {
+		response.Headers[name] = values
+	}
+	// The model knows what the route adds, not whether it appends: what it adds
+	// replaces the responder's value of the same name.
+	for _, name := range a.RemovedResponseHeaders {
+		delete(response.Headers, http.CanonicalHeaderKey(name))
+	}
+	for name, values := range a.ResponseHeaders {
+		response.Headers[http.CanonicalHeaderKey(name)] = values
+	}
+	// As the suite's own round tripper reads a redirect.
+	if roundtripper.IsRedirect(answer.StatusCode) {
+		location, err := url.Parse(answer.Header.Get("Location"))
+		if err != nil {
+			return nil, nil, fmt.Errorf("the responder's redirect: %w", err)
+		}
+		if location.Host == "" {
+			return nil, nil, fmt.Errorf("the responder's redirect has no absolute Location: %q", answer.Header.Get("Location"))
+		}
+		response.RedirectRequest = &roundtripper.RedirectRequest{Scheme: location.Scheme, Host: location.Hostname(), Port: location.Port(), Path: location.Path}
+	}
+	return &roundtripper.CapturedRequest{}, response, nil
+}
+
+// meshClient connects to the responder as the Envoy of the Gateway at address does:
+// with the gateway's leaf certificate.
+func (rt *xdsRoundTripper) meshClient(ctx context.Context, address string) (*http.Client, error) {
+	gateway, err := rt.gatewayAt(ctx, address)
+	if err != nil {
+		return nil, err
+	}
+	rt.mu.Lock()
+	client := rt.meshClients[gateway]
+	rt.mu.Unlock()
+	if client != nil {
+		return client, nil
+	}
+	service := translate.Naming{}.EntryName(gateway.Namespace, gateway.Name)
+	if client, err = testenv.GatewayMTLSClient(env.ConsulClient, service, responderService); err != nil {
+		return nil, err
+	}
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	rt.meshClients[gateway] = client
+	return client, nil
 }
 
 // echo is what the suite's echo server answers to the request the router forwarded.
@@ -312,11 +399,23 @@ func methodOf(in envoy.HTTPRequest) string {
 	return in.Method
 }
 
-func describeAnswer(a envoy.HTTPAnswer, c *roundtripper.CapturedRequest) string {
-	if a.Status != 200 {
+func describeAnswer(a envoy.HTTPAnswer, c *roundtripper.CapturedRequest, r *roundtripper.CapturedResponse) string {
+	switch {
+	case a.Status != http.StatusOK:
 		return fmt.Sprintf("%d", a.Status)
+	case toResponder(a) && r.RedirectRequest != nil:
+		return fmt.Sprintf("%d from the responder, Location %s", r.StatusCode, first(r.Headers["Location"]))
+	case toResponder(a):
+		return fmt.Sprintf("%d from the responder", r.StatusCode)
 	}
 	return fmt.Sprintf("200 from %s/%s, path %s, host %s", c.Namespace, c.Pod, c.Path, c.Host)
+}
+
+func first(values []string) string {
+	if len(values) == 0 {
+		return ""
+	}
+	return values[0]
 }
 
 // topTest is the suite test a (sub)test name belongs to: TestConformanceTraffic/<ShortName>/...

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -125,6 +126,48 @@ func GatewayMTLSClient(client *consulapi.Client, gateway, server string) (*http.
 		return nil, fmt.Errorf("parse leaf certificate of %s: %w", gateway, err)
 	}
 	return MeshClient(client, cert, server)
+}
+
+// UpstreamRequest is a request as a gateway's Envoy sends it to an upstream instance:
+// the instance's endpoint (host:port), and the method ("" is GET), host, path with its
+// query, and headers after the route's rewrites and header mutations.
+type UpstreamRequest struct {
+	Endpoint           string
+	Method, Host, Path string
+	Headers            map[string][]string
+}
+
+// UpstreamAnswer is what an upstream instance answered: its status, headers and body.
+type UpstreamAnswer struct {
+	StatusCode int
+	Header     http.Header
+	Body       []byte
+}
+
+// SendUpstream makes the gateway's hop to an upstream instance: r over client
+// (GatewayMTLSClient for a mesh instance). The body is read whole, so the connection
+// is free for the next request.
+func SendUpstream(ctx context.Context, client *http.Client, r UpstreamRequest) (UpstreamAnswer, error) {
+	req, err := http.NewRequestWithContext(ctx, r.Method, "https://"+r.Endpoint+r.Path, nil)
+	if err != nil {
+		return UpstreamAnswer{}, fmt.Errorf("request to %s: %w", r.Endpoint, err)
+	}
+	req.Host = r.Host
+	for name, values := range r.Headers {
+		for _, v := range values {
+			req.Header.Add(name, v)
+		}
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return UpstreamAnswer{}, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return UpstreamAnswer{}, fmt.Errorf("read the answer of %s: %w", r.Endpoint, err)
+	}
+	return UpstreamAnswer{StatusCode: resp.StatusCode, Header: resp.Header, Body: body}, nil
 }
 
 // MeshClient is GatewayMTLSClient with a certificate of the caller's choosing (none,

@@ -3,7 +3,6 @@ package xds
 import (
 	"context"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"path/filepath"
@@ -123,23 +122,11 @@ func throughGateway(ctx context.Context, w *envoy.Watcher, client *http.Client, 
 	if !strings.HasPrefix(a.Cluster, responderService+".") || a.Endpoint != responderAddr {
 		return 0, "", fmt.Errorf("the gateway sends it to cluster %s endpoint %q (status %d), want the responder at %s", a.Cluster, a.Endpoint, a.Status, responderAddr)
 	}
-	req, err := http.NewRequestWithContext(ctx, a.Method, "https://"+a.Endpoint+a.Path, nil)
-	if err != nil {
-		return 0, "", err
-	}
-	req.Host = a.Host
-	for name, values := range a.Headers {
-		for _, v := range values {
-			req.Header.Add(name, v)
-		}
-	}
-	resp, err := client.Do(req)
+	answer, err := testenv.SendUpstream(ctx, client, testenv.UpstreamRequest{Endpoint: a.Endpoint, Method: a.Method, Host: a.Host, Path: a.Path, Headers: a.Headers})
 	if err != nil {
 		return 0, "", fmt.Errorf("the responder: %w", err)
 	}
-	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, resp.Body)
-	return resp.StatusCode, resp.Header.Get("Location"), nil
+	return answer.StatusCode, answer.Header.Get("Location"), nil
 }
 
 // prefixedGatewayProxy is gatewayProxy for the responder's controller, whose gateway
