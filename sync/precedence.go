@@ -234,7 +234,7 @@ func (d *decider) servedView(obj any) (routeView, bool, error) {
 	}
 	route := obj.(metav1.Object) // every route kind is
 	view := routeView{kind: kind.Kind, namespace: route.GetNamespace(), name: route.GetName(), parentRefs: spec.ParentRefs, hostnames: spec.Hostnames}
-	rules := routeRules{kind: kind.Kind, hostnameProblem: routeHostnamesProblem(spec.Hostnames), count: len(spec.BackendRefs), problems: make([]*ruleProblem, len(spec.BackendRefs))}
+	rules := routeRules{kind: kind.Kind, caps: d.caps, hostnameProblem: routeHostnamesProblem(spec.Hostnames), count: len(spec.BackendRefs), problems: make([]*ruleProblem, len(spec.BackendRefs))}
 	if decide, ok := ruleDecisions[kind.Kind]; ok {
 		copy(rules.problems, decide(obj, d.caps))
 	}

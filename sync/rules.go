@@ -50,6 +50,8 @@ func unsupportedRule(index int, msg string) *ruleProblem {
 // for every parent alike.
 type routeRules struct {
 	kind gatewayv1.Kind
+	// caps say what becomes of refused requests (refusedOutcome).
+	caps consullimits.Capabilities
 	// hostnameProblem says why the route's hostnames refuse it, "" when they do not.
 	hostnameProblem string
 	count           int
@@ -79,21 +81,24 @@ func (r routeRules) resolvedMessage() string {
 }
 
 // refusedOutcome says what becomes of the requests of the rules and backends Consul
-// cannot serve, per route kind: the Consul translation routes an HTTPRoute's to a
-// service no instance serves, where Envoy answers 503 (see package consul).
-var refusedOutcome = map[gatewayv1.Kind]struct{ rules, backends string }{
-	gatewayapi.HTTPRouteKind: {
-		rules:    "Dropped Rule(s) Consul cannot program, whose requests are answered with HTTP 503: ",
-		backends: "; requests for unresolved backends are answered with HTTP 503",
-	},
+// cannot serve, per route kind: the Consul translation routes an HTTPRoute's to the
+// responder, which answers 500, or without one to a service no instance serves, where
+// Envoy answers 503 (see package consul). ok is false for kinds that have none.
+func refusedOutcome(kind gatewayv1.Kind, caps consullimits.Capabilities) (rules, backends string, ok bool) {
+	if kind != gatewayapi.HTTPRouteKind {
+		return "", "", false
+	}
+	status := caps.RefusedStatus()
+	return fmt.Sprintf("Dropped Rule(s) Consul cannot program, whose requests are answered with HTTP %d: ", status),
+		fmt.Sprintf("; requests for unresolved backends are answered with HTTP %d", status), true
 }
 
 // droppedRulesMessage is the PartiallyInvalid message for the refused rules msgs; it
 // starts with "Dropped Rule", as the spec asks of that message.
 func (r routeRules) droppedRulesMessage(msgs []string) string {
 	prefix := "Dropped Rule(s) Consul cannot program: "
-	if o, ok := refusedOutcome[r.kind]; ok {
-		prefix = o.rules
+	if rules, _, ok := refusedOutcome(r.kind, r.caps); ok {
+		prefix = rules
 	}
 	return prefix + strings.Join(msgs, "; ")
 }
@@ -152,7 +157,8 @@ func (r routeRules) parentConditions(b parentBinding, verdict contract.Verdict, 
 		}
 	}
 	if r.backend != nil {
-		conds = append(conds, condition(gatewayv1.RouteConditionResolvedRefs, false, r.backend.Reason, r.backend.Message+refusedOutcome[r.kind].backends, generation))
+		_, backends, _ := refusedOutcome(r.kind, r.caps)
+		conds = append(conds, condition(gatewayv1.RouteConditionResolvedRefs, false, r.backend.Reason, r.backend.Message+backends, generation))
 	} else {
 		conds = append(conds, condition(gatewayv1.RouteConditionResolvedRefs, true, gatewayv1.RouteReasonResolvedRefs, r.resolvedMessage(), generation))
 	}

@@ -389,7 +389,7 @@ func TestTCPRuleProblem(t *testing.T) {
 // to it is a deliberate edit of this test too.
 func TestConsul115(t *testing.T) {
 	want := consullimits.Capabilities{SingleBackendURLRewrite: true}
-	if diff := cmp.Diff(want, consullimits.Consul115); diff != "" {
+	if diff := cmp.Diff(want, consullimits.Consul115, cmp.AllowUnexported(consullimits.Capabilities{})); diff != "" {
 		t.Errorf("consullimits.Consul115 (-want +got):\n%s", diff)
 	}
 }
@@ -402,16 +402,21 @@ func TestRefusedRequestsOutcome(t *testing.T) {
 	backend := &backendProblem{Reason: gatewayv1.RouteReasonBackendNotFound, Message: "backendRef apps/gone refers to a Service that does not exist"}
 	for _, tt := range []struct {
 		kind                       gatewayv1.Kind
+		caps                       consullimits.Capabilities
 		partiallyInvalid, resolved string
 	}{
-		{"HTTPRoute",
+		{"HTTPRoute", consullimits.Capabilities{},
 			"Dropped Rule(s) Consul cannot program, whose requests are answered with HTTP 503: rule 1: filter ExtensionRef is not supported by Consul's API gateway",
 			"backendRef apps/gone refers to a Service that does not exist; requests for unresolved backends are answered with HTTP 503"},
-		{"TCPRoute",
+		// With --responder-service the responder answers them, as the spec asks.
+		{"HTTPRoute", consullimits.Capabilities{}.WithResponder("responder"),
+			"Dropped Rule(s) Consul cannot program, whose requests are answered with HTTP 500: rule 1: filter ExtensionRef is not supported by Consul's API gateway",
+			"backendRef apps/gone refers to a Service that does not exist; requests for unresolved backends are answered with HTTP 500"},
+		{"TCPRoute", consullimits.Capabilities{},
 			"Dropped Rule(s) Consul cannot program: rule 1: filter ExtensionRef is not supported by Consul's API gateway",
 			"backendRef apps/gone refers to a Service that does not exist"},
 	} {
-		rules := routeRules{kind: tt.kind, count: 2, problems: []*ruleProblem{nil, problem}, backend: backend}
+		rules := routeRules{kind: tt.kind, caps: tt.caps, count: 2, problems: []*ruleProblem{nil, problem}, backend: backend}
 		conds := rules.parentConditions(parentBinding{accepted: true}, contract.Verdict{}, 1)
 		got := map[string]string{}
 		for _, c := range conds {

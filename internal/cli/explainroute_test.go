@@ -121,9 +121,9 @@ func splitRoute(t *testing.T, objects []runtime.Object, namespace, name string) 
 // without a backend answered 500 by the responder. Without the flag the redirect rule
 // is dropped, and both are answered by the blackhole.
 func TestExplainWithResponder(t *testing.T) {
-	objects, err := readObjects([]string{filepath.Join("testdata", "responder.in.yaml")}, nil)
-	if err != nil {
-		t.Fatal(err)
+	objects, refused, err := readObjects([]string{filepath.Join("testdata", "responder.in.yaml")}, nil)
+	if err != nil || len(refused) > 0 {
+		t.Fatal(err, refused)
 	}
 	route, others := splitRoute(t, objects, "shop", "shop")
 	consul := noInstancesConsul(t)

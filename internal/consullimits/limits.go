@@ -43,6 +43,10 @@ type Capabilities struct {
 	// express one; the responder answers it (the controller's --responder-service),
 	// the rule forwarding to it with the redirect in a request header.
 	RequestRedirect bool
+	// responder: the requests of rules without a valid backend go to the responder,
+	// which answers them as the spec asks (RefusedStatus). Not a feature of routes, so
+	// not exported: the capability tests judge each exported field as one.
+	responder bool
 }
 
 // Consul115 is what Consul 1.15.4's API gateway config entries can express
@@ -81,9 +85,19 @@ var Consul115 = Capabilities{
 // express. An empty service changes nothing.
 func (c Capabilities) WithResponder(service string) Capabilities {
 	if service != "" {
-		c.RequestRedirect = true
+		c.RequestRedirect, c.responder = true, true
 	}
 	return c
+}
+
+// RefusedStatus is the HTTP status the requests of rules without a valid backend are
+// answered with: 500 from the responder, as the spec asks, or 503 from the blackhole,
+// a service without instances, without one.
+func (c Capabilities) RefusedStatus() int {
+	if c.responder {
+		return 500 // Internal Server Error
+	}
+	return 503 // Service Unavailable
 }
 
 // NotSupported ends every "cannot express" message, so they read the same everywhere.
