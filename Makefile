@@ -25,8 +25,14 @@ UNIT_PKGS = $(shell $(GO) list ./... | grep -v '/test/')
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
 
+# The build names its commit (version command, build_info metric, start-up line):
+# GOFLAGS may turn Go's own version control stamping off (-buildvcs=false).
+BUILD_REVISION := $(shell git rev-parse HEAD 2>/dev/null)$(shell git diff --quiet HEAD 2>/dev/null || echo -dirty)
+BUILD_LDFLAGS = -X github.com/consul-gateway-controller/consul-gateway-controller/internal/buildinfo.revision=$(BUILD_REVISION) \
+  -X github.com/consul-gateway-controller/consul-gateway-controller/internal/buildinfo.version=$(IMAGE_VERSION)
+
 build: ## build the controller into bin/
-	$(GO) build -o $(CONTROLLER) .
+	$(GO) build -ldflags '$(BUILD_LDFLAGS)' -o $(CONTROLLER) .
 
 tools: $(ALL_TOOLS) ## build the test servers and linters from source into bin/ (idempotent)
 
@@ -190,7 +196,7 @@ IMAGE_VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || ech
 IMAGE_DIR := $(CURDIR)/_output/image
 
 image: ## OCI layout and docker tarball of the static controller in _output/image/; prints the digest
-	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -ldflags='-s -w -buildid=' -o $(IMAGE_DIR)/consul-gateway-controller .
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -ldflags='-s -w -buildid= $(BUILD_LDFLAGS)' -o $(IMAGE_DIR)/consul-gateway-controller .
 	cd tools/image && $(GO) run . -binary $(IMAGE_DIR)/consul-gateway-controller -arch $(IMAGE_ARCH) -version $(IMAGE_VERSION) \
 	  -layout $(IMAGE_DIR)/layout -tarball $(IMAGE_DIR)/consul-gateway-controller.tar
 

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"sync/atomic"
@@ -31,6 +32,7 @@ import (
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul/intentions"
 	"github.com/consul-gateway-controller/consul-gateway-controller/dataplane"
 	"github.com/consul-gateway-controller/consul-gateway-controller/informers"
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/buildinfo"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/cli"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/leader"
@@ -66,6 +68,8 @@ func main() {
 // one, and returns its exit code.
 func runCommand(name string, args []string) (code int, ok bool) {
 	switch name {
+	case "version":
+		return printVersion(args, os.Stdout, os.Stderr), true
 	case "translate":
 		return cli.Translate(args, os.Stdin, os.Stdout, os.Stderr), true
 	case "responder":
@@ -82,10 +86,23 @@ func runCommand(name string, args []string) (code int, ok bool) {
 	return 0, false
 }
 
+// printVersion writes the build's version line (the version command), which takes no
+// arguments.
+func printVersion(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		fmt.Fprintf(stderr, "version takes no arguments, got %q\n", args)
+		return 2
+	}
+	fmt.Fprintln(stdout, buildinfo.Read())
+	return 0
+}
+
 // run connects to the API server and Consul, wires the pipeline, serves the health
 // checks, metrics and profiles, starts the informers, and runs the writers while this
 // replica leads (throughout, without leader election).
 func run(ctx context.Context, opts *options.Options) error {
+	build := buildinfo.Read()
+	klog.FromContext(ctx).Info("Starting consul-gateway-controller", "version", build.Version, "revision", build.ShortRevision(), "go", build.GoVersion)
 	c, err := newClients(ctx, opts)
 	if err != nil {
 		return err

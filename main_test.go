@@ -3,8 +3,11 @@ package main
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/buildinfo"
 )
 
 // runBeside returns only once every part has returned, with all their errors, the
@@ -32,5 +35,16 @@ func TestRunBesideWaitsForEveryPart(t *testing.T) {
 	want := errors.Join(errPrimary, errFirst, errSecond).Error()
 	if err == nil || err.Error() != want {
 		t.Errorf("runBeside: %v, want %q", err, want)
+	}
+}
+
+// The version command prints the build's line and takes no arguments.
+func TestPrintVersion(t *testing.T) {
+	var out, errOut strings.Builder
+	if code := printVersion(nil, &out, &errOut); code != 0 || out.String() != buildinfo.Read().String()+"\n" {
+		t.Errorf("printVersion() = %d, %q; want 0 and %q", code, out.String(), buildinfo.Read().String()+"\n")
+	}
+	if code := printVersion([]string{"--short"}, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), "takes no arguments") {
+		t.Errorf("printVersion(--short) = %d, stderr %q; want 2 and why", code, errOut.String())
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/util/workqueue"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/buildinfo"
 )
 
 const namespace = "consul_gateway_controller"
@@ -142,6 +144,13 @@ var (
 		Help: "Secrets that Gateway or ListenerSet listeners name as certificates past their namespace's cap (--secrets-per-namespace): not watched, and their listeners not programmed.",
 	})
 
+	// BuildInfo is 1, labelled with the running build (package buildinfo): dashboards
+	// and alerts tell versions apart by it, as kube components' kubernetes_build_info.
+	BuildInfo = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: namespace, Name: "build_info",
+		Help: "1, labelled with the running build: its version, the commit it was built from (\"-dirty\" for a changed checkout) and the Go toolchain.",
+	}, []string{"version", "revision", "goversion"})
+
 	// Leader is 1 while this replica holds the Lease.
 	Leader = prometheus.NewGauge(prometheus.GaugeOpts{
 		Namespace: namespace, Name: "leader",
@@ -154,8 +163,10 @@ func init() {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		StatusWrites, GatewayObjectApplies, GatewayObjectDeletions, ConsulCatalogWrites, ConsulACLWrites, ConsulWrites, DriftCorrections, GCDeletions, SyncDuration, Leader,
-		TranslateDuration, TranslatedObjects, ConsulRequestDuration, ConsulEntriesCompared, CachedSecrets, SecretWatches, SecretsOverCap,
+		TranslateDuration, TranslatedObjects, ConsulRequestDuration, ConsulEntriesCompared, CachedSecrets, SecretWatches, SecretsOverCap, BuildInfo,
 	)
+	build := buildinfo.Read()
+	BuildInfo.WithLabelValues(build.Version, build.ShortRevision(), build.GoVersion).Set(1)
 	// The series of every kind exist from the start, whether gateways are deployed or
 	// not, so a rate over them is defined.
 	for _, kind := range []string{"Deployment", "Service", "ServiceAccount"} {

@@ -85,7 +85,7 @@ func AddResponderFlag(fs *pflag.FlagSet, service *string) {
 
 // Usage writes --help: what the command is, then every section of flags.
 func Usage(w io.Writer, fss cliflag.NamedFlagSets) {
-	fmt.Fprintf(w, "consul-gateway-controller implements the Gateway API on Consul's API gateway.\n\nUsage:\n  consul-gateway-controller [flags]\n")
+	fmt.Fprintf(w, "consul-gateway-controller implements the Gateway API on Consul's API gateway.\n\nUsage:\n  consul-gateway-controller [flags]\n  consul-gateway-controller translate|status|explain|responder|version ... (docs/cli.md)\n")
 	cliflag.PrintSections(w, fss, 0)
 }
 

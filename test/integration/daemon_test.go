@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -237,6 +238,36 @@ func TestQuietAtV0(t *testing.T) {
 	}
 	if lines := strings.Count(settled, "\n"); lines > 20 {
 		t.Errorf("%d lines at -v=0 to start and converge one route, want a few lifecycle lines:\n%s", lines, settled)
+	}
+	checkBuildNamed(t, p, settled)
+}
+
+// checkBuildNamed: the binary built from this checkout names its commit in its
+// start-up line, its build_info metric and its version command.
+func checkBuildNamed(t *testing.T, p *testenv.Controller, log string) {
+	t.Helper()
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkout, err := testenv.ReadCheckout(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	commit := checkout.Commit[:12]
+	if !regexp.MustCompile(`"Starting consul-gateway-controller" version="[^"]+" revision="` + commit).MatchString(log) {
+		t.Errorf("no start-up line naming revision %s in:\n%s", commit, log)
+	}
+	body, err := p.Metrics(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := testenv.MetricSum(body, "consul_gateway_controller_build_info", `revision="`+commit); n != 1 {
+		t.Errorf("consul_gateway_controller_build_info with revision %s = %v, want 1", commit, n)
+	}
+	out, err := exec.Command(testenv.ControllerBinary(t), "version").Output()
+	if err != nil || !strings.Contains(string(out), "(commit "+commit) {
+		t.Errorf("version printed %q (%v), want it to name commit %s", out, err, commit)
 	}
 }
 

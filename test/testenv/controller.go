@@ -25,7 +25,15 @@ func BuildController(dir string) (string, error) {
 		return "", err
 	}
 	path := filepath.Join(dir, "consul-gateway-controller")
-	cmd := exec.Command("go", "build", "-o", path, ".")
+	checkout, err := ReadCheckout(root)
+	if err != nil {
+		return "", err
+	}
+	revision := checkout.Commit
+	if checkout.Changed != "" {
+		revision += "-dirty"
+	}
+	cmd := exec.Command("go", "build", "-ldflags=-X github.com/consul-gateway-controller/consul-gateway-controller/internal/buildinfo.revision="+revision, "-o", path, ".")
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build the controller: %w\n%s", err, out)
