@@ -40,14 +40,6 @@ import (
 // counted, not checked.
 const verdictLag = time.Second
 
-// refusalEndLag bounds how long after a step back the end of the refusal behind it may
-// come and still explain it. Consul stamps when an entry's Accepted or Bound became True
-// again, so an end after the moment the route was Accepted proves a refusal began after
-// it; when the refusal lasted less than the watch's pause between two answers, the
-// watch saw only that end, which can come after the step back by more than
-// verdictLag. A verdict read from an older state of Consul has no such end after it.
-const refusalEndLag = 10 * time.Second
-
 // verdictKey is one parent of ours on one route.
 type verdictKey struct {
 	uid    types.UID
@@ -78,14 +70,10 @@ type verdicts struct {
 	entries  map[string]map[string]string
 	changes  map[string][]time.Time
 	refusals map[string][]time.Time
-	// refusalEnds are the moments, as Consul stamped them, a refusal of one of the
-	// route's entries ended (refusalsEnded).
-	refusalEnds map[string][]time.Time
 }
 
 func newVerdicts() verdicts {
-	return verdicts{accepted: map[verdictKey]accepted{}, entries: map[string]map[string]string{}, changes: map[string][]time.Time{},
-		refusals: map[string][]time.Time{}, refusalEnds: map[string][]time.Time{}}
+	return verdicts{accepted: map[verdictKey]accepted{}, entries: map[string]map[string]string{}, changes: map[string][]time.Time{}, refusals: map[string][]time.Time{}}
 }
 
 // observeVerdict follows one route parent's ConsulAccepted condition; o.mu is held.
@@ -138,9 +126,6 @@ func (o *oracle) observeRouteEntries(kind string, entries []consulapi.ConfigEntr
 		for _, ended := range refusalsEnded(e) {
 			if !slices.ContainsFunc(o.verdicts.refusals[route], ended.Equal) {
 				o.verdicts.refusals[route] = append(o.verdicts.refusals[route], ended)
-			}
-			if !slices.ContainsFunc(o.verdicts.refusalEnds[route], ended.Equal) {
-				o.verdicts.refusalEnds[route] = append(o.verdicts.refusalEnds[route], ended)
 			}
 		}
 	}
@@ -225,10 +210,6 @@ func (o *oracle) checkStepBacks() {
 		from, to := b.accepted, b.leftAt.Add(verdictLag)
 		near := func(t time.Time) bool { return !t.Before(from) && !t.After(to) }
 		if slices.ContainsFunc(o.verdicts.changes[b.route], near) || slices.ContainsFunc(o.verdicts.refusals[b.route], near) {
-			continue
-		}
-		endedAfter := func(t time.Time) bool { return !t.Before(from) && !t.After(b.leftAt.Add(refusalEndLag)) }
-		if slices.ContainsFunc(o.verdicts.refusalEnds[b.route], endedAfter) {
 			continue
 		}
 		o.violations = append(o.violations, fmt.Sprintf("%s no regression (verdict): %s parent %s left %s=True at generation %d for %s %q (Accepted since %s) while Consul accepted its unchanged entries from %s to %s",
