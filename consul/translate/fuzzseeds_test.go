@@ -12,7 +12,6 @@ import (
 	"strings"
 	"testing"
 
-	gocmp "github.com/google/go-cmp/cmp"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	"sigs.k8s.io/yaml"
 
@@ -298,24 +297,7 @@ func TestFuzzSeedTranslations(t *testing.T) {
 				t.Run(s.seed, func(t *testing.T) { checkConsul115Validation(t, s.desired) })
 				file.Seeds = append(file.Seeds, seedForm{Seed: s.seed, goldenTranslation: goldenOf(s.desired)})
 			}
-			got := seedFileBytes(t, file)
-			path := filepath.Join("testdata", "fuzzseeds", target+".out.yaml")
-			if *update {
-				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(path, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (go test ./consul/translate -run TestFuzzSeedTranslations -update writes it)", err)
-			}
-			if diff := gocmp.Diff(strings.Split(string(want), "\n"), strings.Split(string(got), "\n")); diff != "" {
-				t.Errorf("the translation of %s's seeds differs from %s (-want +got):\n%s", target, path, diff)
-			}
+			checkGoldenFile(t, filepath.Join("testdata", "fuzzseeds", target+".out.yaml"), seedFileBytes(t, file), "TestFuzzSeedTranslations")
 		})
 	}
 }

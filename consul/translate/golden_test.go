@@ -259,22 +259,7 @@ func TestTranslateGolden(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			d := Translate(snapshotOf(tc.objects...), tc.naming, testOwnership, tc.opts)
 			checkConsul115Validation(t, d)
-			got := goldenForm(t, d)
-			path := filepath.Join("testdata", tc.name+".out.yaml")
-			if *update {
-				if err := os.WriteFile(path, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (go test ./consul/translate -run TestTranslateGolden -update writes it)", err)
-			}
-			// Line by line: a reader sees the lines that differ, between the lines around them.
-			if diff := gocmp.Diff(strings.Split(string(want), "\n"), strings.Split(string(got), "\n")); diff != "" {
-				t.Errorf("translation of %s.in.yaml differs from %s (-want +got):\n%s", tc.name, path, diff)
-			}
+			checkGoldenFile(t, filepath.Join("testdata", tc.name+".out.yaml"), goldenForm(t, d), "TestTranslateGolden")
 		})
 	}
 	// An output without its input is left over from a case that is gone.
@@ -287,5 +272,28 @@ func TestTranslateGolden(t *testing.T) {
 		if !slices.ContainsFunc(cases, func(tc translationCase) bool { return tc.name == name }) {
 			t.Errorf("%s has no %s.in.yaml", out, name)
 		}
+	}
+}
+
+// checkGoldenFile compares got with the golden file at path, line by line (a reader
+// sees the lines that differ, between the lines around them); with -update it writes
+// got there instead. test names the test that writes it.
+func checkGoldenFile(t *testing.T, path string, got []byte, test string) {
+	t.Helper()
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (go test ./consul/translate -run %s -update writes it)", err, test)
+	}
+	if diff := gocmp.Diff(strings.Split(string(want), "\n"), strings.Split(string(got), "\n")); diff != "" {
+		t.Errorf("%s differs from what the translation gives (-want +got):\n%s", path, diff)
 	}
 }
