@@ -1,7 +1,8 @@
 // Package archtest holds the picture of the code in docs/architecture.json (the parts,
 // the arrows between them and the arrows that must never be) against the import graph
 // of the module's non-test packages, and keeps the pure packages free of clients and
-// clocks. docs/architecture.md explains the picture; this test keeps it true.
+// clocks. docs/architecture.md explains the picture; this test keeps it true. It also
+// keeps built binaries out of the repository.
 package archtest
 
 import (
