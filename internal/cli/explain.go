@@ -26,6 +26,8 @@ import (
 )
 
 const explainUsage = `Usage: consul-gateway-controller explain route NAMESPACE/NAME [--kind HTTPRoute|TCPRoute] [flags]
+       consul-gateway-controller explain request METHOD URL [-H 'Name: value' ...] (explain request --help)
+       consul-gateway-controller explain gateway NAMESPACE/NAME (explain gateway --help)
 
 Explains one route in words: per parent, whether it is attached and why; per rule,
 whether it is served, dropped (its requests answered by the blackhole, or by the
@@ -40,6 +42,14 @@ Flags:
 // Explain runs the explain command and returns its exit code: 0, 1 when the route or
 // Consul cannot be read, 2 for bad arguments.
 func Explain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		switch args[0] {
+		case "request":
+			return explainRequestCommand(ctx, args[1:], stdout, stderr)
+		case "gateway":
+			return explainGatewayCommand(ctx, args[1:], stdout, stderr)
+		}
+	}
 	var f statusFlags
 	fs, kind := explainFlags(stderr, &f)
 	if err := fs.Parse(args); err != nil {
@@ -50,7 +60,7 @@ func Explain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if fs.NArg() != 2 || fs.Arg(0) != "route" {
-		fmt.Fprintln(stderr, "explain: want: explain route NAMESPACE/NAME")
+		fmt.Fprintln(stderr, "explain: want: explain route NAMESPACE/NAME, explain request METHOD URL or explain gateway NAMESPACE/NAME")
 		return 2
 	}
 	ns, name, ok := strings.Cut(fs.Arg(1), "/")
