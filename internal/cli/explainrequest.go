@@ -96,15 +96,7 @@ type requestFlags struct {
 func explainRequestCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var f statusFlags
 	var rf requestFlags
-	fs := readerFlags("explain request", stderr, &f)
-	options.AddResponderFlag(fs, &f.responderService)
-	fs.StringArrayVarP(&rf.headers, "header", "H", nil, "a request header, 'Name: value' (repeatable); Host sets the host")
-	fs.StringVar(&rf.gateway, "gateway", "", "the Gateway, NAMESPACE/NAME; empty: the Gateway whose address or listeners take the URL")
-	fs.StringVarP(&rf.output, "output", "o", "", "output format: empty (text), yaml or json")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, explainRequestUsage)
-		fs.PrintDefaults()
-	}
+	fs := requestFlagSet(stderr, &f, &rf)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return 0
@@ -136,6 +128,20 @@ func explainRequestCommand(ctx context.Context, args []string, stdout, stderr io
 		return 1
 	}
 	return 0
+}
+
+// requestFlagSet is explain request's flag set, filling f and rf.
+func requestFlagSet(stderr io.Writer, f *statusFlags, rf *requestFlags) *pflag.FlagSet {
+	fs := readerFlags("explain request", stderr, f)
+	options.AddResponderFlag(fs, &f.responderService)
+	fs.StringArrayVarP(&rf.headers, "header", "H", nil, "a request header, 'Name: value' (repeatable); Host sets the host")
+	fs.StringVar(&rf.gateway, "gateway", "", "the Gateway, NAMESPACE/NAME; empty: the Gateway whose address or listeners take the URL")
+	fs.StringVarP(&rf.output, "output", "o", "", "output format: empty (text), yaml or json")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, explainRequestUsage)
+		fs.PrintDefaults()
+	}
+	return fs
 }
 
 // parseRequestArgs reads METHOD URL and the headers into a request, and the
@@ -423,6 +429,7 @@ func ruleReport(d *gwsync.OfflineDecider, cfg gwsync.OfflineConfig, objects []ru
 	case len(rule.BackendRefs) == 0:
 		out.Answer = "answered with " + errorAnswer + ": the rule has no backendRefs"
 	}
+	resolved := 0
 	for i, b := range rule.BackendRefs {
 		br := BackendReport{Ref: backendName(route.Namespace, b.BackendObjectReference), Weight: 1, Filters: describeFilters(b.Filters)}
 		if b.Weight != nil {
@@ -431,7 +438,15 @@ func ruleReport(d *gwsync.OfflineDecider, cfg gwsync.OfflineConfig, objects []ru
 		if i < len(decided.Backends) {
 			br.ConsulService, br.Problem = decided.Backends[i].ConsulService, decided.Backends[i].Problem
 		}
+		if br.Problem != "" {
+			br.Problem += "; its share of the requests is answered with " + errorAnswer
+		} else {
+			resolved++
+		}
 		out.Backends = append(out.Backends, br)
+	}
+	if decided.Problem == "" && len(rule.BackendRefs) > 0 && resolved == 0 {
+		out.Answer = "answered with " + errorAnswer + ": no backendRef of the rule resolves"
 	}
 	return out, nil
 }
