@@ -383,7 +383,7 @@ func certificateReport(secret, entry, certPEM string, now time.Time) Certificate
 	case now.Before(cert.NotBefore):
 		r.State = "not yet valid"
 	case cert.NotAfter.Sub(now) < expiringSoon:
-		r.State = fmt.Sprintf("expiring soon: in %s", cert.NotAfter.Sub(now).Round(time.Hour))
+		r.State = "expiring soon: in " + strings.TrimSuffix(cert.NotAfter.Sub(now).Round(time.Hour).String(), "0m0s")
 	default:
 		r.State = "valid"
 	}
@@ -425,7 +425,7 @@ func held(name string, ok bool) string {
 	if ok {
 		return name
 	}
-	return name + ": missing in Consul"
+	return name + ": missing in Consul (the controller keeps it only for Gateways whose pods it deploys with an ACL auth method)"
 }
 
 // gatewayIntentions says, for every service the routes bound to the gateway send to

@@ -28,7 +28,7 @@ func TestCertificateReport(t *testing.T) {
 		now   time.Time
 		state string
 	}{
-		{"within its last month", string(certPEM), issued, "expiring soon: in 24h0m0s"},
+		{"within its last month", string(certPEM), issued, "expiring soon: in 24h"},
 		{"after notAfter", string(certPEM), issued.Add(48 * time.Hour), "expired"},
 		{"before notBefore", string(certPEM), issued.Add(-time.Hour), "not yet valid"},
 		{"no PEM", "not a certificate", issued, "Consul's entry holds no PEM certificate"},

@@ -614,6 +614,9 @@ func addConsulView(rep *RequestReport, c connections, f statusFlags) {
 	}
 	for i := range rep.Consul {
 		fill(&rep.Consul[i])
+		if !strings.Contains(rep.Consul[i].Entry, "Accepted=True") {
+			rep.Agreement += fmt.Sprintf("; but Consul does not serve HTTPRoute %s as written (its entry: %s)", rep.Consul[i].Route, rep.Consul[i].Entry)
+		}
 	}
 }
 

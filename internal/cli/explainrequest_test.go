@@ -81,3 +81,22 @@ func TestRouteRequest(t *testing.T) {
 		t.Errorf("answers (-%s +got):\n%s", out, diff)
 	}
 }
+
+// explain's flags may come before its subcommand, as they may before route.
+func TestExplainSubcommand(t *testing.T) {
+	for _, tc := range []struct {
+		args     []string
+		sub      string
+		wantRest []string
+	}{
+		{[]string{"request", "GET", "http://a/"}, "request", []string{"GET", "http://a/"}},
+		{[]string{"--kubeconfig", "k", "-H", "x: 1", "request", "GET", "http://a/"}, "request", []string{"--kubeconfig", "k", "-H", "x: 1", "GET", "http://a/"}},
+		{[]string{"--cluster-id=c", "--consul-allow-plaintext", "gateway", "ns/gw"}, "gateway", []string{"--cluster-id=c", "--consul-allow-plaintext", "ns/gw"}},
+		{[]string{"--kind", "TCPRoute", "route", "ns/r"}, "route", []string{"--kind", "TCPRoute", "ns/r"}},
+	} {
+		sub, rest := explainSubcommand(tc.args)
+		if sub != tc.sub || !gocmp.Equal(rest, tc.wantRest) {
+			t.Errorf("explainSubcommand(%q) = %q, %q; want %q, %q", tc.args, sub, rest, tc.sub, tc.wantRest)
+		}
+	}
+}
