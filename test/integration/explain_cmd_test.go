@@ -99,8 +99,8 @@ func TestExplainCommands(t *testing.T) {
 		rule    int
 		backend string
 	}{
-		{"exact path over prefix", []string{"request", "GET", "http://127.0.0.1:18080/api/v1/status"}, 0, beta},
-		{"prefix", []string{"request", "GET", "http://127.0.0.1:18080/api/v2/items", "--gateway", s.Namespace + "/" + s.GatewayName}, 1, s.Backend},
+		{"exact path over prefix", []string{"request", "GET", "http://127.0.0.1:18080/api"}, 1, beta},
+		{"prefix", []string{"request", "GET", "http://127.0.0.1:18080/api/v2/items", "--gateway", s.Namespace + "/" + s.GatewayName}, 0, s.Backend},
 		{"header match", []string{"request", "GET", "http://127.0.0.1:18080/other", "-H", "X-Beta: 1"}, 2, beta},
 		{"no header: catch-all", []string{"request", "GET", "http://127.0.0.1:18080/other"}, 3, s.Backend},
 	} {
@@ -167,8 +167,9 @@ func TestExplainCommands(t *testing.T) {
 	t.Logf("explain gateway edge:\n%s", edge)
 }
 
-// explainRoute is the route explain request is asked about: an Exact path to beta, a
-// PathPrefix around it to the stack's backend, a header match to beta and a
+// explainRoute is the route explain request is asked about: a PathPrefix to the
+// stack's backend, then an Exact match of the same path to beta (which only the Exact
+// match's precedence, not the rules' order, lets win), a header match to beta and a
 // catch-all to the backend.
 func explainRoute(s consulStack, beta string) *gatewayv1.HTTPRoute {
 	backend := func(name string) []gatewayv1.HTTPBackendRef {
@@ -179,8 +180,8 @@ func explainRoute(s consulStack, beta string) *gatewayv1.HTTPRoute {
 	}
 	r := testenv.HTTPRoute(s.Namespace, "api", []gatewayv1.ParentReference{{Name: gatewayv1.ObjectName(s.GatewayName)}})
 	r.Spec.Rules = []gatewayv1.HTTPRouteRule{
-		{Matches: []gatewayv1.HTTPRouteMatch{{Path: path(gatewayv1.PathMatchExact, "/api/v1/status")}}, BackendRefs: backend(beta)},
 		{Matches: []gatewayv1.HTTPRouteMatch{{Path: path(gatewayv1.PathMatchPathPrefix, "/api")}}, BackendRefs: backend(s.Backend)},
+		{Matches: []gatewayv1.HTTPRouteMatch{{Path: path(gatewayv1.PathMatchExact, "/api")}}, BackendRefs: backend(beta)},
 		{Matches: []gatewayv1.HTTPRouteMatch{{Headers: []gatewayv1.HTTPHeaderMatch{{Name: "x-beta", Value: "1"}}}}, BackendRefs: backend(beta)},
 		{BackendRefs: backend(s.Backend)},
 	}
