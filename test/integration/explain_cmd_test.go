@@ -80,10 +80,11 @@ func TestExplainCommands(t *testing.T) {
 	if err := os.WriteFile(tokenFile, []byte(agent.ManagementToken()), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	consulAddr := agent.HTTPAddr()
 	explain := func(args ...string) string {
 		t.Helper()
 		cmd := exec.Command(testenv.ControllerBinary(t), append([]string{"explain", "--kubeconfig=" + kubeconfig,
-			"--consul-http-addr=" + agent.HTTPAddr(), "--consul-token-file=" + tokenFile,
+			"--consul-http-addr=" + consulAddr, "--consul-token-file=" + tokenFile,
 			"--controller-name=" + string(s.Controller), "--cluster-id=" + clusterID}, args...)...)
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -128,6 +129,7 @@ func TestExplainCommands(t *testing.T) {
 			}
 		})
 	}
+	t.Logf("explain request:\n%s", explain("request", "GET", "http://127.0.0.1:18080/api"))
 	t.Logf("explain request:\n%s", explain("request", "GET", "http://127.0.0.1:18080/other", "-H", "X-Beta: 1"))
 
 	// explain gateway: the certificate as Consul holds it.
@@ -165,6 +167,15 @@ func TestExplainCommands(t *testing.T) {
 		}
 	}
 	t.Logf("explain gateway edge:\n%s", edge)
+
+	// With Consul down, both print the Kubernetes half and say Consul was not read.
+	consulAddr = "http://127.0.0.1:1"
+	if out := explain("request", "GET", "http://127.0.0.1:18080/api"); !strings.Contains(out, "rule 1 (Exact /api)") || !strings.Contains(out, "Consul: not reached") {
+		t.Errorf("explain request with Consul down:\n%s", out)
+	}
+	if out := explain("gateway", s.Namespace+"/"+s.GatewayName); !strings.Contains(out, "route: HTTPRoute "+route) || !strings.Contains(out, "note: Consul not read") {
+		t.Errorf("explain gateway with Consul down:\n%s", out)
+	}
 }
 
 // explainRoute is the route explain request is asked about: a PathPrefix to the
