@@ -206,7 +206,7 @@ func listGateway(ctx context.Context, c connections, key cache.ObjectName) (*gat
 		return nil, fmt.Errorf("list Gateway %s: %w", key, err)
 	}
 	if len(list.Items) == 0 {
-		return nil, fmt.Errorf("Gateway %s not found", key)
+		return nil, fmt.Errorf("no Gateway %s", key)
 	}
 	return &list.Items[0], nil
 }

@@ -350,7 +350,7 @@ func requestGateways(d *gwsync.OfflineDecider, req gwsync.Request, named *cache.
 		}
 	}
 	if named != nil {
-		return nil, fmt.Errorf("Gateway %s: not found, or not of a class of %s", named, d.ControllerName())
+		return nil, fmt.Errorf("--gateway %s: no such Gateway of a class of %s", named, d.ControllerName())
 	}
 	if len(byAddress) > 0 {
 		return byAddress, nil

@@ -58,8 +58,11 @@ func TestExplainCommands(t *testing.T) {
 		for _, backend := range []string{s.Backend, beta} {
 			ok, _, err := admin.Connect().IntentionCheck(&consulapi.IntentionCheck{Source: gatewayService, Destination: backend, SourceType: consulapi.IntentionSourceConsul},
 				(&consulapi.QueryOptions{}).WithContext(ctx))
-			if err != nil || !ok {
-				return fmt.Errorf("intention %s -> %s: allowed=%v, %v", gatewayService, backend, ok, err)
+			if err != nil {
+				return fmt.Errorf("intention check %s -> %s: %w", gatewayService, backend, err)
+			}
+			if !ok {
+				return fmt.Errorf("intention %s -> %s: not allowed yet", gatewayService, backend)
 			}
 		}
 		return nil
