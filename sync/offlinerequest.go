@@ -37,6 +37,8 @@ type RequestRouting struct {
 	Listener gatewayv1.SectionName
 	// ConsulListener is the api-gateway entry's listener that serves that port.
 	ConsulListener gatewayv1.SectionName
+	// ListenerSet names the ListenerSet that declares Listener; "" for the Gateway's own.
+	ListenerSet string
 	// NoListener says why no listener takes the request.
 	NoListener string
 	// Spec is the rule Gateway API sends the request to; nil for a 404.
@@ -61,12 +63,16 @@ func (o *OfflineDecider) RouteRequest(gw *gatewayv1.Gateway, class *gatewayv1.Ga
 	if err != nil {
 		return RequestRouting{}, err
 	}
-	st, why := requestListener(v.listeners, r)
-	if st == nil {
+	c, why := requestListener(requestCandidates(gw, v), r)
+	if c == nil {
 		return RequestRouting{NoListener: why}, nil
 	}
+	st := c.state
 	out := RequestRouting{Listener: st.listener.Name, ConsulListener: st.consulListener}
-	models, err := o.listenerModels(gatewayapi.HTTPRouteKind, parentTarget{gw: gw}, v)
+	if c.target.listenerSet != nil {
+		out.ListenerSet = c.target.listenerSet.String()
+	}
+	models, err := o.listenerModels(gatewayapi.HTTPRouteKind, c.target, v)
 	if err != nil {
 		return RequestRouting{}, err
 	}
@@ -110,14 +116,40 @@ func specRegexSelects(t *listenerTable, req exampleRequest) bool {
 	return false
 }
 
-// requestListener is the accepted HTTP or HTTPS listener of listeners on r's port
+// requestCandidate is a listener that may take a request, and the parent routes
+// name to reach it: the Gateway, or the ListenerSet that declares it.
+type requestCandidate struct {
+	state  *listenerState
+	target parentTarget
+}
+
+// requestCandidates are gw's own listeners and those of the ListenerSets it allows.
+func requestCandidates(gw *gatewayv1.Gateway, v gatewayVerdict) []requestCandidate {
+	var out []requestCandidate
+	for i := range v.listeners {
+		out = append(out, requestCandidate{&v.listeners[i], parentTarget{gw: gw}})
+	}
+	for i := range v.sets {
+		set := &v.sets[i]
+		if !set.allowed {
+			continue
+		}
+		key := cache.MetaObjectToName(set.set)
+		for j := range set.listeners {
+			out = append(out, requestCandidate{&set.listeners[j], parentTarget{gw: gw, listenerSet: &key}})
+		}
+	}
+	return out
+}
+
+// requestListener is the accepted HTTP or HTTPS listener of candidates on r's port
 // whose hostname matches r's host best: exact, then the longest wildcard, then none;
 // or why there is none.
-func requestListener(listeners []listenerState, r Request) (*listenerState, string) {
-	var best *listenerState
+func requestListener(candidates []requestCandidate, r Request) (*requestCandidate, string) {
+	var best *requestCandidate
 	onPort := 0
-	for i := range listeners {
-		st := &listeners[i]
+	for i := range candidates {
+		st := candidates[i].state
 		l := st.listener
 		if l.Port != r.Port || (l.Protocol != gatewayv1.HTTPProtocolType && l.Protocol != gatewayv1.HTTPSProtocolType) {
 			continue
@@ -126,15 +158,15 @@ func requestListener(listeners []listenerState, r Request) (*listenerState, stri
 		if !st.programmable() || !listenerTakesHost(l, r.Host) {
 			continue
 		}
-		if best == nil || listenerHostBefore(l, best.listener) {
-			best = st
+		if best == nil || listenerHostBefore(l, best.state.listener) {
+			best = &candidates[i]
 		}
 	}
 	switch {
 	case best != nil:
 		return best, ""
 	case onPort == 0:
-		return nil, fmt.Sprintf("the Gateway has no HTTP or HTTPS listener on port %d", r.Port)
+		return nil, fmt.Sprintf("neither the Gateway nor its ListenerSets has an HTTP or HTTPS listener on port %d", r.Port)
 	}
 	return nil, fmt.Sprintf("no programmed listener on port %d takes host %q", r.Port, r.Host)
 }

@@ -46,6 +46,7 @@ type RequestReport struct {
 	// Listener is the Gateway listener that takes the request, ConsulListener the
 	// api-gateway entry's listener serving its port.
 	Listener       string `json:"listener,omitempty"`
+	ListenerSet    string `json:"listenerSet,omitempty"`
 	ConsulListener string `json:"consulListener,omitempty"`
 	// NoListener says why no Gateway takes the request.
 	NoListener string `json:"noListener,omitempty"`
@@ -227,7 +228,7 @@ func explainRequest(ctx context.Context, c connections, f statusFlags, req gwsyn
 }
 
 // requestObjects reads the objects the decision reads: GatewayClasses, Gateways,
-// HTTPRoutes and what backend resolution reads (backendObjects); Namespaces (for
+// ListenerSets, HTTPRoutes and what backend resolution reads (backendObjects); Namespaces (for
 // allowedRoutes selectors) and TLS Secrets (for HTTPS listeners) where the caller may
 // list them, with a note where it may not.
 func requestObjects(ctx context.Context, c connections) ([]runtime.Object, []string, error) {
@@ -248,6 +249,13 @@ func requestObjects(ctx context.Context, c connections) ([]runtime.Object, []str
 	}
 	for i := range gateways.Items {
 		objs = append(objs, &gateways.Items[i])
+	}
+	sets, err := c.gateway.GatewayV1().ListenerSets(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, nil, fmt.Errorf("list ListenerSets: %w", err)
+	}
+	for i := range sets.Items {
+		objs = append(objs, &sets.Items[i])
 	}
 	routes, err := c.gateway.GatewayV1().HTTPRoutes(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -360,7 +368,7 @@ func requestGateways(d *gwsync.OfflineDecider, req gwsync.Request, named *cache.
 
 // fillRouting spells routing out: each rule with its matches, filters and backends.
 func fillRouting(rep *RequestReport, d *gwsync.OfflineDecider, cfg gwsync.OfflineConfig, objects []runtime.Object, routing gwsync.RequestRouting, errorAnswer string) error {
-	rep.Listener, rep.ConsulListener = string(routing.Listener), string(routing.ConsulListener)
+	rep.Listener, rep.ConsulListener, rep.ListenerSet = string(routing.Listener), string(routing.ConsulListener), routing.ListenerSet
 	if routing.RegexPath {
 		rep.Agreement = "a RegularExpression path match selects the request: its precedence is implementation-specific, and neither answer is given"
 		return nil
@@ -662,7 +670,11 @@ func writeRequestReport(w io.Writer, rep RequestReport, format string) error {
 	if rep.Gateway == "" {
 		p.line(0, "Not served: %s", rep.NoListener)
 	} else {
-		p.line(0, "Gateway: %s, listener %s (Consul listener %s)", rep.Gateway, rep.Listener, rep.ConsulListener)
+		of := ""
+		if rep.ListenerSet != "" {
+			of = " of ListenerSet " + rep.ListenerSet
+		}
+		p.line(0, "Gateway: %s, listener %s%s (Consul listener %s)", rep.Gateway, rep.Listener, of, rep.ConsulListener)
 	}
 	for _, n := range rep.Notes {
 		p.line(1, "note: %s", n)
