@@ -20,6 +20,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	"sigs.k8s.io/yaml"
 
+	configclient "github.com/consul-gateway-controller/consul-gateway-controller/api/client"
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/options"
@@ -218,6 +219,14 @@ func explainRequest(ctx context.Context, c connections, f statusFlags, req gwsyn
 	if err != nil {
 		return RequestReport{}, err
 	}
+	configs, note, err := gatewayConfigs(ctx, f)
+	if err != nil {
+		return RequestReport{}, err
+	}
+	objects = append(objects, configs...)
+	if note != "" {
+		notes = append(notes, note)
+	}
 	rep, err := routeRequest(decisionConfig(f), objects, req, gateway, errorAnswer(f.responderService))
 	if err != nil {
 		return RequestReport{}, err
@@ -287,6 +296,31 @@ func requestObjects(ctx context.Context, c connections) ([]runtime.Object, []str
 		}
 	}
 	return objs, notes, nil
+}
+
+// gatewayConfigs lists the GatewayConfigs, which a class or Gateway may take its
+// parameters from; a note when they may not be listed or are not served.
+func gatewayConfigs(ctx context.Context, f statusFlags) ([]runtime.Object, string, error) {
+	cfg, err := kubeConfig(f.kubeconfig)
+	if err != nil {
+		return nil, "", err
+	}
+	client, err := configclient.NewForConfig(cfg)
+	if err != nil {
+		return nil, "", err
+	}
+	list, err := client.GatewayConfigs(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	switch {
+	case apierrors.IsForbidden(err) || apierrors.IsNotFound(err):
+		return nil, "GatewayConfigs not listed (" + err.Error() + "): a class or Gateway that names one is judged without it", nil
+	case err != nil:
+		return nil, "", fmt.Errorf("list GatewayConfigs: %w", err)
+	}
+	out := make([]runtime.Object, 0, len(list.Items))
+	for i := range list.Items {
+		out = append(out, &list.Items[i])
+	}
+	return out, "", nil
 }
 
 // routeRequest decides, from objects alone, where req goes: on gateway, or on the
