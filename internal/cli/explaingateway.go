@@ -429,7 +429,8 @@ func held(name string, ok bool) string {
 }
 
 // gatewayIntentions says, for every service the routes bound to the gateway send to
-// (as Consul holds the route entries), whether the gateway's service may reach it.
+// (as Consul holds the route entries, through each service's discovery chain),
+// whether the gateway's service may reach it.
 func gatewayIntentions(c connections, own translate.Ownership, gatewayService string) ([]IntentionReport, string) {
 	destinations := map[intentions.Service]bool{}
 	for _, kind := range []string{consulapi.HTTPRoute, consulapi.TCPRoute} {
@@ -443,7 +444,9 @@ func gatewayIntentions(c connections, own translate.Ownership, gatewayService st
 				continue
 			}
 			for _, s := range route.Services {
-				destinations[s] = true
+				for _, target := range chainTargets(c, s) {
+					destinations[target] = true
+				}
 			}
 		}
 	}
@@ -452,6 +455,21 @@ func gatewayIntentions(c connections, own translate.Ownership, gatewayService st
 		out = append(out, intentionReport(c, gatewayService, dest))
 	}
 	return out, ""
+}
+
+// chainTargets are the services s's compiled discovery chain sends to (a resolver's
+// redirect, a splitter's services), as the intentions keeper reads them: those are
+// what the gateway's connections reach. s itself when the chain cannot be read.
+func chainTargets(c connections, s intentions.Service) []intentions.Service {
+	resp, _, err := c.consul.DiscoveryChain().Get(s.Name, nil, &consulapi.QueryOptions{Namespace: s.Namespace, Partition: s.Partition})
+	if err != nil || resp == nil || resp.Chain == nil || len(resp.Chain.Targets) == 0 {
+		return []intentions.Service{s}
+	}
+	var out []intentions.Service
+	for _, t := range resp.Chain.Targets {
+		out = append(out, intentions.NewService(t.Service, t.Namespace, s.Partition))
+	}
+	return out
 }
 
 func mapKeysOf[K comparable, V any](m map[K]V) func(func(K) bool) {

@@ -7,6 +7,7 @@ import (
 
 	gocmp "github.com/google/go-cmp/cmp"
 	consulapi "github.com/hashicorp/consul/api"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -118,5 +119,25 @@ func TestListenerReports(t *testing.T) {
 	}
 	if diff := gocmp.Diff(want, got); diff != "" {
 		t.Errorf("listeners (-want +got):\n%s", diff)
+	}
+}
+
+// podReport says why a gateway pod is not Ready in the words of the Gateway's status.
+func TestPodReport(t *testing.T) {
+	unscheduled := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "edge-1"},
+		Status: corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{
+			{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: "0/3 nodes are available: 3 Insufficient cpu."},
+		}},
+	}
+	ready := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "edge-2"},
+		Status:     corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
+	}
+	if got := podReport(unscheduled); got.Ready || !strings.Contains(got.Problem, "Unschedulable") || !strings.Contains(got.Problem, "Insufficient cpu") {
+		t.Errorf("unscheduled pod: %+v, want not Ready with the scheduler's reason", got)
+	}
+	if got := podReport(ready); !got.Ready || got.Problem != "" {
+		t.Errorf("ready pod: %+v, want Ready without a problem", got)
 	}
 }
