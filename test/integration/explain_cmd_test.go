@@ -171,6 +171,17 @@ func TestExplainCommands(t *testing.T) {
 	}
 	t.Logf("explain gateway edge:\n%s", edge)
 
+	// With read access to the Gateway API kinds, Namespaces and Services alone, both
+	// answer, and say what they could not read.
+	kubeconfig = readOnlyKubeconfig(t)
+	if out := explain("request", "GET", "http://127.0.0.1:18080/api"); !strings.Contains(out, "rule 1 (Exact /api)") ||
+		!strings.Contains(out, "note: TLS Secrets may not be listed") || !strings.Contains(out, "note: GatewayConfigs not listed") {
+		t.Errorf("explain request with read-only access:\n%s", out)
+	}
+	if out := explain("gateway", s.Namespace+"/"+s.GatewayName); !strings.Contains(out, "note: pods may not be listed") || !strings.Contains(out, beta+": DENIED") {
+		t.Errorf("explain gateway with read-only access:\n%s", out)
+	}
+
 	// With Consul down, both print the Kubernetes half and say Consul was not read.
 	consulAddr = "http://127.0.0.1:1"
 	if out := explain("request", "GET", "http://127.0.0.1:18080/api"); !strings.Contains(out, "rule 1 (Exact /api)") || !strings.Contains(out, "Consul: not reached") {
