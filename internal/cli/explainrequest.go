@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	consulapi "github.com/hashicorp/consul/api"
 	"github.com/spf13/pflag"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -639,7 +640,7 @@ func addConsulView(rep *RequestReport, c connections, f statusFlags) {
 	chains := map[string]string{}
 	fill := func(r *RuleReport) {
 		ns, name, _ := strings.Cut(r.Route, "/")
-		r.Entry = describeEntries(entries[ownerName{gatewayapi.HTTPRouteKind, cache.ObjectName{Namespace: ns, Name: name}}])
+		r.Entry = describeEntries(entries[ownerName{gatewayapi.HTTPRouteKind, cache.ObjectName{Namespace: ns, Name: name}}], gatewayEntryName(entries, rep.Gateway))
 		for i := range r.Backends {
 			b := &r.Backends[i]
 			if b.ConsulService == "" {
@@ -656,24 +657,42 @@ func addConsulView(rep *RequestReport, c connections, f statusFlags) {
 	}
 	for i := range rep.Consul {
 		fill(&rep.Consul[i])
-		if !strings.Contains(rep.Consul[i].Entry, "Accepted=True") {
+		if !strings.Contains(rep.Consul[i].Entry, "Accepted=True") || strings.Contains(rep.Consul[i].Entry, "Bound=False") {
 			rep.Agreement += fmt.Sprintf("; but Consul does not serve HTTPRoute %s as written (its entry: %s)", rep.Consul[i].Route, rep.Consul[i].Entry)
 		}
 	}
 }
 
-// describeEntries names a route's entries and Consul's Accepted verdict on each.
-func describeEntries(written []EntryReport) string {
+// gatewayEntryName is the name of the api-gateway entry of the Gateway named
+// "namespace/name" among entries; "" when Consul holds none.
+func gatewayEntryName(entries map[ownerName][]EntryReport, gateway string) string {
+	ns, name, _ := strings.Cut(gateway, "/")
+	for _, e := range entries[ownerName{gatewayapi.GatewayKind, cache.ObjectName{Namespace: ns, Name: name}}] {
+		if e.Kind == consulapi.APIGateway {
+			return e.Name
+		}
+	}
+	return ""
+}
+
+// describeEntries names a route's entries, Consul's Accepted verdict on each, and
+// whether Consul bound it to the api-gateway entry gatewayEntry.
+func describeEntries(written []EntryReport, gatewayEntry string) string {
 	if len(written) == 0 {
 		return "none: Consul holds no entry for the route, so it serves none of its rules"
 	}
 	var parts []string
 	for _, e := range written {
-		verdict := "not judged by Consul yet"
+		verdicts := []string{"not judged by Consul yet"}
 		if i := slices.IndexFunc(e.Conditions, func(c Condition) bool { return c.Type == "Accepted" && c.On == "" }); i >= 0 {
-			verdict = "Accepted=" + e.Conditions[i].Status
+			verdicts = []string{"Accepted=" + e.Conditions[i].Status}
 		}
-		parts = append(parts, fmt.Sprintf("%s %s (%s)", e.Kind, e.Name, verdict))
+		for _, c := range e.Conditions {
+			if c.Type == "Bound" && gatewayEntry != "" && strings.HasPrefix(c.On, consulapi.APIGateway+" "+gatewayEntry) {
+				verdicts = append(verdicts, fmt.Sprintf("Bound=%s on %s", c.Status, c.On))
+			}
+		}
+		parts = append(parts, fmt.Sprintf("%s %s (%s)", e.Kind, e.Name, strings.Join(verdicts, ", ")))
 	}
 	return strings.Join(parts, "; ")
 }

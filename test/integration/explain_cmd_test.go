@@ -127,8 +127,8 @@ func TestExplainCommands(t *testing.T) {
 			if !strings.HasPrefix(rep.Agreement, "agree") {
 				t.Errorf("agreement %q", rep.Agreement)
 			}
-			if rep.Spec != nil && !strings.Contains(rep.Spec.Entry, "Accepted=True") {
-				t.Errorf("the route's entry as Consul holds it: %q, want Accepted=True", rep.Spec.Entry)
+			if want := "Accepted=True, Bound=True on api-gateway " + gatewayService + "/http"; rep.Spec != nil && !strings.Contains(rep.Spec.Entry, want) {
+				t.Errorf("the route's entry as Consul holds it: %q, want %q", rep.Spec.Entry, want)
 			}
 		})
 	}
