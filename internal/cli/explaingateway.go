@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -451,7 +452,7 @@ func gatewayIntentions(c connections, own translate.Ownership, gatewayService st
 		}
 	}
 	var out []IntentionReport
-	for _, dest := range slices.SortedFunc(mapKeysOf(destinations), func(a, b intentions.Service) int { return strings.Compare(a.String(), b.String()) }) {
+	for _, dest := range slices.SortedFunc(maps.Keys(destinations), func(a, b intentions.Service) int { return strings.Compare(a.String(), b.String()) }) {
 		out = append(out, intentionReport(c, gatewayService, dest))
 	}
 	return out, ""
@@ -470,16 +471,6 @@ func chainTargets(c connections, s intentions.Service) []intentions.Service {
 		out = append(out, intentions.NewService(t.Service, t.Namespace, s.Partition))
 	}
 	return out
-}
-
-func mapKeysOf[K comparable, V any](m map[K]V) func(func(K) bool) {
-	return func(yield func(K) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // intentionReport asks Consul whether gateway may reach dest, and names the source

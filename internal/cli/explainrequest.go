@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/url"
 	"slices"
@@ -604,24 +605,14 @@ func describeRequest(req gwsync.Request) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %s:%d%s", req.Method, req.Host, req.Port, req.Path)
 	sep := "?"
-	for _, name := range slices.Sorted(mapKeys(req.Query)) {
+	for _, name := range slices.Sorted(maps.Keys(req.Query)) {
 		b.WriteString(sep + name + "=" + req.Query[name])
 		sep = "&"
 	}
-	for _, name := range slices.Sorted(mapKeys(req.Headers)) {
+	for _, name := range slices.Sorted(maps.Keys(req.Headers)) {
 		fmt.Fprintf(&b, " (%s: %s)", name, req.Headers[name])
 	}
 	return b.String()
-}
-
-func mapKeys(m map[string]string) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // addConsulView adds what Consul holds: each rule's route entry with Consul's

@@ -4,6 +4,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	gocmp "github.com/google/go-cmp/cmp"
@@ -97,6 +98,27 @@ func TestExplainSubcommand(t *testing.T) {
 		sub, rest := explainSubcommand(tc.args)
 		if sub != tc.sub || !gocmp.Equal(rest, tc.wantRest) {
 			t.Errorf("explainSubcommand(%q) = %q, %q; want %q, %q", tc.args, sub, rest, tc.sub, tc.wantRest)
+		}
+	}
+}
+
+// explain request refuses arguments it cannot read as a request, with exit code 2,
+// before it reaches the cluster or Consul.
+func TestExplainRequestRefusesBadArguments(t *testing.T) {
+	for _, args := range [][]string{
+		{"request", "GET"},
+		{"request", "GET", "/path-without-host"},
+		{"request", "GET", "http://host:0/"},
+		{"request", "GET", "ftp://host/"},
+		{"request", "GET", "http://host/", "-H", "no-colon"},
+		{"request", "GET", "http://host/", "--gateway", "no-slash"},
+		{"request", "GET", "http://host/", "-o", "wide"},
+		{"gateway", "no-slash"},
+		{"gateway", "ns/name", "-o", "wide"},
+	} {
+		var stderr strings.Builder
+		if code := Explain(t.Context(), args, io.Discard, &stderr); code != 2 {
+			t.Errorf("explain %q: exit %d, want 2 (%s)", args, code, stderr.String())
 		}
 	}
 }
