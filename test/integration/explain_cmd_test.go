@@ -18,8 +18,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/consul-gateway-controller/consul-gateway-controller/consul/identity"
+	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/cli"
 	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
 )
@@ -157,9 +160,22 @@ func TestExplainCommands(t *testing.T) {
 	}
 	t.Logf("explain gateway secure:\n%s", secure)
 
+	// The identity's policy and role, as the identity keeper names them (it keeps them
+	// only for Gateways whose pods log in, which this controller does not deploy).
+	aclName := identity.Namer{Ownership: translate.Ownership{Controller: string(s.Controller), ClusterID: clusterID}}.Name(cache.ObjectName{Namespace: s.Namespace, Name: s.GatewayName})
+	policy, _, err := admin.ACL().PolicyCreate(&consulapi.ACLPolicy{Name: aclName, Rules: `mesh = "read"`}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := admin.ACL().RoleCreate(&consulapi.ACLRole{Name: aclName, Policies: []*consulapi.ACLRolePolicyLink{{ID: policy.ID}}}, nil); err != nil {
+		t.Fatal(err)
+	}
+
 	// explain gateway: the backend whose intention went is denied, the other allowed.
 	edge := explain("gateway", s.Namespace+"/"+s.GatewayName)
 	for _, want := range []string{
+		"policy: " + aclName + "\n",
+		"role: " + aclName + "\n",
 		"route: HTTPRoute " + route,
 		s.Backend + ": allowed: source \"" + gatewayService + "\"",
 		beta + ": DENIED: missing: no service-intentions source names the gateway",
