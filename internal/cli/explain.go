@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	consulapi "github.com/hashicorp/consul/api"
@@ -26,6 +27,8 @@ import (
 )
 
 const explainUsage = `Usage: consul-gateway-controller explain route NAMESPACE/NAME [--kind HTTPRoute|TCPRoute] [flags]
+       consul-gateway-controller explain request METHOD URL [-H 'Name: value' ...] (explain request --help)
+       consul-gateway-controller explain gateway NAMESPACE/NAME (explain gateway --help)
 
 Explains one route in words: per parent, whether it is attached and why; per rule,
 whether it is served, dropped (its requests answered by the blackhole, or by the
@@ -40,6 +43,12 @@ Flags:
 // Explain runs the explain command and returns its exit code: 0, 1 when the route or
 // Consul cannot be read, 2 for bad arguments.
 func Explain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	switch sub, rest := explainSubcommand(args); sub {
+	case "request":
+		return explainRequestCommand(ctx, rest, stdout, stderr)
+	case "gateway":
+		return explainGatewayCommand(ctx, rest, stdout, stderr)
+	}
 	var f statusFlags
 	fs, kind := explainFlags(stderr, &f)
 	if err := fs.Parse(args); err != nil {
@@ -50,7 +59,7 @@ func Explain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if fs.NArg() != 2 || fs.Arg(0) != "route" {
-		fmt.Fprintln(stderr, "explain: want: explain route NAMESPACE/NAME")
+		fmt.Fprintln(stderr, "explain: want: explain route NAMESPACE/NAME, explain request METHOD URL or explain gateway NAMESPACE/NAME")
 		return 2
 	}
 	ns, name, ok := strings.Cut(fs.Arg(1), "/")
@@ -72,6 +81,33 @@ func Explain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// explainSubcommand is the first argument that is neither a flag nor a flag's value,
+// and args without it: explain's flags may come before its subcommand.
+func explainSubcommand(args []string) (string, []string) {
+	var f statusFlags
+	var rf requestFlags
+	known := requestFlagSet(io.Discard, &f, &rf)
+	known.String("kind", "", "")
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" || !strings.HasPrefix(a, "-") {
+			return a, append(slices.Clone(args[:i]), args[i+1:]...)
+		}
+		name := strings.TrimLeft(a, "-")
+		if strings.Contains(name, "=") {
+			continue
+		}
+		fl := known.Lookup(name)
+		if fl == nil && len(name) == 1 {
+			fl = known.ShorthandLookup(name)
+		}
+		if fl != nil && fl.NoOptDefVal == "" {
+			i++ // its value
+		}
+	}
+	return "", args
 }
 
 // explainFlags is the explain command's flag set, filling f, and its --kind: the
