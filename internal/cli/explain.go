@@ -444,7 +444,7 @@ func healthyInstances(ctx context.Context, r *consulReader, service, serviceName
 	})
 	switch {
 	case err != nil:
-		return fmt.Sprintf("; %v", err)
+		return "; its instances are unknown: Consul was not read"
 	case meta.ResultsFilteredByACLs:
 		return ", whose instances the Consul token may not read all of (service:read and node:read)"
 	}

@@ -113,6 +113,17 @@ func (r *consulReader) do(ctx context.Context, read func(ctx context.Context) er
 	return r.err
 }
 
+// try is do for a read whose failure says nothing of the others (a grant of its own):
+// it is not kept.
+func (r *consulReader) try(ctx context.Context, read func(ctx context.Context) error) error {
+	if r.err != nil {
+		return r.err
+	}
+	err := r.do(ctx, read)
+	r.err = nil
+	return err
+}
+
 // entriesQuery are the options of a list of the controller's entries: in every
 // namespace when the entries go to Enterprise namespaces, in their partition.
 func (r *consulReader) entriesQuery(ctx context.Context) *consulapi.QueryOptions {

@@ -63,7 +63,9 @@ func TestConsulNamingFlagsReachTheQueries(t *testing.T) {
 }
 
 // where is where in Consul a query asks.
-func where(q *consulapi.QueryOptions) [2]string { return [2]string{"partition=" + q.Partition, "ns=" + q.Namespace} }
+func where(q *consulapi.QueryOptions) [2]string {
+	return [2]string{"partition=" + q.Partition, "ns=" + q.Namespace}
+}
 
 // A Consul that accepts connections and never answers holds a read for
 // --consul-timeout, no longer, and the reader then asks nothing more: a command run

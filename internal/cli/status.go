@@ -209,6 +209,11 @@ func gatherStatus(ctx context.Context, f *statusFlags) (StatusReport, error) {
 	if err != nil {
 		return StatusReport{}, err
 	}
+	return gatherStatusWith(ctx, c, f)
+}
+
+// gatherStatusWith is gatherStatus with the clients c.
+func gatherStatusWith(ctx context.Context, c connections, f *statusFlags) (StatusReport, error) {
 	namespace := f.namespace
 	if f.allNamespaces {
 		namespace = metav1.NamespaceAll
