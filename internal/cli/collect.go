@@ -189,16 +189,17 @@ func (col collector) objects(ctx context.Context, rep StatusReport) error {
 	v1 := col.c.gateway.GatewayV1()
 	lists := []struct {
 		kind gatewayv1.Kind
+		file string
 		list func() (runtime.Object, error)
 	}{
-		{gatewayapi.GatewayClassKind, func() (runtime.Object, error) { return v1.GatewayClasses().List(ctx, metav1.ListOptions{}) }},
-		{gatewayapi.GatewayKind, func() (runtime.Object, error) { return v1.Gateways(namespace).List(ctx, metav1.ListOptions{}) }},
-		{gatewayapi.ListenerSetKind, func() (runtime.Object, error) { return v1.ListenerSets(namespace).List(ctx, metav1.ListOptions{}) }},
-		{gatewayapi.HTTPRouteKind, func() (runtime.Object, error) { return v1.HTTPRoutes(namespace).List(ctx, metav1.ListOptions{}) }},
-		{gatewayapi.TCPRouteKind, func() (runtime.Object, error) { return v1.TCPRoutes(namespace).List(ctx, metav1.ListOptions{}) }},
-		{gatewayapi.GRPCRouteKind, func() (runtime.Object, error) { return v1.GRPCRoutes(namespace).List(ctx, metav1.ListOptions{}) }},
-		{gatewayapi.TLSRouteKind, func() (runtime.Object, error) { return v1.TLSRoutes(namespace).List(ctx, metav1.ListOptions{}) }},
-		{gatewayapi.UDPRouteKind, func() (runtime.Object, error) { return v1.UDPRoutes(namespace).List(ctx, metav1.ListOptions{}) }},
+		{gatewayapi.GatewayClassKind, "gatewayclasses", func() (runtime.Object, error) { return v1.GatewayClasses().List(ctx, metav1.ListOptions{}) }},
+		{gatewayapi.GatewayKind, "gateways", func() (runtime.Object, error) { return v1.Gateways(namespace).List(ctx, metav1.ListOptions{}) }},
+		{gatewayapi.ListenerSetKind, "listenersets", func() (runtime.Object, error) { return v1.ListenerSets(namespace).List(ctx, metav1.ListOptions{}) }},
+		{gatewayapi.HTTPRouteKind, "httproutes", func() (runtime.Object, error) { return v1.HTTPRoutes(namespace).List(ctx, metav1.ListOptions{}) }},
+		{gatewayapi.TCPRouteKind, "tcproutes", func() (runtime.Object, error) { return v1.TCPRoutes(namespace).List(ctx, metav1.ListOptions{}) }},
+		{gatewayapi.GRPCRouteKind, "grpcroutes", func() (runtime.Object, error) { return v1.GRPCRoutes(namespace).List(ctx, metav1.ListOptions{}) }},
+		{gatewayapi.TLSRouteKind, "tlsroutes", func() (runtime.Object, error) { return v1.TLSRoutes(namespace).List(ctx, metav1.ListOptions{}) }},
+		{gatewayapi.UDPRouteKind, "udproutes", func() (runtime.Object, error) { return v1.UDPRoutes(namespace).List(ctx, metav1.ListOptions{}) }},
 	}
 	for _, l := range lists {
 		list, err := l.list()
@@ -217,7 +218,7 @@ func (col collector) objects(ctx context.Context, rep StatusReport) error {
 				keep = append(keep, item)
 			}
 		}
-		if err := col.b.addYAML(path.Join("kubernetes", strings.ToLower(string(l.kind))+"s.yaml"), keep); err != nil {
+		if err := col.b.addYAML(path.Join("kubernetes", l.file+".yaml"), keep); err != nil {
 			return err
 		}
 	}
@@ -343,10 +344,28 @@ func (col collector) metrics(ctx context.Context, pod *corev1.Pod) error {
 	}
 	data, err := col.c.kube.CoreV1().Pods(pod.Namespace).ProxyGet("", pod.Name, port, "metrics", nil).DoRaw(ctx)
 	if err != nil {
-		col.b.record(name, err)
+		col.b.record(name, withBody(err, data))
 		return nil
 	}
 	return col.b.add(name, data)
+}
+
+// withBody adds the start of an error answer's body to err: the API server says why
+// it refuses a proxy request there, not in the status.
+func withBody(err error, body []byte) error {
+	const most = 300
+	text := strings.TrimSpace(string(body))
+	var status metav1.Status
+	if json.Unmarshal(body, &status) == nil && status.Message != "" {
+		text = status.Message
+	}
+	if text == "" || strings.Contains(err.Error(), text) {
+		return err
+	}
+	if len(text) > most {
+		text = text[:most] + "..."
+	}
+	return fmt.Errorf("%w: %s", err, text)
 }
 
 // containerPort is the number of pod's container port called name, "" without one.
