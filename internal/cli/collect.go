@@ -71,6 +71,7 @@ type collectFlags struct {
 	out                                 string
 	controllerNamespace, controllerPods string
 	logLines                            int64
+	podLogs                             bool
 	statusFlags
 }
 
@@ -83,6 +84,7 @@ func Collect(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.controllerNamespace, "controller-namespace", "consul-gateway-controller", "namespace of the controller's pods")
 	fs.StringVar(&f.controllerPods, "controller-selector", "app.kubernetes.io/name=consul-gateway-controller", "label selector of the controller's pods")
 	fs.Int64Var(&f.logLines, "log-lines", 2000, "how many of the last lines of each container's log to keep")
+	fs.BoolVar(&f.podLogs, "pod-logs", true, "read the pods' logs (the API server asks each pod's node for them); false records that they were not read")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, collectUsage)
 		fs.PrintDefaults()
@@ -315,10 +317,14 @@ func (col collector) pods(ctx context.Context, rep StatusReport) error {
 }
 
 // podLogs writes the last lines of each container's log of pod, read through the API
-// server (pods/log).
+// server (pods/log), which asks the kubelet of the pod's node for them.
 func (col collector) podLogs(ctx context.Context, pod *corev1.Pod) error {
 	for _, container := range pod.Spec.Containers {
 		name := path.Join("logs", pod.Namespace, pod.Name, container.Name+".log")
+		if !col.f.podLogs {
+			col.b.record(name, errors.New("not read (--pod-logs=false)"))
+			continue
+		}
 		data, err := col.c.kube.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{Container: container.Name, TailLines: &col.f.logLines}).DoRaw(ctx)
 		if err != nil {
 			col.b.record(name, err)
