@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os/exec"
 	"path/filepath"
@@ -63,7 +64,7 @@ func TestSecureStackPrintsCommandsThatWork(t *testing.T) {
 			t.Fatalf("%s: %v\n%s", commands["status"], err, out)
 		}
 		if !strings.Contains(out, "http-route echo.demo Accepted=True") {
-			return errorString("no verdict yet:\n" + out)
+			return fmt.Errorf("no verdict yet:\n%s", out)
 		}
 		return nil
 	})
@@ -76,7 +77,3 @@ func TestSecureStackPrintsCommandsThatWork(t *testing.T) {
 		t.Logf("%s\n%s", commands[command], out)
 	}
 }
-
-type errorString string
-
-func (e errorString) Error() string { return string(e) }
