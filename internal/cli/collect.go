@@ -47,7 +47,7 @@ Writes a support bundle: a directory, or a gzipped tar (a name ending in .tar.gz
   kubernetes/events/<namespace>.yaml   the Events of those namespaces and the controller's
   logs/<namespace>/<pod>/<container>.log   the controller replicas' and the gateway pods' logs
   metrics/<namespace>/<pod>.txt        the controller replicas' /metrics, through the API server
-  consul/entries.json       the Consul config entries of this controller, private keys redacted
+  consul/entries.json       the Consul config entries of this controller and the intentions naming its gateways, private keys redacted
   consul/gateway-instances.json        the gateways' instances in Consul's catalog
   consul/acl.json           the gateways' ACL identities: names, descriptions, selectors; no token secret
   errors.txt                what could not be read, and why
@@ -387,19 +387,35 @@ func containerPort(pod *corev1.Pod, name string) string {
 }
 
 // entryKinds are the kinds of the entries the controller writes.
-var entryKinds = []string{consulapi.APIGateway, consulapi.HTTPRoute, consulapi.TCPRoute, consulapi.InlineCertificate, consulapi.ServiceDefaults}
+var entryKinds = []string{consulapi.APIGateway, consulapi.HTTPRoute, consulapi.TCPRoute, consulapi.InlineCertificate, consulapi.ServiceDefaults, consulapi.ServiceIntentions}
 
-// consulEntries writes the entries of this controller and cluster, private keys
-// redacted.
-func (col collector) consulEntries(ctx context.Context, _ StatusReport) error {
+// consulEntries writes the entries of this controller and cluster, and the
+// service-intentions entries of others that name one of its gateways as a source (the
+// controller adds its sources to an existing entry), private keys redacted.
+func (col collector) consulEntries(ctx context.Context, rep StatusReport) error {
 	own := translate.Ownership{Controller: col.f.controller, ClusterID: col.f.clusterID}
+	gateways := sets.New[string]()
+	for _, o := range rep.Objects {
+		for _, e := range o.Entries {
+			if e.Kind == consulapi.APIGateway {
+				gateways.Insert(e.Name)
+			}
+		}
+	}
+	ours := func(e consulapi.ConfigEntry) bool {
+		if own.Owns(e.GetMeta()) {
+			return true
+		}
+		intentions, ok := e.(*consulapi.ServiceIntentionsConfigEntry)
+		return ok && slices.ContainsFunc(intentions.Sources, func(s *consulapi.SourceIntention) bool { return gateways.Has(s.Name) })
+	}
 	var out []consulapi.ConfigEntry
 	r := col.c.reader
 	for _, kind := range entryKinds {
 		err := r.do(ctx, func(ctx context.Context) error {
 			list, _, err := r.client.ConfigEntries().List(kind, r.entriesQuery(ctx))
 			for _, e := range list {
-				if own.Owns(e.GetMeta()) {
+				if ours(e) {
 					out = append(out, redactSecrets(e))
 				}
 			}

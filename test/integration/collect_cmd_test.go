@@ -108,6 +108,16 @@ func TestCollectBundle(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// Intentions of others: one lets the gateway reach a backend (the controller adds
+	// its gateways as sources to such entries), one does not name it.
+	entryName := s.naming.EntryName(s.Namespace, "secure")
+	for dest, source := range map[string]string{"collect-backend-" + s.Namespace: entryName, "collect-other-" + s.Namespace: "someone-else"} {
+		if _, _, err := admin.ConfigEntries().Set(&consulapi.ServiceIntentionsConfigEntry{Kind: consulapi.ServiceIntentions, Name: dest,
+			Sources: []*consulapi.SourceIntention{{Name: source, Action: consulapi.IntentionActionAllow}}}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+
 	// The controller's replicas and the gateway's pod.
 	controllerNS := env.NewNamespace(t, "collect-controller")
 	selector := "app.kubernetes.io/name=collect-" + utilrand.String(5)
@@ -145,7 +155,6 @@ func TestCollectBundle(t *testing.T) {
 	})
 	t.Logf("the bundle: %s\n%s\nerrors.txt:\n%s", run.stderr, strings.Join(names, "\n"), files["errors.txt"])
 
-	entryName := s.naming.EntryName(s.Namespace, "secure")
 	for name, wants := range map[string][]string{
 		"status.yaml":                                                    {"name: secure", "name: web", entryName},
 		"versions.yaml":                                                  {"kubernetes: v1.37", "consul: 1.15.4", "registry.invalid/controller:test"},
@@ -157,7 +166,7 @@ func TestCollectBundle(t *testing.T) {
 		"logs/" + controllerNS + "/controller-a/controller.log":          nil,
 		"logs/" + controllerNS + "/controller-b/controller.log":          nil,
 		"logs/" + s.Namespace + "/secure-gateway-0/consul-dataplane.log": nil,
-		"consul/entries.json":                                            {`"Kind": "inline-certificate"`, `"PrivateKey": "REDACTED"`, `"Kind": "api-gateway"`, `"Kind": "http-route"`},
+		"consul/entries.json":                                            {`"Kind": "inline-certificate"`, `"PrivateKey": "REDACTED"`, `"Kind": "api-gateway"`, `"Kind": "http-route"`, `"Name": "collect-backend-` + s.Namespace + `"`},
 		"consul/gateway-instances.json":                                  nil,
 		"consul/acl.json":                                                {namer.Name(gw), gatewayToken.AccessorID},
 		"errors.txt":                                                     {"metrics/" + controllerNS + "/controller-a.txt: ", "address not allowed"},
@@ -172,6 +181,10 @@ func TestCollectBundle(t *testing.T) {
 				t.Errorf("%s does not hold %q:\n%s", name, want, content)
 			}
 		}
+	}
+
+	if strings.Contains(files["consul/entries.json"], "collect-other-") {
+		t.Errorf("consul/entries.json holds an intentions entry that does not name the gateway")
 	}
 
 	// What the bundle must never hold, in any file.
