@@ -1,12 +1,8 @@
 package integration
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"net"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -25,28 +21,6 @@ import (
 	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
 	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
 )
-
-// commandRun is one run of the binary's command: its exit code and output.
-type commandRun struct {
-	code           int
-	stdout, stderr string
-}
-
-// runCommand runs the controller binary with args and returns how it ended.
-func runCommand(t *testing.T, args ...string) commandRun {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, testenv.ControllerBinary(t), args...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	var exit *exec.ExitError
-	if err != nil && !errors.As(err, &exit) {
-		t.Fatalf("%v: %v", args, err)
-	}
-	return commandRun{code: cmd.ProcessState.ExitCode(), stdout: stdout.String(), stderr: stderr.String()}
-}
 
 // controllerRBACKubeconfig is a kubeconfig of a fresh ServiceAccount bound to a copy
 // of deploy/'s ClusterRole, the controller's own, as rendered, whose current context
@@ -76,20 +50,6 @@ func controllerRBACKubeconfig(t *testing.T, namespace string) string {
 	return kubeconfig
 }
 
-// closedLoopbackAddr is a loopback address where nothing listens.
-func closedLoopbackAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return addr
-}
-
 // TestReaderCommandsAsTheController runs status and explain as they run in the
 // controller's pod: with a ServiceAccount bound to deploy/'s ClusterRole alone (list
 // and watch, no get), without -n (the kubeconfig's context names the namespace) and
@@ -114,41 +74,41 @@ func TestReaderCommandsAsTheController(t *testing.T) {
 	kubeconfig := controllerRBACKubeconfig(t, s.Namespace)
 	consulAddr := "--consul-http-addr=" + env.Consul.HTTPAddr()
 	flags := []string{"--kubeconfig=" + kubeconfig, "--controller-name=" + string(s.Controller)}
-	run := func(consul string, args ...string) commandRun {
-		return runCommand(t, append(append(args, flags...), consul)...)
+	run := func(consul string, args ...string) testenv.CommandRun {
+		return testenv.RunCommand(t, append(append(args, flags...), consul)...)
 	}
 
 	status := run(consulAddr, "status")
-	if status.code != 0 {
-		t.Fatalf("status as the controller: exit %d\n%s%s", status.code, status.stdout, status.stderr)
+	if status.Code != 0 {
+		t.Fatalf("status as the controller: exit %d\n%s%s", status.Code, status.Stdout, status.Stderr)
 	}
 	entry := s.naming.EntryName(s.Namespace, "web")
 	for _, want := range []string{"Gateway  ", s.GatewayName, "HTTPRoute", "http-route " + entry + " Accepted=True"} {
-		if !strings.Contains(status.stdout, want) {
-			t.Errorf("status as the controller does not show %q:\n%s", want, status.stdout)
+		if !strings.Contains(status.Stdout, want) {
+			t.Errorf("status as the controller does not show %q:\n%s", want, status.Stdout)
 		}
 	}
-	t.Logf("status as the controller:\n%s", status.stdout)
+	t.Logf("status as the controller:\n%s", status.Stdout)
 	explained := run(consulAddr, "explain", "route", "web")
-	if explained.code != 0 || !strings.Contains(explained.stdout, "HTTPRoute "+s.Namespace+"/web") || !strings.Contains(explained.stdout, "Consul: accepted") {
-		t.Errorf("explain route web as the controller: exit %d\n%s%s", explained.code, explained.stdout, explained.stderr)
+	if explained.Code != 0 || !strings.Contains(explained.Stdout, "HTTPRoute "+s.Namespace+"/web") || !strings.Contains(explained.Stdout, "Consul: accepted") {
+		t.Errorf("explain route web as the controller: exit %d\n%s%s", explained.Code, explained.Stdout, explained.Stderr)
 	}
-	t.Logf("explain as the controller:\n%s", explained.stdout)
+	t.Logf("explain as the controller:\n%s", explained.Stdout)
 
 	// Consul down: the cluster's half, and a line saying Consul was not reached.
-	down := "--consul-http-addr=http://" + closedLoopbackAddr(t)
+	down := "--consul-http-addr=http://" + testenv.ClosedLoopbackAddr(t)
 	status = run(down, "status")
-	if status.code != cli.ExitConsulNotRead || !strings.Contains(status.stdout, s.GatewayName) ||
-		!strings.Contains(status.stdout, "(Consul not read)") || !strings.HasPrefix(status.stderr, "Consul not reached: ") {
-		t.Errorf("status with Consul down: exit %d, want %d, the Gateway and \"Consul not reached\"\n%s%s", status.code, cli.ExitConsulNotRead, status.stdout, status.stderr)
+	if status.Code != cli.ExitConsulNotRead || !strings.Contains(status.Stdout, s.GatewayName) ||
+		!strings.Contains(status.Stdout, "(Consul not read)") || !strings.HasPrefix(status.Stderr, "Consul not reached: ") {
+		t.Errorf("status with Consul down: exit %d, want %d, the Gateway and \"Consul not reached\"\n%s%s", status.Code, cli.ExitConsulNotRead, status.Stdout, status.Stderr)
 	}
-	t.Logf("status with Consul down (exit %d):\n%s%s", status.code, status.stdout, status.stderr)
+	t.Logf("status with Consul down (exit %d):\n%s%s", status.Code, status.Stdout, status.Stderr)
 	explained = run(down, "explain", "route", "web")
-	if explained.code != cli.ExitConsulNotRead || !strings.Contains(explained.stdout, s.GatewayName+": attached") ||
-		!strings.Contains(explained.stdout, "Consul not reached: ") || !strings.Contains(explained.stdout, "rule 0 (PathPrefix /): served") {
-		t.Errorf("explain with Consul down: exit %d, want %d, the parents, rules and \"Consul not reached\"\n%s%s", explained.code, cli.ExitConsulNotRead, explained.stdout, explained.stderr)
+	if explained.Code != cli.ExitConsulNotRead || !strings.Contains(explained.Stdout, s.GatewayName+": attached") ||
+		!strings.Contains(explained.Stdout, "Consul not reached: ") || !strings.Contains(explained.Stdout, "rule 0 (PathPrefix /): served") {
+		t.Errorf("explain with Consul down: exit %d, want %d, the parents, rules and \"Consul not reached\"\n%s%s", explained.Code, cli.ExitConsulNotRead, explained.Stdout, explained.Stderr)
 	}
-	t.Logf("explain with Consul down (exit %d):\n%s%s", explained.code, explained.stdout, explained.stderr)
+	t.Logf("explain with Consul down (exit %d):\n%s%s", explained.Code, explained.Stdout, explained.Stderr)
 
 	// Consul CE refuses the Enterprise parameters the flags send.
 	for flag, want := range map[string]string{
@@ -157,15 +117,15 @@ func TestReaderCommandsAsTheController(t *testing.T) {
 		"--consul-mirror-namespaces":              `Consul refused the query: list Consul's api-gateway entries: Unexpected response code: 400 (Invalid query parameter: "ns" - Namespaces are a Consul Enterprise feature)`,
 	} {
 		status = run(consulAddr, "status", flag)
-		if status.code != cli.ExitConsulNotRead || strings.TrimSpace(status.stderr) != want || !strings.Contains(status.stdout, s.GatewayName) {
-			t.Errorf("status %s against Consul CE: exit %d, stderr %q; want %d and %q", flag, status.code, status.stderr, cli.ExitConsulNotRead, want)
+		if status.Code != cli.ExitConsulNotRead || strings.TrimSpace(status.Stderr) != want || !strings.Contains(status.Stdout, s.GatewayName) {
+			t.Errorf("status %s against Consul CE: exit %d, stderr %q; want %d and %q", flag, status.Code, status.Stderr, cli.ExitConsulNotRead, want)
 		}
 	}
 
 	// --problems: none while all is well; a route without its backend after.
 	problems := run(consulAddr, "status", "--problems")
-	if problems.code != 0 || strings.Count(problems.stdout, "\n") != 1 {
-		t.Errorf("status --problems on a healthy namespace: exit %d, want 0 and the header alone\n%s%s", problems.code, problems.stdout, problems.stderr)
+	if problems.Code != 0 || strings.Count(problems.Stdout, "\n") != 1 {
+		t.Errorf("status --problems on a healthy namespace: exit %d, want 0 and the header alone\n%s%s", problems.Code, problems.Stdout, problems.Stderr)
 	}
 	broken := testenv.HTTPRoute(s.Namespace, "broken", []gatewayv1.ParentReference{{Name: gatewayv1.ObjectName(s.GatewayName)}}, testenv.Backend("no-such-service", testenv.BackendPort))
 	env.Create(t, broken)
@@ -182,10 +142,10 @@ func TestReaderCommandsAsTheController(t *testing.T) {
 		return fmt.Errorf("parents %+v", r.Status.Parents)
 	})
 	problems = run(consulAddr, "status", "--problems")
-	if problems.code != cli.ExitProblems || !strings.Contains(problems.stdout, "broken") || strings.Contains(problems.stdout, "web ") {
-		t.Errorf("status --problems: exit %d, want %d and the broken route alone\n%s%s", problems.code, cli.ExitProblems, problems.stdout, problems.stderr)
+	if problems.Code != cli.ExitProblems || !strings.Contains(problems.Stdout, "broken") || strings.Contains(problems.Stdout, "web ") {
+		t.Errorf("status --problems: exit %d, want %d and the broken route alone\n%s%s", problems.Code, cli.ExitProblems, problems.Stdout, problems.Stderr)
 	}
-	t.Logf("status --problems (exit %d):\n%s", problems.code, problems.stdout)
+	t.Logf("status --problems (exit %d):\n%s", problems.Code, problems.Stdout)
 }
 
 // waitRouteConsulAccepted waits until the route's status says Consul accepted it.

@@ -1,11 +1,7 @@
 package integration
 
 import (
-	"archive/tar"
-	"compress/gzip"
 	"context"
-	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,7 +11,6 @@ import (
 
 	consulapi "github.com/hashicorp/consul/api"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/tools/cache"
 
@@ -24,49 +19,6 @@ import (
 	"github.com/consul-gateway-controller/consul-gateway-controller/dataplane"
 	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
 )
-
-// unscheduledPod is a pod no scheduler takes: it never gets a node or an address, so
-// the API server answers its log with nothing and refuses to proxy to it, without
-// dialing anything (a kwok node's address is not on loopback).
-func unscheduledPod(namespace, name string, labels map[string]string, container string, ports ...corev1.ContainerPort) *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: labels},
-		Spec: corev1.PodSpec{
-			SchedulerName: "no-such-scheduler",
-			Containers:    []corev1.Container{{Name: container, Image: "registry.invalid/" + container + ":test", Ports: ports}},
-		},
-	}
-}
-
-// readBundle reads a collect bundle, a .tar.gz, into its files' contents.
-func readBundle(t *testing.T, file string) map[string]string {
-	t.Helper()
-	f, err := os.Open(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	gz, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	files := map[string]string{}
-	tr := tar.NewReader(gz)
-	for {
-		hdr, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return files
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		data, err := io.ReadAll(tr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		files[hdr.Name] = string(data)
-	}
-}
 
 // TestCollectBundle runs collect against a controller's objects and entries on a
 // Consul with ACLs, with Consul's management token (which reads every token's secret)
@@ -124,9 +76,9 @@ func TestCollectBundle(t *testing.T) {
 	label, value, _ := strings.Cut(selector, "=")
 	metricsPort := corev1.ContainerPort{Name: "metrics", ContainerPort: 8080}
 	for _, name := range []string{"controller-a", "controller-b"} {
-		env.Create(t, unscheduledPod(controllerNS, name, map[string]string{label: value}, "controller", metricsPort))
+		env.Create(t, testenv.UnscheduledPod(controllerNS, name, map[string]string{label: value}, "controller", metricsPort))
 	}
-	env.Create(t, unscheduledPod(s.Namespace, "secure-gateway-0", map[string]string{dataplane.GatewayNameLabel: "secure", dataplane.ManagedByLabel: dataplane.ManagedByValue}, "consul-dataplane"))
+	env.Create(t, testenv.UnscheduledPod(s.Namespace, "secure-gateway-0", map[string]string{dataplane.GatewayNameLabel: "secure", dataplane.ManagedByLabel: dataplane.ManagedByValue}, "consul-dataplane"))
 
 	dir := t.TempDir()
 	kubeconfig := filepath.Join(dir, "kubeconfig")
@@ -141,11 +93,11 @@ func TestCollectBundle(t *testing.T) {
 	flags := []string{"--kubeconfig=" + kubeconfig, "--consul-http-addr=" + agent.HTTPAddr(), "--consul-token-file=" + tokenFile,
 		"--controller-name=" + string(s.Controller), "--cluster-id=" + clusterID, "-n", s.Namespace,
 		"--controller-namespace=" + controllerNS, "--controller-selector=" + selector}
-	run := runCommand(t, append([]string{"collect", "--out", bundleFile}, flags...)...)
-	if run.code != 0 {
-		t.Fatalf("collect: exit %d\n%s%s", run.code, run.stdout, run.stderr)
+	run := testenv.RunCommand(t, append([]string{"collect", "--out", bundleFile}, flags...)...)
+	if run.Code != 0 {
+		t.Fatalf("collect: exit %d\n%s%s", run.Code, run.Stdout, run.Stderr)
 	}
-	files := readBundle(t, bundleFile)
+	files := testenv.ReadTarGz(t, bundleFile)
 	names := slices.Sorted(func(yield func(string) bool) {
 		for name := range files {
 			if !yield(name) {
@@ -153,7 +105,7 @@ func TestCollectBundle(t *testing.T) {
 			}
 		}
 	})
-	t.Logf("the bundle: %s\n%s\nerrors.txt:\n%s", run.stderr, strings.Join(names, "\n"), files["errors.txt"])
+	t.Logf("the bundle: %s\n%s\nerrors.txt:\n%s", run.Stderr, strings.Join(names, "\n"), files["errors.txt"])
 
 	for name, wants := range map[string][]string{
 		"status.yaml":                                                    {"name: secure", "name: web", entryName},
@@ -206,8 +158,8 @@ func TestCollectBundle(t *testing.T) {
 
 	// A directory is the same bundle.
 	out := filepath.Join(dir, "bundle")
-	if run := runCommand(t, append([]string{"collect", "--out", out}, flags...)...); run.code != 0 {
-		t.Fatalf("collect --out DIR: exit %d\n%s", run.code, run.stderr)
+	if run := testenv.RunCommand(t, append([]string{"collect", "--out", out}, flags...)...); run.Code != 0 {
+		t.Fatalf("collect --out DIR: exit %d\n%s", run.Code, run.Stderr)
 	}
 	for _, name := range names {
 		if _, err := os.Stat(filepath.Join(out, filepath.FromSlash(name))); err != nil {
