@@ -327,7 +327,7 @@ func (col collector) podLogs(ctx context.Context, pod *corev1.Pod) error {
 		}
 		data, err := col.c.kube.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{Container: container.Name, TailLines: &col.f.logLines}).DoRaw(ctx)
 		if err != nil {
-			col.b.record(name, err)
+			col.b.record(name, withBody(err, data))
 			continue
 		}
 		if err := col.b.add(name, data); err != nil {
@@ -356,15 +356,16 @@ func (col collector) metrics(ctx context.Context, pod *corev1.Pod) error {
 	return col.b.add(name, data)
 }
 
-// withBody adds the start of an error answer's body to err: the API server says why
-// it refuses a proxy request there, not in the status.
+// withBody is err in the API server's words when its answer's body has them (a
+// Status with a message): client-go says "unknown" for a refused log or proxy
+// request.
 func withBody(err error, body []byte) error {
 	const most = 300
-	text := strings.TrimSpace(string(body))
 	var status metav1.Status
 	if json.Unmarshal(body, &status) == nil && status.Message != "" {
-		text = status.Message
+		return errors.New(status.Message)
 	}
+	text := strings.TrimSpace(string(body))
 	if text == "" || strings.Contains(err.Error(), text) {
 		return err
 	}
@@ -488,7 +489,8 @@ func (col collector) consulIdentities(ctx context.Context, _ StatusReport) error
 	roles := sets.New[string]()
 	r := col.c.reader
 	acl := r.client.ACL()
-	err := r.do(ctx, func(ctx context.Context) error {
+	// acl:read is a grant of its own: a token without it may read the rest.
+	err := r.try(ctx, func(ctx context.Context) error {
 		q := (&consulapi.QueryOptions{Partition: r.naming.Partition}).WithContext(ctx)
 		policies, _, err := acl.PolicyList(q)
 		if err != nil {

@@ -3,6 +3,8 @@ package integration
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -121,6 +123,34 @@ func TestReaderCommandsAsTheController(t *testing.T) {
 			t.Errorf("status %s against Consul CE: exit %d, stderr %q; want %d and %q", flag, status.Code, status.Stderr, cli.ExitConsulNotRead, want)
 		}
 	}
+
+	// collect as the controller, to stdout as in its pod: what the ClusterRole does not
+	// grant (Events, pods/log, pods/proxy) is recorded, the rest is written.
+	controllerNS := env.NewNamespace(t, "cli-controller")
+	env.Create(t, testenv.UnscheduledPod(controllerNS, "replica", map[string]string{"app.kubernetes.io/name": "consul-gateway-controller"},
+		"controller", corev1.ContainerPort{Name: "metrics", ContainerPort: 8080}))
+	bundle := run(consulAddr, "collect", "--out", "-", "--controller-namespace="+controllerNS)
+	if bundle.Code != 0 {
+		t.Fatalf("collect as the controller: exit %d\n%s", bundle.Code, bundle.Stderr)
+	}
+	bundleFile := filepath.Join(t.TempDir(), "bundle.tar.gz")
+	if err := os.WriteFile(bundleFile, []byte(bundle.Stdout), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	files := testenv.ReadTarGz(t, bundleFile)
+	for _, want := range []string{
+		`list the Events of namespace ` + s.Namespace + `: events is forbidden`,
+		`logs/` + controllerNS + `/replica/controller.log: pods "replica" is forbidden`,
+		`metrics/` + controllerNS + `/replica.txt: pods "replica:8080" is forbidden`,
+	} {
+		if !strings.Contains(files["errors.txt"], want) {
+			t.Errorf("collect as the controller: errors.txt does not say %q:\n%s", want, files["errors.txt"])
+		}
+	}
+	if !strings.Contains(files["kubernetes/httproutes.yaml"], "name: web") || !strings.Contains(files["consul/entries.json"], entry) {
+		t.Errorf("collect as the controller: the route or its entry is missing:\n%s\n%s", files["kubernetes/httproutes.yaml"], files["consul/entries.json"])
+	}
+	t.Logf("collect as the controller, errors.txt:\n%s", files["errors.txt"])
 
 	// --problems: none while all is well; a route without its backend after.
 	problems := run(consulAddr, "status", "--problems")
