@@ -74,11 +74,10 @@ func runCommand(name string, args []string) (code int, ok bool) {
 		return cli.Translate(args, os.Stdin, os.Stdout, os.Stderr), true
 	case "responder":
 		return runResponder(args, os.Stderr), true
-	case "status", "explain":
-		command := cli.Status
-		if name == "explain" {
-			command = cli.Explain
-		}
+	case "status", "explain", "collect":
+		command := map[string]func(context.Context, []string, io.Writer, io.Writer) int{
+			"status": cli.Status, "explain": cli.Explain, "collect": cli.Collect,
+		}[name]
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 		defer stop()
 		return command(ctx, args, os.Stdout, os.Stderr), true

@@ -10,6 +10,7 @@ import (
 
 	consulapi "github.com/hashicorp/consul/api"
 	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -26,7 +27,7 @@ import (
 	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
 )
 
-const explainUsage = `Usage: consul-gateway-controller explain route NAMESPACE/NAME [--kind HTTPRoute|TCPRoute] [flags]
+const explainUsage = `Usage: consul-gateway-controller explain route [NAMESPACE/]NAME [--kind HTTPRoute|TCPRoute] [flags]
        consul-gateway-controller explain request METHOD URL [-H 'Name: value' ...] (explain request --help)
        consul-gateway-controller explain gateway NAMESPACE/NAME (explain gateway --help)
 
@@ -35,13 +36,17 @@ whether it is served, dropped (its requests answered by the blackhole, or by the
 responder with --responder-service) or refused, and why; per backendRef, the Consul service it resolves to and how many healthy instances
 Consul has of it; the Consul entries written for it and Consul's verdict; and what
 Consul 1.15 does with its rules' order against the Gateway API precedence. It only
-reads, with the controller's flags and environment (see status).
+reads, with the controller's flags and environment (see status); a NAME without a
+namespace is in the kubeconfig context's. When Consul cannot be read, it prints what
+the cluster says and "Consul not reached: ..." where Consul's part would be, and
+exits 3.
 
 Flags:
 `
 
-// Explain runs the explain command and returns its exit code: 0, 1 when the route or
-// Consul cannot be read, 2 for bad arguments.
+// Explain runs the explain command and returns its exit code: 0; 1 when the route
+// cannot be read; 2 for bad arguments; 3 when Consul could not be read (the rest is
+// printed).
 func Explain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch sub, rest := explainSubcommand(args); sub {
 	case "request":
@@ -59,26 +64,34 @@ func Explain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if fs.NArg() != 2 || fs.Arg(0) != "route" {
-		fmt.Fprintln(stderr, "explain: want: explain route NAMESPACE/NAME, explain request METHOD URL or explain gateway NAMESPACE/NAME")
+		fmt.Fprintln(stderr, "explain: want: explain route [NAMESPACE/]NAME, explain request METHOD URL or explain gateway NAMESPACE/NAME")
 		return 2
 	}
 	ns, name, ok := strings.Cut(fs.Arg(1), "/")
-	if !ok || ns == "" || name == "" {
-		fmt.Fprintf(stderr, "explain: %q: want NAMESPACE/NAME\n", fs.Arg(1))
+	if !ok {
+		ns, name = "", ns
+	}
+	if (ok && ns == "") || name == "" {
+		fmt.Fprintf(stderr, "explain: %q: want [NAMESPACE/]NAME\n", fs.Arg(1))
 		return 2
 	}
 	if *kind != gatewayapi.HTTPRouteKind && *kind != gatewayapi.TCPRouteKind {
 		fmt.Fprintf(stderr, "explain: --kind %s: want HTTPRoute or TCPRoute\n", *kind)
 		return 2
 	}
+	f.namespace = ns
 	c, err := connect(ctx, &f)
 	if err != nil {
 		fmt.Fprintf(stderr, "explain: %v\n", err)
 		return 1
 	}
-	if err := explainRoute(ctx, stdout, c, f, gatewayv1.Kind(*kind), cache.ObjectName{Namespace: ns, Name: name}); err != nil {
+	if err := explainRoute(ctx, stdout, c, f, gatewayv1.Kind(*kind), cache.ObjectName{Namespace: f.namespace, Name: name}); err != nil {
 		fmt.Fprintf(stderr, "explain: %v\n", err)
 		return 1
+	}
+	if c.reader.err != nil {
+		fmt.Fprintln(stderr, c.reader.err)
+		return ExitConsulNotRead
 	}
 	return 0
 }
@@ -138,6 +151,9 @@ type connections struct {
 	kube    kubernetes.Interface
 	gateway gatewayclient.Interface
 	consul  *consulapi.Client
+	// reader reads Consul with consul, bounded, in the entries' namespace and
+	// partition, and keeps its first failure.
+	reader *consulReader
 }
 
 func explainRoute(ctx context.Context, w io.Writer, c connections, f statusFlags, kind gatewayv1.Kind, key cache.ObjectName) error {
@@ -153,10 +169,8 @@ func explainRoute(ctx context.Context, w io.Writer, c connections, f statusFlags
 	if err != nil {
 		return err
 	}
-	entries, err := ownedEntries(c.consul, translate.Ownership{Controller: f.controller, ClusterID: f.clusterID})
-	if err != nil {
-		return err
-	}
+	// Consul not read: the entries are unknown, said where they would be printed.
+	entries, _ := ownedEntries(ctx, c.reader, translate.Ownership{Controller: f.controller, ClusterID: f.clusterID})
 	p := printer{w: w, errorAnswer: errorAnswer(f.responderService)}
 	p.line(0, "%s %s", kind, key)
 	for _, n := range notes {
@@ -164,8 +178,8 @@ func explainRoute(ctx context.Context, w io.Writer, c connections, f statusFlags
 	}
 	ours := ourParents(parents, gatewayv1.GatewayController(f.controller))
 	p.parents(ours, f.controller)
-	p.rules(c, kind, key, route, explanation)
-	p.entries(entries[ownerName{kind, key}], f)
+	p.rules(ctx, c, kind, key, route, explanation)
+	p.entries(entries[ownerName{kind, key}], f, c.reader.err)
 	p.precedence(ours)
 	return p.err
 }
@@ -201,7 +215,7 @@ func (p *printer) parents(ours []gatewayv1.RouteParentStatus, controller string)
 
 // rules prints what becomes of each rule and where each of its backendRefs sends
 // traffic.
-func (p *printer) rules(c connections, kind gatewayv1.Kind, key cache.ObjectName, route runtime.Object, explanation routeExplanation) {
+func (p *printer) rules(ctx context.Context, c connections, kind gatewayv1.Kind, key cache.ObjectName, route runtime.Object, explanation routeExplanation) {
 	p.line(0, "")
 	if explanation.HostnameProblem != "" {
 		p.line(0, "Hostnames: refused on every parent: %s", explanation.HostnameProblem)
@@ -217,30 +231,34 @@ func (p *printer) rules(c connections, kind gatewayv1.Kind, key cache.ObjectName
 		}
 		p.line(1, "rule %d%s: %s", i, describeMatches(route, i), state)
 		for _, b := range rule.Backends {
-			p.backend(c, key.Namespace, b)
+			p.backend(ctx, c, key.Namespace, b)
 		}
 	}
 }
 
 // backend prints where one backendRef of a route in namespace sends traffic.
-func (p *printer) backend(c connections, namespace string, b backendExplanation) {
+func (p *printer) backend(ctx context.Context, c connections, namespace string, b backendExplanation) {
 	ref := backendName(namespace, b.Ref)
 	switch {
 	case b.Problem != "":
 		p.line(2, "backendRef %s: not resolved: %s; its share of the requests is answered with %s", ref, b.Problem, p.errorAnswer)
 	case b.OnlyNamespace:
 		ns := gatewayapi.Referent(namespace, b.Ref.Namespace, b.Ref.Name).Namespace
-		p.line(2, "backendRef %s: the Consul service %q, only its instances of namespace %s (pods of other namespaces register it too)%s", ref, b.ConsulService, ns, healthyInstances(c.consul, b.ConsulService, ns))
+		p.line(2, "backendRef %s: the Consul service %q, only its instances of namespace %s (pods of other namespaces register it too)%s", ref, b.ConsulService, ns, healthyInstances(ctx, c.reader, b.ConsulService, ns, ns))
 	default:
-		p.line(2, "backendRef %s: the Consul service %q%s", ref, b.ConsulService, healthyInstances(c.consul, b.ConsulService, ""))
+		p.line(2, "backendRef %s: the Consul service %q%s", ref, b.ConsulService, healthyInstances(ctx, c.reader, b.ConsulService, gatewayapi.Referent(namespace, b.Ref.Namespace, b.Ref.Name).Namespace, ""))
 	}
 }
 
 // entries prints the Consul entries written for the route, and Consul's conditions on
 // them.
-func (p *printer) entries(written []EntryReport, f statusFlags) {
+func (p *printer) entries(written []EntryReport, f statusFlags, consulErr error) {
 	p.line(0, "")
 	p.line(0, "Consul entries:")
+	if consulErr != nil {
+		p.line(1, "%v", consulErr)
+		return
+	}
 	if len(written) == 0 {
 		p.line(1, "none written for it (by %s, cluster %s)", f.controller, f.clusterID)
 	}
@@ -273,18 +291,25 @@ func (p *printer) precedence(ours []gatewayv1.RouteParentStatus) {
 	}
 }
 
-// connect builds a read-only command's clients, and derives an unset cluster id. The
-// Consul client comes first: the controller's check refuses a plaintext Consul
-// before the command reads anything.
+// connect builds a read-only command's clients, takes an unset namespace from the
+// kubeconfig's context (unless all namespaces are asked for), and derives an unset
+// cluster id. The Consul client comes first: the controller's check refuses a
+// plaintext Consul before the command reads anything.
 func connect(ctx context.Context, f *statusFlags) (connections, error) {
 	var c connections
 	var err error
 	if c.consul, err = f.consul.Client(); err != nil {
 		return c, err
 	}
+	c.reader = &consulReader{client: c.consul, naming: f.consulNaming, timeout: f.consulTimeout}
 	cfg, err := kubeConfig(f.kubeconfig)
 	if err != nil {
 		return c, err
+	}
+	if f.namespace == "" && !f.allNamespaces {
+		if f.namespace, err = contextNamespace(f.kubeconfig); err != nil {
+			return c, err
+		}
 	}
 	if c.kube, err = kubernetes.NewForConfig(cfg); err != nil {
 		return c, err
@@ -293,28 +318,47 @@ func connect(ctx context.Context, f *statusFlags) (connections, error) {
 		return c, err
 	}
 	if f.clusterID == "" {
-		ns, err := c.kube.CoreV1().Namespaces().Get(ctx, metav1.NamespaceSystem, metav1.GetOptions{})
-		if err != nil {
-			return c, fmt.Errorf("derive the cluster id from the %s Namespace (or give --cluster-id): %w", metav1.NamespaceSystem, err)
+		if f.clusterID, err = deriveClusterID(ctx, c.kube); err != nil {
+			return c, err
 		}
-		f.clusterID = options.ClusterIDOf(ns.UID)
 	}
 	return c, nil
 }
 
-// getRouteOf reads the route and its status.parents.
+// deriveClusterID is the cluster id the controller derives when --cluster-id is
+// empty: from the kube-system Namespace's UID, read with a list.
+func deriveClusterID(ctx context.Context, kube kubernetes.Interface) (string, error) {
+	list, err := kube.CoreV1().Namespaces().List(ctx, byName(metav1.NamespaceSystem))
+	if err == nil {
+		var ns *corev1.Namespace
+		if ns, err = onlyItem(list.Items, corev1.Resource("namespaces"), metav1.NamespaceSystem); err == nil {
+			return options.ClusterIDOf(ns.UID), nil
+		}
+	}
+	return "", fmt.Errorf("derive the cluster id from the %s Namespace (or give --cluster-id): %w", metav1.NamespaceSystem, err)
+}
+
+// getRouteOf reads the route and its status.parents, with a list (byName).
 func getRouteOf(ctx context.Context, gw gatewayclient.Interface, kind gatewayv1.Kind, key cache.ObjectName) (runtime.Object, []gatewayv1.RouteParentStatus, error) {
 	switch kind {
 	case gatewayapi.TCPRouteKind:
-		r, err := gw.GatewayV1().TCPRoutes(key.Namespace).Get(ctx, key.Name, metav1.GetOptions{})
+		list, err := gw.GatewayV1().TCPRoutes(key.Namespace).List(ctx, byName(key.Name))
 		if err != nil {
-			return nil, nil, fmt.Errorf("get TCPRoute %s: %w", key, err)
+			return nil, nil, fmt.Errorf("read TCPRoute %s: %w", key, err)
+		}
+		r, err := onlyItem(list.Items, gatewayv1.Resource("tcproutes"), key.Name)
+		if err != nil {
+			return nil, nil, fmt.Errorf("read TCPRoute %s: %w", key, err)
 		}
 		return r, r.Status.Parents, nil
 	default:
-		r, err := gw.GatewayV1().HTTPRoutes(key.Namespace).Get(ctx, key.Name, metav1.GetOptions{})
+		list, err := gw.GatewayV1().HTTPRoutes(key.Namespace).List(ctx, byName(key.Name))
 		if err != nil {
-			return nil, nil, fmt.Errorf("get HTTPRoute %s: %w", key, err)
+			return nil, nil, fmt.Errorf("read HTTPRoute %s: %w", key, err)
+		}
+		r, err := onlyItem(list.Items, gatewayv1.Resource("httproutes"), key.Name)
+		if err != nil {
+			return nil, nil, fmt.Errorf("read HTTPRoute %s: %w", key, err)
 		}
 		return r, r.Status.Parents, nil
 	}
@@ -419,17 +463,24 @@ func backendName(routeNamespace string, ref gatewayv1.BackendObjectReference) st
 	return name
 }
 
-// healthyInstances says how many passing instances Consul has of service, or why it
-// cannot tell.
-func healthyInstances(client *consulapi.Client, service, kubeNamespace string) string {
-	var q *consulapi.QueryOptions
-	if kubeNamespace != "" {
-		q = &consulapi.QueryOptions{Filter: translate.KubeNamespaceFilter(kubeNamespace)}
-	}
-	instances, meta, err := client.Health().Service(service, "", true, q)
+// healthyInstances says how many passing instances Consul has of service (in the
+// Consul namespace of serviceNamespace's services; only those of onlyNamespace
+// unless it is empty), or why it cannot tell.
+func healthyInstances(ctx context.Context, r *consulReader, service, serviceNamespace, onlyNamespace string) string {
+	var instances []*consulapi.ServiceEntry
+	var meta *consulapi.QueryMeta
+	err := r.do(ctx, func(ctx context.Context) error {
+		q := serviceQuery(r.naming, serviceNamespace)
+		if onlyNamespace != "" {
+			q.Filter = translate.KubeNamespaceFilter(onlyNamespace)
+		}
+		var err error
+		instances, meta, err = r.client.Health().Service(service, "", true, q.WithContext(ctx))
+		return err
+	})
 	switch {
 	case err != nil:
-		return fmt.Sprintf(", whose instances Consul did not list: %v", err)
+		return "; its instances are unknown: Consul was not read"
 	case meta.ResultsFilteredByACLs:
 		return ", whose instances the Consul token may not read all of (service:read and node:read)"
 	}

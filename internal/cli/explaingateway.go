@@ -155,6 +155,10 @@ func explainGatewayCommand(ctx context.Context, args []string, stdout, stderr io
 		fmt.Fprintf(stderr, "explain gateway: %v\n", err)
 		return 1
 	}
+	if c.reader.err != nil {
+		fmt.Fprintln(stderr, c.reader.err)
+		return ExitConsulNotRead
+	}
 	return 0
 }
 
@@ -176,8 +180,9 @@ func explainGateway(ctx context.Context, c connections, f statusFlags, key cache
 	rep.Listeners = listenerReports(gw, routes, gatewayv1.GatewayController(f.controller))
 	rep.Pods, rep.Notes = gatewayPods(ctx, c, key)
 	own := translate.Ownership{Controller: f.controller, ClusterID: f.clusterID}
-	entry, err := gatewayEntry(c, own, key)
+	entry, err := gatewayEntry(ctx, c, own, key)
 	if err != nil {
+		// The reader keeps the failure: the command says it and exits accordingly.
 		rep.Notes = append(rep.Notes, "Consul not read: "+err.Error())
 		return rep, nil
 	}
@@ -306,11 +311,20 @@ func podReport(pod *corev1.Pod) PodReport {
 }
 
 // gatewayEntry is the Gateway's api-gateway entry as Consul holds it, found by its
-// ownership meta; nil when Consul holds none.
-func gatewayEntry(c connections, own translate.Ownership, key cache.ObjectName) (*consulapi.APIGatewayConfigEntry, error) {
-	list, _, err := c.consul.ConfigEntries().List(consulapi.APIGateway, nil)
+// ownership meta; nil when Consul holds none. It is the first read of Consul, bounded
+// by the reader: a Consul that does not answer it is asked nothing more.
+func gatewayEntry(ctx context.Context, c connections, own translate.Ownership, key cache.ObjectName) (*consulapi.APIGatewayConfigEntry, error) {
+	var list []consulapi.ConfigEntry
+	err := c.reader.do(ctx, func(ctx context.Context) error {
+		var err error
+		list, _, err = c.consul.ConfigEntries().List(consulapi.APIGateway, c.reader.entriesQuery(ctx))
+		if err != nil {
+			return fmt.Errorf("list Consul's %s entries: %w", consulapi.APIGateway, err)
+		}
+		return nil
+	})
 	if err != nil {
-		return nil, fmt.Errorf("list Consul's %s entries: %w", consulapi.APIGateway, err)
+		return nil, err
 	}
 	for _, e := range list {
 		owner := translate.OwnerOf(e.GetMeta())

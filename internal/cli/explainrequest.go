@@ -131,6 +131,10 @@ func explainRequestCommand(ctx context.Context, args []string, stdout, stderr io
 		fmt.Fprintf(stderr, "explain request: %v\n", err)
 		return 1
 	}
+	if c.reader.err != nil {
+		fmt.Fprintln(stderr, c.reader.err)
+		return ExitConsulNotRead
+	}
 	return 0
 }
 
@@ -234,7 +238,7 @@ func explainRequest(ctx context.Context, c connections, f statusFlags, req gwsyn
 		return RequestReport{}, err
 	}
 	rep.Notes = append(notes, rep.Notes...)
-	addConsulView(&rep, c, f)
+	addConsulView(ctx, &rep, c, f)
 	return rep, nil
 }
 
@@ -618,11 +622,11 @@ func describeRequest(req gwsync.Request) string {
 // addConsulView adds what Consul holds: each rule's route entry with Consul's
 // verdict, and each backend's compiled discovery chain. A Consul that cannot be read
 // leaves the answer the Kubernetes objects', and says so.
-func addConsulView(rep *RequestReport, c connections, f statusFlags) {
+func addConsulView(ctx context.Context, rep *RequestReport, c connections, f statusFlags) {
 	if rep.Spec == nil && len(rep.Consul) == 0 {
 		return
 	}
-	entries, err := ownedEntries(c.consul, translate.Ownership{Controller: f.controller, ClusterID: f.clusterID})
+	entries, err := ownedEntries(ctx, c.reader, translate.Ownership{Controller: f.controller, ClusterID: f.clusterID})
 	if err != nil {
 		rep.Sources = append(rep.Sources, "Consul: not reached ("+err.Error()+"); the answer is the Kubernetes objects' alone")
 		return
@@ -638,7 +642,7 @@ func addConsulView(rep *RequestReport, c connections, f statusFlags) {
 				continue
 			}
 			if _, ok := chains[b.ConsulService]; !ok {
-				chains[b.ConsulService] = describeChain(c, b.ConsulService)
+				chains[b.ConsulService] = describeChain(ctx, c, b.ConsulService)
 			}
 			b.Chain = chains[b.ConsulService]
 		}
@@ -690,8 +694,14 @@ func describeEntries(written []EntryReport, gatewayEntry string) string {
 
 // describeChain says what Consul's compiled discovery chain for service resolves
 // to: its protocol and its targets.
-func describeChain(c connections, service string) string {
-	resp, _, err := c.consul.DiscoveryChain().Get(service, nil, nil)
+func describeChain(ctx context.Context, c connections, service string) string {
+	var resp *consulapi.DiscoveryChainResponse
+	err := c.reader.try(ctx, func(ctx context.Context) error {
+		var err error
+		q := &consulapi.QueryOptions{Partition: c.reader.naming.Partition}
+		resp, _, err = c.consul.DiscoveryChain().Get(service, nil, q.WithContext(ctx))
+		return err
+	})
 	if err != nil {
 		return "not read: " + err.Error()
 	}

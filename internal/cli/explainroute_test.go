@@ -157,7 +157,7 @@ func TestExplainWithResponder(t *testing.T) {
 			}
 			var out strings.Builder
 			p := printer{w: &out, errorAnswer: errorAnswer(f.responderService)}
-			p.rules(connections{consul: consul}, gatewayapi.HTTPRouteKind, cache.ObjectName{Namespace: "shop", Name: "shop"}, route, explanation)
+			p.rules(t.Context(), connections{consul: consul, reader: &consulReader{client: consul}}, gatewayapi.HTTPRouteKind, cache.ObjectName{Namespace: "shop", Name: "shop"}, route, explanation)
 			if p.err != nil {
 				t.Fatal(p.err)
 			}

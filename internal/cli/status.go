@@ -9,13 +9,12 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	consulapi "github.com/hashicorp/consul/api"
 	"github.com/spf13/pflag"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/clientcmd"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 	"sigs.k8s.io/yaml"
@@ -27,13 +26,23 @@ import (
 	gwsync "github.com/consul-gateway-controller/consul-gateway-controller/sync"
 )
 
-const statusUsage = `Usage: consul-gateway-controller status [-A | -n NAMESPACE] [-o wide|yaml|json] [flags]
+const statusUsage = `Usage: consul-gateway-controller status [-A | -n NAMESPACE] [--problems] [-o wide|yaml|json] [flags]
 
 Lists this controller's GatewayClasses, Gateways, ListenerSets and routes with their
 key conditions, the Consul config entries written for each and Consul's own status on
 them, and flags where the two disagree (the status says accepted, Consul has not
 accepted or bound the entry; an accepted object has no entry). It only reads: list on
-the Gateway API kinds, and a Consul token with mesh:read.
+the Gateway API kinds and Namespaces (the controller's own ClusterRole is enough), and
+a Consul token with mesh:read. -n defaults to the kubeconfig context's namespace.
+
+--problems lists only the objects with a condition not in its good state (Accepted,
+Programmed, ResolvedRefs False or Unknown; Conflicted True; on the object or on its
+Consul entries) or a disagreement with Consul.
+
+Exit codes: 0; 1 when the cluster cannot be read; 2 for bad flags; 3 when Consul was
+not reached or refused the query (the Kubernetes half is printed, then a line
+"Consul not reached: ..." or "Consul refused the query: ..." on stderr); 4 with
+--problems when a problem was listed (and Consul was read).
 
 The Kubernetes and Consul flags and environment are the controller's
 (KUBECONFIG, CONSUL_HTTP_ADDR, CONSUL_HTTP_TOKEN_FILE, CONSUL_CACERT), and so is its
@@ -43,12 +52,21 @@ it, unless --consul-allow-plaintext.
 Flags:
 `
 
+// ExitProblems is status --problems' exit code when it listed a problem.
+const ExitProblems = 4
+
 // statusFlags are the status command's settings.
 type statusFlags struct {
-	kubeconfig                               string
-	consul                                   options.ConsulConnection
+	kubeconfig string
+	consul     options.ConsulConnection
+	// consulNaming says where in Consul Enterprise the controller's entries are.
+	consulNaming  translate.Naming
+	consulTimeout time.Duration
+	// namespace, when empty and not allNamespaces, is the kubeconfig context's.
 	controller, clusterID, namespace, output string
 	allNamespaces                            bool
+	// problems keeps only the objects with a problem (status --problems).
+	problems bool
 	// responderService is the controller's --responder-service (explain).
 	responderService string
 }
@@ -60,19 +78,26 @@ func readerFlags(name string, stderr io.Writer, f *statusFlags) *pflag.FlagSet {
 	fs.SetOutput(stderr)
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "path to a kubeconfig; empty: $KUBECONFIG, then the in-cluster configuration")
 	f.consul.AddReaderFlags(fs)
+	addConsulNamingFlags(fs, &f.consulNaming)
+	fs.DurationVar(&f.consulTimeout, "consul-timeout", defaultConsulTimeout, "how long to wait for each answer of Consul; without one the Kubernetes half is printed and the command exits 3")
 	fs.StringVar(&f.controller, "controller-name", string(gwsync.DefaultControllerName), "the GatewayClass controllerName of the controller")
 	fs.StringVar(&f.clusterID, "cluster-id", "", "the controller's --cluster-id; empty derives it as the controller does")
 	return fs
 }
 
-// Status runs the status command and returns its exit code: 0, 1 when the cluster or
-// Consul cannot be read, 2 for bad flags.
+// addNamespaceFlags adds -n and -A, filling f.
+func addNamespaceFlags(fs *pflag.FlagSet, f *statusFlags) {
+	fs.StringVarP(&f.namespace, "namespace", "n", "", "namespace of the objects to list; default: the kubeconfig context's")
+	fs.BoolVarP(&f.allNamespaces, "all-namespaces", "A", false, "list the objects of every namespace")
+}
+
+// Status runs the status command and returns its exit code (see statusUsage).
 func Status(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var f statusFlags
 	fs := readerFlags("status", stderr, &f)
-	fs.StringVarP(&f.namespace, "namespace", "n", "default", "namespace of the Gateways, ListenerSets and routes to list")
-	fs.BoolVarP(&f.allNamespaces, "all-namespaces", "A", false, "list the objects of every namespace")
+	addNamespaceFlags(fs, &f)
 	fs.StringVarP(&f.output, "output", "o", "", "output format: empty (a table), wide (the table with messages), yaml or json")
+	fs.BoolVar(&f.problems, "problems", false, "list only objects with a condition not in its good state or a disagreement with Consul; exit 4 when there is one")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, statusUsage)
 		fs.PrintDefaults()
@@ -88,14 +113,24 @@ func Status(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "status: -o %s: want wide, yaml or json\n", f.output)
 		return 2
 	}
-	rep, err := gatherStatus(ctx, f)
+	rep, err := gatherStatus(ctx, &f)
 	if err != nil {
 		fmt.Fprintf(stderr, "status: %v\n", err)
 		return 1
 	}
+	if f.problems {
+		rep.Objects = slices.DeleteFunc(rep.Objects, func(o ObjectReport) bool { return !o.HasProblem() })
+	}
 	if err := writeStatus(stdout, rep, f.output); err != nil {
 		fmt.Fprintf(stderr, "status: %v\n", err)
 		return 1
+	}
+	switch {
+	case rep.ConsulError != "":
+		fmt.Fprintln(stderr, rep.ConsulError)
+		return ExitConsulNotRead
+	case f.problems && len(rep.Objects) > 0:
+		return ExitProblems
 	}
 	return 0
 }
@@ -103,6 +138,9 @@ func Status(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // StatusReport is what status prints.
 type StatusReport struct {
 	Objects []ObjectReport `json:"objects"`
+	// ConsulError says why Consul was not read; the objects' entries are then
+	// unknown, not absent.
+	ConsulError string `json:"consulError,omitempty"`
 }
 
 // ObjectReport is one object of ours, its key conditions, its entries in Consul and
@@ -116,6 +154,15 @@ type ObjectReport struct {
 	Disagreements []string       `json:"disagreements,omitempty"`
 }
 
+// HasProblem reports whether a condition of the object or of its entries is not in
+// its good state, or the object disagrees with Consul.
+func (o ObjectReport) HasProblem() bool {
+	if len(o.Disagreements) > 0 || slices.ContainsFunc(o.Conditions, Condition.bad) {
+		return true
+	}
+	return slices.ContainsFunc(o.Entries, func(e EntryReport) bool { return slices.ContainsFunc(e.Conditions, Condition.bad) })
+}
+
 // Condition is one condition of an object, of one of its listeners or of one of a
 // route's parents (On names which).
 type Condition struct {
@@ -124,6 +171,20 @@ type Condition struct {
 	Status  string `json:"status"`
 	Reason  string `json:"reason"`
 	Message string `json:"message,omitempty"`
+}
+
+// bad reports whether the condition is not in its good state: True, but False for
+// Conflicted (Gateway API's and Consul's).
+func (c Condition) bad() bool {
+	return c.Status != string(goodStatus(c.Type))
+}
+
+// goodStatus is the status a condition of type t has when all is well.
+func goodStatus(t string) metav1.ConditionStatus {
+	if t == string(gatewayv1.ListenerConditionConflicted) {
+		return metav1.ConditionFalse
+	}
+	return metav1.ConditionTrue
 }
 
 // EntryReport is a Consul config entry written for an object, and Consul's status on
@@ -137,14 +198,22 @@ type EntryReport struct {
 // consulGroupPrefix is left off this controller's own condition types in the table.
 var consulGroupPrefix = gwsync.ConsulAcceptedCondition[:strings.LastIndex(gwsync.ConsulAcceptedCondition, "/")+1]
 
-// keyConditions are the conditions status lists, by where they sit.
+// keyConditions are the conditions status lists, by where they sit; a Conflicted
+// condition is listed too when it is not in its good state.
 var keyConditions = []string{"Accepted", "Programmed", "ResolvedRefs", gwsync.ConsulAcceptedCondition}
 
-func gatherStatus(ctx context.Context, f statusFlags) (StatusReport, error) {
-	c, err := connect(ctx, &f)
+// gatherStatus reads the objects of f's namespace and their entries; a Consul that
+// cannot be read leaves ConsulError set, and no entry or disagreement.
+func gatherStatus(ctx context.Context, f *statusFlags) (StatusReport, error) {
+	c, err := connect(ctx, f)
 	if err != nil {
 		return StatusReport{}, err
 	}
+	return gatherStatusWith(ctx, c, f)
+}
+
+// gatherStatusWith is gatherStatus with the clients c.
+func gatherStatusWith(ctx context.Context, c connections, f *statusFlags) (StatusReport, error) {
 	namespace := f.namespace
 	if f.allNamespaces {
 		namespace = metav1.NamespaceAll
@@ -153,9 +222,9 @@ func gatherStatus(ctx context.Context, f statusFlags) (StatusReport, error) {
 	if err != nil {
 		return StatusReport{}, err
 	}
-	entries, err := ownedEntries(c.consul, translate.Ownership{Controller: f.controller, ClusterID: f.clusterID})
+	entries, err := ownedEntries(ctx, c.reader, translate.Ownership{Controller: f.controller, ClusterID: f.clusterID})
 	if err != nil {
-		return StatusReport{}, err
+		return StatusReport{Objects: objects, ConsulError: err.Error()}, nil
 	}
 	for i := range objects {
 		o := &objects[i]
@@ -165,18 +234,6 @@ func gatherStatus(ctx context.Context, f statusFlags) (StatusReport, error) {
 	return StatusReport{Objects: objects}, nil
 }
 
-// kubeConfig loads the kubeconfig at path, or as kubectl does when path is empty
-// ($KUBECONFIG, ~/.kube/config), or the in-cluster configuration.
-func kubeConfig(path string) (*rest.Config, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = path
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("load kubeconfig: %w", err)
-	}
-	return cfg, nil
-}
-
 type ownerName struct {
 	kind gatewayv1.Kind
 	name cache.ObjectName
@@ -184,12 +241,20 @@ type ownerName struct {
 
 // ownedEntries lists the entries of the kinds the controller writes for Gateways and
 // routes, keeping those of this controller and cluster, by owner.
-func ownedEntries(client *consulapi.Client, own translate.Ownership) (map[ownerName][]EntryReport, error) {
+func ownedEntries(ctx context.Context, r *consulReader, own translate.Ownership) (map[ownerName][]EntryReport, error) {
 	out := map[ownerName][]EntryReport{}
 	for _, kind := range []string{consulapi.APIGateway, consulapi.HTTPRoute, consulapi.TCPRoute} {
-		list, _, err := client.ConfigEntries().List(kind, nil)
+		var list []consulapi.ConfigEntry
+		err := r.do(ctx, func(ctx context.Context) error {
+			var err error
+			list, _, err = r.client.ConfigEntries().List(kind, r.entriesQuery(ctx))
+			if err != nil {
+				return fmt.Errorf("list Consul's %s entries: %w", kind, err)
+			}
+			return nil
+		})
 		if err != nil {
-			return nil, fmt.Errorf("list Consul's %s entries: %w", kind, err)
+			return nil, err
 		}
 		for _, entry := range list {
 			if !own.Owns(entry.GetMeta()) {
@@ -197,21 +262,26 @@ func ownedEntries(client *consulapi.Client, own translate.Ownership) (map[ownerN
 			}
 			owner := translate.OwnerOf(entry.GetMeta())
 			key := ownerName{gatewayv1.Kind(owner.Kind), cache.ObjectName{Namespace: owner.Namespace, Name: owner.Name}}
-			report := EntryReport{Kind: entry.GetKind(), Name: entry.GetName()}
-			for _, c := range consul.EntryStatus(entry).Conditions {
-				on := ""
-				if c.Resource != nil && c.Resource.Name != "" {
-					on = c.Resource.Kind + " " + c.Resource.Name
-					if c.Resource.SectionName != "" {
-						on += "/" + c.Resource.SectionName
-					}
-				}
-				report.Conditions = append(report.Conditions, Condition{On: on, Type: c.Type, Status: string(c.Status), Reason: c.Reason, Message: c.Message})
-			}
-			out[key] = append(out[key], report)
+			out[key] = append(out[key], entryReport(entry))
 		}
 	}
 	return out, nil
+}
+
+// entryReport is entry with Consul's conditions on it.
+func entryReport(entry consulapi.ConfigEntry) EntryReport {
+	report := EntryReport{Kind: entry.GetKind(), Name: entry.GetName()}
+	for _, c := range consul.EntryStatus(entry).Conditions {
+		on := ""
+		if c.Resource != nil && c.Resource.Name != "" {
+			on = c.Resource.Kind + " " + c.Resource.Name
+			if c.Resource.SectionName != "" {
+				on += "/" + c.Resource.SectionName
+			}
+		}
+		report.Conditions = append(report.Conditions, Condition{On: on, Type: c.Type, Status: string(c.Status), Reason: c.Reason, Message: c.Message})
+	}
+	return report
 }
 
 // listOurObjects lists the objects of controller's classes in namespace ("" for all),
@@ -353,7 +423,8 @@ func listRoutes(ctx context.Context, gw gatewayclient.Interface, namespace strin
 func conditions(on string, conds []metav1.Condition) []Condition {
 	var out []Condition
 	for _, c := range conds {
-		if slices.Contains(keyConditions, c.Type) {
+		bad := Condition{Type: c.Type, Status: string(c.Status)}.bad()
+		if slices.Contains(keyConditions, c.Type) || (c.Type == string(gatewayv1.ListenerConditionConflicted) && bad) {
 			out = append(out, Condition{On: on, Type: c.Type, Status: string(c.Status), Reason: c.Reason, Message: c.Message})
 		}
 	}
@@ -413,8 +484,12 @@ func writeStatus(w io.Writer, rep StatusReport, format string) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "KIND\tNAMESPACE\tNAME\tCONDITIONS\tCONSUL\tDISAGREEMENT")
 	for _, o := range rep.Objects {
+		entries := summarizeEntries(o.Entries, format == "wide")
+		if rep.ConsulError != "" {
+			entries = "(Consul not read)"
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", o.Kind, dash(o.Namespace), o.Name,
-			summarize(o.Conditions, format == "wide"), summarizeEntries(o.Entries, format == "wide"), dash(strings.Join(o.Disagreements, "; ")))
+			summarize(o.Conditions, format == "wide"), entries, dash(strings.Join(o.Disagreements, "; ")))
 	}
 	return tw.Flush()
 }

@@ -87,17 +87,23 @@ func TestExplainCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	consulAddr := agent.HTTPAddr()
-	explain := func(args ...string) string {
+	// explainExiting runs explain and wants it to exit with code.
+	explainExiting := func(code int, args ...string) string {
 		t.Helper()
 		cmd := exec.Command(testenv.ControllerBinary(t), append([]string{"explain", "--kubeconfig=" + kubeconfig,
 			"--consul-http-addr=" + consulAddr, "--consul-token-file=" + tokenFile,
 			"--controller-name=" + string(s.Controller), "--cluster-id=" + clusterID}, args...)...)
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("explain %v: %v\n%s", args, err, stderr.String())
+		err := cmd.Run()
+		if got := cmd.ProcessState.ExitCode(); got != code {
+			t.Fatalf("explain %v: exit %d (%v), want %d\n%s", args, got, err, code, stderr.String())
 		}
 		return stdout.String()
+	}
+	explain := func(args ...string) string {
+		t.Helper()
+		return explainExiting(0, args...)
 	}
 	route := s.Namespace + "/api"
 	for _, tc := range []struct {
@@ -200,10 +206,10 @@ func TestExplainCommands(t *testing.T) {
 
 	// With Consul down, both print the Kubernetes half and say Consul was not read.
 	consulAddr = "http://127.0.0.1:1"
-	if out := explain("request", "GET", "http://127.0.0.1:18080/api"); !strings.Contains(out, "rule 1 (Exact /api)") || !strings.Contains(out, "Consul: not reached") {
+	if out := explainExiting(cli.ExitConsulNotRead, "request", "GET", "http://127.0.0.1:18080/api"); !strings.Contains(out, "rule 1 (Exact /api)") || !strings.Contains(out, "Consul: not reached") {
 		t.Errorf("explain request with Consul down:\n%s", out)
 	}
-	if out := explain("gateway", s.Namespace+"/"+s.GatewayName); !strings.Contains(out, "route: HTTPRoute "+route) || !strings.Contains(out, "note: Consul not read") {
+	if out := explainExiting(cli.ExitConsulNotRead, "gateway", s.Namespace+"/"+s.GatewayName); !strings.Contains(out, "route: HTTPRoute "+route) || !strings.Contains(out, "note: Consul not read") {
 		t.Errorf("explain gateway with Consul down:\n%s", out)
 	}
 }

@@ -29,7 +29,7 @@ import (
 )
 
 // TestStatusCommandReadsOnly runs the binary's status and explain commands with a ServiceAccount
-// that may only get and list, and a Consul token with mesh:read only, against the
+// that may only list, and a Consul token with mesh:read only, against the
 // objects and entries of a running controller: it lists every object of the
 // controller with its conditions and Consul's verdict on its entries, and flags the
 // entry Consul refused while the route's status still says accepted. It writes
@@ -210,8 +210,8 @@ func removeGatewayEntry(t *testing.T, admin *consulapi.Client, name string) {
 	})
 }
 
-// readOnlyKubeconfig is a kubeconfig of a ServiceAccount bound to get, list and watch
-// on the Gateway API kinds and Namespaces, and nothing else.
+// readOnlyKubeconfig is a kubeconfig of a ServiceAccount bound to list on the Gateway
+// API kinds, Namespaces and Services, and nothing else: the commands read with list.
 func readOnlyKubeconfig(t *testing.T) string {
 	t.Helper()
 	name := "status-reader-" + utilrand.String(5)
@@ -219,8 +219,8 @@ func readOnlyKubeconfig(t *testing.T) string {
 	env.Create(t, &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{gatewayv1.GroupName}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch"}},
-			{APIGroups: []string{""}, Resources: []string{"namespaces", "services"}, Verbs: []string{"get", "list"}},
+			{APIGroups: []string{gatewayv1.GroupName}, Resources: []string{"*"}, Verbs: []string{"list"}},
+			{APIGroups: []string{""}, Resources: []string{"namespaces", "services"}, Verbs: []string{"list"}},
 		},
 	})
 	env.Create(t, &rbacv1.ClusterRoleBinding{
