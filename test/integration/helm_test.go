@@ -268,15 +268,48 @@ func TestHelmChartValues(t *testing.T) {
 	t.Run("metrics", func(t *testing.T) {
 		r := renderChart(t, "metrics.serviceMonitor.enabled=true", "metrics.prometheusServiceAccount.name=prometheus",
 			"metrics.prometheusServiceAccount.namespace=monitoring")
+		// prometheus-operator's endpoint authorization, from a Secret of the
+		// ServiceMonitor's namespace; not the deprecated bearerTokenFile.
 		monitor := r.only(t, "ServiceMonitor")
 		endpoint := monitor.Object["spec"].(map[string]any)["endpoints"].([]any)[0].(map[string]any)
-		if endpoint["port"] != "metrics" || endpoint["bearerTokenFile"] == nil {
-			t.Errorf("ServiceMonitor endpoint %v: want port metrics with the scraper's token", endpoint)
+		wantAuth := map[string]any{"type": "Bearer", "credentials": map[string]any{"name": "consul-gateway-controller-metrics-scraper", "key": "token"}}
+		if diff := cmp.Diff(wantAuth, endpoint["authorization"]); endpoint["port"] != "metrics" || diff != "" {
+			t.Errorf("ServiceMonitor endpoint port %v, authorization (-want +got):\n%s", endpoint["port"], diff)
+		}
+		for _, deprecated := range []string{"bearerTokenFile", "bearerTokenSecret"} {
+			if _, ok := endpoint[deprecated]; ok {
+				t.Errorf("ServiceMonitor endpoint sets the deprecated %s", deprecated)
+			}
+		}
+		// The chart's Secret holds the token of its own ServiceAccount, which may get
+		// /metrics and nothing else.
+		secret := r.named(t, "Secret", "consul-gateway-controller-metrics-scraper")
+		if secret.Object["type"] != "kubernetes.io/service-account-token" || secret.GetNamespace() != deployNamespace ||
+			secret.GetAnnotations()["kubernetes.io/service-account.name"] != "consul-gateway-controller-metrics-scraper" {
+			t.Errorf("token Secret %s/%s of type %v for %q, want the scraper ServiceAccount's token in the release namespace",
+				secret.GetNamespace(), secret.GetName(), secret.Object["type"], secret.GetAnnotations()["kubernetes.io/service-account.name"])
+		}
+		r.named(t, "ServiceAccount", "consul-gateway-controller-metrics-scraper")
+		scraper := r.named(t, "ClusterRoleBinding", "consul-gateway-controller-metrics-scraper")
+		wantScraper := []any{map[string]any{"kind": "ServiceAccount", "name": "consul-gateway-controller-metrics-scraper", "namespace": deployNamespace}}
+		if diff := cmp.Diff(wantScraper, scraper.Object["subjects"]); diff != "" || scraper.Object["roleRef"].(map[string]any)["name"] != deployMetricsReader {
+			t.Errorf("scraper binding to %v, subjects (-want +got):\n%s", scraper.Object["roleRef"], diff)
 		}
 		binding := r.named(t, "ClusterRoleBinding", deployMetricsReader)
 		want := []any{map[string]any{"kind": "ServiceAccount", "name": "prometheus", "namespace": "monitoring"}}
 		if diff := cmp.Diff(want, binding.Object["subjects"]); diff != "" {
 			t.Errorf("metrics-reader binding subjects (-want +got):\n%s", diff)
+		}
+
+		// A Secret of the user's: named in the ServiceMonitor, and nothing made for it.
+		own := renderChart(t, "metrics.serviceMonitor.enabled=true", "metrics.serviceMonitor.tokenSecret.name=prometheus-token",
+			"metrics.serviceMonitor.tokenSecret.key=bearer")
+		endpoint = own.only(t, "ServiceMonitor").Object["spec"].(map[string]any)["endpoints"].([]any)[0].(map[string]any)
+		if got := endpoint["authorization"].(map[string]any)["credentials"]; !cmp.Equal(got, map[string]any{"name": "prometheus-token", "key": "bearer"}) {
+			t.Errorf("credentials %v, want the user's Secret prometheus-token, key bearer", got)
+		}
+		if n := len(own.ofKind("Secret")) + len(own.ofKind("ClusterRoleBinding")) - 1; n != 0 {
+			t.Errorf("with the user's Secret the chart still renders %d scraper objects", n)
 		}
 	})
 	t.Run("placement and flags", func(t *testing.T) {
