@@ -312,6 +312,14 @@ func TestHelmChartValues(t *testing.T) {
 			t.Errorf("with the user's Secret the chart still renders %d scraper objects", n)
 		}
 	})
+	t.Run("alerts and dashboard", func(t *testing.T) {
+		if off := renderChart(t); len(off.ofKind("PrometheusRule")) != 0 || len(off.ofKind("ConfigMap")) != 0 {
+			t.Error("the chart renders alert rules or a dashboard by default")
+		}
+		checkChartRulesRendered(t, renderChart(t, "prometheusRule.enabled=true", "grafanaDashboard.enabled=true"), `job="consul-gateway-controller-metrics"`)
+		checkChartRulesRendered(t, renderChart(t, "prometheusRule.enabled=true", "grafanaDashboard.enabled=true",
+			`prometheusRule.selector=namespace="edge"\,service="cgc"`), `namespace="edge",service="cgc"`)
+	})
 	t.Run("placement and flags", func(t *testing.T) {
 		r := renderChart(t, "replicas=3", "logLevel=4", "nodeSelector.pool=infra", "extraArgs={--consul-workers=8}",
 			"image.tag=v9.9.9", "admissionPolicy.enabled=false", "leaderElection.enabled=true", "podAnnotations.team=infra")
@@ -366,7 +374,8 @@ func TestHelmValuesSchemaRefusesWrongValues(t *testing.T) {
 // TestHelmLint: helm lint --strict finds nothing at the defaults and with the
 // optional parts on.
 func TestHelmLint(t *testing.T) {
-	for _, sets := range [][]string{nil, {"crds.enabled=true", "metrics.serviceMonitor.enabled=true", "metrics.prometheusServiceAccount.name=p"}} {
+	for _, sets := range [][]string{nil, {"crds.enabled=true", "metrics.serviceMonitor.enabled=true", "metrics.prometheusServiceAccount.name=p",
+		"prometheusRule.enabled=true", "grafanaDashboard.enabled=true"}} {
 		args := []string{"lint", "--strict", chartDir(t)}
 		for _, s := range sets {
 			args = append(args, "--set="+s)
