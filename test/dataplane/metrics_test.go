@@ -25,7 +25,7 @@ import (
 // whose proxy configuration tells Envoy where to listen (envoy_prometheus_bind_addr,
 // the pod IP and port). Off, the pods have none of it. A port the pods already use
 // passes the schema and is refused: the class is Accepted=False/InvalidParameters
-// naming it.
+// naming it. A restarted controller finds the instances as it wrote them.
 func TestGatewayMetricsPerClass(t *testing.T) {
 	g := newGatewayCase(t, "metrics", corev1.ServiceTypeClusterIP)
 	g.programmed("True/Programmed", 60*time.Second)
@@ -36,6 +36,11 @@ func TestGatewayMetricsPerClass(t *testing.T) {
 		c.Spec.Metrics = &v1alpha1.GatewayMetrics{Enabled: new(true), Port: new(int32(20300)), Path: "/stats"}
 	})
 	g.waitMetrics(service, "20300", "/stats")
+	// The catalog holds the bind address as written: a restarted controller writes
+	// nothing to it.
+	if n := g.restart(t, "consul_gateway_controller_consul_catalog_writes_total", "catalog"); n != 0 {
+		t.Errorf("the restarted controller made %v catalog writes, want 0", n)
+	}
 
 	updateClassConfig(t, g.ns, func(c *v1alpha1.GatewayConfig) { c.Spec.Metrics.Port = new(int32(21000)) })
 	testenv.Eventually(t, 30*time.Second, "class Accepted=False naming the port", func(ctx context.Context) error {
