@@ -357,6 +357,8 @@ func TestHelmValuesSchemaRefusesWrongValues(t *testing.T) {
 		{"managedGatewayClass.deployment.maxInstances=0", "at '/managedGatewayClass/deployment/maxInstances'"},
 		{"controllerName=no-path", "at '/controllerName'"},
 		{"extraArgs={consul-workers=8}", "at '/extraArgs/0'"},
+		{"prometheusRule.selector=job", "at '/prometheusRule/selector'"},
+		{"metrics.serviceMonitor.tokenSecret.name=Not_A_Name", "at '/metrics/serviceMonitor/tokenSecret/name'"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.set, func(t *testing.T) {
