@@ -305,7 +305,8 @@ func TestHelmChartValues(t *testing.T) {
 		own := renderChart(t, "metrics.serviceMonitor.enabled=true", "metrics.serviceMonitor.tokenSecret.name=prometheus-token",
 			"metrics.serviceMonitor.tokenSecret.key=bearer")
 		endpoint = own.only(t, "ServiceMonitor").Object["spec"].(map[string]any)["endpoints"].([]any)[0].(map[string]any)
-		if got := endpoint["authorization"].(map[string]any)["credentials"]; !cmp.Equal(got, map[string]any{"name": "prometheus-token", "key": "bearer"}) {
+		auth, _ := endpoint["authorization"].(map[string]any)
+		if got := auth["credentials"]; !cmp.Equal(got, map[string]any{"name": "prometheus-token", "key": "bearer"}) {
 			t.Errorf("credentials %v, want the user's Secret prometheus-token, key bearer", got)
 		}
 		if n := len(own.ofKind("Secret")) + len(own.ofKind("ClusterRoleBinding")) - 1; n != 0 {
