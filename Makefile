@@ -20,7 +20,7 @@ TEST_TOOLS := $(KUBE_TOOLS) bin/kwok bin/consul bin/golangci-lint bin/helm
 # so the unit tests build it too.
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v '/test/')
 
-.PHONY: help build tools generate test test-unit test-integration test-chaos test-xds test-conformance conformance conformance-binary test-image lint run-local bench chaos clean image fuzz
+.PHONY: help build tools generate test test-unit test-integration test-chaos test-xds test-rules test-conformance conformance conformance-binary test-image lint run-local bench chaos clean image fuzz
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -98,7 +98,7 @@ generate: bin/controller-gen ## write api/'s DeepCopy methods and deploy/crds fr
 bin/rvcheck: tools/lint/go.mod tools/lint/go.sum $(wildcard tools/lint/rvcheck/*.go tools/lint/cmd/rvcheck/*.go)
 	cd tools/lint && $(GO) build -o $(BIN)/rvcheck ./cmd/rvcheck
 
-test: lint test-unit test-integration test-chaos test-xds test-conformance test-image ## everything CI runs: static checks, unit and integration tests
+test: lint test-unit test-integration test-chaos test-xds test-rules test-conformance test-image ## everything CI runs: static checks, unit and integration tests
 
 test-unit: bin/consul ## tests of single packages (a real Consul agent where one checks internals against it)
 	$(GO) test $(GO_TEST_FLAGS) $(UNIT_PKGS)
@@ -127,6 +127,11 @@ test-chaos: $(TEST_TOOLS) ## the fault-injection suite, short form: one seed, ev
 # that gRPC and Envoy's protos stay out of the product's go.mod.
 test-xds: $(TEST_TOOLS) ## what Consul serves each gateway's Envoy, against what the Gateway API objects mean
 	cd test/xds && $(GO) test $(GO_TEST_FLAGS) ./...
+
+# The chart's alert rules and dashboard, checked by Prometheus's own rule and PromQL
+# parsers: its own Go module, so that Prometheus stays out of the product's go.mod.
+test-rules: ## the chart's alert rules and Grafana dashboard parse, and read only documented series
+	cd test/rules && $(GO) test $(GO_TEST_FLAGS) ./...
 
 # The Gateway API conformance suite needs controller-runtime: its own Go module, never
 # the product's. Its binary runs the suite twice on one cluster: status only, and with
@@ -179,7 +184,7 @@ lint: bin/golangci-lint bin/rvcheck bin/controller-gen ## gofmt, go vet, golangc
 	  diff -u api/v1alpha1/zz_generated.deepcopy.go "$$tmp/deepcopy.go" && diff -ru $(CRD_DIR) "$$tmp/crds" && \
 	  diff -ru $$($(GO) list -m -f '{{.Dir}}' sigs.k8s.io/gateway-api)/config/crd/standard $(CHART_GATEWAY_API_CRDS) || \
 	  { echo "generated code is stale: run make generate"; exit 1; }
-	for m in test/xds test/conformance; do (cd $$m && $(GO) vet ./... && $(GO) mod tidy -diff && \
+	for m in test/xds test/conformance test/rules; do (cd $$m && $(GO) vet ./... && $(GO) mod tidy -diff && \
 	  $(BIN)/golangci-lint run --allow-parallel-runners -c ../../.golangci.yml ./...) || exit 1; done
 	cd tools/lint && $(GO) vet ./... && $(GO) mod tidy -diff && \
 	  $(BIN)/golangci-lint run --allow-parallel-runners -c ../../.golangci.yml ./... && $(GO) test $(GO_TEST_FLAGS) ./...

@@ -339,6 +339,8 @@ func (p *pipeline) addDataPlane(ctx context.Context, opts *options.Options, c cl
 		InstanceID:  dataplane.ProxyServiceID,
 		NodeName:    func(node string) string { return dataplane.SyntheticNode(defaults.NodePrefix, node) },
 		Workers:     opts.ConsulWorkers,
+		// Gateway pods with metrics on (GatewayConfig spec.metrics).
+		PrometheusBindAddr: dataplane.PrometheusBindAddr,
 	})
 	if defaults.AuthMethod != "" {
 		p.identities = identity.NewManager(identity.Config{

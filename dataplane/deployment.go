@@ -48,6 +48,7 @@ func deployment(in Gateway, name string, labels, annotations map[string]string, 
 	gw := in.Gateway
 	podAnnotations := maps.Clone(annotations)
 	podAnnotations[connectInjectAnnotation] = "false"
+	maps.Copy(podAnnotations, metricsAnnotations(spec))
 	podTemplate := corev1ac.PodTemplateSpec().
 		WithLabels(labels).
 		WithAnnotations(podAnnotations).
@@ -162,6 +163,7 @@ func container(in Gateway, spec v1alpha1.GatewayConfigSpec, defaults Defaults) *
 	for _, port := range listenerPorts(in) {
 		c.WithPorts(corev1ac.ContainerPort().WithName(portName(port)).WithContainerPort(port).WithProtocol(corev1.ProtocolTCP))
 	}
+	withMetricsPort(c, spec)
 	c.WithVolumeMounts(corev1ac.VolumeMount().WithName("tmp").WithMountPath("/tmp"))
 	// A GatewayConfig's resources replace the default whole: mixed, a request of
 	// one could exceed a limit of the other.
@@ -215,7 +217,7 @@ func dataplaneArgs(spec v1alpha1.GatewayConfigSpec, defaults Defaults) []string 
 			"-login-bearer-token-path=/var/run/secrets/kubernetes.io/serviceaccount/token",
 		)
 	}
-	return args
+	return append(args, metricsArgs(spec)...)
 }
 
 func fieldEnv(name, path string) *corev1ac.EnvVarApplyConfiguration {

@@ -87,6 +87,14 @@ func TestDesired(t *testing.T) {
 		}},
 	}
 	requested.Spec.Addresses = []gatewayv1.GatewaySpecAddress{{Value: "203.0.113.9"}}
+	withMetrics := &v1alpha1.GatewayConfig{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "consul", Name: "metrics"},
+		Spec:       v1alpha1.GatewayConfigSpec{Metrics: &v1alpha1.GatewayMetrics{Enabled: new(true), Port: new(int32(9102)), Path: "/stats"}},
+	}
+	metricsOff := &v1alpha1.GatewayConfig{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "consul", Name: "metrics-off"},
+		Spec:       v1alpha1.GatewayConfigSpec{Metrics: &v1alpha1.GatewayMetrics{Enabled: new(false), Port: new(int32(9102))}},
+	}
 	for _, tc := range []struct {
 		name     string
 		in       Gateway
@@ -108,6 +116,10 @@ func TestDesired(t *testing.T) {
 		// A ListenerSet port besides the Gateway's; one they share is declared once.
 		{"listenerset_ports", Gateway{Gateway: testGateway("merged", listener("http", 80, gatewayv1.HTTPProtocolType)), Class: class,
 			ListenerSetPorts: []gatewayv1.PortNumber{8443, 80}}, nil},
+		// Metrics on: consul-dataplane's flags, the named port and the scrape
+		// annotations; off (enabled false, a port given): the defaults' objects.
+		{"metrics", Gateway{Gateway: testGateway("web", listener("http", 80, gatewayv1.HTTPProtocolType)), Class: class, Config: withMetrics}, nil},
+		{"metrics_off", Gateway{Gateway: testGateway("web", listener("http", 80, gatewayv1.HTTPProtocolType)), Class: class, Config: metricsOff}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			defaults := testDefaults

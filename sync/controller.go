@@ -21,6 +21,7 @@ import (
 	"github.com/consul-gateway-controller/consul-gateway-controller/informers"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/consullimits"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
+	"github.com/consul-gateway-controller/consul-gateway-controller/internal/metrics"
 	"github.com/consul-gateway-controller/consul-gateway-controller/sync/contract"
 	"github.com/consul-gateway-controller/consul-gateway-controller/workqueue"
 )
@@ -319,6 +320,9 @@ func (c *Controller) Run(ctx context.Context) error {
 		return fmt.Errorf("caches did not sync: %w", context.Cause(ctx))
 	}
 	c.initial.expect(c.cachedKeys())
+	// The objects gauge is served while this controller writes status: by the leader.
+	metrics.SetObjectConditions(c.objectConditions)
+	defer metrics.SetObjectConditions(nil)
 	logger.Info("Starting status workers", "workers", c.workers, "objects", c.initial.remaining())
 	var wg gosync.WaitGroup
 	run := wg.Go

@@ -27,10 +27,13 @@ const maxEventNote = 1024
 // action each names. The rest follow from these (Programmed of a listener, Conflicted)
 // or change with them.
 var (
-	classEvented    = []evented{{"Accepted", "Accept"}, {"SupportedVersion", "CheckVersion"}}
-	gatewayEvented  = []evented{{"Accepted", "Accept"}, {"Programmed", "Program"}}
-	listenerEvented = []evented{{"Accepted", "Accept"}, {"ResolvedRefs", "ResolveRefs"}}
-	routeEvented    = []evented{{"Accepted", "Attach"}, {"ResolvedRefs", "ResolveRefs"}, {ConsulAcceptedCondition, "Program"}, {RoutedAsSpecifiedCondition, "Route"}}
+	classEvented   = []evented{{"Accepted", "Accept"}, {"SupportedVersion", "CheckVersion"}}
+	gatewayEvented = []evented{{"Accepted", "Accept"}, {"Programmed", "Program"}}
+	// A ListenerSet's conditions and listeners are a Gateway's, for the listeners it
+	// adds to one.
+	listenerSetEvented = gatewayEvented
+	listenerEvented    = []evented{{"Accepted", "Accept"}, {"ResolvedRefs", "ResolveRefs"}}
+	routeEvented       = []evented{{"Accepted", "Attach"}, {"ResolvedRefs", "ResolveRefs"}, {ConsulAcceptedCondition, "Program"}, {RoutedAsSpecifiedCondition, "Route"}}
 )
 
 type evented struct{ condType, action string }
@@ -77,6 +80,9 @@ func transitions(before, after runtime.Object, controller gatewayv1.GatewayContr
 	case *gatewayv1.Gateway:
 		b, _ := before.(*gatewayv1.Gateway)
 		return gatewayEvents(b, a)
+	case *gatewayv1.ListenerSet:
+		b, _ := before.(*gatewayv1.ListenerSet)
+		return listenerSetEvents(b, a)
 	}
 	if kind, ok := gatewayapi.RouteOf(after); ok {
 		return routeEvents(kind.Parents(before), kind.Parents(after), controller)
@@ -101,6 +107,22 @@ func gatewayEvents(before, after *gatewayv1.Gateway) []statusEvent {
 		}
 	}
 	events := conditionEvents("", gatewayEvented, old, after.Status.Conditions)
+	for _, l := range after.Status.Listeners {
+		events = append(events, conditionEvents(fmt.Sprintf("listener %s", l.Name), listenerEvented, oldListeners[l.Name], l.Conditions)...)
+	}
+	return events
+}
+
+func listenerSetEvents(before, after *gatewayv1.ListenerSet) []statusEvent {
+	var old []metav1.Condition
+	oldListeners := map[gatewayv1.SectionName][]metav1.Condition{}
+	if before != nil {
+		old = before.Status.Conditions
+		for _, l := range before.Status.Listeners {
+			oldListeners[l.Name] = l.Conditions
+		}
+	}
+	events := conditionEvents("", listenerSetEvented, old, after.Status.Conditions)
 	for _, l := range after.Status.Listeners {
 		events = append(events, conditionEvents(fmt.Sprintf("listener %s", l.Name), listenerEvented, oldListeners[l.Name], l.Conditions)...)
 	}

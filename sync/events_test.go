@@ -130,6 +130,18 @@ func TestStatusEvents(t *testing.T) {
 			},
 		},
 		{
+			name:   "a ListenerSet refused, and a listener of it",
+			before: &gatewayv1.ListenerSet{},
+			after: &gatewayv1.ListenerSet{Status: gatewayv1.ListenerSetStatus{
+				Conditions: []metav1.Condition{cond("Accepted", metav1.ConditionFalse, "NotAllowed", "Gateway infra/gw does not allow this ListenerSet")},
+				Listeners:  []gatewayv1.ListenerEntryStatus{{Name: "alt", Conditions: []metav1.Condition{cond("ResolvedRefs", metav1.ConditionFalse, "InvalidCertificateRef", "no Secret")}}},
+			}},
+			want: []statusEvent{
+				{corev1.EventTypeWarning, "NotAllowed", "Accept", "Accepted=False: Gateway infra/gw does not allow this ListenerSet"},
+				{corev1.EventTypeWarning, "InvalidCertificateRef", "ResolveRefs", "listener alt: ResolvedRefs=False: no Secret"},
+			},
+		},
+		{
 			name:   "a class accepted at last",
 			before: &gatewayv1.GatewayClass{Status: gatewayv1.GatewayClassStatus{Conditions: []metav1.Condition{cond("Accepted", metav1.ConditionFalse, "InvalidParameters", "no such parameters")}}},
 			after:  &gatewayv1.GatewayClass{Status: gatewayv1.GatewayClassStatus{Conditions: []metav1.Condition{cond("Accepted", metav1.ConditionTrue, "Accepted", "GatewayClass is accepted")}}},

@@ -12,6 +12,13 @@ const DefaultImage = "hashicorp/consul-dataplane:1.1.13"
 // DefaultGRPCPort is Consul's gRPC port unless a GatewayConfig names another.
 const DefaultGRPCPort int32 = 8502
 
+// Defaults of a GatewayConfig's spec.metrics: consul-k8s's (its GatewayClassConfig's
+// metrics port and path), so scrape configurations written for its gateways fit.
+const (
+	DefaultMetricsPort int32 = 20200
+	DefaultMetricsPath       = "/metrics"
+)
+
 // DefaultCASecretKey is the key of the CA certificate in a GatewayConfig's CA Secret
 // unless it names another.
 const DefaultCASecretKey = "ca.crt"
@@ -74,6 +81,55 @@ type GatewayConfigSpec struct {
 	// +optional
 	// +kubebuilder:validation:Enum=trace;debug;info;warn;error
 	LogLevel string `json:"logLevel,omitempty"`
+
+	// Metrics makes the gateway pods serve Prometheus metrics: Envoy's and
+	// consul-dataplane's, merged, on a port of the pod IP, with the prometheus.io
+	// scrape annotations. Unset means none.
+	// +optional
+	Metrics *GatewayMetrics `json:"metrics,omitempty"`
+}
+
+// GatewayMetrics is how the gateway pods serve Prometheus metrics.
+type GatewayMetrics struct {
+	// Enabled turns the metrics endpoint on. Unset means off.
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+
+	// Port the metrics are served on, on the pod IP. Unset means 20200. The ports the
+	// pod uses otherwise are refused: 19000 (Envoy's admin), 20100 and 20101
+	// (consul-dataplane's metrics) and 21000 (readiness). Keep it off the listeners'
+	// ports: Envoy cannot bind both.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	Port *int32 `json:"port,omitempty"`
+
+	// Path the metrics are served at. Unset means /metrics.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:Pattern=`^/[-._~/a-zA-Z0-9]*$`
+	Path string `json:"path,omitempty"`
+}
+
+// MetricsOn reports whether m turns the gateway pods' metrics on.
+func (m *GatewayMetrics) MetricsOn() bool {
+	return m != nil && m.Enabled != nil && *m.Enabled
+}
+
+// PortOrDefault is the metrics port, DefaultMetricsPort when unset.
+func (m *GatewayMetrics) PortOrDefault() int32 {
+	if m == nil || m.Port == nil {
+		return DefaultMetricsPort
+	}
+	return *m.Port
+}
+
+// PathOrDefault is the metrics path, DefaultMetricsPath when unset.
+func (m *GatewayMetrics) PathOrDefault() string {
+	if m == nil || m.Path == "" {
+		return DefaultMetricsPath
+	}
+	return m.Path
 }
 
 // ConsulConnection is how gateway pods reach Consul's servers.

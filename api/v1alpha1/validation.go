@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	"fmt"
+	"regexp"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -28,6 +29,39 @@ func (spec *GatewayConfigSpec) Validate() []string {
 		if errs := validation.IsConfigMapKey(c.TLS.CASecretKey); len(errs) > 0 {
 			problems = append(problems, fmt.Sprintf("spec.consul.tls.caSecretKey %q is not a Secret key: %s", c.TLS.CASecretKey, errs[0]))
 		}
+	}
+	if spec.Metrics != nil {
+		problems = append(problems, spec.Metrics.validate()...)
+	}
+	return problems
+}
+
+// ReservedPodPorts are the ports the gateway pods use besides the listeners':
+// Envoy's admin API, consul-dataplane's merged and own metrics servers (their
+// defaults, which the pods keep), and Envoy's readiness endpoint.
+var ReservedPodPorts = map[int32]string{
+	19000: "Envoy's admin API",
+	20100: "consul-dataplane's merged metrics",
+	20101: "consul-dataplane's own metrics",
+	21000: "the readiness endpoint",
+}
+
+// metricsPath is what a metrics path may be: Envoy matches it as a path prefix, and
+// the prometheus.io/path annotation carries it as is.
+var metricsPath = regexp.MustCompile(`^/[-._~/a-zA-Z0-9]*$`)
+
+func (m *GatewayMetrics) validate() []string {
+	var problems []string
+	if m.Port != nil {
+		switch port := *m.Port; {
+		case port < 1 || port > 65535:
+			problems = append(problems, fmt.Sprintf("spec.metrics.port %d is not a port", port))
+		case ReservedPodPorts[port] != "":
+			problems = append(problems, fmt.Sprintf("spec.metrics.port %d is taken by %s on the gateway pods", port, ReservedPodPorts[port]))
+		}
+	}
+	if m.Path != "" && (len(m.Path) > 128 || !metricsPath.MatchString(m.Path)) {
+		problems = append(problems, fmt.Sprintf("spec.metrics.path %q is not an absolute URL path of letters, digits and -._~/", m.Path))
 	}
 	return problems
 }

@@ -28,6 +28,10 @@ func TestValidate(t *testing.T) {
 		{"port", GatewayConfigSpec{Consul: &ConsulConnection{GRPCPort: new(int32(0))}}, []string{"spec.consul.grpcPort 0 is not a port"}},
 		{"CA key", GatewayConfigSpec{Consul: &ConsulConnection{TLS: &ConsulTLS{CASecretName: "consul-ca-cert", CASecretKey: "tls.crt"}}}, nil},
 		{"CA key not a key", GatewayConfigSpec{Consul: &ConsulConnection{TLS: &ConsulTLS{CASecretKey: "../ca.crt"}}}, []string{`spec.consul.tls.caSecretKey "../ca.crt" is not a Secret key`}},
+		{"metrics", GatewayConfigSpec{Metrics: &GatewayMetrics{Enabled: new(true), Port: new(int32(9102)), Path: "/stats/prometheus"}}, nil},
+		{"metrics on a reserved port", GatewayConfigSpec{Metrics: &GatewayMetrics{Enabled: new(true), Port: new(int32(21000))}}, []string{"spec.metrics.port 21000 is taken by the readiness endpoint on the gateway pods"}},
+		{"metrics port not a port", GatewayConfigSpec{Metrics: &GatewayMetrics{Port: new(int32(70000))}}, []string{"spec.metrics.port 70000 is not a port"}},
+		{"metrics path", GatewayConfigSpec{Metrics: &GatewayMetrics{Path: "metrics?x=1"}}, []string{`spec.metrics.path "metrics?x=1" is not an absolute URL path`}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			got := tt.spec.Validate()

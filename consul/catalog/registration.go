@@ -53,8 +53,16 @@ type Config struct {
 	// NodeName is the synthetic Consul node of a Kubernetes node, which the pods'
 	// consul-dataplane names too.
 	NodeName func(node string) string
-	Workers  int
+	// PrometheusBindAddr is where a pod's Envoy serves Prometheus metrics, "" for
+	// nowhere; nil means nowhere for every pod. The instance's proxy configuration
+	// carries it (envoy_prometheus_bind_addr), which is what makes Envoy listen there.
+	PrometheusBindAddr func(pod *corev1.Pod) string
+	Workers            int
 }
+
+// prometheusBindAddrKey is the proxy configuration key of Envoy's Prometheus listener,
+// as Consul's bootstrap reads it (consul-k8s sets it on its gateway instances).
+const prometheusBindAddrKey = "envoy_prometheus_bind_addr"
 
 // Registrar keeps Consul's catalog equal to the gateway pods of every Gateway whose
 // Accepted=True status the API server confirmed. It removes only instances it
@@ -257,7 +265,7 @@ func (r *Registrar) registration(gw *gatewayv1.Gateway, pod *corev1.Pod) *consul
 		status, output = consulapi.HealthPassing, "Pod is Ready"
 	}
 	namespace := r.cfg.Naming.Namespace(gw.Namespace)
-	return &consulapi.CatalogRegistration{
+	reg := &consulapi.CatalogRegistration{
 		Node:           r.cfg.NodeName(pod.Spec.NodeName),
 		Address:        pod.Status.HostIP,
 		NodeMeta:       map[string]string{metaSyntheticNode: "true"},
@@ -282,16 +290,33 @@ func (r *Registrar) registration(gw *gatewayv1.Gateway, pod *corev1.Pod) *consul
 			Partition: r.cfg.Naming.Partition,
 		},
 	}
+	if r.cfg.PrometheusBindAddr != nil {
+		if addr := r.cfg.PrometheusBindAddr(pod); addr != "" {
+			reg.Service.Proxy = &consulapi.AgentServiceConnectProxyConfig{Config: map[string]any{prometheusBindAddrKey: addr}}
+		}
+	}
+	return reg
+}
+
+// prometheusBindAddr is the instance's envoy_prometheus_bind_addr, "" for none.
+func prometheusBindAddr(s *consulapi.AgentService) string {
+	if s.Proxy == nil {
+		return ""
+	}
+	addr, _ := s.Proxy.Config[prometheusBindAddrKey].(string)
+	return addr
 }
 
 // sameInstance reports whether the catalog already holds reg as it would be written:
-// node, address, service kind, name, address and meta, and the check's status.
+// node, address, service kind, name, address, meta and Prometheus address, and the
+// check's status.
 func sameInstance(e *consulapi.ServiceEntry, reg *consulapi.CatalogRegistration) bool {
 	if e == nil || e.Node == nil || e.Service == nil {
 		return false
 	}
 	if e.Node.Node != reg.Node || e.Node.Address != reg.Address || e.Service.Kind != reg.Service.Kind ||
-		e.Service.Service != reg.Service.Service || e.Service.Address != reg.Service.Address || !maps.Equal(e.Service.Meta, reg.Service.Meta) {
+		e.Service.Service != reg.Service.Service || e.Service.Address != reg.Service.Address || !maps.Equal(e.Service.Meta, reg.Service.Meta) ||
+		prometheusBindAddr(e.Service) != prometheusBindAddr(reg.Service) {
 		return false
 	}
 	for _, c := range e.Checks {

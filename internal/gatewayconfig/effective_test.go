@@ -50,6 +50,18 @@ func TestEffective(t *testing.T) {
 			LogLevel: "debug", NodeSelector: map[string]string{"pool": "edge"},
 		},
 	}, {
+		name:  "metrics are the Gateway's to turn on",
+		class: class,
+		own:   v1alpha1.GatewayConfigSpec{Metrics: &v1alpha1.GatewayMetrics{Enabled: new(true), Port: new(int32(9102))}},
+		want: v1alpha1.GatewayConfigSpec{
+			Image:    "example.com/consul-dataplane:1",
+			Consul:   &v1alpha1.ConsulConnection{Address: "consul.infra", AuthMethod: "k8s"},
+			Replicas: &v1alpha1.Replicas{Default: new(int32(2)), Min: new(int32(1)), Max: new(int32(4))},
+			Service:  &v1alpha1.ServiceConfig{CopyAnnotations: []string{"lb.example.com/scheme"}},
+			LogLevel: "info",
+			Metrics:  &v1alpha1.GatewayMetrics{Enabled: new(true), Port: new(int32(9102))},
+		},
+	}, {
 		name:    "image and Consul connection are the class's",
 		class:   class,
 		own:     v1alpha1.GatewayConfigSpec{Image: "evil/proxy", Consul: &v1alpha1.ConsulConnection{Address: "attacker.example"}},

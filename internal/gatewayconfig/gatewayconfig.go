@@ -132,6 +132,9 @@ func effective(class, own *v1alpha1.GatewayConfig) (*v1alpha1.GatewayConfig, str
 	if o.LogLevel != "" {
 		spec.LogLevel = o.LogLevel
 	}
+	if o.Metrics != nil {
+		spec.Metrics = o.Metrics
+	}
 	if o.Service != nil && o.Service.Type != nil {
 		if spec.Service == nil {
 			spec.Service = &v1alpha1.ServiceConfig{}

@@ -164,6 +164,7 @@ func init() {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		StatusWrites, GatewayObjectApplies, GatewayObjectDeletions, ConsulCatalogWrites, ConsulACLWrites, ConsulWrites, DriftCorrections, GCDeletions, SyncDuration, Leader,
 		TranslateDuration, TranslatedObjects, ConsulRequestDuration, ConsulEntriesCompared, CachedSecrets, SecretWatches, SecretsOverCap, BuildInfo,
+		objectConditions,
 	)
 	build := buildinfo.Read()
 	BuildInfo.WithLabelValues(build.Version, build.ShortRevision(), build.GoVersion).Set(1)

@@ -152,6 +152,10 @@ func TestMetricsAreDocumented(t *testing.T) {
 	ConsulRequestDuration.WithLabelValues("read")
 	restRequests.WithLabelValues("200", "GET", "x")
 	restLatency.WithLabelValues("GET", "x")
+	SetObjectConditions(func() map[ObjectCondition]int {
+		return map[ObjectCondition]int{{"Gateway", "Accepted", "True", "Accepted"}: 1}
+	})
+	defer SetObjectConditions(nil)
 	families, err := Registry.Gather()
 	if err != nil {
 		t.Fatal(err)

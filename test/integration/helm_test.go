@@ -268,16 +268,58 @@ func TestHelmChartValues(t *testing.T) {
 	t.Run("metrics", func(t *testing.T) {
 		r := renderChart(t, "metrics.serviceMonitor.enabled=true", "metrics.prometheusServiceAccount.name=prometheus",
 			"metrics.prometheusServiceAccount.namespace=monitoring")
+		// prometheus-operator's endpoint authorization, from a Secret of the
+		// ServiceMonitor's namespace; not the deprecated bearerTokenFile.
 		monitor := r.only(t, "ServiceMonitor")
 		endpoint := monitor.Object["spec"].(map[string]any)["endpoints"].([]any)[0].(map[string]any)
-		if endpoint["port"] != "metrics" || endpoint["bearerTokenFile"] == nil {
-			t.Errorf("ServiceMonitor endpoint %v: want port metrics with the scraper's token", endpoint)
+		wantAuth := map[string]any{"type": "Bearer", "credentials": map[string]any{"name": "consul-gateway-controller-metrics-scraper", "key": "token"}}
+		if diff := cmp.Diff(wantAuth, endpoint["authorization"]); endpoint["port"] != "metrics" || diff != "" {
+			t.Errorf("ServiceMonitor endpoint port %v, authorization (-want +got):\n%s", endpoint["port"], diff)
+		}
+		for _, deprecated := range []string{"bearerTokenFile", "bearerTokenSecret"} {
+			if _, ok := endpoint[deprecated]; ok {
+				t.Errorf("ServiceMonitor endpoint sets the deprecated %s", deprecated)
+			}
+		}
+		// The chart's Secret holds the token of its own ServiceAccount, which may get
+		// /metrics and nothing else.
+		secret := r.named(t, "Secret", "consul-gateway-controller-metrics-scraper")
+		if secret.Object["type"] != "kubernetes.io/service-account-token" || secret.GetNamespace() != deployNamespace ||
+			secret.GetAnnotations()["kubernetes.io/service-account.name"] != "consul-gateway-controller-metrics-scraper" {
+			t.Errorf("token Secret %s/%s of type %v for %q, want the scraper ServiceAccount's token in the release namespace",
+				secret.GetNamespace(), secret.GetName(), secret.Object["type"], secret.GetAnnotations()["kubernetes.io/service-account.name"])
+		}
+		r.named(t, "ServiceAccount", "consul-gateway-controller-metrics-scraper")
+		scraper := r.named(t, "ClusterRoleBinding", "consul-gateway-controller-metrics-scraper")
+		wantScraper := []any{map[string]any{"kind": "ServiceAccount", "name": "consul-gateway-controller-metrics-scraper", "namespace": deployNamespace}}
+		if diff := cmp.Diff(wantScraper, scraper.Object["subjects"]); diff != "" || scraper.Object["roleRef"].(map[string]any)["name"] != deployMetricsReader {
+			t.Errorf("scraper binding to %v, subjects (-want +got):\n%s", scraper.Object["roleRef"], diff)
 		}
 		binding := r.named(t, "ClusterRoleBinding", deployMetricsReader)
 		want := []any{map[string]any{"kind": "ServiceAccount", "name": "prometheus", "namespace": "monitoring"}}
 		if diff := cmp.Diff(want, binding.Object["subjects"]); diff != "" {
 			t.Errorf("metrics-reader binding subjects (-want +got):\n%s", diff)
 		}
+
+		// A Secret of the user's: named in the ServiceMonitor, and nothing made for it.
+		own := renderChart(t, "metrics.serviceMonitor.enabled=true", "metrics.serviceMonitor.tokenSecret.name=prometheus-token",
+			"metrics.serviceMonitor.tokenSecret.key=bearer")
+		endpoint = own.only(t, "ServiceMonitor").Object["spec"].(map[string]any)["endpoints"].([]any)[0].(map[string]any)
+		auth, _ := endpoint["authorization"].(map[string]any)
+		if got := auth["credentials"]; !cmp.Equal(got, map[string]any{"name": "prometheus-token", "key": "bearer"}) {
+			t.Errorf("credentials %v, want the user's Secret prometheus-token, key bearer", got)
+		}
+		if n := len(own.ofKind("Secret")) + len(own.ofKind("ClusterRoleBinding")) - 1; n != 0 {
+			t.Errorf("with the user's Secret the chart still renders %d scraper objects", n)
+		}
+	})
+	t.Run("alerts and dashboard", func(t *testing.T) {
+		if off := renderChart(t); len(off.ofKind("PrometheusRule")) != 0 || len(off.ofKind("ConfigMap")) != 0 {
+			t.Error("the chart renders alert rules or a dashboard by default")
+		}
+		checkChartRulesRendered(t, renderChart(t, "prometheusRule.enabled=true", "grafanaDashboard.enabled=true"), `job="consul-gateway-controller-metrics"`)
+		checkChartRulesRendered(t, renderChart(t, "prometheusRule.enabled=true", "grafanaDashboard.enabled=true",
+			`prometheusRule.selector=namespace="edge"\,service="cgc"`), `namespace="edge",service="cgc"`)
 	})
 	t.Run("placement and flags", func(t *testing.T) {
 		r := renderChart(t, "replicas=3", "logLevel=4", "nodeSelector.pool=infra", "extraArgs={--consul-workers=8}",
@@ -316,6 +358,8 @@ func TestHelmValuesSchemaRefusesWrongValues(t *testing.T) {
 		{"managedGatewayClass.deployment.maxInstances=0", "at '/managedGatewayClass/deployment/maxInstances'"},
 		{"controllerName=no-path", "at '/controllerName'"},
 		{"extraArgs={consul-workers=8}", "at '/extraArgs/0'"},
+		{"prometheusRule.selector=job", "at '/prometheusRule/selector'"},
+		{"metrics.serviceMonitor.tokenSecret.name=Not_A_Name", "at '/metrics/serviceMonitor/tokenSecret/name'"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.set, func(t *testing.T) {
@@ -333,7 +377,8 @@ func TestHelmValuesSchemaRefusesWrongValues(t *testing.T) {
 // TestHelmLint: helm lint --strict finds nothing at the defaults and with the
 // optional parts on.
 func TestHelmLint(t *testing.T) {
-	for _, sets := range [][]string{nil, {"crds.enabled=true", "metrics.serviceMonitor.enabled=true", "metrics.prometheusServiceAccount.name=p"}} {
+	for _, sets := range [][]string{nil, {"crds.enabled=true", "metrics.serviceMonitor.enabled=true", "metrics.prometheusServiceAccount.name=p",
+		"prometheusRule.enabled=true", "grafanaDashboard.enabled=true"}} {
 		args := []string{"lint", "--strict", chartDir(t)}
 		for _, s := range sets {
 			args = append(args, "--set="+s)
