@@ -67,11 +67,15 @@ func run(stateDir, controller, examples string, verbosity int, secure bool) erro
 	}
 
 	// The controller runs as the tests run it (testenv), its output on the terminal as
-	// well as in the logs. The example's backend has no service-defaults of its own;
-	// without one saying protocol http, Consul refuses an http-route to it.
+	// well as in the logs, with the chart's defaults: no --manage-service-defaults.
+	// The example's backend is declared http in Consul, as its owner would in a
+	// cluster (docs/consul-k8s.md, "Service defaults").
+	if err := declareHTTP(env, "echo"); err != nil {
+		return err
+	}
 	opts := testenv.ControllerOptions{
 		Binary: controller, Name: "local", Kubeconfig: kubeconfig, Output: os.Stdout,
-		Args: []string{fmt.Sprintf("-v=%d", verbosity), "--cluster-id=local", "--manage-service-defaults", "--leader-elect-resource-namespace=default"},
+		Args: []string{fmt.Sprintf("-v=%d", verbosity), "--cluster-id=local", "--leader-elect-resource-namespace=default"},
 	}
 	if secure {
 		if err := secureController(ctx, env, &opts); err != nil {
