@@ -3,6 +3,7 @@ package integration
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -10,6 +11,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
 )
 
 // chartGatewayClass is the managed GatewayClass's default name: neither consul-k8s
@@ -194,5 +197,32 @@ func readYAML(t *testing.T, path string, into any) {
 	}
 	if err := yaml.Unmarshal(data, into); err != nil {
 		t.Fatalf("%s: %v", path, err)
+	}
+}
+
+// TestHelmDefaultImageIsTheLocalBuild: no image is published, so the chart's default
+// image must be what `make image IMAGE_VERSION=<appVersion>` tags its tarball with:
+// tools/image's default repository (its title), no registry host, and the chart's
+// appVersion.
+func TestHelmDefaultImageIsTheLocalBuild(t *testing.T) {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	imageTool, err := os.ReadFile(filepath.Join(root, "tools", "image", "main.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	title := regexp.MustCompile(`(?m)^\s*title\s*=\s*"([^"]+)"`).FindSubmatch(imageTool)
+	if title == nil {
+		t.Fatal("tools/image/main.go names no title, the repository its tarball is tagged with")
+	}
+	var chart struct {
+		AppVersion string `json:"appVersion"`
+	}
+	readYAML(t, filepath.Join(chartDir(t), "Chart.yaml"), &chart)
+	want := string(title[1]) + ":" + chart.AppVersion
+	if got := renderChart(t).deployment.Spec.Template.Spec.Containers[0].Image; got != want {
+		t.Errorf("the chart's default image %q, want %q, what make image IMAGE_VERSION=%s builds", got, want, chart.AppVersion)
 	}
 }
