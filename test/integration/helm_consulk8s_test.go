@@ -10,6 +10,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
@@ -224,5 +226,43 @@ func TestHelmDefaultImageIsTheLocalBuild(t *testing.T) {
 	want := string(title[1]) + ":" + chart.AppVersion
 	if got := renderChart(t).deployment.Spec.Template.Spec.Containers[0].Image; got != want {
 		t.Errorf("the chart's default image %q, want %q, what make image IMAGE_VERSION=%s builds", got, want, chart.AppVersion)
+	}
+}
+
+// TestConsulK8sCRDsBesideV163 checks, on the real API server with the v1.6.3 standard
+// CRDs and their safe-upgrades policy installed (as the chart's crds.enabled or the
+// upstream install does), what docs/consul-k8s.md says for consul-k8s 1.2 and later:
+// its chart's rewrite of a Gateway API CRD (bundle v0.6.2, channel experimental, both
+// as labels) is refused, so its next helm upgrade fails while it still manages them;
+// and the standard channel does not serve the TCPRoute v1alpha2 its controller
+// watches.
+func TestConsulK8sCRDsBesideV163(t *testing.T) {
+	ext, err := apiextensionsclient.NewForConfig(env.Kube.Config(testenv.AdminUser))
+	if err != nil {
+		t.Fatal(err)
+	}
+	crds := ext.ApiextensionsV1().CustomResourceDefinitions()
+	live, err := crds.Get(t.Context(), "gateways.gateway.networking.k8s.io", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// consul-k8s 1.2.9's templates/crd-gateways.yaml: its bundle and channel are labels,
+	// and it carries no such annotation.
+	rewrite := live.DeepCopy()
+	delete(rewrite.Annotations, "gateway.networking.k8s.io/bundle-version")
+	delete(rewrite.Annotations, "gateway.networking.k8s.io/channel")
+	if rewrite.Labels == nil {
+		rewrite.Labels = map[string]string{}
+	}
+	rewrite.Labels["gateway.networking.k8s.io/bundle-version"] = "v0.6.2"
+	rewrite.Labels["gateway.networking.k8s.io/channel"] = "experimental"
+	_, err = crds.Update(t.Context(), rewrite, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}})
+	if err == nil || !strings.Contains(err.Error(), "safe-upgrades.gateway.networking.k8s.io") {
+		t.Errorf("consul-k8s's v0.6.2 rewrite of %s: %v, want the safe-upgrades policy's refusal", live.Name, err)
+	}
+
+	resources, err := env.KubeClient.Discovery().ServerResourcesForGroupVersion("gateway.networking.k8s.io/v1alpha2")
+	if err == nil && slices.ContainsFunc(resources.APIResources, func(r metav1.APIResource) bool { return r.Name == "tcproutes" }) {
+		t.Error("the v1.6.3 standard CRDs serve tcproutes v1alpha2, which docs/consul-k8s.md says they do not")
 	}
 }
