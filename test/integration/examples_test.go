@@ -98,7 +98,6 @@ func TestExamplesReachProgrammed(t *testing.T) {
 	if err := env.Kube.WriteKubeconfig(admin, testenv.AdminUser); err != nil {
 		t.Fatal(err)
 	}
-	applyChartClass(t, admin)
 	for _, x := range examples {
 		t.Run(x.dir, func(t *testing.T) {
 			clusterID := "examples-" + utilrand.String(5)
@@ -112,6 +111,9 @@ func TestExamplesReachProgrammed(t *testing.T) {
 				declareHTTPBackend(t, backend)
 			}
 			p := env.RunController(t, testenv.ControllerOptions{Name: clusterID, Args: args})
+			// Cleanups run last first: the example goes, then the class, while the
+			// controller still runs to finish them.
+			applyChartClass(t, admin)
 			for _, f := range x.files(t) {
 				if out, err := kubectl(t, admin, "apply", "-f", f); err != nil {
 					t.Fatalf("kubectl apply -f %s: %v\n%s", f, err, out)
@@ -119,7 +121,7 @@ func TestExamplesReachProgrammed(t *testing.T) {
 			}
 			t.Cleanup(func() {
 				for _, f := range x.files(t) {
-					_, _ = kubectl(t, admin, "delete", "-f", f, "--wait=false", "--ignore-not-found")
+					_, _ = kubectl(t, admin, "delete", "-f", f, "--ignore-not-found", "--timeout=60s")
 				}
 			})
 			if x.tlsSecret != "" {
@@ -263,7 +265,7 @@ func chartClassFile(t *testing.T) string {
 }
 
 // applyChartClass applies the chart's GatewayClass and GatewayConfig (chartClassFile)
-// in the chart's namespace, deleted when t ends.
+// in the chart's namespace, deleted when t ends (within 30 s).
 func applyChartClass(t *testing.T, kubeconfig string) {
 	t.Helper()
 	class := chartClassFile(t)
@@ -273,7 +275,7 @@ func applyChartClass(t *testing.T, kubeconfig string) {
 	if out, err := kubectl(t, kubeconfig, "apply", "-f", class); err != nil {
 		t.Fatalf("kubectl apply the chart's class: %v\n%s", err, out)
 	}
-	t.Cleanup(func() { _, _ = kubectl(t, kubeconfig, "delete", "-f", class, "--ignore-not-found") })
+	t.Cleanup(func() { _, _ = kubectl(t, kubeconfig, "delete", "-f", class, "--ignore-not-found", "--timeout=30s") })
 }
 
 // declareHTTPBackend writes service's service-defaults with protocol http, as its
