@@ -19,6 +19,10 @@ type ConsulConnection struct {
 	HTTPAddr  string
 	TokenFile string
 	CACert    string
+	// TLSServerName is the name Consul's certificate must carry when it differs from
+	// the address's host (consul-k8s's server certificate names server.<dc>.<domain>,
+	// not an IP or a Service alias); overrides CONSUL_TLS_SERVER_NAME.
+	TLSServerName string
 	// AllowPlaintext lets the process talk to a Consul that is not on loopback
 	// without TLS.
 	AllowPlaintext bool
@@ -30,6 +34,7 @@ func (c *ConsulConnection) AddReaderFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.HTTPAddr, "consul-http-addr", c.HTTPAddr, "Consul HTTP API address (scheme://host:port); overrides CONSUL_HTTP_ADDR")
 	fs.StringVar(&c.TokenFile, "consul-token-file", c.TokenFile, "file holding a Consul ACL token that may read (docs/cli.md); overrides CONSUL_HTTP_TOKEN_FILE and CONSUL_HTTP_TOKEN")
 	fs.StringVar(&c.CACert, "consul-cacert", c.CACert, "CA certificate to verify Consul's TLS certificate; overrides CONSUL_CACERT")
+	fs.StringVar(&c.TLSServerName, "consul-tls-server-name", c.TLSServerName, "name to verify Consul's TLS certificate against (and send as SNI) instead of the address's host; overrides CONSUL_TLS_SERVER_NAME")
 	fs.BoolVar(&c.AllowPlaintext, "consul-allow-plaintext", c.AllowPlaintext, "allow talking to Consul without TLS when it is not on loopback; the Consul token then crosses the network in clear. Without it such an address is refused before anything is sent")
 }
 
@@ -45,6 +50,11 @@ func (c ConsulConnection) Config() *consulapi.Config {
 	}
 	if c.CACert != "" {
 		cfg.TLSConfig.CAFile = c.CACert
+	}
+	if c.TLSServerName != "" {
+		// consul/api verifies the server's certificate against TLSConfig.Address and
+		// sends it as SNI; CONSUL_TLS_SERVER_NAME sets the same field.
+		cfg.TLSConfig.Address = c.TLSServerName
 	}
 	return cfg
 }

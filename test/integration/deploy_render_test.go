@@ -29,7 +29,7 @@ const (
 	deployNamespace     = "consul-gateway-controller"
 	deployName          = "consul-gateway-controller"
 	deployTokenSecret   = "consul-gateway-controller-consul-token"
-	deployImage         = "ghcr.io/consul-gateway-controller/consul-gateway-controller:v0.1.0"
+	deployImage         = "consul-gateway-controller:v0.1.0"
 	deployMetricsReader = "consul-gateway-controller-metrics-reader"
 )
 

@@ -424,7 +424,7 @@ func TestHelmInstallBringsTheExampleToProgrammed(t *testing.T) {
 	waitAuthorized(t, user, r.role.Rules[0], deployNamespace)
 	kubeconfig, token := serviceAccountKubeconfig(t, deployNamespace, deployName, nil)
 	waitPolicyInEffect(t, r, tokenClient(token))
-	x := newDeployExample("helm-"+suffix, "consul")
+	x := newDeployExample("helm-"+suffix, chartGatewayClass)
 	x.create(t)
 	const pod = "consul-gateway-controller-helm-0"
 	args := r.processArgs(t, pod, "--require-admission-policy=true") // the default, which the harness turns off
@@ -433,8 +433,8 @@ func TestHelmInstallBringsTheExampleToProgrammed(t *testing.T) {
 	start := time.Now()
 	waitConverged(t, p, x, gwsync.DefaultControllerName, 90*time.Second)
 	t.Logf("example converged in %s", time.Since(start).Round(time.Millisecond))
-	testenv.Eventually(t, 30*time.Second, "the managed GatewayClass consul accepted", func(ctx context.Context) error {
-		class, err := env.GatewayClient.GatewayV1().GatewayClasses().Get(ctx, "consul", metav1.GetOptions{})
+	testenv.Eventually(t, 30*time.Second, "the managed GatewayClass "+chartGatewayClass+" accepted", func(ctx context.Context) error {
+		class, err := env.GatewayClient.GatewayV1().GatewayClasses().Get(ctx, chartGatewayClass, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}

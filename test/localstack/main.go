@@ -108,11 +108,15 @@ func start(ctx context.Context, o localOptions, out, controllerOut io.Writer) (*
 	}
 
 	// The controller runs as the tests run it (testenv), its output on the terminal as
-	// well as in the logs. The example's backend has no service-defaults of its own;
-	// without one saying protocol http, Consul refuses an http-route to it.
+	// well as in the logs, with the chart's defaults: no --manage-service-defaults.
+	// The example's backend is declared http in Consul, as its owner would in a
+	// cluster (docs/consul-k8s.md, "Service defaults").
+	if err := declareHTTP(env, "echo"); err != nil {
+		return s, err
+	}
 	opts := testenv.ControllerOptions{
 		Binary: o.controller, Name: "local", Kubeconfig: kubeconfig, Output: controllerOut,
-		Args: []string{fmt.Sprintf("-v=%d", o.verbosity), "--cluster-id=local", "--manage-service-defaults", "--leader-elect-resource-namespace=default"},
+		Args: []string{fmt.Sprintf("-v=%d", o.verbosity), "--cluster-id=local", "--leader-elect-resource-namespace=default"},
 	}
 	if o.secure {
 		if err := secureController(ctx, env, &opts, out); err != nil {

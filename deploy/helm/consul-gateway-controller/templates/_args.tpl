@@ -7,6 +7,9 @@
 {{- if .Values.consul.tls.caCert.secretName }}
 - --consul-cacert=/var/run/secrets/consul-ca/tls.crt
 {{- end }}
+{{- with .Values.consul.tls.serverName }}
+- --consul-tls-server-name={{ . }}
+{{- end }}
 {{- if .Values.consul.allowPlaintext }}
 - --consul-allow-plaintext
 {{- end }}
@@ -38,7 +41,7 @@
 {{- if .Values.responder.enabled }}
 - --responder-service={{ .Values.responder.service }}
 {{- end }}
-- -v={{ .Values.logLevel }}
+- -v={{ include "cgc.verbosity" . }}
 {{- range .Values.extraArgs }}
 - {{ . | quote }}
 {{- end }}

@@ -60,11 +60,91 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- if .Values.consul.tls.caCert.secretName }}
 - --consul-cacert=/var/run/secrets/consul-ca/tls.crt
 {{- end }}
+{{- with .Values.consul.tls.serverName }}
+- --consul-tls-server-name={{ . }}
+{{- end }}
 {{- if .Values.consul.allowPlaintext }}
 - --consul-allow-plaintext
 {{- end }}
 - --service={{ .Values.responder.service }}
 - --listen-address=:20000
 - --health-address=:8081
-- -v={{ .Values.logLevel }}
+- -v={{ include "cgc.verbosity" . }}
+{{- end }}
+
+{{/*
+consul-k8s writes nodeSelector, tolerations and annotation lists as YAML strings; this
+chart takes them so or as structures. cgc.yamlMap and cgc.yamlList render either as
+YAML (empty for null); a string that is not a map (list) fails the install, naming the
+value. Arguments: (list $ value "path.of.value").
+*/}}
+{{- define "cgc.yamlMap" -}}
+{{- $v := index . 1 -}}
+{{- if not $v -}}
+{{- else if kindIs "string" $v -}}
+{{- $m := tpl $v (index . 0) | fromYaml -}}
+{{- if hasKey $m "Error" -}}
+{{- fail (printf "%s: the string is not a YAML map: %s" (index . 2) (get $m "Error")) -}}
+{{- end -}}
+{{- toYaml $m -}}
+{{- else -}}
+{{- toYaml $v -}}
+{{- end -}}
+{{- end }}
+
+{{- define "cgc.yamlList" -}}
+{{- $v := index . 1 -}}
+{{- if not $v -}}
+{{- else if kindIs "string" $v -}}
+{{- $doc := printf "items:\n%s" (tpl $v (index . 0) | indent 2) | fromYaml -}}
+{{- if or (hasKey $doc "Error") (not (kindIs "slice" $doc.items)) -}}
+{{- fail (printf "%s: the string is not a YAML list%s" (index . 2) (ternary (printf ": %v" (get $doc "Error")) "" (hasKey $doc "Error"))) -}}
+{{- end -}}
+{{- toYaml $doc.items -}}
+{{- else -}}
+{{- toYaml $v -}}
+{{- end -}}
+{{- end }}
+
+{{/*
+cgc.verbosity is the controller's klog -v: logLevel as a number, or consul-k8s's level
+name mapped (error 0, warn 1, info 2: changes, debug 4: decisions, trace 6: API
+traffic).
+*/}}
+{{- define "cgc.verbosity" -}}
+{{- $names := dict "error" 0 "warn" 1 "info" 2 "debug" 4 "trace" 6 -}}
+{{- if kindIs "string" .Values.logLevel -}}
+{{- get $names .Values.logLevel -}}
+{{- else -}}
+{{- int .Values.logLevel -}}
+{{- end -}}
+{{- end }}
+
+{{/*
+cgc.consulK8sKeys fails the install on a consul-k8s managedGatewayClass key this chart
+has no meaning for, unless it holds the value that asks for nothing (consul-k8s's
+default), and says what to use instead.
+*/}}
+{{- define "cgc.consulK8sKeys" -}}
+{{- $c := .Values.managedGatewayClass -}}
+{{- $doc := "see docs/consul-k8s.md, section Values" -}}
+{{- with $c.mapPrivilegedContainerPorts -}}
+{{- fail (printf "managedGatewayClass.mapPrivilegedContainerPorts=%v: not needed here, gateway pods bind listener ports below 1024 themselves (NET_BIND_SERVICE); set 0 or remove it (%s)" . $doc) -}}
+{{- end -}}
+{{- /* restricted-v2 is consul-k8s's default and OpenShift's own for pods: it asks for nothing. */ -}}
+{{- if not (has $c.openshiftSCCName (list nil "" "restricted-v2")) -}}
+{{- fail (printf "managedGatewayClass.openshiftSCCName=%s: this chart binds gateway pods to no OpenShift SecurityContextConstraints; grant the gateway ServiceAccounts that SCC yourself and remove the value (%s)" $c.openshiftSCCName $doc) -}}
+{{- end -}}
+{{- if dig "enabled" false (default (dict) $c.scaling) -}}
+{{- fail (printf "managedGatewayClass.scaling.enabled=true: consul-k8s Enterprise's per-Gateway scaling annotations are not read here; set managedGatewayClass.deployment.{defaultInstances,minInstances,maxInstances}, or replicas in a GatewayConfig (%s)" $doc) -}}
+{{- end -}}
+{{- if $c.useHostPorts -}}
+{{- fail (printf "managedGatewayClass.useHostPorts=true: gateway pods get no host ports here; use serviceType NodePort or LoadBalancer (%s)" $doc) -}}
+{{- end -}}
+{{- with $c.metrics -}}
+{{- $m := . -}}
+{{- if or (not (has (dig "enabled" "-" $m) (list "-" nil))) (dig "port" nil $m) (dig "path" nil $m) -}}
+{{- fail (printf "managedGatewayClass.metrics: consul-k8s's gateway metrics settings are not read here; gateway metrics are docs/metrics.md's, remove the value (%s)" $doc) -}}
+{{- end -}}
+{{- end -}}
 {{- end }}
