@@ -90,8 +90,7 @@ func TestHelmConsulK8sRefusals(t *testing.T) {
 		{"managedGatewayClass.openshiftSCCName=anyuid", "grant the gateway ServiceAccounts that SCC yourself"},
 		{"managedGatewayClass.scaling.enabled=true", "set managedGatewayClass.deployment"},
 		{"managedGatewayClass.useHostPorts=true", "use serviceType NodePort or LoadBalancer"},
-		{"managedGatewayClass.metrics.enabled=true", "gateway metrics are docs/metrics.md's"},
-		{"managedGatewayClass.metrics.port=20200", "gateway metrics are docs/metrics.md's"},
+		{"managedGatewayClass.metrics.enabled=maybe", `want true, false or "-"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.set, func(t *testing.T) {

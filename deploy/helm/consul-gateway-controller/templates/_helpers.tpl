@@ -141,10 +141,27 @@ default), and says what to use instead.
 {{- if $c.useHostPorts -}}
 {{- fail (printf "managedGatewayClass.useHostPorts=true: gateway pods get no host ports here; use serviceType NodePort or LoadBalancer (%s)" $doc) -}}
 {{- end -}}
-{{- with $c.metrics -}}
-{{- $m := . -}}
-{{- if or (not (has (dig "enabled" "-" $m) (list "-" nil))) (dig "port" nil $m) (dig "path" nil $m) -}}
-{{- fail (printf "managedGatewayClass.metrics: consul-k8s's gateway metrics settings are not read here; gateway metrics are docs/metrics.md's, remove the value (%s)" $doc) -}}
+{{- end }}
+
+{{/*
+cgc.gatewayMetrics is GatewayConfig spec.metrics from consul-k8s's
+managedGatewayClass.metrics: enabled true or false (a boolean, or its string), port and
+path as given. "-" (consul-k8s: follow global.metrics.enabled, which this chart has
+not) and null render nothing: the gateway pods serve no metrics.
+*/}}
+{{- define "cgc.gatewayMetrics" -}}
+{{- $m := default (dict) .Values.managedGatewayClass.metrics -}}
+{{- $enabled := dig "enabled" "-" $m -}}
+{{- if not (has (toString $enabled) (list "-" "<nil>")) -}}
+{{- if not (has (toString $enabled) (list "true" "false")) -}}
+{{- fail (printf "managedGatewayClass.metrics.enabled=%v: want true, false or \"-\" (see docs/consul-k8s.md, section Values)" $enabled) -}}
 {{- end -}}
+enabled: {{ toString $enabled }}
+{{- with dig "port" nil $m }}
+port: {{ int . }}
+{{- end }}
+{{- with dig "path" nil $m }}
+path: {{ . | quote }}
+{{- end }}
 {{- end -}}
 {{- end }}
