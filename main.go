@@ -76,7 +76,10 @@ func runCommand(name string, args []string) (code int, ok bool) {
 		return runResponder(args, os.Stderr), true
 	case "status", "explain", "collect":
 		command := map[string]func(context.Context, []string, io.Writer, io.Writer) int{
-			"status": cli.Status, "explain": cli.Explain, "collect": cli.Collect,
+			"status": cli.Status, "explain": cli.Explain,
+			"collect": func(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+				return cli.Collect(ctx, buildinfo.Read().String(), args, stdout, stderr)
+			},
 		}[name]
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 		defer stop()

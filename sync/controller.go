@@ -321,7 +321,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 	c.initial.expect(c.cachedKeys())
 	// The objects gauge is served while this controller writes status: by the leader.
-	metrics.SetObjectConditions(c.objectConditions)
+	metrics.SetObjectConditions(c.servedObjectConditions)
 	defer metrics.SetObjectConditions(nil)
 	logger.Info("Starting status workers", "workers", c.workers, "objects", c.initial.remaining())
 	var wg gosync.WaitGroup
@@ -381,4 +381,19 @@ func (c *Controller) cachedKeys() []objectKey {
 		}
 	}
 	return keys
+}
+
+// servedObjectConditions is objectConditions as the objects gauge serves it; nil when
+// the caches cannot be read.
+func (c *Controller) servedObjectConditions() map[metrics.ObjectCondition]int {
+	counts, err := c.objectConditions()
+	if err != nil {
+		klog.Background().V(4).Info("Cannot count objects by condition", "err", err)
+		return nil
+	}
+	served := make(map[metrics.ObjectCondition]int, len(counts))
+	for k, n := range counts {
+		served[metrics.ObjectCondition{Kind: string(k.Kind), Condition: k.Type, Status: k.Status, Reason: k.Reason}] = n
+	}
+	return served
 }

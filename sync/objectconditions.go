@@ -4,33 +4,37 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/klog/v2"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
-	"github.com/consul-gateway-controller/consul-gateway-controller/internal/metrics"
 )
+
+// conditionCount is one series of the objects gauge: a kind's objects (a route's
+// parents of ours) with a condition of a type in a status, for a reason.
+type conditionCount struct {
+	Kind                 gatewayv1.Kind
+	Type, Status, Reason string
+}
 
 // objectConditions counts the objects of our classes by condition, as the caches hold
 // their status: what the API server confirmed, not what a sync is about to write. It
-// runs at each scrape of /metrics (metrics.SetObjectConditions), a walk of the caches
-// that costs the syncs nothing. Labels stay bounded: kinds and condition types are
-// fixed, and every reason counted is one this controller wrote.
-func (c *Controller) objectConditions() map[metrics.ObjectCondition]int {
-	counts := map[metrics.ObjectCondition]int{}
+// runs at each scrape of /metrics (servedObjectConditions), a walk of the caches that
+// costs the syncs nothing. Labels stay bounded: kinds and condition types are fixed,
+// and every reason counted is one this controller wrote.
+func (c *Controller) objectConditions() (map[conditionCount]int, error) {
+	counts := map[conditionCount]int{}
 	add := func(kind gatewayv1.Kind, conds []metav1.Condition) {
 		for _, cond := range conds {
-			counts[metrics.ObjectCondition{Kind: string(kind), Condition: cond.Type, Status: string(cond.Status), Reason: cond.Reason}]++
+			counts[conditionCount{Kind: kind, Type: cond.Type, Status: string(cond.Status), Reason: cond.Reason}]++
 		}
 	}
 	ours, err := c.countClasses(add)
 	if err != nil {
-		klog.Background().V(4).Info("Cannot count objects by condition", "err", err)
-		return nil
+		return nil, err
 	}
 	gateways, err := c.gateways.List(labels.Everything())
 	if err != nil {
-		return nil
+		return nil, err
 	}
 	for _, gw := range gateways {
 		if ours[gw.Spec.GatewayClassName] {
@@ -59,7 +63,7 @@ func (c *Controller) objectConditions() map[metrics.ObjectCondition]int {
 			}
 		}
 	}
-	return counts
+	return counts, nil
 }
 
 // countClasses counts our GatewayClasses and returns their names.

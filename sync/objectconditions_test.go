@@ -49,7 +49,7 @@ func TestObjectConditionsCountsOurObjects(t *testing.T) {
 		{Kind: "HTTPRoute", Condition: "Accepted", Status: "True", Reason: "Accepted"}:               1,
 		{Kind: "HTTPRoute", Condition: "Accepted", Status: "False", Reason: "NotAllowedByListeners"}: 1,
 	}
-	if diff := cmp.Diff(want, c.objectConditions()); diff != "" {
+	if diff := cmp.Diff(want, c.servedObjectConditions()); diff != "" {
 		t.Errorf("objects by condition (-want +got):\n%s", diff)
 	}
 }
@@ -86,7 +86,7 @@ func BenchmarkObjectConditions(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if n := len(c.objectConditions()); n != 4 {
+		if n := len(c.servedObjectConditions()); n != 4 {
 			b.Fatalf("%d series, want 4", n)
 		}
 	}

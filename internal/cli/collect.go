@@ -32,7 +32,6 @@ import (
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul/identity"
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
 	"github.com/consul-gateway-controller/consul-gateway-controller/dataplane"
-	"github.com/consul-gateway-controller/consul-gateway-controller/internal/buildinfo"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 )
 
@@ -72,12 +71,15 @@ type collectFlags struct {
 	controllerNamespace, controllerPods string
 	logLines                            int64
 	podLogs                             bool
+	// build is the version line of the binary that collects (not a flag).
+	build string
 	statusFlags
 }
 
-// Collect runs the collect command and returns its exit code (see collectUsage).
-func Collect(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	var f collectFlags
+// Collect runs the collect command and returns its exit code (see collectUsage). build
+// is the collecting binary's version line, which the bundle records.
+func Collect(ctx context.Context, build string, args []string, stdout, stderr io.Writer) int {
+	f := collectFlags{build: build}
 	fs := readerFlags("collect", stderr, &f.statusFlags)
 	addNamespaceFlags(fs, &f.statusFlags)
 	fs.StringVar(&f.out, "out", "", `where to write the bundle: a directory (created), a file ending in .tar.gz, or "-" (a .tar.gz on stdout)`)
@@ -556,7 +558,7 @@ type versions struct {
 var buildInfoLine = regexp.MustCompile(`(?m)^consul_gateway_controller_build_info\{.*$`)
 
 func (col collector) versions(ctx context.Context, _ StatusReport) error {
-	v := versions{Collect: buildinfo.Read().String(), ControllerImages: map[string]string{}}
+	v := versions{Collect: col.f.build, ControllerImages: map[string]string{}}
 	if server, err := col.c.kube.Discovery().ServerVersion(); err != nil {
 		col.b.record("the Kubernetes version", err)
 	} else {
