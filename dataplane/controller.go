@@ -155,6 +155,12 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) ([]workqueu
 	if err != nil {
 		return nil, fmt.Errorf("get GatewayClass %s: %w", gw.Spec.GatewayClassName, err)
 	}
+	if class.DeletionTimestamp != nil {
+		// Uninstalling: the class's parameters and this controller's RBAC go with it.
+		// What is deployed keeps serving as it is (package sync, heldClass).
+		klog.FromContext(ctx).V(4).Info("GatewayClass is being deleted; the deployed data plane stays as it is", "gateway", key, "class", class.Name)
+		return nil, nil
+	}
 	config, problem, err := gatewayconfig.For(c.cfg.Configs, gw, class)
 	if err != nil {
 		return nil, err

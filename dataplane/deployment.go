@@ -27,14 +27,6 @@ const (
 	caFile      = "ca.crt"
 )
 
-// On SIGTERM consul-dataplane keeps Envoy serving for shutdownGracePeriod, while the
-// pod leaves its Service's endpoints and the load balancers, then stops it. The pod's
-// grace period leaves Envoy's exit time on top (the kubelet kills what is left).
-const (
-	shutdownGracePeriodSeconds    = 15
-	terminationGracePeriodSeconds = 30
-)
-
 // defaultResources are the consul-dataplane container's when its GatewayConfig sets
 // none: consul-k8s's requests for api-gateway pods (so a pod is not BestEffort, the
 // first evicted), a memory limit, and no CPU limit, which would throttle Envoy.
@@ -54,6 +46,7 @@ func deployment(in Gateway, name string, labels, annotations map[string]string, 
 		WithSpec(podSpec(in, name, spec, defaults))
 	deploymentSpec := appsv1ac.DeploymentSpec().
 		WithSelector(metav1ac.LabelSelector().WithMatchLabels(selectorLabels(gw))).
+		WithStrategy(rollingUpdate()).
 		WithTemplate(podTemplate)
 	if gw.Annotations[AutoscaledAnnotation] != "true" {
 		deploymentSpec.WithReplicas(replicas(spec.Replicas))
@@ -159,6 +152,9 @@ func container(in Gateway, spec v1alpha1.GatewayConfigSpec, defaults Defaults) *
 		// consul-dataplane writes no termination message: the end of its log is
 		// what the Gateway's Programmed message shows of a crash (firstPodProblem).
 		WithTerminationMessagePolicy(corev1.TerminationMessageFallbackToLogsOnError)
+	if lifecycle := preStop(orDefault(spec.Image, defaults.Image)); lifecycle != nil {
+		c.WithLifecycle(lifecycle)
+	}
 	for _, port := range listenerPorts(in) {
 		c.WithPorts(corev1ac.ContainerPort().WithName(portName(port)).WithContainerPort(port).WithProtocol(corev1.ProtocolTCP))
 	}
@@ -195,8 +191,8 @@ func dataplaneArgs(spec v1alpha1.GatewayConfigSpec, defaults Defaults) []string 
 		"-envoy-admin-bind-port=" + strconv.Itoa(adminPort),
 		"-envoy-ready-bind-address=$(POD_IP)",
 		"-envoy-ready-bind-port=" + strconv.Itoa(readyPort),
-		"-shutdown-grace-period-seconds=" + strconv.Itoa(shutdownGracePeriodSeconds),
 	}
+	args = append(args, shutdownArgs(orDefault(spec.Image, defaults.Image))...)
 	switch tls := consul.TLS; {
 	case tls == nil && !defaults.TLS:
 		args = append(args, "-tls-disabled")
