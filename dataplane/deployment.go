@@ -14,6 +14,9 @@ import (
 	"github.com/consul-gateway-controller/consul-gateway-controller/api/v1alpha1"
 )
 
+// containerName is the gateway pods' one container's.
+const containerName = "consul-dataplane"
+
 // Ports of the consul-dataplane container besides the listeners'.
 const (
 	readyPort = 21000 // Envoy's readiness endpoint, /ready
@@ -129,7 +132,7 @@ func consulTLS(spec v1alpha1.GatewayConfigSpec) *v1alpha1.ConsulTLS {
 // Envoy with it.
 func container(in Gateway, spec v1alpha1.GatewayConfigSpec, defaults Defaults) *corev1ac.ContainerApplyConfiguration {
 	c := corev1ac.Container().
-		WithName("consul-dataplane").
+		WithName(containerName).
 		WithImage(orDefault(spec.Image, defaults.Image)).
 		WithArgs(dataplaneArgs(spec, defaults)...).
 		WithEnv(
