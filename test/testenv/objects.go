@@ -7,6 +7,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -66,6 +67,8 @@ func (e *Env) create(ctx context.Context, obj runtime.Object) (deleteFn func(con
 		err = into(o)(core.Pods(o.Namespace).Create(ctx, o, create))
 	case *appsv1.Deployment:
 		err = into(o)(e.KubeClient.AppsV1().Deployments(o.Namespace).Create(ctx, o, create))
+	case *policyv1.PodDisruptionBudget:
+		err = into(o)(e.KubeClient.PolicyV1().PodDisruptionBudgets(o.Namespace).Create(ctx, o, create))
 	case *rbacv1.ClusterRole:
 		rbac := e.KubeClient.RbacV1().ClusterRoles()
 		err = into(o)(rbac.Create(ctx, o, create))
