@@ -2,11 +2,13 @@ package sync
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -29,7 +31,7 @@ const gatewaysExistFinalizer = gatewayv1.GatewayClassFinalizerGatewaysExist
 
 // syncFinalizer adds the finalizer to a class of ours that Gateways name and removes
 // it from one that none names. It reports whether it wrote the class: the write's
-// event brings the class back, to be judged at its new version. The update carries
+// event brings the class back, to be judged at its new version. The patch carries
 // the cached resourceVersion, so a stale cache gets a Conflict and a retry.
 func (c *Controller) syncFinalizer(ctx context.Context, class *gatewayv1.GatewayClass) (bool, error) {
 	gateways, err := c.informers.Gateways.Informer().GetIndexer().ByIndex(informers.GatewayClassNameIndex, class.Name)
@@ -37,18 +39,22 @@ func (c *Controller) syncFinalizer(ctx context.Context, class *gatewayv1.Gateway
 		return false, fmt.Errorf("list the Gateways of GatewayClass %s: %w", class.Name, err)
 	}
 	has := slices.Contains(class.Finalizers, gatewaysExistFinalizer)
-	update := class.DeepCopy()
+	var finalizers []string
 	switch {
 	// No finalizer may be added to an object being deleted: a class deleted before
 	// this controller saw its Gateways goes.
 	case len(gateways) > 0 && !has && class.DeletionTimestamp == nil:
-		update.Finalizers = append(update.Finalizers, gatewaysExistFinalizer)
+		finalizers = append(slices.Clone(class.Finalizers), gatewaysExistFinalizer)
 	case len(gateways) == 0 && has:
-		update.Finalizers = slices.DeleteFunc(update.Finalizers, func(f string) bool { return f == gatewaysExistFinalizer })
+		finalizers = slices.DeleteFunc(slices.Clone(class.Finalizers), func(f string) bool { return f == gatewaysExistFinalizer })
 	default:
 		return false, nil
 	}
-	_, err = c.client.GatewayV1().GatewayClasses().Update(ctx, update, metav1.UpdateOptions{})
+	patch, err := finalizersPatch(class.ResourceVersion, finalizers)
+	if err != nil {
+		return false, err
+	}
+	_, err = c.client.GatewayV1().GatewayClasses().Patch(ctx, class.Name, types.MergePatchType, patch, metav1.PatchOptions{})
 	if apierrors.IsNotFound(err) {
 		return false, nil
 	}
@@ -58,6 +64,25 @@ func (c *Controller) syncFinalizer(ctx context.Context, class *gatewayv1.Gateway
 	klog.FromContext(ctx).V(2).Info("Updated GatewayClass finalizer", "class", class.Name, "finalizer", gatewaysExistFinalizer,
 		"present", !has, "gateways", len(gateways), "deleting", class.DeletionTimestamp != nil)
 	return true, nil
+}
+
+// finalizersPatch is a merge patch that sets the finalizers, on the condition that
+// the class is still at resourceVersion: the list is replaced whole, so one another
+// writer changed meanwhile must make it fail (409 Conflict) rather than be lost. A
+// patch, not an update of the cached copy: the cache drops fields (kubectl's
+// last-applied annotation) that an update would erase.
+func finalizersPatch(resourceVersion string, finalizers []string) ([]byte, error) {
+	if finalizers == nil {
+		finalizers = []string{}
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"resourceVersion": resourceVersion,
+		"finalizers":      finalizers,
+	}})
+	if err != nil {
+		return nil, fmt.Errorf("encode the finalizers patch: %w", err)
+	}
+	return patch, nil
 }
 
 // heldClass reports whether class is being deleted: its Gateways, their ListenerSets

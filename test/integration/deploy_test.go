@@ -469,4 +469,10 @@ func namespaceOptIn(t *testing.T, class string) {
 		_, err := env.KubeClient.AppsV1().Deployments(ns).Get(ctx, dataplane.Name(gw), metav1.GetOptions{})
 		return err
 	})
+	// Deleted while the controller runs: the namespace only goes Terminating here,
+	// and a Gateway left in it would keep the class's gateway-exists finalizer for
+	// good (a later helm uninstall would wait on it).
+	if err := env.GatewayClient.GatewayV1().Gateways(ns).Delete(t.Context(), gw.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("delete the Gateway: %v", err)
+	}
 }

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/rest"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -62,6 +64,17 @@ func TestUninstallKeepsLiveGateways(t *testing.T) {
 	r := parseRendered(t, "the installed chart", manifest)
 	const class = "consul"
 	checkGatewayClassPolicy(t, class)
+	// Another test's Gateway of the class would rightly keep it, and this test's end
+	// would wait on it.
+	others, err := env.GatewayClient.GatewayV1().Gateways("").List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, gw := range others.Items {
+		if gw.Spec.GatewayClassName == class {
+			t.Fatalf("Gateway %s/%s of class %s, left by another test, would keep the class", gw.Namespace, gw.Name, class)
+		}
+	}
 
 	u := newUninstallCase(t, "uninstall-"+suffix, class)
 	const pod = "consul-gateway-controller-uninstall-0"
@@ -206,7 +219,7 @@ func (u *uninstallCase) classFinalizer(ctx context.Context, want bool) error {
 }
 
 // checkGatewayClassPolicy acts on the installed class as the chart's ServiceAccount
-// (dry runs): its ClusterRole's update on gatewayclasses and the policy
+// (dry runs): its ClusterRole's patch on gatewayclasses and the policy
 // consul-gateway-controller-gatewayclasses admit adding and removing the
 // gateway-exists finalizer and refuse any other change.
 func checkGatewayClassPolicy(t *testing.T, class string) {
@@ -216,38 +229,49 @@ func checkGatewayClassPolicy(t *testing.T, class string) {
 	cfg.BearerToken = token
 	classes := gatewayclient.NewForConfigOrDie(cfg).GatewayV1().GatewayClasses()
 	const rule = "rule gatewayclass-finalizer: "
-	dryRun := metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}}
-	update := func(ctx context.Context, edit func(*gatewayv1.GatewayClass)) error {
+	patch := func(ctx context.Context, edit func(*gatewayv1.GatewayClass) map[string]any) error {
 		c, err := env.GatewayClient.GatewayV1().GatewayClasses().Get(ctx, class, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
-		edit(c)
-		_, err = classes.Update(ctx, c, dryRun)
+		data, err := json.Marshal(edit(c))
+		if err != nil {
+			return err
+		}
+		_, err = classes.Patch(ctx, class, types.MergePatchType, data, metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
 		return err
 	}
-	refused := map[string]func(*gatewayv1.GatewayClass){
-		"a label":           func(c *gatewayv1.GatewayClass) { c.Labels = map[string]string{"team": "x"} },
-		"the description":   func(c *gatewayv1.GatewayClass) { c.Spec.Description = new("changed") },
-		"another finalizer": func(c *gatewayv1.GatewayClass) { c.Finalizers = append(c.Finalizers, "example.com/keep") },
+	finalizers := func(list ...string) map[string]any {
+		return map[string]any{"metadata": map[string]any{"finalizers": append([]string{}, list...)}}
+	}
+	refused := map[string]func(*gatewayv1.GatewayClass) map[string]any{
+		"a label": func(*gatewayv1.GatewayClass) map[string]any {
+			return map[string]any{"metadata": map[string]any{"labels": map[string]any{"team": "x"}}}
+		},
+		"the description": func(*gatewayv1.GatewayClass) map[string]any {
+			return map[string]any{"spec": map[string]any{"description": "changed"}}
+		},
+		"another finalizer": func(c *gatewayv1.GatewayClass) map[string]any {
+			return finalizers(append(slices.Clone(c.Finalizers), "example.com/keep")...)
+		},
 	}
 	testenv.Eventually(t, 30*time.Second, "the GatewayClass policy in effect for the chart's ServiceAccount", func(ctx context.Context) error {
 		for what, edit := range refused {
-			err := update(ctx, edit)
+			err := patch(ctx, edit)
 			if err == nil || !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), rule) {
 				return fmt.Errorf("changing %s: %v, want refused by %q", what, err, rule)
 			}
 		}
 		return nil
 	})
-	toggled := func(c *gatewayv1.GatewayClass) {
-		if slices.Contains(c.Finalizers, gatewayv1.GatewayClassFinalizerGatewaysExist) {
-			c.Finalizers = slices.DeleteFunc(c.Finalizers, func(f string) bool { return f == gatewayv1.GatewayClassFinalizerGatewaysExist })
-			return
+	toggled := func(c *gatewayv1.GatewayClass) map[string]any {
+		const ours = gatewayv1.GatewayClassFinalizerGatewaysExist
+		if slices.Contains(c.Finalizers, ours) {
+			return finalizers(slices.DeleteFunc(slices.Clone(c.Finalizers), func(f string) bool { return f == ours })...)
 		}
-		c.Finalizers = append(c.Finalizers, gatewayv1.GatewayClassFinalizerGatewaysExist)
+		return finalizers(append(slices.Clone(c.Finalizers), ours)...)
 	}
-	if err := update(t.Context(), toggled); err != nil {
+	if err := patch(t.Context(), toggled); err != nil {
 		t.Errorf("adding or removing the finalizer as the chart's ServiceAccount: %v", err)
 	}
 }
