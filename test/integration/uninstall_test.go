@@ -100,8 +100,11 @@ func TestUninstallKeepsLiveGateways(t *testing.T) {
 			return errors.New("not being deleted")
 		}
 		_, err = env.ConfigClient.GatewayConfigs(deployNamespace).Get(ctx, class, metav1.GetOptions{})
-		if !apierrors.IsNotFound(err) {
-			return fmt.Errorf("the class's GatewayConfig: %v", err)
+		switch {
+		case err == nil:
+			return errors.New("the class's GatewayConfig is still there")
+		case !apierrors.IsNotFound(err):
+			return fmt.Errorf("the class's GatewayConfig: %w", err)
 		}
 		if msg := testenv.ConditionText(c.Status.Conditions, "Accepted"); !strings.Contains(msg, "being deleted") {
 			return fmt.Errorf("Accepted %q does not say the class is being deleted", msg)
@@ -121,8 +124,11 @@ func TestUninstallKeepsLiveGateways(t *testing.T) {
 				problems = append(problems, fmt.Errorf("Consul %s %s still there", e.kind, e.name))
 			}
 		}
-		if _, err := env.GatewayClient.GatewayV1().GatewayClasses().Get(ctx, class, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-			problems = append(problems, fmt.Errorf("GatewayClass %s: %v", class, err))
+		switch _, err := env.GatewayClient.GatewayV1().GatewayClasses().Get(ctx, class, metav1.GetOptions{}); {
+		case err == nil:
+			problems = append(problems, fmt.Errorf("GatewayClass %s still there", class))
+		case !apierrors.IsNotFound(err):
+			problems = append(problems, fmt.Errorf("GatewayClass %s: %w", class, err))
 		}
 		return errors.Join(problems...)
 	})
@@ -257,9 +263,11 @@ func checkGatewayClassPolicy(t *testing.T, class string) {
 	}
 	testenv.Eventually(t, 30*time.Second, "the GatewayClass policy in effect for the chart's ServiceAccount", func(ctx context.Context) error {
 		for what, edit := range refused {
-			err := patch(ctx, edit)
-			if err == nil || !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), rule) {
-				return fmt.Errorf("changing %s: %v, want refused by %q", what, err, rule)
+			switch err := patch(ctx, edit); {
+			case err == nil:
+				return fmt.Errorf("changing %s admitted, want refused by %q", what, rule)
+			case !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), rule):
+				return fmt.Errorf("changing %s: %w, want refused by %q", what, err, rule)
 			}
 		}
 		return nil
