@@ -101,7 +101,7 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 	}
 	c.rollout = &imageRollout{
 		limit: limit, controllerName: cfg.ControllerName, deployments: cfg.Owned.Deployments.Lister(),
-		started: map[cache.ObjectName]string{},
+		started: map[cache.ObjectName]startedRoll{},
 	}
 	if err := cfg.Owned.AddEventHandlers(ctx, c.queue.Add); err != nil {
 		return nil, err
@@ -185,13 +185,16 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) ([]workqueu
 		return nil, nil
 	}
 	objects := Desired(Gateway{Gateway: gw, Class: class, Config: config, ListenerSetPorts: c.listenerSetPorts(key)}, c.cfg.Defaults)
-	held, err := c.boundImageRoll(ctx, gw, objects)
+	roll, err := c.boundImageRoll(ctx, gw, objects)
 	if err != nil {
 		return nil, err
 	}
 	requeue, err := c.applyObjects(ctx, key, gw, objects)
-	if held {
+	switch {
+	case roll == imageHeld:
 		requeue = append(requeue, workqueue.Requeue[cache.ObjectName]{Key: key, After: rolloutRecheck})
+	case roll == imageAdmitted && err != nil:
+		c.rollout.release(key)
 	}
 	return requeue, err
 }

@@ -61,8 +61,19 @@ type imageRollout struct {
 	deployments    appslisters.DeploymentLister
 
 	mu      gosync.Mutex
-	started map[cache.ObjectName]string // Gateway: the image it was let take
+	started map[cache.ObjectName]startedRoll
 }
+
+// startedRoll is the image a Gateway was let take, and when.
+type startedRoll struct {
+	image string
+	at    time.Time
+}
+
+// cacheCatchUp bounds how long a Gateway let take an image may show in the cache
+// without it: after that its apply is taken not to have happened (refused, or its
+// Deployment withdrawn), and its place is free again.
+const cacheCatchUp = 30 * time.Second
 
 // admit reports whether the Gateway gw may move its Deployment d to image now, and
 // records it if so.
@@ -92,13 +103,15 @@ func (r *imageRollout) admit(ctx context.Context, gw *gatewayv1.Gateway, d *apps
 			rolling[gateway] = true
 		}
 	}
+	now := time.Now()
 	for gateway, started := range r.started {
 		other, ok := ours[gateway]
-		if !ok || deployedImage(other) == started && rolledOut(other) {
-			delete(r.started, gateway) // done, or gone
+		carries := ok && deployedImage(other) == started.image
+		if !ok || carries && rolledOut(other) || !carries && now.Sub(started.at) > cacheCatchUp {
+			delete(r.started, gateway) // done, gone, or never applied
 			continue
 		}
-		if started == image {
+		if started.image == image {
 			rolling[gateway] = true
 		}
 	}
@@ -108,32 +121,51 @@ func (r *imageRollout) admit(ctx context.Context, gw *gatewayv1.Gateway, d *apps
 			"gateway", klog.KObj(gw), "deployment", klog.KObj(d), "running", deployedImage(d), "image", image, "rolling", len(rolling), "limit", limit)
 		return false, nil
 	}
-	r.started[key] = image
+	r.started[key] = startedRoll{image: image, at: now}
 	logger.V(2).Info("Gateway Deployment takes a new image", "gateway", klog.KObj(gw), "deployment", klog.KObj(d),
 		"from", deployedImage(d), "image", image, "rolling", len(rolling)+1, "limit", limit)
 	return true, nil
 }
 
+// release forgets that the Gateway was let take a new image: its apply failed, and
+// the place must not stay taken by a roll that did not start.
+func (r *imageRollout) release(gateway cache.ObjectName) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.started, gateway)
+}
+
+// imageRoll is what boundImageRoll decided for one sync.
+type imageRoll int
+
+const (
+	noImageChange imageRoll = iota
+	imageAdmitted           // the Deployment takes the new image now
+	imageHeld               // it keeps the image it runs; look again later
+)
+
 // boundImageRoll leaves the Gateway's Deployment on the image it runs when it may not
-// take the desired one yet (see imageRollout), and then asks for the Gateway to be
-// looked at again.
-func (c *Controller) boundImageRoll(ctx context.Context, gw *gatewayv1.Gateway, objects Objects) (held bool, err error) {
+// take the desired one yet (see imageRollout).
+func (c *Controller) boundImageRoll(ctx context.Context, gw *gatewayv1.Gateway, objects Objects) (imageRoll, error) {
 	desired := objects.Deployment
 	image := desiredImage(desired)
 	existing, err := c.cfg.Owned.Deployments.Lister().Deployments(gw.Namespace).Get(*desired.Name)
 	if err != nil || !metav1.IsControlledBy(existing, gw) {
-		return false, nil // none yet (nothing rolls), or not the Gateway's (never written)
+		return noImageChange, nil // none yet (nothing rolls), or not the Gateway's (never written)
 	}
 	running := deployedImage(existing)
 	if running == "" || running == image {
-		return false, nil
+		return noImageChange, nil
 	}
 	admitted, err := c.rollout.admit(ctx, gw, existing, image)
-	if err != nil || admitted {
-		return false, err
+	switch {
+	case err != nil:
+		return noImageChange, err
+	case admitted:
+		return imageAdmitted, nil
 	}
 	setImage(desired, running)
-	return true, nil
+	return imageHeld, nil
 }
 
 // rolledOut reports whether a Deployment's controller has rolled out its current pod

@@ -2,6 +2,7 @@ package dataplane
 
 import (
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -52,7 +53,7 @@ func TestImageRolloutAdmits(t *testing.T) {
 		}
 	}
 	r := &imageRollout{limit: intstr.FromString("50%"), controllerName: "example.com/ours",
-		deployments: appslisters.NewDeploymentLister(indexer), started: map[cache.ObjectName]string{}}
+		deployments: appslisters.NewDeploymentLister(indexer), started: map[cache.ObjectName]startedRoll{}}
 	gw := func(name string) *gatewayv1.Gateway {
 		return &gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: name}}
 	}
@@ -74,6 +75,12 @@ func TestImageRolloutAdmits(t *testing.T) {
 	}
 	if !admit("c") || admit("d") {
 		t.Fatalf("after b rolled out: admitted %v, want c and not d", r.started)
+	}
+	// c's apply never showed in the cache (refused): its place frees after a while.
+	c := cache.ObjectName{Namespace: "apps", Name: "c"}
+	r.started[c] = startedRoll{image: "new", at: time.Now().Add(-2 * cacheCatchUp)}
+	if !admit("d") {
+		t.Fatalf("c's stale place still taken: %v", r.started)
 	}
 }
 
