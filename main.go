@@ -316,16 +316,17 @@ func (p *pipeline) addDataPlane(ctx context.Context, opts *options.Options, c cl
 	defaults := gatewayDefaults(opts)
 	p.owned = informers.NewOwned(c.kube, dataplane.ManagedSelector, 0)
 	deployer, err := dataplane.NewController(ctx, dataplane.Config{
-		Client:         c.kube,
-		ControllerName: gatewayv1.GatewayController(opts.ControllerName),
-		Gateways:       inf.Gateways.Lister(),
-		Classes:        inf.GatewayClasses.Lister(),
-		Synced:         []cache.InformerSynced{inf.Gateways.Informer().HasSynced, inf.GatewayClasses.Informer().HasSynced},
-		Configs:        listers.New[*v1alpha1.GatewayConfig](inf.GatewayConfigs.GetIndexer(), v1alpha1.Resource("gatewayconfigs")),
-		Owned:          p.owned,
-		Defaults:       defaults,
-		FieldManager:   fieldManager,
-		Workers:        opts.DataplaneWorkers,
+		Client:            c.kube,
+		ControllerName:    gatewayv1.GatewayController(opts.ControllerName),
+		Gateways:          inf.Gateways.Lister(),
+		Classes:           inf.GatewayClasses.Lister(),
+		Synced:            []cache.InformerSynced{inf.Gateways.Informer().HasSynced, inf.GatewayClasses.Informer().HasSynced},
+		Configs:           listers.New[*v1alpha1.GatewayConfig](inf.GatewayConfigs.GetIndexer(), v1alpha1.Resource("gatewayconfigs")),
+		Owned:             p.owned,
+		Defaults:          defaults,
+		FieldManager:      fieldManager,
+		Workers:           opts.DataplaneWorkers,
+		ImageRolloutLimit: imageRolloutLimit(opts),
 	})
 	if err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/api/v1alpha1"
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul"
@@ -28,11 +29,12 @@ import (
 // flagDefaults are the defaults of the flags whose values the parts own.
 func flagDefaults() options.Defaults {
 	return options.Defaults{
-		ControllerName:       string(gwsync.DefaultControllerName),
-		SecretsPerNamespace:  informers.DefaultSecretsPerNamespace,
-		ServiceDefaultsGrace: consul.ServiceDefaultsGrace,
-		GatewayImage:         v1alpha1.DefaultImage,
-		GatewayGRPCPort:      v1alpha1.DefaultGRPCPort,
+		ControllerName:           string(gwsync.DefaultControllerName),
+		SecretsPerNamespace:      informers.DefaultSecretsPerNamespace,
+		ServiceDefaultsGrace:     consul.ServiceDefaultsGrace,
+		GatewayImage:             v1alpha1.DefaultImage,
+		GatewayGRPCPort:          v1alpha1.DefaultGRPCPort,
+		GatewayImageRolloutLimit: dataplane.DefaultImageRolloutLimit,
 	}
 }
 
@@ -73,6 +75,9 @@ func checkFlags(opts *options.Options) error {
 		if err := leaderConfig(opts).Validate(); err != nil {
 			errs = append(errs, fmt.Errorf("--leader-elect-*: %w", err))
 		}
+	}
+	if _, err := dataplane.ParseImageRolloutLimit(opts.Gateway.ImageRolloutLimit); err != nil {
+		errs = append(errs, fmt.Errorf("--gateway-image-rollout-limit %w", err))
 	}
 	for _, problem := range infrastructureKeys(opts).Validate() {
 		errs = append(errs, fmt.Errorf("--gateway-infrastructure-keys %s", problem))
@@ -129,6 +134,12 @@ func naming(opts *options.Options) translate.Naming {
 // infrastructureKeys are the spec.infrastructure keys that reach gateway objects.
 func infrastructureKeys(opts *options.Options) gatewayapi.KeyAllowlist {
 	return gatewayapi.KeyAllowlist(opts.Gateway.InfrastructureKeys)
+}
+
+// imageRolloutLimit is --gateway-image-rollout-limit, which checkFlags judged.
+func imageRolloutLimit(opts *options.Options) intstr.IntOrString {
+	limit, _ := dataplane.ParseImageRolloutLimit(opts.Gateway.ImageRolloutLimit)
+	return limit
 }
 
 // gatewayDefaults are the defaults of gateway pods. Their Consul address falls back to

@@ -63,6 +63,8 @@ func TestParseFlagsRefuses(t *testing.T) {
 		// The parts' rules, and package options' own, in one message.
 		{[]string{"--cluster-id=" + strings.Repeat("x", 513), "--route-workers=0"}, []string{"--cluster-id: cluster id is longer", "--route-workers 0"}},
 		{[]string{"--gateway-infrastructure-keys=example.*"}, []string{"--gateway-infrastructure-keys \"example.*\""}},
+		{[]string{"--gateway-image-rollout-limit=0"}, []string{"--gateway-image-rollout-limit \"0\" allows no Deployment to roll"}},
+		{[]string{"--gateway-image-rollout-limit=ten"}, []string{"--gateway-image-rollout-limit \"ten\" is neither a number nor a percentage"}},
 		{[]string{"--leader-elect-identity=pod-0", "--leader-elect-retry-period=0s"}, []string{"--leader-elect-*: want 0 < retry period"}},
 	}
 	for _, tt := range tests {

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -64,6 +65,8 @@ func (c *Controller) checkOwners(ctx context.Context, gw *gatewayv1.Gateway, obj
 			c.cfg.Owned.Deployments.Lister().Deployments(ns).Get, c.cfg.Client.AppsV1().Deployments(ns)),
 		checkOwner(ctx, gw, "Service", *objects.Service.Name,
 			c.cfg.Owned.Services.Lister().Services(ns).Get, c.cfg.Client.CoreV1().Services(ns)),
+		checkOwner(ctx, gw, "PodDisruptionBudget", *objects.PodDisruptionBudget.Name,
+			c.cfg.Owned.PodDisruptionBudgets.Lister().PodDisruptionBudgets(ns).Get, c.cfg.Client.PolicyV1().PodDisruptionBudgets(ns)),
 	)
 }
 
@@ -92,6 +95,7 @@ func (c *Controller) applyAll(ctx context.Context, key cache.ObjectName, gw *gat
 		c.applyServiceAccount(ctx, gw, objects.ServiceAccount),
 		c.applyDeployment(ctx, gw, objects.Deployment),
 		c.applyService(ctx, gw, objects.Service),
+		c.applyPodDisruptionBudget(ctx, gw, objects.PodDisruptionBudget),
 	)
 	c.setWriteProblem(key, problem)
 	return err
@@ -119,6 +123,14 @@ func (c *Controller) applyService(ctx context.Context, gw *gatewayv1.Gateway, de
 		corev1ac.ExtractService,
 		c.cfg.Client.CoreV1().Services(gw.Namespace).Apply,
 		c.cfg.Client.CoreV1().Services(gw.Namespace))
+}
+
+func (c *Controller) applyPodDisruptionBudget(ctx context.Context, gw *gatewayv1.Gateway, desired *policyv1ac.PodDisruptionBudgetApplyConfiguration) error {
+	return apply(ctx, c, gw, "PodDisruptionBudget", desired, *desired.Name,
+		c.cfg.Owned.PodDisruptionBudgets.Lister().PodDisruptionBudgets(gw.Namespace).Get,
+		policyv1ac.ExtractPodDisruptionBudget,
+		c.cfg.Client.PolicyV1().PodDisruptionBudgets(gw.Namespace).Apply,
+		c.cfg.Client.PolicyV1().PodDisruptionBudgets(gw.Namespace))
 }
 
 // apply writes desired with server-side apply unless the cached object already holds

@@ -57,8 +57,8 @@ func (c *Controller) deleteObjects(ctx context.Context, gw *gatewayv1.Gateway) e
 	return c.deleteOwned(ctx, gw, true)
 }
 
-// deleteOwned deletes the Deployment and Service this controller deployed for gw, and
-// its ServiceAccount too when withServiceAccount.
+// deleteOwned deletes the Deployment, Service and PodDisruptionBudget this controller
+// deployed for gw, and its ServiceAccount too when withServiceAccount.
 func (c *Controller) deleteOwned(ctx context.Context, gw *gatewayv1.Gateway, withServiceAccount bool) error {
 	selector := PodSelector(cache.MetaObjectToName(gw))
 	ns := gw.Namespace
@@ -71,6 +71,9 @@ func (c *Controller) deleteOwned(ctx context.Context, gw *gatewayv1.Gateway, wit
 		deleteOurs(ctx, c, gw, "Service", selector,
 			c.cfg.Owned.Services.Lister().Services(ns).List,
 			c.cfg.Client.CoreV1().Services(ns).Delete),
+		deleteOurs(ctx, c, gw, "PodDisruptionBudget", selector,
+			c.cfg.Owned.PodDisruptionBudgets.Lister().PodDisruptionBudgets(ns).List,
+			c.cfg.Client.PolicyV1().PodDisruptionBudgets(ns).Delete),
 	}
 	if withServiceAccount {
 		errs = append(errs, deleteOurs(ctx, c, gw, "ServiceAccount", selector,

@@ -6,6 +6,7 @@ import (
 	gosync "sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/listers"
 	"k8s.io/client-go/tools/cache"
@@ -39,6 +40,10 @@ type Config struct {
 	// FieldManager names the controller in the objects' managedFields.
 	FieldManager string
 	Workers      int
+	// ImageRolloutLimit is how many gateway Deployments may be rolling to a new
+	// image at once, or which percentage of them (rollout.go); unset means
+	// DefaultImageRolloutLimit.
+	ImageRolloutLimit intstr.IntOrString
 }
 
 // Controller applies the data plane of every Gateway whose Accepted=True status the API
@@ -66,6 +71,8 @@ type Controller struct {
 	// applied remembers each object's last apply (see apply), per Gateway, so a
 	// deleted Gateway's memory goes with it.
 	applied map[cache.ObjectName]map[objectKey]lastApply
+	// rollout bounds the Deployments that roll to a new image at once.
+	rollout *imageRollout
 }
 
 type objectKey struct{ kind, namespace, name string }
@@ -87,6 +94,14 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 		problems:     map[cache.ObjectName]contract.DeploymentState{},
 		onProblem:    func(cache.ObjectName) {},
 		applied:      map[cache.ObjectName]map[objectKey]lastApply{},
+	}
+	limit := cfg.ImageRolloutLimit
+	if limit == (intstr.IntOrString{}) {
+		limit = intstr.Parse(DefaultImageRolloutLimit)
+	}
+	c.rollout = &imageRollout{
+		limit: limit, controllerName: cfg.ControllerName, deployments: cfg.Owned.Deployments.Lister(),
+		started: map[cache.ObjectName]startedRoll{},
 	}
 	if err := cfg.Owned.AddEventHandlers(ctx, c.queue.Add); err != nil {
 		return nil, err
@@ -155,6 +170,12 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) ([]workqueu
 	if err != nil {
 		return nil, fmt.Errorf("get GatewayClass %s: %w", gw.Spec.GatewayClassName, err)
 	}
+	if class.DeletionTimestamp != nil {
+		// Uninstalling: the class's parameters and this controller's RBAC go with it.
+		// What is deployed keeps serving as it is (package sync, heldClass).
+		klog.FromContext(ctx).V(4).Info("GatewayClass is being deleted; the deployed data plane stays as it is", "gateway", key, "class", class.Name)
+		return nil, nil
+	}
 	config, problem, err := gatewayconfig.For(c.cfg.Configs, gw, class)
 	if err != nil {
 		return nil, err
@@ -164,10 +185,21 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) ([]workqueu
 		return nil, nil
 	}
 	objects := Desired(Gateway{Gateway: gw, Class: class, Config: config, ListenerSetPorts: c.listenerSetPorts(key)}, c.cfg.Defaults)
-	return c.applyObjects(ctx, key, gw, objects)
+	roll, err := c.boundImageRoll(ctx, gw, objects)
+	if err != nil {
+		return nil, err
+	}
+	requeue, err := c.applyObjects(ctx, key, gw, objects)
+	switch {
+	case roll == imageHeld:
+		requeue = append(requeue, workqueue.Requeue[cache.ObjectName]{Key: key, After: rolloutRecheck})
+	case roll == imageAdmitted && err != nil:
+		c.rollout.release(key)
+	}
+	return requeue, err
 }
 
-// withdraw deletes the Gateway's own Deployment and Service while a conflict stands:
+// withdraw deletes the Gateway's own Deployment, Service and PodDisruptionBudget while a conflict stands:
 // its pods must not keep running as, or be reached through, an object that is not
 // its own. Its ServiceAccount, if its own, stays (the identity manager binds only
 // that one).

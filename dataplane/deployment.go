@@ -14,6 +14,9 @@ import (
 	"github.com/consul-gateway-controller/consul-gateway-controller/api/v1alpha1"
 )
 
+// containerName is the gateway pods' one container's.
+const containerName = "consul-dataplane"
+
 // Ports of the consul-dataplane container besides the listeners'.
 const (
 	readyPort = 21000 // Envoy's readiness endpoint, /ready
@@ -25,14 +28,6 @@ const (
 const (
 	caMountPath = "/consul/tls"
 	caFile      = "ca.crt"
-)
-
-// On SIGTERM consul-dataplane keeps Envoy serving for shutdownGracePeriod, while the
-// pod leaves its Service's endpoints and the load balancers, then stops it. The pod's
-// grace period leaves Envoy's exit time on top (the kubelet kills what is left).
-const (
-	shutdownGracePeriodSeconds    = 15
-	terminationGracePeriodSeconds = 30
 )
 
 // defaultResources are the consul-dataplane container's when its GatewayConfig sets
@@ -55,6 +50,7 @@ func deployment(in Gateway, name string, labels, annotations map[string]string, 
 		WithSpec(podSpec(in, name, spec, defaults))
 	deploymentSpec := appsv1ac.DeploymentSpec().
 		WithSelector(metav1ac.LabelSelector().WithMatchLabels(selectorLabels(gw))).
+		WithStrategy(rollingUpdate()).
 		WithTemplate(podTemplate)
 	if gw.Annotations[AutoscaledAnnotation] != "true" {
 		deploymentSpec.WithReplicas(replicas(spec.Replicas))
@@ -137,7 +133,7 @@ func consulTLS(spec v1alpha1.GatewayConfigSpec) *v1alpha1.ConsulTLS {
 // Envoy with it.
 func container(in Gateway, spec v1alpha1.GatewayConfigSpec, defaults Defaults) *corev1ac.ContainerApplyConfiguration {
 	c := corev1ac.Container().
-		WithName("consul-dataplane").
+		WithName(containerName).
 		WithImage(orDefault(spec.Image, defaults.Image)).
 		WithArgs(dataplaneArgs(spec, defaults)...).
 		WithEnv(
@@ -160,6 +156,9 @@ func container(in Gateway, spec v1alpha1.GatewayConfigSpec, defaults Defaults) *
 		// consul-dataplane writes no termination message: the end of its log is
 		// what the Gateway's Programmed message shows of a crash (firstPodProblem).
 		WithTerminationMessagePolicy(corev1.TerminationMessageFallbackToLogsOnError)
+	if lifecycle := preStop(orDefault(spec.Image, defaults.Image)); lifecycle != nil {
+		c.WithLifecycle(lifecycle)
+	}
 	for _, port := range listenerPorts(in) {
 		c.WithPorts(corev1ac.ContainerPort().WithName(portName(port)).WithContainerPort(port).WithProtocol(corev1.ProtocolTCP))
 	}
@@ -197,8 +196,8 @@ func dataplaneArgs(spec v1alpha1.GatewayConfigSpec, defaults Defaults) []string 
 		"-envoy-admin-bind-port=" + strconv.Itoa(adminPort),
 		"-envoy-ready-bind-address=$(POD_IP)",
 		"-envoy-ready-bind-port=" + strconv.Itoa(readyPort),
-		"-shutdown-grace-period-seconds=" + strconv.Itoa(shutdownGracePeriodSeconds),
 	}
+	args = append(args, shutdownArgs(orDefault(spec.Image, defaults.Image))...)
 	switch tls := consul.TLS; {
 	case tls == nil && !defaults.TLS:
 		args = append(args, "-tls-disabled")

@@ -8,6 +8,7 @@ import (
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/api/v1alpha1"
@@ -85,12 +86,16 @@ type Gateway struct {
 	ListenerSetPorts []gatewayv1.PortNumber
 }
 
-// Objects are the desired ServiceAccount, Deployment and Service of one Gateway, as
+// Objects are the desired ServiceAccount, Deployment, Service and PodDisruptionBudget
+// of one Gateway, as
 // server-side apply configurations: exactly the fields this controller owns.
 type Objects struct {
 	ServiceAccount *corev1ac.ServiceAccountApplyConfiguration
 	Deployment     *appsv1ac.DeploymentApplyConfiguration
 	Service        *corev1ac.ServiceApplyConfiguration
+	// PodDisruptionBudget keeps node drains from taking more than one of the pods
+	// at a time (disruption.go).
+	PodDisruptionBudget *policyv1ac.PodDisruptionBudgetApplyConfiguration
 }
 
 // Name is the name of a Gateway's ServiceAccount, Deployment and Service:
@@ -128,6 +133,8 @@ func Desired(in Gateway, defaults Defaults) Objects {
 		ServiceAccount: sa,
 		Deployment:     d,
 		Service:        service(in, name, labels, owner, spec, defaults.InfrastructureKeys).WithAnnotations(controller),
+		PodDisruptionBudget: podDisruptionBudget(gw, name, labels, owner).
+			WithAnnotations(annotations).WithAnnotations(controller),
 	}
 }
 

@@ -95,6 +95,12 @@ func TestDesired(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: "consul", Name: "metrics-off"},
 		Spec:       v1alpha1.GatewayConfigSpec{Metrics: &v1alpha1.GatewayMetrics{Enabled: new(false), Port: new(int32(9102))}},
 	}
+	// A consul-dataplane without -shutdown-grace-period-seconds: the kubelet's sleep
+	// instead.
+	oldImage := &v1alpha1.GatewayConfig{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "consul", Name: "old"},
+		Spec:       v1alpha1.GatewayConfigSpec{Image: "registry.example.com:5000/hashicorp/consul-dataplane:1.1.2"},
+	}
 	for _, tc := range []struct {
 		name     string
 		in       Gateway
@@ -114,6 +120,7 @@ func TestDesired(t *testing.T) {
 		{"requested_address", Gateway{Gateway: requested, Class: class}, nil},
 		{"beside_consul_k8s", Gateway{Gateway: beside, Class: class, Config: consulK8sCA}, &allowConsul},
 		// A ListenerSet port besides the Gateway's; one they share is declared once.
+		{"old_dataplane", Gateway{Gateway: testGateway("old", listener("http", 80, gatewayv1.HTTPProtocolType)), Class: class, Config: oldImage}, nil},
 		{"listenerset_ports", Gateway{Gateway: testGateway("merged", listener("http", 80, gatewayv1.HTTPProtocolType)), Class: class,
 			ListenerSetPorts: []gatewayv1.PortNumber{8443, 80}}, nil},
 		// Metrics on: consul-dataplane's flags, the named port and the scrape
@@ -147,7 +154,7 @@ func TestDesired(t *testing.T) {
 func goldenForm(t *testing.T, o Objects) []byte {
 	t.Helper()
 	var docs []string
-	for _, obj := range []any{o.ServiceAccount, o.Deployment, o.Service} {
+	for _, obj := range []any{o.ServiceAccount, o.Deployment, o.Service, o.PodDisruptionBudget} {
 		data, err := yaml.Marshal(obj)
 		if err != nil {
 			t.Fatal(err)
@@ -186,6 +193,26 @@ func TestReplicas(t *testing.T) {
 	} {
 		if got := replicas(tt.r); got != tt.want {
 			t.Errorf("replicas(%+v) = %d, want %d", tt.r, got, tt.want)
+		}
+	}
+}
+
+func TestGracefulShutdownFlag(t *testing.T) {
+	for image, want := range map[string]bool{
+		"hashicorp/consul-dataplane:1.1.13":                  true,
+		"hashicorp/consul-dataplane:1.1.3":                   true,
+		"hashicorp/consul-dataplane:1.1.2":                   false,
+		"hashicorp/consul-dataplane:1.0.4":                   true,
+		"hashicorp/consul-dataplane:1.0.3":                   false,
+		"hashicorp/consul-dataplane:1.2.0":                   true,
+		"hashicorp/consul-dataplane:1.7.6-ubi":               true,
+		"registry.example.com:5000/consul-dataplane:1.1.0":   false,
+		"registry.example.com:5000/consul-dataplane":         true,
+		"hashicorp/consul-dataplane@sha256:0123456789abcdef": true,
+		"hashicorp/consul-dataplane:latest":                  true,
+	} {
+		if got := gracefulShutdownFlag(image); got != want {
+			t.Errorf("gracefulShutdownFlag(%q) = %v, want %v", image, got, want)
 		}
 	}
 }

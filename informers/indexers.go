@@ -33,6 +33,9 @@ const (
 	ServiceNameIndex = "serviceName"
 	// gatewayClassNameIndex is on Gateways: spec.gatewayClassName.
 	gatewayClassNameIndex = "gatewayClassName"
+	// GatewayClassNameIndex is gatewayClassNameIndex, for the class sync's
+	// gateway-exists finalizer (package sync).
+	GatewayClassNameIndex = gatewayClassNameIndex
 	// gatewayCertificateSecretIndex is on Gateways: the "namespace/name" of every Secret
 	// a listener names in tls.certificateRefs.
 	gatewayCertificateSecretIndex = "gatewayCertificateSecret"

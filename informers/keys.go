@@ -15,10 +15,9 @@ import (
 
 // gatewayClassChanged enqueues the class and every Gateway of it, with their routes.
 //
-// A Gateway's change enqueues no class in return: a class's status (Accepted,
-// SupportedVersion, supportedFeatures) does not depend on its Gateways. If the class
-// sync ever manages the gateway-exists finalizer, gatewayChanged must enqueue the old
-// and new class names, which needs the Gateway objects and not only their name.
+// A Gateway's change enqueues no class here: the class sync's gateway-exists
+// finalizer depends on which Gateways name the class, and package sync registers a
+// handler of its own that enqueues the old and the new class of a Gateway.
 func (m *KeyMapper) gatewayClassChanged(class cache.ObjectName) {
 	m.queues.GatewayClasses.Add(class.Name)
 	for _, gateway := range m.indexed(m.gateways, gatewayClassNameIndex, class.Name) {

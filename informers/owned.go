@@ -10,6 +10,7 @@ import (
 	kubeinformers "k8s.io/client-go/informers"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
+	policyinformers "k8s.io/client-go/informers/policy/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -17,7 +18,7 @@ import (
 )
 
 // Owned holds the informers of the objects the controller itself creates for Gateways
-// (their Deployments, Services and ServiceAccounts) and of the gateway pods. They list
+// (their Deployments, Services, ServiceAccounts and PodDisruptionBudgets) and of the gateway pods. They list
 // and watch only objects carrying the controller's label, so unrelated workloads in the
 // cluster cost no memory. Unlike the other caches, these keep managedFields: server-side
 // apply's field ownership is how the controller tells what it owns in them.
@@ -26,6 +27,8 @@ type Owned struct {
 	Services        coreinformers.ServiceInformer
 	ServiceAccounts coreinformers.ServiceAccountInformer
 	Pods            coreinformers.PodInformer
+	// PodDisruptionBudgets are the Gateways' (dataplane/disruption.go).
+	PodDisruptionBudgets policyinformers.PodDisruptionBudgetInformer
 
 	factory kubeinformers.SharedInformerFactory
 }
@@ -37,11 +40,12 @@ func NewOwned(kube kubernetes.Interface, selector string, resync time.Duration) 
 			options.LabelSelector = selector
 		}))
 	o := &Owned{
-		Deployments:     factory.Apps().V1().Deployments(),
-		Services:        factory.Core().V1().Services(),
-		ServiceAccounts: factory.Core().V1().ServiceAccounts(),
-		Pods:            factory.Core().V1().Pods(),
-		factory:         factory,
+		Deployments:          factory.Apps().V1().Deployments(),
+		Services:             factory.Core().V1().Services(),
+		ServiceAccounts:      factory.Core().V1().ServiceAccounts(),
+		Pods:                 factory.Core().V1().Pods(),
+		PodDisruptionBudgets: factory.Policy().V1().PodDisruptionBudgets(),
+		factory:              factory,
 	}
 	for _, informer := range o.informers() {
 		informer.Informer() // registers it with the factory
@@ -54,7 +58,7 @@ func (o *Owned) informers() []interface {
 } {
 	return []interface {
 		Informer() cache.SharedIndexInformer
-	}{o.Deployments, o.Services, o.ServiceAccounts, o.Pods}
+	}{o.Deployments, o.Services, o.ServiceAccounts, o.Pods, o.PodDisruptionBudgets}
 }
 
 // StartWithContext starts the informers; they stop when ctx is done.

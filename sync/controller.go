@@ -214,6 +214,7 @@ func (c *Controller) addEventHandlers(ctx context.Context) error {
 	registrations := []registration{
 		{gatewayapi.GatewayClassKind, inf.GatewayClasses.Informer(), keys.GatewayClassHandler()},
 		{gatewayapi.GatewayKind, inf.Gateways.Informer(), keys.GatewayHandler()},
+		{gatewayapi.GatewayKind, inf.Gateways.Informer(), c.classOfGatewayHandler()},
 		{gatewayapi.ListenerSetKind, inf.ListenerSets.Informer(), keys.ListenerSetHandler()},
 		{gatewayapi.ReferenceGrantKind, inf.ReferenceGrants.Informer(), keys.ReferenceGrantHandler()},
 		{"Namespace", inf.Namespaces.Informer(), keys.NamespaceHandler()},

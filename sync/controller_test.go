@@ -316,7 +316,10 @@ func httpRouteKind(t *testing.T) gatewayapi.RouteKind {
 func TestStatusWriteNotFoundIsNotAnError(t *testing.T) {
 	gw := gateway("infra", "gw", httpListener("http", 80, ""))
 	route := httpRoute("infra", "r", nil, parentRef("", "gw", ""))
-	c, client, pub := newTestController(t, ourClass(), gw, route)
+	// The class has the finalizer its Gateway calls for: its sync goes on to status.
+	class := ourClass()
+	class.Finalizers = []string{gatewayv1.GatewayClassFinalizerGatewaysExist}
+	c, client, pub := newTestController(t, class, gw, route)
 	for _, resource := range []string{"gatewayclasses", "gateways", "httproutes"} {
 		client.PrependReactor("update", resource, func(action k8stesting.Action) (bool, runtime.Object, error) {
 			if action.GetSubresource() != "status" {

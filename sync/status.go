@@ -25,6 +25,9 @@ func gatewayClassStatus(class *gatewayv1.GatewayClass, params gatewayconfig.Reso
 	if params.Problem != "" {
 		accepted = condition(gatewayv1.GatewayClassConditionStatusAccepted, false, gatewayv1.GatewayClassReasonInvalidParameters, params.Problem, gen)
 	}
+	if heldClass(class) {
+		accepted.Message += "; the GatewayClass is being deleted: its Gateways are held as they are, and the class goes once they are deleted"
+	}
 	supported, message := bundleSupported(bundleVersion)
 	reason := gatewayv1.GatewayClassReasonSupportedVersion
 	if !supported {

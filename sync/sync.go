@@ -39,6 +39,9 @@ func (c *Controller) syncGatewayClass(ctx context.Context, name string) error {
 	if class.Spec.ControllerName != c.controllerName {
 		return nil // another controller's class: never touched, never published
 	}
+	if wrote, err := c.syncFinalizer(ctx, class); wrote || err != nil {
+		return err
+	}
 	params, err := gatewayconfig.OfClass(c.configs, class)
 	if err != nil {
 		return err
@@ -68,6 +71,10 @@ func (c *Controller) syncGateway(ctx context.Context, key cache.ObjectName) erro
 		// Not ours (any more): what was derived from it must go, its status is not ours
 		// to write.
 		c.publisher.Publish(ctx, contract.Confirmation{Kind: gatewayapi.GatewayKind, Key: key})
+		return nil
+	}
+	if heldClass(class) {
+		klog.FromContext(ctx).V(4).Info("GatewayClass is being deleted; the Gateway is held as it is", "gateway", key, "class", class.Name)
 		return nil
 	}
 	status, err := c.gatewayStatus(gw, class, c.now())
@@ -105,6 +112,10 @@ func (c *Controller) syncListenerSet(ctx context.Context, key cache.ObjectName) 
 		c.publisher.Publish(ctx, contract.Confirmation{Kind: gatewayapi.ListenerSetKind, Key: key})
 		return nil
 	}
+	if heldClass(class) {
+		klog.FromContext(ctx).V(4).Info("GatewayClass is being deleted; the ListenerSet is held as it is", "listenerSet", key, "class", class.Name)
+		return nil
+	}
 	status, err := c.listenerSetStatus(set, gw, class, c.now())
 	if err != nil {
 		return err
@@ -130,6 +141,13 @@ func (c *Controller) syncRoute(ctx context.Context, kind gatewayapi.RouteKind, k
 	if !ok {
 		return fmt.Errorf("%s cache holds %T", kind.Kind, obj)
 	}
+	held, err := c.routeHeld(r)
+	if err != nil || held {
+		if held {
+			klog.FromContext(ctx).V(4).Info("A parent's GatewayClass is being deleted; the route is held as it is", "kind", kind.Kind, "route", key)
+		}
+		return err
+	}
 	existing := kind.Parents(r)
 	computed, decision, err := c.routeStatus(ctx, r, existing, r.GetGeneration())
 	if err != nil {
@@ -138,6 +156,20 @@ func (c *Controller) syncRoute(ctx context.Context, kind gatewayapi.RouteKind, k
 	return c.confirmRoute(ctx, contract.Confirmation{Kind: kind.Kind, Route: decision}, r, computed, existing, func() (runtime.Object, error) {
 		return kind.UpdateParents(ctx, c.client, r, computed)
 	})
+}
+
+// routeHeld reports whether a parent the route names is held (heldClass): the route
+// is then held whole, its other parents' verdicts too.
+func (c *Controller) routeHeld(route gatewayapi.Object) (bool, error) {
+	kind, ok := gatewayapi.RouteOf(route)
+	if !ok {
+		return false, fmt.Errorf("unexpected route object %T", route)
+	}
+	spec, err := kind.Spec(route)
+	if err != nil {
+		return false, err
+	}
+	return c.heldParent(spec.ParentRefs, route.GetNamespace())
 }
 
 // routeStatus computes a route's status.parents and logs each parent that did not

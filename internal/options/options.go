@@ -119,6 +119,9 @@ type GatewayPods struct {
 	// AuthMethod is the Kubernetes auth method in Consul the pods log in to; empty for
 	// none.
 	AuthMethod string
+	// ImageRolloutLimit is how many gateway Deployments may roll to a new image at
+	// once: a number, or a percentage of them.
+	ImageRolloutLimit string
 }
 
 // Defaults are the defaults that the controller's parts own (the controller name, the
@@ -131,6 +134,8 @@ type Defaults struct {
 	ServiceDefaultsGrace time.Duration
 	GatewayImage         string
 	GatewayGRPCPort      int32
+	// GatewayImageRolloutLimit is --gateway-image-rollout-limit's.
+	GatewayImageRolloutLimit string
 }
 
 // SharedClusterID is the --cluster-id earlier versions defaulted to, and the kustomize
@@ -164,7 +169,7 @@ func New(d Defaults) *Options {
 		DeployGateways:         true,
 		RequireAdmissionPolicy: true,
 		DataplaneWorkers:       2,
-		Gateway:                GatewayPods{Image: d.GatewayImage, GRPCPort: d.GatewayGRPCPort},
+		Gateway:                GatewayPods{Image: d.GatewayImage, GRPCPort: d.GatewayGRPCPort, ImageRolloutLimit: d.GatewayImageRolloutLimit},
 		LeaderElect:            true,
 		MetricsBindAddress:     ":8080",
 		HealthProbeBindAddress: ":8081",

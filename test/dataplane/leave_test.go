@@ -16,9 +16,9 @@ import (
 	"github.com/consul-gateway-controller/consul-gateway-controller/test/testenv"
 )
 
-// A Gateway moved to another controller's class loses the ServiceAccount, Deployment
-// and Service this controller deployed for it, also when it moved while the controller
-// was down; one moved back gets them again. A Deployment of the same Gateway labelled
+// A Gateway moved to another controller's class loses the ServiceAccount, Deployment,
+// Service and PodDisruptionBudget this controller deployed for it, also when it moved
+// while the controller was down; one moved back gets them again. A Deployment of the same Gateway labelled
 // with the other controller's class (what another instance of this controller,
 // sharing its managed-by label, would have deployed) is left alone.
 func TestGatewayLeavingOurClass(t *testing.T) {
@@ -50,13 +50,13 @@ func TestGatewayLeavingOurClass(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := testenv.MetricSum(text, "consul_gateway_controller_gateway_object_deletions_total"); got != 3 {
-		t.Errorf("the restarted controller counted %v deletions, want 3", got)
+	if got := testenv.MetricSum(text, "consul_gateway_controller_gateway_object_deletions_total"); got != 4 {
+		t.Errorf("the restarted controller counted %v deletions, want 4", got)
 	}
 }
 
-// waitObjects waits until the Gateway's ServiceAccount, Deployment and Service all
-// exist (or are all gone).
+// waitObjects waits until the Gateway's ServiceAccount, Deployment, Service and
+// PodDisruptionBudget all exist (or are all gone).
 func (g *gatewayCase) waitObjects(exist bool) {
 	g.t.Helper()
 	what := "the Gateway's objects are gone"
@@ -71,6 +71,10 @@ func (g *gatewayCase) waitObjects(exist bool) {
 			"ServiceAccount": func() error { _, err := core.ServiceAccounts(g.ns).Get(ctx, g.name, metav1.GetOptions{}); return err },
 			"Deployment":     func() error { _, err := g.deployment(ctx); return err },
 			"Service":        func() error { _, err := g.service(ctx); return err },
+			"PodDisruptionBudget": func() error {
+				_, err := env.KubeClient.PolicyV1().PodDisruptionBudgets(g.ns).Get(ctx, g.name, metav1.GetOptions{})
+				return err
+			},
 		} {
 			err := get()
 			switch {

@@ -10,8 +10,10 @@ import (
 	consulapi "github.com/hashicorp/consul/api"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/api/v1alpha1"
@@ -116,9 +118,9 @@ func (x deployExample) create(t *testing.T) {
 }
 
 // createLeftGateway creates the Gateway "left", of a class that does not exist, with
-// the ServiceAccount, Deployment and Service the controller would have deployed for it
-// in x.class: a Gateway that left our class, whose objects the controller deletes
-// (RBAC delete on all three).
+// the ServiceAccount, Deployment, Service and PodDisruptionBudget the controller would
+// have deployed for it in x.class: a Gateway that left our class, whose objects the
+// controller deletes (RBAC delete on all four).
 func (x deployExample) createLeftGateway(t *testing.T) {
 	t.Helper()
 	left := testenv.Gateway(x.ns, "left", x.class+"-gone", testenv.HTTPListener("http", 8080))
@@ -137,6 +139,8 @@ func (x deployExample) createLeftGateway(t *testing.T) {
 		Spec: appsv1.DeploymentSpec{Replicas: new(int32(0)), Selector: &metav1.LabelSelector{MatchLabels: pods},
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: pods},
 				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "example.invalid/c:1"}}}}}})
+	env.Create(t, &policyv1.PodDisruptionBudget{ObjectMeta: meta,
+		Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: new(intstr.FromInt32(1)), Selector: &metav1.LabelSelector{MatchLabels: pods}}})
 }
 
 func (x deployExample) leftObjects() string { return "left-" + x.class }
@@ -148,9 +152,10 @@ func (x deployExample) leftObjectsGone(ctx context.Context) []string {
 	var problems []string
 	core, name, get := env.KubeClient.CoreV1(), x.leftObjects(), metav1.GetOptions{}
 	for what, err := range map[string]error{
-		"ServiceAccount": ignoreResult(core.ServiceAccounts(x.ns).Get(ctx, name, get)),
-		"Service":        ignoreResult(core.Services(x.ns).Get(ctx, name, get)),
-		"Deployment":     ignoreResult(env.KubeClient.AppsV1().Deployments(x.ns).Get(ctx, name, get)),
+		"ServiceAccount":      ignoreResult(core.ServiceAccounts(x.ns).Get(ctx, name, get)),
+		"Service":             ignoreResult(core.Services(x.ns).Get(ctx, name, get)),
+		"Deployment":          ignoreResult(env.KubeClient.AppsV1().Deployments(x.ns).Get(ctx, name, get)),
+		"PodDisruptionBudget": ignoreResult(env.KubeClient.PolicyV1().PodDisruptionBudgets(x.ns).Get(ctx, name, get)),
 	} {
 		if !apierrors.IsNotFound(err) {
 			problems = append(problems, fmt.Sprintf("%s %s of Gateway left, not ours: %v", what, name, err))

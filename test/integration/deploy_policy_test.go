@@ -15,6 +15,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -38,14 +39,15 @@ import (
 // refuses them in any namespace without.
 var gatewaysNamespaceLabels = map[string]string{"consul-gateway-controller.github.io/gateways": "enabled"}
 
-// policyGateway is a Gateway and the ServiceAccount, Deployment and Service that
-// dataplane.Desired makes for it: what the controller writes, and what the policy must
+// policyGateway is a Gateway and the ServiceAccount, Deployment, Service and
+// PodDisruptionBudget that dataplane.Desired makes for it: what the controller writes, and what the policy must
 // let it write.
 type policyGateway struct {
 	gateway *gatewayv1.Gateway
 	sa      *corev1.ServiceAccount
 	deploy  *appsv1.Deployment
 	svc     *corev1.Service
+	budget  *policyv1.PodDisruptionBudget
 }
 
 // newPolicyGateway creates the Gateway ns/name of class, which no controller serves.
@@ -61,8 +63,8 @@ func newPolicyGateway(t *testing.T, ns, name, class string) policyGateway {
 		Consul: &v1alpha1.ConsulConnection{TLS: &v1alpha1.ConsulTLS{CASecretName: "consul-ca"}}}}
 	desired := dataplane.Desired(dataplane.Gateway{Gateway: gw, Class: gwClass, Config: config},
 		dataplane.Defaults{Image: "example.invalid/consul-dataplane:1", ConsulAddress: "consul.invalid", GRPCPort: 8502})
-	g := policyGateway{gateway: gw, sa: &corev1.ServiceAccount{}, deploy: &appsv1.Deployment{}, svc: &corev1.Service{}}
-	for from, into := range map[any]any{desired.ServiceAccount: g.sa, desired.Deployment: g.deploy, desired.Service: g.svc} {
+	g := policyGateway{gateway: gw, sa: &corev1.ServiceAccount{}, deploy: &appsv1.Deployment{}, svc: &corev1.Service{}, budget: &policyv1.PodDisruptionBudget{}}
+	for from, into := range map[any]any{desired.ServiceAccount: g.sa, desired.Deployment: g.deploy, desired.Service: g.svc, desired.PodDisruptionBudget: g.budget} {
 		data, err := json.Marshal(from)
 		if err != nil {
 			t.Fatal(err)
@@ -110,6 +112,7 @@ func TestDeployPolicyRefusesForeignWorkloads(t *testing.T) {
 	waitPolicyInEffect(t, r, controller)
 	checkPolicyTypes(t, r.policy.Name)
 	checkPolicyTypes(t, foreignServiceAccountsPolicy)
+	checkPolicyTypes(t, gatewayClassesPolicy)
 
 	ns := "policy-" + utilrand.String(5)
 	env.Create(t, testenv.Namespace(ns, gatewaysNamespaceLabels))
@@ -254,6 +257,15 @@ func TestDeployPolicyRefusesForeignWorkloads(t *testing.T) {
 			return err
 		},
 	}, {
+		// A budget over a tenant's pods would hold them on a draining node.
+		name: "create a PodDisruptionBudget that selects other pods", rule: "selector",
+		request: func(ctx context.Context, c kubernetes.Interface, g policyGateway) error {
+			b := g.budget.DeepCopy()
+			b.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "payments"}}
+			_, err := c.PolicyV1().PodDisruptionBudgets(b.Namespace).Create(ctx, b, create)
+			return err
+		},
+	}, {
 		// Another team's Service of the name a Gateway's takes, made the Gateway's
 		// as a forced apply would.
 		name: "patch an unlabelled Service into the Gateway's", rule: "existing-object",
@@ -364,6 +376,8 @@ func ownObjects(t *testing.T, client kubernetes.Interface, g policyGateway) {
 	step("create the Deployment", err)
 	_, err = core.Services(ns).Create(ctx, g.svc, create)
 	step("create the Service", err)
+	_, err = client.PolicyV1().PodDisruptionBudgets(ns).Create(ctx, g.budget, create)
+	step("create the PodDisruptionBudget", err)
 	annotate := []byte(`{"metadata":{"annotations":{"example.com/changed":"true"}}}`)
 	_, err = apps.Deployments(ns).Patch(ctx, g.deploy.Name, types.MergePatchType, annotate, metav1.PatchOptions{})
 	step("patch the Deployment", err)
@@ -371,6 +385,9 @@ func ownObjects(t *testing.T, client kubernetes.Interface, g policyGateway) {
 	step("patch the Service", err)
 	_, err = core.ServiceAccounts(ns).Patch(ctx, g.sa.Name, types.MergePatchType, annotate, metav1.PatchOptions{})
 	step("patch the ServiceAccount", err)
+	_, err = client.PolicyV1().PodDisruptionBudgets(ns).Patch(ctx, g.budget.Name, types.MergePatchType, annotate, metav1.PatchOptions{})
+	step("patch the PodDisruptionBudget", err)
+	step("delete the PodDisruptionBudget", client.PolicyV1().PodDisruptionBudgets(ns).Delete(ctx, g.budget.Name, del))
 	step("delete the Deployment", apps.Deployments(ns).Delete(ctx, g.deploy.Name, del))
 	step("delete the Service", core.Services(ns).Delete(ctx, g.svc.Name, del))
 	step("delete the ServiceAccount", core.ServiceAccounts(ns).Delete(ctx, g.sa.Name, del))
@@ -442,6 +459,10 @@ func (r renderedDeploy) policyMessage(t *testing.T, rule string) string {
 // foreignServiceAccountsPolicy is the policy of deploy/ that keeps the controller's
 // Deployments off ServiceAccounts it did not make.
 const foreignServiceAccountsPolicy = "consul-gateway-controller-foreign-serviceaccounts"
+
+// gatewayClassesPolicy is the policy of deploy/ that lets the controller change a
+// GatewayClass's gateway-exists finalizer and nothing else.
+const gatewayClassesPolicy = "consul-gateway-controller-gatewayclasses"
 
 // waitParameter waits until the API server's parameter cache holds the ServiceAccount
 // d runs as: a dry-run create of d by the controller is refused.

@@ -38,7 +38,7 @@ const (
 var deployKinds = map[string]int{
 	"Namespace": 1, "ServiceAccount": 1, "ClusterRole": 2, "ClusterRoleBinding": 1, "Role": 1, "RoleBinding": 1,
 	"ConfigMap": 1, "Deployment": 1, "PodDisruptionBudget": 1, "Service": 1, "GatewayClass": 1,
-	"ValidatingAdmissionPolicy": 3, "ValidatingAdmissionPolicyBinding": 3,
+	"ValidatingAdmissionPolicy": 4, "ValidatingAdmissionPolicyBinding": 4,
 }
 
 // renderedDeploy is `kubectl kustomize deploy`, parsed.

@@ -167,7 +167,7 @@ func TestDeployReadmeOverlay(t *testing.T) {
 }
 
 // TestDeployReadmeOverlayWithoutPolicy renders the overlay deploy/README.md shows for
-// turning the admission policies off: it must drop the three policies and their bindings,
+// turning the admission policies off: it must drop the four policies and their bindings,
 // and nothing else, and tell the controller not to require the policy, or it would not
 // start.
 func TestDeployReadmeOverlayWithoutPolicy(t *testing.T) {
@@ -192,8 +192,8 @@ func TestDeployReadmeOverlayWithoutPolicy(t *testing.T) {
 	want := slices.DeleteFunc(names(base.objects), func(name string) bool {
 		return strings.HasPrefix(name, "ValidatingAdmissionPolicy")
 	})
-	if len(want) != len(base.objects)-6 {
-		t.Fatalf("the base renders %d objects of the policies' kinds, want 6 (three policies, three bindings)", len(base.objects)-len(want))
+	if len(want) != len(base.objects)-8 {
+		t.Fatalf("the base renders %d objects of the policies' kinds, want 8 (four policies, four bindings)", len(base.objects)-len(want))
 	}
 	if diff := cmp.Diff(want, names(objects)); diff != "" {
 		t.Errorf("the overlay renders (-want +got):\n%s", diff)
@@ -469,4 +469,10 @@ func namespaceOptIn(t *testing.T, class string) {
 		_, err := env.KubeClient.AppsV1().Deployments(ns).Get(ctx, dataplane.Name(gw), metav1.GetOptions{})
 		return err
 	})
+	// Deleted while the controller runs: the namespace only goes Terminating here,
+	// and a Gateway left in it would keep the class's gateway-exists finalizer for
+	// good (a later helm uninstall would wait on it).
+	if err := env.GatewayClient.GatewayV1().Gateways(ns).Delete(t.Context(), gw.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("delete the Gateway: %v", err)
+	}
 }

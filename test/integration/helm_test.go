@@ -129,7 +129,7 @@ func TestHelmChartRendersTheBase(t *testing.T) {
 	wantKinds := map[string]int{
 		"CustomResourceDefinition": 1, "ServiceAccount": 1, "ClusterRole": 2, "ClusterRoleBinding": 1, "Role": 1, "RoleBinding": 1,
 		"Deployment": 1, "PodDisruptionBudget": 1, "Service": 1, "GatewayClass": 1, "GatewayConfig": 1,
-		"ValidatingAdmissionPolicy": 3, "ValidatingAdmissionPolicyBinding": 3,
+		"ValidatingAdmissionPolicy": 4, "ValidatingAdmissionPolicyBinding": 4,
 	}
 	gotKinds := map[string]int{}
 	for _, obj := range chart.objects {
@@ -210,8 +210,8 @@ func TestHelmChartValues(t *testing.T) {
 		if len(gatewayAPI) != 10 {
 			t.Errorf("Gateway API CRDs: %v, want the 10 of the standard channel", gatewayAPI)
 		}
-		if len(r.ofKind("ValidatingAdmissionPolicy")) != 4 || r.named(t, "ValidatingAdmissionPolicy", "safe-upgrades.gateway.networking.k8s.io") == nil {
-			t.Errorf("want the chart's three admission policies and the Gateway API's safe-upgrades policy")
+		if len(r.ofKind("ValidatingAdmissionPolicy")) != 5 || r.named(t, "ValidatingAdmissionPolicy", "safe-upgrades.gateway.networking.k8s.io") == nil {
+			t.Errorf("want the chart's four admission policies and the Gateway API's safe-upgrades policy")
 		}
 		keep := renderChart(t, "crds.enabled=true", "crds.keep=false")
 		for _, crd := range keep.ofKind("CustomResourceDefinition") {

@@ -32,7 +32,7 @@ func Poll(ctx context.Context, interval, timeout time.Duration, check func(conte
 		if err == nil {
 			return nil
 		}
-		if ctx.Err() == nil {
+		if ctx.Err() == nil && !cutShort(err) {
 			last = err
 		}
 		select {
@@ -50,6 +50,33 @@ func Eventually(t testing.TB, timeout time.Duration, what string, check func(con
 	t.Helper()
 	if err := Poll(t.Context(), PollInterval, timeout, check); err != nil {
 		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// cutShort reports whether err is a client's refusal to start a request that the
+// deadline would cut: client-go's rate limiter says so before the context ends, in
+// words only (golang.org/x/time/rate wraps no context error).
+func cutShort(err error) bool {
+	return strings.Contains(err.Error(), "would exceed context deadline")
+}
+
+// Consistently checks every PollInterval for duration that check returns nil, and
+// fails t with what and check's error the first time it does not.
+func Consistently(t testing.TB, duration time.Duration, what string, check func(context.Context) error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), duration)
+	defer cancel()
+	tick := time.NewTicker(PollInterval)
+	defer tick.Stop()
+	for {
+		if err := check(ctx); err != nil && ctx.Err() == nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
 	}
 }
 

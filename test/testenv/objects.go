@@ -7,12 +7,15 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gatewayv1client "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned/typed/apis/v1"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/api/v1alpha1"
 )
@@ -64,6 +67,8 @@ func (e *Env) create(ctx context.Context, obj runtime.Object) (deleteFn func(con
 		err = into(o)(core.Pods(o.Namespace).Create(ctx, o, create))
 	case *appsv1.Deployment:
 		err = into(o)(e.KubeClient.AppsV1().Deployments(o.Namespace).Create(ctx, o, create))
+	case *policyv1.PodDisruptionBudget:
+		err = into(o)(e.KubeClient.PolicyV1().PodDisruptionBudgets(o.Namespace).Create(ctx, o, create))
 	case *rbacv1.ClusterRole:
 		rbac := e.KubeClient.RbacV1().ClusterRoles()
 		err = into(o)(rbac.Create(ctx, o, create))
@@ -74,7 +79,7 @@ func (e *Env) create(ctx context.Context, obj runtime.Object) (deleteFn func(con
 		deleteFn = func(ctx context.Context) error { return rbac.Delete(ctx, o.Name, del) }
 	case *gatewayv1.GatewayClass:
 		err = into(o)(gw.GatewayClasses().Create(ctx, o, create))
-		deleteFn = func(ctx context.Context) error { return gw.GatewayClasses().Delete(ctx, o.Name, del) }
+		deleteFn = func(ctx context.Context) error { return deleteGatewayClass(ctx, gw, o.Name) }
 	case *gatewayv1.Gateway:
 		err = into(o)(gw.Gateways(o.Namespace).Create(ctx, o, create))
 	case *gatewayv1.ListenerSet:
@@ -134,4 +139,20 @@ func Update[T any](t testing.TB, get func(context.Context, string, metav1.GetOpt
 		t.Fatalf("update %s: %v", name, err)
 	}
 	return written
+}
+
+// deleteGatewayClass deletes a class and then takes off the gateway-exists finalizer a
+// controller may have left on it, as an operator does once no controller serves the
+// class: a test stops its controller before its Gateways go, and the class would
+// otherwise stay, being deleted, for good.
+func deleteGatewayClass(ctx context.Context, gw gatewayv1client.GatewayV1Interface, name string) error {
+	if err := gw.GatewayClasses().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		return err
+	}
+	patch := []byte(`{"metadata":{"finalizers":null}}`)
+	_, err := gw.GatewayClasses().Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
 }
