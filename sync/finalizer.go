@@ -1,19 +1,12 @@
 package sync
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/klog/v2"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
-
-	"github.com/consul-gateway-controller/consul-gateway-controller/informers"
 )
 
 // This file keeps a class of ours while Gateways use it: the Gateway API's
@@ -29,41 +22,19 @@ import (
 // gatewaysExistFinalizer is the finalizer the Gateway API names for this.
 const gatewaysExistFinalizer = gatewayv1.GatewayClassFinalizerGatewaysExist
 
-// syncFinalizer adds the finalizer to a class of ours that Gateways name and removes
-// it from one that none names. It reports whether it wrote the class: the write's
-// event brings the class back, to be judged at its new version. The patch carries
-// the cached resourceVersion, so a stale cache gets a Conflict and a retry.
-func (c *Controller) syncFinalizer(ctx context.Context, class *gatewayv1.GatewayClass) (bool, error) {
-	gateways, err := c.informers.Gateways.Informer().GetIndexer().ByIndex(informers.GatewayClassNameIndex, class.Name)
-	if err != nil {
-		return false, fmt.Errorf("list the Gateways of GatewayClass %s: %w", class.Name, err)
-	}
+// wantedFinalizers is the class's finalizers as they should be, and whether they
+// differ from what it has: the finalizer while Gateways name the class (never added
+// to a class being deleted: one deleted before this controller saw its Gateways
+// goes), none once no Gateway names it.
+func wantedFinalizers(class *gatewayv1.GatewayClass, gateways int) ([]string, bool) {
 	has := slices.Contains(class.Finalizers, gatewaysExistFinalizer)
-	var finalizers []string
 	switch {
-	// No finalizer may be added to an object being deleted: a class deleted before
-	// this controller saw its Gateways goes.
-	case len(gateways) > 0 && !has && class.DeletionTimestamp == nil:
-		finalizers = append(slices.Clone(class.Finalizers), gatewaysExistFinalizer)
-	case len(gateways) == 0 && has:
-		finalizers = slices.DeleteFunc(slices.Clone(class.Finalizers), func(f string) bool { return f == gatewaysExistFinalizer })
-	default:
-		return false, nil
+	case gateways > 0 && !has && class.DeletionTimestamp == nil:
+		return append(slices.Clone(class.Finalizers), gatewaysExistFinalizer), true
+	case gateways == 0 && has:
+		return slices.DeleteFunc(slices.Clone(class.Finalizers), func(f string) bool { return f == gatewaysExistFinalizer }), true
 	}
-	patch, err := finalizersPatch(class.ResourceVersion, finalizers)
-	if err != nil {
-		return false, err
-	}
-	_, err = c.client.GatewayV1().GatewayClasses().Patch(ctx, class.Name, types.MergePatchType, patch, metav1.PatchOptions{})
-	if apierrors.IsNotFound(err) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("update the finalizers of GatewayClass %s: %w", class.Name, err)
-	}
-	klog.FromContext(ctx).V(2).Info("Updated GatewayClass finalizer", "class", class.Name, "finalizer", gatewaysExistFinalizer,
-		"present", !has, "gateways", len(gateways), "deleting", class.DeletionTimestamp != nil)
-	return true, nil
+	return nil, false
 }
 
 // finalizersPatch is a merge patch that sets the finalizers, on the condition that

@@ -3,6 +3,7 @@ package sync
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -10,10 +11,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/consul-gateway-controller/consul-gateway-controller/informers"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/gatewayapi"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/metrics"
 	"github.com/consul-gateway-controller/consul-gateway-controller/sync/contract"
@@ -165,4 +168,34 @@ func describeConditions(conds []metav1.Condition) string {
 		parts[i] = fmt.Sprintf("%s=%s(%s)", c.Type, c.Status, c.Reason)
 	}
 	return strings.Join(parts, " ")
+}
+
+// syncFinalizer adds the finalizer to a class of ours that Gateways name and removes
+// it from one that none names (wantedFinalizers). It reports whether it wrote the
+// class: the write's event brings the class back, to be judged at its new version.
+// The patch carries the cached resourceVersion, so a stale cache gets a Conflict and
+// a retry.
+func (c *Controller) syncFinalizer(ctx context.Context, class *gatewayv1.GatewayClass) (bool, error) {
+	gateways, err := c.informers.Gateways.Informer().GetIndexer().ByIndex(informers.GatewayClassNameIndex, class.Name)
+	if err != nil {
+		return false, fmt.Errorf("list the Gateways of GatewayClass %s: %w", class.Name, err)
+	}
+	finalizers, change := wantedFinalizers(class, len(gateways))
+	if !change {
+		return false, nil
+	}
+	patch, err := finalizersPatch(class.ResourceVersion, finalizers)
+	if err != nil {
+		return false, err
+	}
+	_, err = c.client.GatewayV1().GatewayClasses().Patch(ctx, class.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("update the finalizers of GatewayClass %s: %w", class.Name, err)
+	}
+	klog.FromContext(ctx).V(2).Info("Updated GatewayClass finalizer", "class", class.Name, "finalizer", gatewaysExistFinalizer,
+		"present", slices.Contains(finalizers, gatewaysExistFinalizer), "gateways", len(gateways), "deleting", class.DeletionTimestamp != nil)
+	return true, nil
 }
