@@ -402,12 +402,6 @@ func (p *pipeline) lead(ctx context.Context, eventBroadcaster events.EventBroadc
 		}
 		return err
 	}
-	if err := p.informers.Secrets.WaitCaughtUp(ctx, p.meta); err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return fmt.Errorf("wait for the Secret watches to catch up: %w", err)
-	}
 	if err := eventBroadcaster.StartRecordingToSinkWithContext(ctx); err != nil {
 		return fmt.Errorf("start recording events: %w", err)
 	}

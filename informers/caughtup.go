@@ -37,7 +37,8 @@ type ConsistentCache struct {
 // ConsistentCaches are the caches whose objects the writers act on without reading
 // them back: those with a status the pipeline confirms from the cache, and the
 // references their translation reads. The listener Secrets are left out: they are
-// watched one by one, and SecretCache.WaitCaughtUp waits for them.
+// watched one by one, and an older certificate is replaced as soon as the watch
+// delivers the newer one.
 func (i *Informers) ConsistentCaches() []ConsistentCache {
 	gatewayV1 := schema.GroupVersion{Group: gatewayv1.GroupName, Version: "v1"}
 	v1 := func(resource string) schema.GroupVersionResource { return gatewayV1.WithResource(resource) }
