@@ -332,4 +332,15 @@ func TestColdStartCreatesEachEntryOnce(t *testing.T) {
 	if drift != 0 {
 		t.Errorf("put back %v entries; nothing else wrote to Consul", drift)
 	}
+
+	// An entry removed outside the controller is still put back, from the first
+	// answer that Consul gave after the delete.
+	name := translate.Naming{}.EntryName(s.Namespace, "r-0-0")
+	if _, err := env.ConsulClient.ConfigEntries().Delete(consulapi.HTTPRoute, name, nil); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 30*time.Second, "the entry removed by hand is put back", func(ctx context.Context) error {
+		_, _, err := env.ConsulClient.ConfigEntries().Get(consulapi.HTTPRoute, name, (&consulapi.QueryOptions{}).WithContext(ctx))
+		return err
+	})
 }
