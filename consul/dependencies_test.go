@@ -261,7 +261,7 @@ func TestConsulReferences(t *testing.T) {
 	ownDefaults := translate.EntryKey{Kind: consulapi.ServiceDefaults, Name: narrowedName}
 	s.ledger.desire(map[translate.EntryKey]consulapi.ConfigEntry{narrowedKey: narrowed})
 
-	s.ledger.list(consulapi.HTTPRoute, []translate.EntryKey{routeKey}, s.orderingReferences(consulapi.HTTPRoute, []consulapi.ConfigEntry{route}))
+	s.ledger.list(consulapi.HTTPRoute, 0, []translate.EntryKey{routeKey}, s.orderingReferences(consulapi.HTTPRoute, []consulapi.ConfigEntry{route}))
 	recordWritten(s.ledger, narrowed)
 	for key, want := range map[translate.EntryKey][]translate.EntryKey{
 		narrowedKey:  {routeKey},
@@ -275,7 +275,7 @@ func TestConsulReferences(t *testing.T) {
 		}
 	}
 	// The route kind listed again without the route: its resolver is released.
-	if diff := cmp.Diff([]translate.EntryKey{narrowedKey}, s.ledger.list(consulapi.HTTPRoute, nil, nil)); diff != "" {
+	if diff := cmp.Diff([]translate.EntryKey{narrowedKey}, s.ledger.list(consulapi.HTTPRoute, 0, nil, nil)); diff != "" {
 		t.Errorf("released by the route's going (-want +got):\n%s", diff)
 	}
 	released := recordDeleted(s.ledger, narrowedKey)
@@ -293,7 +293,7 @@ func TestRouteReferencesOnlyResolversThatExist(t *testing.T) {
 	route := narrowedRoute()
 	route.Rules = append(route.Rules, consulapi.HTTPRouteRule{Services: []consulapi.HTTPService{{Name: "plain"}, {Name: "theirs"}}})
 	s.ledger.desire(map[translate.EntryKey]consulapi.ConfigEntry{translate.KeyOf(narrowedResolver()): narrowedResolver()})
-	s.ledger.list(consulapi.ServiceResolver, []translate.EntryKey{{Kind: consulapi.ServiceResolver, Name: "theirs"}}, nil)
+	s.ledger.list(consulapi.ServiceResolver, 0, []translate.EntryKey{{Kind: consulapi.ServiceResolver, Name: "theirs"}}, nil)
 	want := []translate.EntryKey{
 		{Kind: consulapi.ServiceResolver, Name: narrowedName},
 		{Kind: consulapi.ServiceResolver, Name: "theirs"},
@@ -317,7 +317,7 @@ func TestDeleteDoesNotWaitForARouteThatKeepsNamingTheService(t *testing.T) {
 	direct := narrowedRoute()
 	direct.Rules = []consulapi.HTTPRouteRule{{Services: []consulapi.HTTPService{{Name: "echo"}}}}
 	s.ledger.desire(map[translate.EntryKey]consulapi.ConfigEntry{translate.KeyOf(direct): direct})
-	s.ledger.list(consulapi.ServiceResolver, []translate.EntryKey{translate.KeyOf(shared)}, nil)
+	s.ledger.list(consulapi.ServiceResolver, 0, []translate.EntryKey{translate.KeyOf(shared)}, nil)
 	recordWritten(s.ledger, direct)
 	if refs := s.ledger.referrers(translate.KeyOf(shared)); len(refs) != 1 {
 		t.Fatalf("the route refers to %v; want the resolver it names", refs)

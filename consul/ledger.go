@@ -35,6 +35,9 @@ type ledger struct {
 	judged judgingProgress
 	// desired counts the lines with a desired entry.
 	desired int
+	// listsSent counts the lists the watch sent (listSent); a line records the count
+	// when the writer last found its entry in Consul (entryLine.presentSince).
+	listsSent uint64
 }
 
 // entryLine is the ledger's line for one entry. A line that holds nothing is dropped.
@@ -42,8 +45,12 @@ type entryLine struct {
 	// desired is the entry Consul must hold, the translation's; nil for none.
 	desired consulapi.ConfigEntry
 	// present: Consul holds an entry under the key, as the watch last listed it or as
-	// the syncer wrote it since.
+	// the syncer wrote or read it since.
 	present bool
+	// presentSince is the ledger's listsSent when the writer last wrote the entry or
+	// read it in Consul (0 when present comes from a list): a list sent before then
+	// may have been answered without it.
+	presentSince uint64
 	// held is a fingerprint of the content Consul was last seen holding or was last
 	// given, when known: writing that same content again puts back what something
 	// else changed (drift).
@@ -213,7 +220,7 @@ func (l *ledger) wrote(key translate.EntryKey, written content, refs []translate
 	e := l.line(key)
 	drift = written.known && e.heldKnown && e.held == written.fingerprint
 	e.held, e.heldKnown = written.fingerprint, written.known
-	e.present = true
+	l.foundPresent(e)
 	e.refused, e.foreign, e.heldBack = "", false, ""
 	if judgedKinds[key.Kind] {
 		e.judgement = &judgement{writtenAt: now}
@@ -253,9 +260,16 @@ func (l *ledger) settled(key translate.EntryKey, held content, actual consulapi.
 		e.held, e.heldKnown = held.fingerprint, true
 	}
 	if actual != nil {
+		l.foundPresent(e)
 		l.noteJudgement(key, e, actual, now)
 	}
 	l.tidy(key)
+}
+
+// foundPresent records that the writer found Consul holding e's entry, by writing it
+// or reading it. Callers hold l.mu.
+func (l *ledger) foundPresent(e *entryLine) {
+	e.present, e.presentSince = true, l.listsSent
 }
 
 // noteJudgement follows the verdict on an entry Consul holds as desired. It reports

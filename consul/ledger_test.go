@@ -90,11 +90,11 @@ func TestLedgerMatches(t *testing.T) {
 	if st := stateWith(l, key, desired); !st.matchedDesired {
 		t.Error("the desired entry the watch matched: want matchedDesired")
 	}
-	l.forgetKind(consulapi.TCPRoute)
+	l.forgetKind(consulapi.TCPRoute, 0)
 	if !stateWith(l, key, desired).matchedDesired {
 		t.Error("forgetting another kind forgot this one")
 	}
-	l.forgetKind(consulapi.HTTPRoute)
+	l.forgetKind(consulapi.HTTPRoute, 0)
 	if st := stateWith(l, key, next); st.matched || st.knownAbsent {
 		t.Error("want nothing remembered once Consul's data may have been replaced: no match, and nothing known absent")
 	}
@@ -108,7 +108,7 @@ func TestLedgerKnowsWhatExists(t *testing.T) {
 	if l.stateOf(a).knownAbsent {
 		t.Fatal("before any list nothing is known absent")
 	}
-	l.list(consulapi.HTTPRoute, []translate.EntryKey{a}, nil)
+	l.list(consulapi.HTTPRoute, 0, []translate.EntryKey{a}, nil)
 	if l.stateOf(a).knownAbsent || !l.stateOf(b).knownAbsent {
 		t.Error("after a list of a: want a present and b absent")
 	}
@@ -131,7 +131,7 @@ func TestLedgerKeepsWhatIsDesiredThroughADelete(t *testing.T) {
 	key := translate.EntryKey{Kind: consulapi.HTTPRoute, Name: "r"}
 	desired := &consulapi.HTTPRouteConfigEntry{Kind: consulapi.HTTPRoute, Name: "r"}
 	l := newLedger()
-	l.list(consulapi.HTTPRoute, []translate.EntryKey{key}, nil)
+	l.list(consulapi.HTTPRoute, 0, []translate.EntryKey{key}, nil)
 	changed, count := l.desire(map[translate.EntryKey]consulapi.ConfigEntry{key: desired})
 	if len(changed) != 1 || count != 1 {
 		t.Fatalf("desire = %v, %d; want the key changed and one entry desired", changed, count)
@@ -166,4 +166,36 @@ func recordWritten(l *ledger, entry consulapi.ConfigEntry) recorded {
 func recordDeleted(l *ledger, key translate.EntryKey) []translate.EntryKey {
 	st := entryState{key: key, read: true, actual: &consulapi.HTTPRouteConfigEntry{Kind: key.Kind, Name: key.Name}}
 	return l.record(st, action{op: opDelete}, result{}, time.Time{}).released
+}
+
+// A list sent before the writer found an entry in Consul (writing it, or reading it)
+// does not make it known absent, nor does a fresh list that forgets the kind; a list
+// sent after does.
+func TestLedgerTakesNoAbsenceFromAnAnswerOlderThanTheWriter(t *testing.T) {
+	key := translate.EntryKey{Kind: consulapi.HTTPRoute, Name: "r"}
+	entry := &consulapi.HTTPRouteConfigEntry{Kind: consulapi.HTTPRoute, Name: "r"}
+	l := newLedger()
+	l.list(consulapi.HTTPRoute, l.listSent(), nil, nil)
+	older := l.listSent()
+	recordWritten(l, entry)
+	l.list(consulapi.HTTPRoute, older, nil, nil)
+	if stateWith(l, key, entry).knownAbsent {
+		t.Error("written after the list was sent: known absent")
+	}
+	l.forgetKind(consulapi.HTTPRoute, older)
+	l.list(consulapi.HTTPRoute, older, nil, nil)
+	if stateWith(l, key, entry).knownAbsent {
+		t.Error("written after a fresh list was sent: known absent")
+	}
+	l.list(consulapi.HTTPRoute, l.listSent(), nil, nil)
+	if !stateWith(l, key, entry).knownAbsent {
+		t.Error("missing from a list sent after the write: not known absent")
+	}
+
+	older = l.listSent()
+	l.record(entryState{key: key, desired: entry, read: true, actual: entry}, action{op: opSettled}, result{}, time.Time{})
+	l.list(consulapi.HTTPRoute, older, nil, nil)
+	if stateWith(l, key, entry).knownAbsent {
+		t.Error("read in Consul after the list was sent: known absent")
+	}
 }

@@ -12,10 +12,26 @@ import (
 // What the watch records in the ledger: the entries of a kind Consul holds, what they
 // refer to, which match what is desired, and whether Consul has judged them.
 
+// listSent records that the watch is about to send a list, and returns the mark to
+// give list with its answer.
+func (l *ledger) listSent() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.listsSent++
+	return l.listsSent - 1
+}
+
 // list records that the entries of kind Consul holds are exactly present, the entries
-// of ours among them referring to refs. It returns the entries nothing refers to any
-// more.
-func (l *ledger) list(kind string, present []translate.EntryKey, refs map[translate.EntryKey][]translate.EntryKey) []translate.EntryKey {
+// of ours among them referring to refs, as a list sent at mark (listSent) answered. It
+// returns the entries nothing refers to any more.
+//
+// An entry the writer wrote or read after the list was sent stays present: Consul may
+// have answered before the write. Taking the answer's word for it made a cold start
+// create such entries again, each a lost check-and-set or, before Consul judged the
+// entry, a create Consul answers true without writing (it skips an upsert equal to
+// what it holds), logged as a drift put back. An entry really removed since is seen
+// missing by the next list.
+func (l *ledger) list(kind string, mark uint64, present []translate.EntryKey, refs map[translate.EntryKey][]translate.EntryKey) []translate.EntryKey {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var released []translate.EntryKey
@@ -23,7 +39,7 @@ func (l *ledger) list(kind string, present []translate.EntryKey, refs map[transl
 		if key.Kind != kind {
 			continue
 		}
-		e.present = false
+		e.keepIfFoundSince(mark)
 		if len(e.refersTo) > 0 {
 			released = append(released, l.setReferences(key, nil)...)
 		}
@@ -46,17 +62,35 @@ func (l *ledger) list(kind string, present []translate.EntryKey, refs map[transl
 }
 
 // forgetKind drops what the watch knew of kind's entries, when Consul's data may have
-// been replaced: which exist, and which matched.
-func (l *ledger) forgetKind(kind string) {
+// been replaced: which exist, and which matched. What the writer found in Consul after
+// the list at mark was sent is of the Consul that answers now, and is kept (see list).
+func (l *ledger) forgetKind(kind string, mark uint64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	delete(l.listed, kind)
 	for key, e := range l.entries {
 		if key.Kind == kind {
-			e.present, e.match = false, nil
+			e.keepIfFoundSince(mark)
+			e.match = nil
 			l.tidy(key)
 		}
 	}
+}
+
+// keepIfFoundSince leaves e present only when the writer found its entry in Consul
+// after the list at mark was sent (see list).
+func (e *entryLine) keepIfFoundSince(mark uint64) {
+	if e.presentSince <= mark {
+		e.present, e.presentSince = false, 0
+	}
+}
+
+// knownPresent reports whether Consul is known to hold an entry under key.
+func (l *ledger) knownPresent(key translate.EntryKey) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e := l.entries[key]
+	return e != nil && e.present
 }
 
 // unchanged reports whether key matched before with this very desired entry, and

@@ -72,12 +72,13 @@ func (s *Syncer) readVerdicts(ctx context.Context) {
 		backoff := WatchBackoff()
 		var lastErr error
 		for {
+			mark := s.ledger.listSent()
 			answer, err := s.listKind(ctx, kind, 0, nil)
 			if err == nil {
 				for _, entry := range answer.entries {
 					s.verdicts.observe(translate.KeyOf(entry), entry, s.cfg.Ownership.Owns(entry.GetMeta()), nil)
 				}
-				s.ledger.list(kind, keysOf(answer.entries), nil)
+				s.ledger.list(kind, mark, keysOf(answer.entries), nil)
 				break
 			}
 			// The timeout cuts the last try short: what failed before it is the reason.
@@ -125,6 +126,7 @@ func (s *Syncer) watchKind(ctx context.Context, kind string) {
 		if index == 0 {
 			known.forget() // a fresh read decodes everything
 		}
+		mark := s.ledger.listSent()
 		answer, err := s.listKind(ctx, kind, index, known)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -152,11 +154,11 @@ func (s *Syncer) watchKind(ctx context.Context, kind string) {
 			// A fresh start or a reconnect: the server may have been replaced, and its
 			// indexes with it.
 			s.checkVersion(ctx)
-			s.ledger.forgetKind(kind)
+			s.ledger.forgetKind(kind, mark)
 		}
 		// What exists and what refers to what first: a delete the comparison queues
 		// waits for its referrers.
-		s.queueAll(s.ledger.list(kind, keysOf(entries), s.orderingReferences(kind, entries)))
+		s.queueAll(s.ledger.list(kind, mark, keysOf(entries), s.orderingReferences(kind, entries)))
 		s.compareKind(ctx, kind, entries)
 		s.refreshChainsOf(ctx, kind, entries, fresh)
 		s.observeRoutes(kind, entries)
@@ -216,7 +218,9 @@ func (s *Syncer) compareKind(ctx context.Context, kind string, entries []consula
 		}
 	}
 	for _, key := range s.ledger.desiredKeys(kind) {
-		if !seen[key] {
+		// One the writer found in Consul after the list was sent is not missing: the
+		// answer may predate it (ledger.list).
+		if !seen[key] && !s.ledger.knownPresent(key) {
 			s.ledger.differs(key)
 			s.queue.Add(key)
 			queued++

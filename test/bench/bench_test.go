@@ -221,6 +221,9 @@ func TestTargets(t *testing.T) {
 		}},
 		fast: map[int]*coldRun{100: {size: newLayout(100, 0), counters: counters{consulWrites: 105},
 			server: serverCounts{entriesWritten: 105, raftApplied: 300}, peakRSS: 160 << 20}},
+		// With service-defaults: 100 routes + 2×5 Gateways = 110 entries.
+		coldSD: map[int]*coldRun{100: {size: layout{routes: 100, gateways: 5, serviceDefaults: true}, counters: counters{consulWrites: 112},
+			server: serverCounts{entriesWritten: 110, raftApplied: 300}}},
 		restart: map[int]*handover{100: {}},
 		// The new process counted no status write; the API server served three.
 		failover: map[int]*handover{100: {server: serverCounts{api: apiCounts{statusWrites: map[string]float64{"httproutes": 3}}}}},
@@ -245,6 +248,9 @@ func TestTargets(t *testing.T) {
 		"100 routes: edit → Consul p99 ≤ 1.3× the direct floor's p99 (status write + CAS, 50.0 ms)": true,
 		"100 routes: peak RSS ≤ 150 MiB (the higher of its cold starts)":                            false,
 		"100 routes + 1000 unrelated Secrets: peak RSS ≤ 300 MiB":                                   true,
+
+		"100 routes, cold start at QPS 20/30 with --manage-service-defaults: status writes (the API server's count) ≤ 2×routes + 2×Gateways = 210":            true,
+		"100 routes, cold start at QPS 20/30 with --manage-service-defaults: Consul writes ≤ 1.02 per entry (110 entries), within what Consul's indexes show": true,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("targets (-want +got):\n%s", diff)

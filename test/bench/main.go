@@ -26,7 +26,7 @@ const (
 	fastBurst    = 1000
 )
 
-var allScenarios = []string{"idle", "cold", "cold-fast", "edit", "restart", "failover", "secrets", "peer"}
+var allScenarios = []string{"idle", "cold", "cold-fast", "cold-sd", "edit", "restart", "failover", "secrets", "peer"}
 
 // The QPS 20/30 stacks (cold start, edits, restart, failover) run at defaultSizes;
 // the QPS 1000/1000 cold start at defaultFastSizes, and the Secrets at the largest of
@@ -65,7 +65,7 @@ type config struct {
 
 func parseFlags(args []string) (*config, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	sizes := fs.String("sizes", defaultSizes, "comma-separated numbers of routes (Gateways: routes/20) of the QPS 20/30 stacks: cold, edit, restart, failover")
+	sizes := fs.String("sizes", defaultSizes, "comma-separated numbers of routes (Gateways: routes/20) of the QPS 20/30 stacks: cold, edit, restart, failover, and cold-sd at the smallest")
 	fastSizes := fs.String("fast-sizes", "", "comma-separated numbers of routes of the QPS 1000/1000 cold start (cold-fast), the largest also with the Secrets; default: "+defaultFastSizes+", or -sizes when -sizes is given")
 	scenarios := fs.String("scenarios", strings.Join(allScenarios, ","), "comma-separated subset of "+strings.Join(allScenarios, ","))
 	cfg := &config{}
@@ -224,6 +224,9 @@ func runAll(ctx context.Context, cfg *config, res *results) error {
 		if slices.Contains(cfg.sizes, n) && (cfg.scenarios["cold"] || cfg.scenarios["edit"] || cfg.scenarios["restart"] || cfg.scenarios["failover"]) {
 			try(fmt.Sprintf("n%d", n), func() error { return runDefault(ctx, cfg, res, n) })
 		}
+		if n == cfg.sizes[0] && cfg.scenarios["cold-sd"] {
+			try(fmt.Sprintf("n%d-sd", n), func() error { return runColdServiceDefaults(ctx, cfg, res, n) })
+		}
 		// The largest fast size runs once, with the Secrets when they are asked for.
 		withSecrets := cfg.scenarios["secrets"] && n == largestFast(cfg)
 		if slices.Contains(cfg.fastSizes, n) && cfg.scenarios["cold-fast"] && !withSecrets {
@@ -334,6 +337,27 @@ func runFast(ctx context.Context, cfg *config, res *results, n int) error {
 			return err
 		}
 		res.fast[n] = cold
+		return nil
+	})
+}
+
+// runColdServiceDefaults is the cold start at the controller's default QPS with
+// --manage-service-defaults and -v=2, the setting in which a user found entries
+// created twice, on a stack of its own. It runs at the smallest QPS 20/30
+// size alone (minutes of rate limiting at each larger one) and without floors: those
+// of the plain cold start measure the same routes and Gateways.
+func runColdServiceDefaults(ctx context.Context, cfg *config, res *results, n int) error {
+	size := newLayout(n, 0)
+	size.serviceDefaults = true
+	return withStack(ctx, cfg, fmt.Sprintf("n%d-sd", n), size, func(s *stack) error {
+		ctl, cold, err := s.coldStart(ctx, "cold-sd", defaultQPS, defaultBurst)
+		if err != nil {
+			return err
+		}
+		if _, err := ctl.Terminate(30 * time.Second); err != nil {
+			return err
+		}
+		res.coldSD[n] = cold
 		return nil
 	})
 }

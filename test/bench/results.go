@@ -12,6 +12,7 @@ type results struct {
 	idle     *idleRun
 	cold     map[int]*coldRun
 	fast     map[int]*coldRun
+	coldSD   map[int]*coldRun // with --manage-service-defaults
 	edit     map[int]*editRun
 	restart  map[int]*handover
 	failover map[int]*handover
@@ -22,7 +23,7 @@ type results struct {
 func newResults(cfg *config) *results {
 	return &results{
 		sizes: unionSizes(cfg.sizes, cfg.fastSizes), secretsN: cfg.secrets,
-		cold: map[int]*coldRun{}, fast: map[int]*coldRun{}, edit: map[int]*editRun{},
+		cold: map[int]*coldRun{}, fast: map[int]*coldRun{}, coldSD: map[int]*coldRun{}, edit: map[int]*editRun{},
 		restart: map[int]*handover{}, failover: map[int]*handover{},
 	}
 }
@@ -38,6 +39,9 @@ func (r *results) rows() []row {
 	for _, n := range r.sizes {
 		if c := r.cold[n]; c != nil {
 			rows = append(rows, r.coldRows(n, fmt.Sprintf("cold start, QPS %d/%d", defaultQPS, defaultBurst), c)...)
+		}
+		if c := r.coldSD[n]; c != nil {
+			rows = append(rows, r.coldRows(n, coldSDName, c)...)
 		}
 		if c := r.fast[n]; c != nil {
 			name := fmt.Sprintf("cold start, QPS %d/%d", fastQPS, fastBurst)
@@ -62,6 +66,9 @@ func (r *results) rows() []row {
 	return append(rows, r.sideRows()...)
 }
 
+// coldSDName is the scenario cold-sd in the table.
+var coldSDName = fmt.Sprintf("cold start, QPS %d/%d, --manage-service-defaults -v=2", defaultQPS, defaultBurst)
+
 func (r *results) restartTotal(n int) int {
 	l := newLayout(n, 0)
 	return l.routes + l.gateways
@@ -70,7 +77,7 @@ func (r *results) restartTotal(n int) int {
 func (r *results) coldRows(n int, scenario string, c *coldRun) []row {
 	l := c.size
 	target := 2*l.routes + 2*l.gateways
-	entries := l.routes + l.gateways
+	entries := l.entries()
 	rows := []row{}
 	add := func(figure, value, baseline, ratio string) {
 		rows = append(rows, row{size: n, scenario: scenario, figure: figure, value: value, baseline: baseline, ratio: ratio})

@@ -43,6 +43,19 @@ type layout struct {
 	// class is the GatewayClass the Gateways name; empty means className. The peer
 	// (peer.go) names its own class and creates it.
 	class gatewayv1.ObjectName
+	// serviceDefaults runs the controllers with --manage-service-defaults: each
+	// Gateway's Service gets a service-defaults entry too.
+	serviceDefaults bool
+}
+
+// entries are the Consul entries the controller desires for the layout: an
+// api-gateway per Gateway, an http-route per route, and with serviceDefaults a
+// service-defaults per Gateway's Service.
+func (l layout) entries() int {
+	if l.serviceDefaults {
+		return l.routes + 2*l.gateways
+	}
+	return l.routes + l.gateways
 }
 
 // newLayout puts routesPerGateway routes on each Gateway (at least one Gateway when
@@ -331,9 +344,15 @@ const (
 
 // startController runs the controller binary on this stack; close kills it.
 func (s *stack) startController(name string, qps float64, burst int) (*testenv.Controller, error) {
+	args := controllerArgs(s.cfg, qps, burst)
+	if s.size.serviceDefaults {
+		// As the user who found entries created twice ran it: with its
+		// changes logged, so a write made twice shows in the log.
+		args = append(args, "--manage-service-defaults", fmt.Sprintf("-v=%d", max(s.cfg.verbosity, 2)))
+	}
 	ctl, err := s.env.StartController(testenv.ControllerOptions{
 		Binary: s.cfg.binary, Name: s.name + "-" + name, LogDir: s.cfg.logDir,
-		Args: controllerArgs(s.cfg, qps, burst),
+		Args: args,
 	})
 	if err != nil {
 		return nil, err

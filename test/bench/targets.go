@@ -28,7 +28,11 @@ func (r *results) targets() []target {
 		for _, run := range []struct {
 			name string
 			c    *coldRun
-		}{{fmt.Sprintf("QPS %d/%d", defaultQPS, defaultBurst), r.cold[n]}, {fmt.Sprintf("QPS %d/%d", fastQPS, fastBurst), r.fast[n]}} {
+		}{
+			{fmt.Sprintf("QPS %d/%d", defaultQPS, defaultBurst), r.cold[n]},
+			{fmt.Sprintf("QPS %d/%d with --manage-service-defaults", defaultQPS, defaultBurst), r.coldSD[n]},
+			{fmt.Sprintf("QPS %d/%d", fastQPS, fastBurst), r.fast[n]},
+		} {
 			if run.c == nil {
 				continue
 			}
@@ -99,7 +103,7 @@ func (r *results) memoryTargets() []target {
 func coldTargets(n int, qps string, c *coldRun) []target {
 	l := c.size
 	limit := 2*l.routes + 2*l.gateways
-	entries := l.routes + l.gateways
+	entries := l.entries()
 	out := []target{{
 		what:   fmt.Sprintf("%d routes, cold start at %s: status writes (the API server's count) ≤ 2×routes + 2×Gateways = %d", n, qps, limit),
 		figure: fmt.Sprintf("%.0f", c.server.objectStatusWrites()),

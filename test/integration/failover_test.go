@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -175,6 +176,19 @@ func withListDelay(d time.Duration) replicaOption {
 	return func(r *replicaProcess) { r.consul.listDelay.Store(int64(d)) }
 }
 
+// withStaleLists hands the replica each of Consul's answers to its lists of config
+// entries d after Consul gave it: what Consul held then, while the replica's own
+// writes land meanwhile, as a busy Consul or client would.
+func withStaleLists(d time.Duration) replicaOption {
+	return func(r *replicaProcess) { r.consul.answerDelay.Store(int64(d)) }
+}
+
+// isEntryList reports whether req lists the config entries of a kind.
+func isEntryList(req *http.Request) bool {
+	kind, ok := strings.CutPrefix(req.URL.Path, "/v1/config/")
+	return ok && req.Method == http.MethodGet && kind != "" && !strings.Contains(kind, "/")
+}
+
 // failoverArgs are the flags of the failover test's replicas.
 func failoverArgs(s consulStack) []string {
 	return []string{
@@ -301,11 +315,13 @@ func (p *kubeWriteLog) cut() {
 
 // consulWriteLog is a reverse proxy to Consul that records when each config entry
 // write or delete was sent. Lists of config entries (the syncer's reads of Consul's
-// verdicts and its watch) can be held back for listDelay, as a slow Consul would.
+// verdicts and its watch) can be held back for listDelay, as a slow Consul would, and
+// their answers for answerDelay once Consul gave them.
 type consulWriteLog struct {
 	addr string
 	writeTimes
-	listDelay atomic.Int64 // nanoseconds
+	listDelay   atomic.Int64 // nanoseconds
+	answerDelay atomic.Int64 // nanoseconds
 }
 
 func startConsulWriteLog(t *testing.T, consulAddr string) *consulWriteLog {
@@ -328,6 +344,15 @@ func startConsulWriteLog(t *testing.T, consulAddr string) *consulWriteLog {
 		}
 		if d := time.Duration(w.listDelay.Load()); d > 0 && req.Method == http.MethodGet && strings.Count(strings.Trim(req.URL.Path, "/"), "/") == 2 {
 			time.Sleep(d) // GET /v1/config/<kind>: a list
+		}
+		if d := time.Duration(w.answerDelay.Load()); d > 0 && isEntryList(req) {
+			answer := httptest.NewRecorder()
+			proxy.ServeHTTP(answer, req)
+			time.Sleep(d)
+			maps.Copy(rw.Header(), answer.Header())
+			rw.WriteHeader(answer.Code)
+			_, _ = rw.Write(answer.Body.Bytes())
+			return
 		}
 		proxy.ServeHTTP(rw, req)
 	})}

@@ -293,3 +293,54 @@ func (r *replicaProcess) syncerWork(t *testing.T) (translated, compared float64)
 	}
 	return testenv.MetricSum(body, "consul_gateway_controller_translated_objects_total"), testenv.MetricSum(body, "consul_gateway_controller_consul_entries_compared_total")
 }
+
+// TestColdStartCreatesEachEntryOnce starts a controller at QPS 20/30 with
+// --manage-service-defaults whose drift watch gets each of Consul's answers 300 ms
+// after Consul gave it, so the controller's own creates land between the two. Taking
+// such an answer's word that an entry it had just created was missing, it created the
+// entry again: a check-and-set refused, or, while Consul had not judged the entry
+// yet, a create Consul answered true without writing, logged as a drift put back (a
+// cold start of 1,000 routes on 50 Gateways made 1,172 writes for 1,100 entries).
+func TestColdStartCreatesEachEntryOnce(t *testing.T) {
+	s := newScaleStack(t, "scale-once", 2, 10)
+	r := startReplicaProcess(t, "once", s.args("--kube-api-qps=20", "--kube-api-burst=30"), withStaleLists(300*time.Millisecond))
+	s.waitSettled(t, 120*time.Second)
+	time.Sleep(2 * time.Second) // anything still in flight shows in the counts
+	body, err := r.process.Metrics(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Per Gateway its api-gateway and its Service's service-defaults; per route its
+	// http-route.
+	entries := float64(s.routes() + 2*s.gateways)
+	var writes, creates, conflicts, drift float64
+	for _, kind := range []string{consulapi.APIGateway, consulapi.HTTPRoute, consulapi.ServiceDefaults} {
+		label := `kind="` + kind + `"`
+		writes += testenv.MetricSum(body, "consul_gateway_controller_consul_writes_total", label)
+		creates += testenv.MetricSum(body, "consul_gateway_controller_consul_writes_total", label, `operation="create"`)
+		conflicts += testenv.MetricSum(body, "consul_gateway_controller_consul_writes_total", label, `result="conflict"`)
+		drift += testenv.MetricSum(body, "consul_gateway_controller_consul_drift_corrections_total", label)
+	}
+	t.Logf("cold start of %v entries: %v Consul writes (%.2f per entry), %v creates, %v conflicts, %v drift corrections",
+		entries, writes, writes/entries, creates, conflicts, drift)
+	if creates != entries {
+		t.Errorf("made %v creates for %v entries; want each entry created once", creates, entries)
+	}
+	if conflicts != 0 {
+		t.Errorf("lost %v check-and-sets; a controller alone on its entries should lose none", conflicts)
+	}
+	if drift != 0 {
+		t.Errorf("put back %v entries; nothing else wrote to Consul", drift)
+	}
+
+	// An entry removed outside the controller is still put back, from the first
+	// answer that Consul gave after the delete.
+	name := translate.Naming{}.EntryName(s.Namespace, "r-0-0")
+	if _, err := env.ConsulClient.ConfigEntries().Delete(consulapi.HTTPRoute, name, nil); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 30*time.Second, "the entry removed by hand is put back", func(ctx context.Context) error {
+		_, _, err := env.ConsulClient.ConfigEntries().Get(consulapi.HTTPRoute, name, (&consulapi.QueryOptions{}).WithContext(ctx))
+		return err
+	})
+}
