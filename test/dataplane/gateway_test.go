@@ -221,6 +221,12 @@ func TestGatewayLoadBalancerAddress(t *testing.T) {
 	g := newGatewayCase(t, "lb", corev1.ServiceTypeLoadBalancer)
 	g.programmed("False/AddressNotAssigned", 60*time.Second)
 
+	// The condition can come before the Service does: the data plane reports its state
+	// while it applies the Gateway's objects.
+	testenv.Eventually(t, 30*time.Second, "the gateway Service exists", func(ctx context.Context) error {
+		_, err := g.service(ctx)
+		return err
+	})
 	// As a cloud load balancer controller would, retrying on a conflict.
 	services := env.KubeClient.CoreV1().Services(g.ns)
 	testenv.Update(t, services.Get, services.UpdateStatus, g.name, func(svc *corev1.Service) {
