@@ -397,27 +397,9 @@ func TestHelmLint(t *testing.T) {
 // and uninstalls: nothing the chart made is left but the GatewayConfig CRD, which
 // Helm never deletes.
 func TestHelmInstallBringsTheExampleToProgrammed(t *testing.T) {
-	admin := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := env.Kube.WriteKubeconfig(admin, testenv.AdminUser); err != nil {
-		t.Fatal(err)
-	}
 	suffix := utilrand.String(5)
-	out, err := helm(t, admin, "install", helmRelease, chartDir(t), "--namespace="+deployNamespace, "--create-namespace",
-		"--take-ownership", "--force-conflicts", "--set=clusterID=helm-"+suffix, "--set=manageServiceDefaults=true")
-	if err != nil {
-		t.Fatalf("helm install: %v\n%s", err, out)
-	}
-	uninstalled := false
-	t.Cleanup(func() {
-		if !uninstalled {
-			_, _ = helm(t, admin, "uninstall", helmRelease, "--namespace="+deployNamespace)
-		}
-	})
-	manifest, err := helm(t, admin, "get", "manifest", helmRelease, "--namespace="+deployNamespace)
-	if err != nil {
-		t.Fatalf("helm get manifest: %v\n%s", err, manifest)
-	}
-	r := parseRendered(t, "the installed chart", manifest)
+	c := installChart(t, "helm-"+suffix)
+	admin, manifest, r := c.admin, c.manifest, c.rendered
 
 	user := serviceaccountUser(deployNamespace, deployName)
 	waitAuthorized(t, user, r.clusterRole.Rules[0], "")
@@ -448,10 +430,7 @@ func TestHelmInstallBringsTheExampleToProgrammed(t *testing.T) {
 		t.Fatalf("SIGTERM: exit code %d, %v", code, err)
 	}
 
-	if out, err := helm(t, admin, "uninstall", helmRelease, "--namespace="+deployNamespace, "--wait"); err != nil {
-		t.Fatalf("helm uninstall: %v\n%s", err, out)
-	}
-	uninstalled = true
+	c.uninstall(t, "--wait")
 	assertUninstalled(t, admin, manifest)
 }
 
@@ -492,4 +471,47 @@ func policyWords(spec admissionregistrationv1.ValidatingAdmissionPolicySpec) adm
 		spec.MatchConditions[i].Expression = words(spec.MatchConditions[i].Expression)
 	}
 	return spec
+}
+
+// installedChart is the chart as helm installed it for a test, with the admin's
+// kubeconfig that installed it and its manifest.
+type installedChart struct {
+	admin, manifest string
+	rendered        renderedDeploy
+	uninstalled     bool
+}
+
+// installChart installs the chart as the admin, taking over what an earlier test
+// left, with clusterID and service-defaults managed; the release is uninstalled when
+// the test ends unless the test did it (uninstall).
+func installChart(t *testing.T, clusterID string) *installedChart {
+	t.Helper()
+	c := &installedChart{admin: filepath.Join(t.TempDir(), "kubeconfig")}
+	if err := env.Kube.WriteKubeconfig(c.admin, testenv.AdminUser); err != nil {
+		t.Fatal(err)
+	}
+	out, err := helm(t, c.admin, "install", helmRelease, chartDir(t), "--namespace="+deployNamespace, "--create-namespace",
+		"--take-ownership", "--force-conflicts", "--set=clusterID="+clusterID, "--set=manageServiceDefaults=true")
+	if err != nil {
+		t.Fatalf("helm install: %v\n%s", err, out)
+	}
+	t.Cleanup(func() {
+		if !c.uninstalled {
+			_, _ = helm(t, c.admin, "uninstall", helmRelease, "--namespace="+deployNamespace)
+		}
+	})
+	if c.manifest, err = helm(t, c.admin, "get", "manifest", helmRelease, "--namespace="+deployNamespace); err != nil {
+		t.Fatalf("helm get manifest: %v\n%s", err, c.manifest)
+	}
+	c.rendered = parseRendered(t, "the installed chart", c.manifest)
+	return c
+}
+
+// uninstall runs helm uninstall of the release with flags.
+func (c *installedChart) uninstall(t *testing.T, flags ...string) {
+	t.Helper()
+	if out, err := helm(t, c.admin, append([]string{"uninstall", helmRelease, "--namespace=" + deployNamespace}, flags...)...); err != nil {
+		t.Fatalf("helm uninstall: %v\n%s", err, out)
+	}
+	c.uninstalled = true
 }

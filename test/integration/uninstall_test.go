@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -41,27 +40,9 @@ import (
 // rights for the whole test. Run with the chart's own ServiceAccount, it would lose
 // them in the same uninstall and could not show what it does with them.
 func TestUninstallKeepsLiveGateways(t *testing.T) {
-	admin := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := env.Kube.WriteKubeconfig(admin, testenv.AdminUser); err != nil {
-		t.Fatal(err)
-	}
 	suffix := utilrand.String(5)
-	out, err := helm(t, admin, "install", helmRelease, chartDir(t), "--namespace="+deployNamespace, "--create-namespace",
-		"--take-ownership", "--force-conflicts", "--set=clusterID=uninstall-"+suffix, "--set=manageServiceDefaults=true")
-	if err != nil {
-		t.Fatalf("helm install: %v\n%s", err, out)
-	}
-	uninstalled := false
-	t.Cleanup(func() {
-		if !uninstalled {
-			_, _ = helm(t, admin, "uninstall", helmRelease, "--namespace="+deployNamespace)
-		}
-	})
-	manifest, err := helm(t, admin, "get", "manifest", helmRelease, "--namespace="+deployNamespace)
-	if err != nil {
-		t.Fatalf("helm get manifest: %v\n%s", err, manifest)
-	}
-	r := parseRendered(t, "the installed chart", manifest)
+	c := installChart(t, "uninstall-"+suffix)
+	r := c.rendered
 	const class = chartGatewayClass
 	checkGatewayClassPolicy(t, class)
 	// Another test's Gateway of the class would rightly keep it, and this test's end
@@ -84,10 +65,7 @@ func TestUninstallKeepsLiveGateways(t *testing.T) {
 		return errors.Join(u.live(ctx), u.classFinalizer(ctx, true))
 	})
 
-	if out, err := helm(t, admin, "uninstall", helmRelease, "--namespace="+deployNamespace); err != nil {
-		t.Fatalf("helm uninstall: %v\n%s", err, out)
-	}
-	uninstalled = true
+	c.uninstall(t)
 	testenv.Eventually(t, 30*time.Second, "the class being deleted, held by its finalizer, its GatewayConfig gone", func(ctx context.Context) error {
 		c, err := env.GatewayClient.GatewayV1().GatewayClasses().Get(ctx, class, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
