@@ -39,6 +39,12 @@ const AutoscaledAnnotation = "consul-gateway-controller.github.io/autoscaled"
 // class's controllerName changed (a label value cannot hold a controllerName's "/").
 const controllerAnnotation = "consul-gateway-controller.github.io/controller-name"
 
+// imageAnnotation on a gateway Deployment is the consul-dataplane image this
+// controller last set in its pod template. A hand edit of the template's image leaves
+// it, so the image is put back to it at once, while a new image from the controller's
+// configuration rolls within --gateway-image-rollout-limit (rollout.go).
+const imageAnnotation = "consul-gateway-controller.github.io/dataplane-image"
+
 // connectInjectAnnotation, "false" on the gateway pods, keeps consul-k8s's injector
 // (connectInject.default: true) from adding a sidecar: a gateway pod is its own proxy,
 // registered by this controller.

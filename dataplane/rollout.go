@@ -29,7 +29,9 @@ import (
 // until a place frees; everything else the Gateway asks for (its listeners, its
 // replicas, its own GatewayConfig's fields) is applied at once, on the image it runs.
 // A new image that never gets Ready stops the roll at the limit; with the
-// Deployments' maxUnavailable 0, their old pods keep serving meanwhile.
+// Deployments' maxUnavailable 0, their old pods keep serving meanwhile. The image a
+// Deployment rolls from is the one this controller last set (imageAnnotation), not
+// the one it holds: a hand edit of the image is drift, put back at once, never a roll.
 
 // DefaultImageRolloutLimit is --gateway-image-rollout-limit's default.
 const DefaultImageRolloutLimit = "10%"
@@ -153,8 +155,13 @@ func (c *Controller) boundImageRoll(ctx context.Context, gw *gatewayv1.Gateway, 
 	if err != nil || !metav1.IsControlledBy(existing, gw) {
 		return noImageChange, nil // none yet (nothing rolls), or not the Gateway's (never written)
 	}
-	running := deployedImage(existing)
-	if running == "" || running == image {
+	applied, err := appliedImage(existing, c.cfg.FieldManager)
+	if err != nil {
+		return noImageChange, err
+	}
+	if applied == "" || applied == image {
+		// Nothing of ours to roll from (a first image), or the image is ours and only
+		// the template was edited by hand: drift, put back at once.
 		return noImageChange, nil
 	}
 	admitted, err := c.rollout.admit(ctx, gw, existing, image)
@@ -164,8 +171,23 @@ func (c *Controller) boundImageRoll(ctx context.Context, gw *gatewayv1.Gateway, 
 	case admitted:
 		return imageAdmitted, nil
 	}
-	setImage(desired, running)
+	setImage(desired, applied)
 	return imageHeld, nil
+}
+
+// appliedImage is the consul-dataplane image this controller last set in the
+// Deployment: its imageAnnotation, or for a Deployment written before that annotation,
+// the image field this controller's field manager owns; "" for neither. It differs
+// from the image the Deployment holds after a hand edit, which is no roll.
+func appliedImage(d *appsv1.Deployment, fieldManager string) (string, error) {
+	if image := d.Annotations[imageAnnotation]; image != "" {
+		return image, nil
+	}
+	owned, err := appsv1ac.ExtractDeployment(d, fieldManager)
+	if err != nil {
+		return "", fmt.Errorf("read the fields of Deployment %s/%s this controller manages: %w", d.Namespace, d.Name, err)
+	}
+	return desiredImage(owned), nil
 }
 
 // rolledOut reports whether a Deployment's controller has rolled out its current pod
@@ -202,6 +224,7 @@ func desiredImage(d *appsv1ac.DeploymentApplyConfiguration) string {
 func setImage(d *appsv1ac.DeploymentApplyConfiguration, image string) {
 	if c := dataplaneContainer(d); c != nil {
 		c.WithImage(image)
+		d.WithAnnotations(map[string]string{imageAnnotation: image})
 	}
 }
 

@@ -97,3 +97,40 @@ func TestRolledOut(t *testing.T) {
 		t.Error("a Deployment with an old pod left counts as rolled out")
 	}
 }
+
+// The image a Deployment rolls from is the one this controller last set: its
+// annotation, or, on a Deployment written before the annotation, the image field this
+// controller's field manager owns. A hand edit changes neither.
+func TestAppliedImage(t *testing.T) {
+	const ours = "consul-gateway-controller"
+	ownsImage := metav1.ManagedFieldsEntry{Manager: ours, Operation: metav1.ManagedFieldsOperationApply, APIVersion: "apps/v1", FieldsType: "FieldsV1",
+		FieldsV1: metav1.NewFieldsV1(`{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"consul-dataplane\"}":{".":{},"f:name":{},"f:image":{}}}}}}}`)}
+	ownsName := ownsImage
+	ownsName.FieldsV1 = metav1.NewFieldsV1(`{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"consul-dataplane\"}":{".":{},"f:name":{}}}}}}}`)
+	for _, tc := range []struct {
+		name        string
+		annotation  string
+		owned       metav1.ManagedFieldsEntry
+		handEdited  bool
+		wantApplied string
+	}{
+		{name: "annotated, hand edited", annotation: "example.com/dataplane:1", owned: ownsName, handEdited: true, wantApplied: "example.com/dataplane:1"},
+		{name: "written before the annotation", owned: ownsImage, wantApplied: "example.com/dataplane:1"},
+		{name: "written before the annotation, hand edited", owned: ownsName, handEdited: true, wantApplied: ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := rolloutDeployment("edge", "example.com/dataplane:1", true)
+			if tc.annotation != "" {
+				d.Annotations[imageAnnotation] = tc.annotation
+			}
+			if tc.handEdited {
+				d.Spec.Template.Spec.Containers[0].Image = "example.com/hand-edited:1"
+			}
+			d.ManagedFields = []metav1.ManagedFieldsEntry{tc.owned}
+			got, err := appliedImage(d, ours)
+			if err != nil || got != tc.wantApplied {
+				t.Errorf("appliedImage: %q, %v; want %q", got, err, tc.wantApplied)
+			}
+		})
+	}
+}

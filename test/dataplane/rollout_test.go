@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/retry"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/api/v1alpha1"
@@ -78,6 +79,15 @@ func TestImageRolloutIsBounded(t *testing.T) {
 	waitDeployment(t, ns, waiting, "its own edit applied on the old image", func(d *appsv1.Deployment) error {
 		if _, crashing := d.Spec.Template.Labels[testenv.ContainerStateLabel]; crashing || deploymentImage(d) != oldImage {
 			return fmt.Errorf("labels %v, image %s", d.Spec.Template.Labels, deploymentImage(d))
+		}
+		return nil
+	})
+	// A hand edit of a waiting Gateway's image is put back to the image it runs at
+	// once: drift, not a roll that waits for a place, nor a step to the new image.
+	editImage(t, ns, waiting, "example.com/hand-edited:1")
+	waitDeployment(t, ns, waiting, "the hand-edited image put back to the old one", func(d *appsv1.Deployment) error {
+		if image := deploymentImage(d); image != oldImage {
+			return fmt.Errorf("image %s", image)
 		}
 		return nil
 	})
@@ -168,6 +178,29 @@ func healGateway(t *testing.T, ns, name string) {
 	testenv.Update(t, gateways.Get, gateways.Update, name, func(gw *gatewayv1.Gateway) {
 		gw.Spec.Infrastructure = nil
 	})
+}
+
+// editImage sets the image of a Gateway's Deployment as kubectl edit would, retrying
+// on a conflict with the Deployment controller's status writes.
+func editImage(t *testing.T, ns, gateway, image string) {
+	t.Helper()
+	deployments := env.KubeClient.AppsV1().Deployments(ns)
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		all, err := gatewayDeployments(t.Context(), ns)
+		if err != nil {
+			return err
+		}
+		d := all[gateway]
+		if d == nil {
+			return fmt.Errorf("no Deployment of Gateway %s", gateway)
+		}
+		d.Spec.Template.Spec.Containers[0].Image = image
+		_, err = deployments.Update(t.Context(), d, metav1.UpdateOptions{FieldManager: "kubectl-edit"})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("edit the image of %s/%s: %v", ns, gateway, err)
+	}
 }
 
 // gatewayDeployments lists the namespace's gateway Deployments by Gateway.
