@@ -105,6 +105,7 @@ func printVersion(args []string, stdout, stderr io.Writer) int {
 func run(ctx context.Context, opts *options.Options) error {
 	build := buildinfo.Read()
 	klog.FromContext(ctx).Info("Starting consul-gateway-controller", "version", build.Version, "revision", build.ShortRevision(), "go", build.GoVersion)
+	setMemoryLimit(ctx, opts)
 	c, err := newClients(ctx, opts)
 	if err != nil {
 		return err

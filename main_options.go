@@ -1,14 +1,17 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"strings"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/klog/v2"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/api/v1alpha1"
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul"
@@ -162,4 +165,28 @@ func gatewayDefaults(opts *options.Options) dataplane.Defaults {
 		d.ConsulAddress = opts.Consul.Host()
 	}
 	return d
+}
+
+// setMemoryLimit sets Go's soft memory limit to goMemoryLimit of --memory-limit.
+func setMemoryLimit(ctx context.Context, opts *options.Options) {
+	container, _ := opts.MemoryLimitBytes() // checked by Validate
+	_, fromEnv := os.LookupEnv("GOMEMLIMIT")
+	limit := goMemoryLimit(container, fromEnv)
+	if limit == 0 {
+		return
+	}
+	debug.SetMemoryLimit(limit)
+	klog.FromContext(ctx).V(2).Info("Set Go's soft memory limit", "bytes", limit, "memoryLimit", opts.MemoryLimit)
+}
+
+// goMemoryLimit is the soft memory limit for a container limit of container bytes: 90%
+// of it, leaving room for what the Go runtime does not count (thread stacks of cgo,
+// the binary's mapped pages) and for the collector to catch up before the kernel's
+// OOM killer. 0 means leave the runtime's own: no container limit, or GOMEMLIMIT set
+// (the runtime has read it, and an operator's explicit setting wins).
+func goMemoryLimit(container int64, gomemlimitSet bool) int64 {
+	if container <= 0 || gomemlimitSet {
+		return 0
+	}
+	return container / 10 * 9
 }

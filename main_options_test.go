@@ -66,6 +66,7 @@ func TestParseFlagsRefuses(t *testing.T) {
 		{[]string{"--gateway-image-rollout-limit=0"}, []string{"--gateway-image-rollout-limit \"0\" allows no Deployment to roll"}},
 		{[]string{"--gateway-image-rollout-limit=ten"}, []string{"--gateway-image-rollout-limit \"ten\" is neither a number nor a percentage"}},
 		{[]string{"--leader-elect-identity=pod-0", "--leader-elect-retry-period=0s"}, []string{"--leader-elect-*: want 0 < retry period"}},
+		{[]string{"--memory-limit=half"}, []string{"--memory-limit \"half\": want a quantity of bytes"}},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
@@ -139,5 +140,29 @@ func TestGatewayDefaultsFollowTheControllersTLS(t *testing.T) {
 	t.Setenv("CONSUL_HTTP_SSL", "true")
 	if !gatewayDefaults(mustParse(t, "--consul-http-addr=consul:8501")).TLS {
 		t.Error("CONSUL_HTTP_SSL=true: gateway TLS off")
+	}
+}
+
+// --memory-limit, the container's limit as the downward API gives it (bytes), sets
+// Go's soft limit to 90% of it, unless GOMEMLIMIT says otherwise.
+func TestMemoryLimit(t *testing.T) {
+	for _, tt := range []struct {
+		flag       string
+		gomemlimit bool
+		want       int64
+	}{
+		{flag: "536870912", want: 483183819},
+		{flag: "512Mi", want: 483183819},
+		{flag: "512Mi", gomemlimit: true, want: 0},
+		{flag: "0", want: 0},
+		{flag: "", want: 0},
+	} {
+		limit, err := mustParse(t, "--memory-limit="+tt.flag).MemoryLimitBytes()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := goMemoryLimit(limit, tt.gomemlimit); got != tt.want {
+			t.Errorf("--memory-limit=%s, GOMEMLIMIT set %v: soft limit %d, want %d", tt.flag, tt.gomemlimit, got, tt.want)
+		}
 	}
 }

@@ -32,6 +32,7 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "Serve Go's pprof profiles under /debug/pprof/ on --profiling-bind-address, never on the metrics or health addresses: they have no authentication, show the command line, goroutine stacks and allocation sites, and a CPU profile or trace loads the process while it runs.")
 	fs.StringVar(&o.ProfilingBindAddress, "profiling-bind-address", o.ProfilingBindAddress, "Address serving the profiles with --profiling, and nothing else. Must be a loopback address (reach it with kubectl port-forward) unless --profiling-allow-non-loopback; any other address is refused at start.")
 	fs.BoolVar(&o.ProfilingAllowNonLoopback, "profiling-allow-non-loopback", o.ProfilingAllowNonLoopback, "Let --profiling-bind-address be an address other hosts reach. Anyone who reaches it can then read the profiles and load the process: protect it by other means.")
+	fs.StringVar(&o.MemoryLimit, "memory-limit", o.MemoryLimit, "Memory the process may use, as a quantity (512Mi, or bytes): the container's limit, which deploy/ passes from the downward API. Go's garbage collector then works harder as the heap nears 90% of it, rather than letting the kernel kill the process at the limit. Ignored when GOMEMLIMIT is set; empty or 0 sets nothing.")
 
 	fs = fss.FlagSet("leader election")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Run the writers only while holding a Lease, so replicas never write at once. Disable only for a single replica.")

@@ -38,6 +38,10 @@ type Options struct {
 	Profiling                 bool
 	ProfilingBindAddress      string
 	ProfilingAllowNonLoopback bool
+	// MemoryLimit is the memory the process may use (the container's limit, a
+	// quantity such as 512Mi); "" or "0" for none. The command sets Go's soft memory
+	// limit below it.
+	MemoryLimit string
 
 	LeaderElect bool
 	Leader      LeaderElection

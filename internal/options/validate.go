@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // Validate returns every invalid setting this package can judge, one line each. The
@@ -32,6 +34,9 @@ func (o *Options) Validate() error {
 		errs = append(errs, fmt.Errorf("--metrics-auth %q: want %s or %s", o.MetricsAuth, MetricsAuthKubernetes, MetricsAuthNone))
 	}
 	if err := o.validateProfiling(); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := o.MemoryLimitBytes(); err != nil {
 		errs = append(errs, err)
 	}
 	if o.Gateway.GRPCPort < 1 || o.Gateway.GRPCPort > 65535 {
@@ -85,4 +90,16 @@ func isLoopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// MemoryLimitBytes is MemoryLimit in bytes; 0 for none.
+func (o *Options) MemoryLimitBytes() (int64, error) {
+	if o.MemoryLimit == "" {
+		return 0, nil
+	}
+	q, err := resource.ParseQuantity(o.MemoryLimit)
+	if err != nil || q.Sign() < 0 {
+		return 0, fmt.Errorf("--memory-limit %q: want a quantity of bytes, such as 512Mi", o.MemoryLimit)
+	}
+	return q.Value(), nil
 }

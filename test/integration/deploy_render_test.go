@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -197,6 +198,24 @@ func (r renderedDeploy) processArgs(t *testing.T, pod string, overrides ...strin
 	return append(args, overrides...)
 }
 
+// containerResource is what the kubelet gives a resourceFieldRef to a container's
+// memory limit, with no divisor: the limit in bytes. Other references fail the test.
+func containerResource(t *testing.T, spec corev1.PodSpec, container string, ref *corev1.ResourceFieldSelector) string {
+	t.Helper()
+	if ref.ContainerName != "" {
+		container = ref.ContainerName
+	}
+	i := slices.IndexFunc(spec.Containers, func(c corev1.Container) bool { return c.Name == container })
+	if i < 0 || ref.Resource != "limits.memory" || !ref.Divisor.IsZero() {
+		t.Fatalf("resourceFieldRef %+v: this test resolves a container's limits.memory without a divisor", ref)
+	}
+	limit, ok := spec.Containers[i].Resources.Limits[corev1.ResourceMemory]
+	if !ok {
+		t.Fatalf("resourceFieldRef %+v: container %s has no memory limit", ref, container)
+	}
+	return strconv.FormatInt(limit.Value(), 10)
+}
+
 // expandedArgs are the Deployment's container args with $(VAR) expanded as the kubelet
 // does for a pod named pod.
 func (r renderedDeploy) expandedArgs(t *testing.T, pod string) []string {
@@ -221,6 +240,8 @@ func (r renderedDeploy) expandedArgs(t *testing.T, pod string) []string {
 			vars[e.Name] = pod
 		case e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.namespace":
 			vars[e.Name] = r.deployment.Namespace
+		case e.ValueFrom.ResourceFieldRef != nil:
+			vars[e.Name] = containerResource(t, r.deployment.Spec.Template.Spec, c.Name, e.ValueFrom.ResourceFieldRef)
 		default:
 			t.Fatalf("env %s: a source this test cannot resolve", e.Name)
 		}

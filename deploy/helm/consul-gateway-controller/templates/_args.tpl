@@ -20,6 +20,7 @@
 - --metrics-bind-address=:8080
 - --metrics-auth=kubernetes
 - --health-probe-bind-address=:8081
+- --memory-limit=$(MEMORY_LIMIT)
 {{- if .Values.manageServiceDefaults }}
 - --manage-service-defaults
 {{- end }}
