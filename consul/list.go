@@ -20,12 +20,44 @@ import (
 // known is what the caller's previous list of kind decoded (nil for none), and is
 // replaced by this list's: an element whose bytes did not change is not decoded again.
 func (s *Syncer) listKind(ctx context.Context, kind string, index uint64, known *knownEntries) (entryListAnswer, error) {
+	return listEntries(s.cfg.Client, kind, s.listOptions(ctx, index), known)
+}
+
+func listEntries(client *consulapi.Client, kind string, q *consulapi.QueryOptions, known *knownEntries) (entryListAnswer, error) {
 	list := entryList{kind: kind, known: known}
-	meta, err := s.cfg.Client.Raw().Query("/v1/config/"+kind, &list, s.listOptions(ctx, index))
+	meta, err := client.Raw().Query("/v1/config/"+kind, &list, q)
 	if err != nil {
 		return entryListAnswer{}, err
 	}
 	return entryListAnswer{entries: list.entries, meta: meta, size: list.size}, nil
+}
+
+// EntryLister lists the entries of one kind as the syncer's watch does: each entry
+// decoded straight into its type, and an element unchanged since the lister's previous
+// answer not decoded again. The entries it returns are shared between its answers:
+// callers must not modify them. A list from index 0 (a fresh read) decodes everything.
+type EntryLister struct {
+	client *consulapi.Client
+	kind   string
+	known  *knownEntries
+}
+
+// NewEntryLister lists kind through client.
+func NewEntryLister(client *consulapi.Client, kind string) *EntryLister {
+	return &EntryLister{client: client, kind: kind, known: newKnownEntries()}
+}
+
+// List lists every entry of the kind with q (a blocking query when q.WaitIndex is not
+// 0). size is the answer's JSON in bytes, for WatchPause.
+func (l *EntryLister) List(q *consulapi.QueryOptions) (entries []consulapi.ConfigEntry, meta *consulapi.QueryMeta, size int, err error) {
+	if q.WaitIndex == 0 {
+		l.known.forget()
+	}
+	answer, err := listEntries(l.client, l.kind, q, l.known)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	return answer.entries, answer.meta, answer.size, nil
 }
 
 // entryListAnswer is Consul's answer to a list of one kind.
@@ -174,6 +206,12 @@ func decodeEntry(kind string, raw []byte) (consulapi.ConfigEntry, error) {
 		entry = &consulapi.ServiceConfigEntry{}
 	case consulapi.ServiceResolver:
 		entry = &consulapi.ServiceResolverConfigEntry{}
+	case consulapi.ServiceRouter:
+		entry = &consulapi.ServiceRouterConfigEntry{}
+	case consulapi.ServiceSplitter:
+		entry = &consulapi.ServiceSplitterConfigEntry{}
+	case consulapi.ServiceIntentions:
+		entry = &consulapi.ServiceIntentionsConfigEntry{}
 	}
 	if entry != nil && json.Unmarshal(raw, entry) == nil && entry.GetKind() == kind {
 		return entry, nil

@@ -196,8 +196,8 @@ func TestWatchPause(t *testing.T) {
 		{time.Millisecond, 100 * watchPaceBytes, 5 * time.Second},
 	}
 	for _, tt := range tests {
-		if got := watchPause(tt.busy, tt.size); got != tt.want {
-			t.Errorf("watchPause(%v, %d) = %v, want %v", tt.busy, tt.size, got, tt.want)
+		if got := WatchPause(tt.busy, tt.size); got != tt.want {
+			t.Errorf("WatchPause(%v, %d) = %v, want %v", tt.busy, tt.size, got, tt.want)
 		}
 	}
 }

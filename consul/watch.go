@@ -166,16 +166,16 @@ func (s *Syncer) watchKind(ctx context.Context, kind string) {
 		// Every answer lists the whole kind: during a burst of writes, asking again at
 		// once would have Consul encode the world once per write. RequestTime is the
 		// wait for the answer; the rest is this process's work on it.
-		sleep(ctx, watchPause(s.clock.Since(start)-meta.RequestTime, answer.size))
+		sleep(ctx, WatchPause(s.clock.Since(start)-meta.RequestTime, answer.size))
 	}
 }
 
-// watchPause is how long the watch waits after an answer of size bytes that cost it
+// WatchPause is how long the watch waits after an answer of size bytes that cost it
 // busy to read and compare: ten times busy, so the watch takes about a tenth of a
 // core however many entries there are, and at least a second per watchPaceBytes of
 // answer, for Consul's sake (watchPaceBytes), at the price of seeing a change that
 // much later.
-func watchPause(busy time.Duration, size int) time.Duration {
+func WatchPause(busy time.Duration, size int) time.Duration {
 	pace := time.Duration(float64(time.Second) * float64(size) / watchPaceBytes)
 	return min(max(10*busy, pace, 10*time.Millisecond), 5*time.Second)
 }

@@ -45,13 +45,18 @@ const watchWait = 10 * time.Second
 func (k *Keeper) watch(ctx context.Context, kind string, observe func(context.Context, []consulapi.ConfigEntry)) {
 	logger := klog.FromContext(ctx).WithValues("kind", kind)
 	backoff := consul.WatchBackoff()
+	// Each write of the keeper's moves the index and brings the whole kind again: at
+	// a cold start, one list per destination written. The lister decodes only what
+	// changed, and the pause after each answer keeps that to a tenth of a core.
+	lister := consul.NewEntryLister(k.cfg.Client, kind)
 	var index uint64
 	for ctx.Err() == nil {
+		start := time.Now()
 		q := (&consulapi.QueryOptions{WaitIndex: index, WaitTime: watchWait, Partition: k.cfg.Partition, RequireConsistent: index == 0}).WithContext(ctx)
 		if k.cfg.AllNamespaces {
 			q.Namespace = "*"
 		}
-		entries, meta, err := k.cfg.Client.ConfigEntries().List(kind, q)
+		entries, meta, size, err := lister.List(q)
 		if err != nil {
 			if ctx.Err() == nil {
 				logger.V(2).Info("Watching Consul failed; retrying", "err", err)
@@ -69,6 +74,7 @@ func (k *Keeper) watch(ctx context.Context, kind string, observe func(context.Co
 			observe(ctx, entries)
 		}
 		index = meta.LastIndex
+		sleep(ctx, consul.WatchPause(time.Since(start)-meta.RequestTime, size))
 	}
 }
 
