@@ -20,6 +20,7 @@ import (
 
 	configclient "github.com/consul-gateway-controller/consul-gateway-controller/api/client"
 	"github.com/consul-gateway-controller/consul-gateway-controller/api/v1alpha1"
+	"github.com/consul-gateway-controller/consul-gateway-controller/consul"
 	"github.com/consul-gateway-controller/consul-gateway-controller/informers"
 	"github.com/consul-gateway-controller/consul-gateway-controller/internal/options"
 )
@@ -67,7 +68,7 @@ func newClients(ctx context.Context, opts *options.Options) (clients, error) {
 	if c.dynamic, err = meshServicesClient(ctx, c.kube, cfg); err != nil {
 		return c, err
 	}
-	if c.consul, err = opts.Consul.Client(); err != nil {
+	if c.consul, err = opts.Consul.Client(consul.StreamListAnswers); err != nil {
 		return c, err
 	}
 	return c, nil

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/maphash"
+	"io"
 
 	consulapi "github.com/hashicorp/consul/api"
 )
@@ -24,8 +25,9 @@ func (s *Syncer) listKind(ctx context.Context, kind string, index uint64, known 
 }
 
 func listEntries(client *consulapi.Client, kind string, q *consulapi.QueryOptions, known *knownEntries) (entryListAnswer, error) {
-	list := entryList{kind: kind, known: known}
-	meta, err := client.Raw().Query("/v1/config/"+kind, &list, q)
+	list := &entryList{kind: kind, known: known}
+	q = q.WithContext(withBodyReader(q.Context(), list.readStream))
+	meta, err := client.Raw().Query("/v1/config/"+kind, list, q)
 	if err != nil {
 		return entryListAnswer{}, err
 	}
@@ -87,30 +89,38 @@ func newKnownEntries() *knownEntries {
 // forget drops every known entry.
 func (k *knownEntries) forget() { k.byBytes = nil }
 
-// entryList decodes a list of entries of one kind one element at a time, from the
-// answer's bytes: a copy of every element (as []json.RawMessage would make) doubled
-// what a list of thousands of entries holds while it is decoded.
+// entryList decodes a list of entries of one kind one element at a time: from the
+// answer's body as it arrives, when the client streams lists (StreamListAnswers), else
+// from the answer's bytes. A copy of every element (as []json.RawMessage would make)
+// doubled what a list of thousands of entries holds while it is decoded.
 type entryList struct {
 	kind    string
 	known   *knownEntries
 	entries []consulapi.ConfigEntry
 	size    int
+	// streamed is set once the transport has read the answer (readStream); consul/api
+	// then decodes an empty answer, which changes nothing.
+	streamed bool
+}
+
+func (l *entryList) readStream(r io.Reader) error {
+	l.streamed = true
+	return l.read(r)
 }
 
 func (l *entryList) UnmarshalJSON(data []byte) error {
-	l.size = len(data)
-	data = bytes.TrimSpace(data)
-	switch {
-	case bytes.Equal(data, []byte("null")):
-		return nil // no entries
-	case len(data) == 0 || data[0] != '[':
-		return fmt.Errorf("a list of %s entries is not a JSON array", l.kind)
+	if l.streamed {
+		return nil
 	}
+	return l.read(bytes.NewReader(data))
+}
+
+func (l *entryList) read(r io.Reader) error {
 	var decoded map[uint64]consulapi.ConfigEntry
 	if l.known != nil {
 		decoded = make(map[uint64]consulapi.ConfigEntry, len(l.known.byBytes))
 	}
-	err := arrayElements(data, func(raw []byte) error {
+	size, err := streamArrayElements(r, func(raw []byte) error {
 		entry, err := l.decode(raw, decoded)
 		if err != nil {
 			return fmt.Errorf("decode a %s entry: %w", l.kind, err)
@@ -118,55 +128,12 @@ func (l *entryList) UnmarshalJSON(data []byte) error {
 		l.entries = append(l.entries, entry)
 		return nil
 	})
+	l.size = size
 	if err != nil {
-		return err
+		return fmt.Errorf("a list of %s entries: %w", l.kind, err)
 	}
 	if l.known != nil {
 		l.known.byBytes = decoded
-	}
-	return nil
-}
-
-// arrayElements calls f with each element of the JSON array data, in place. The data
-// must be valid JSON, as encoding/json checks a value before it calls an UnmarshalJSON:
-// then an element ends at the first comma or closing bracket outside any string and
-// any nested value, and finding it takes no decoding (json.Decoder's tokens cost more
-// than decoding the few changed elements of a list).
-func arrayElements(data []byte, f func([]byte) error) error {
-	depth, start, inString := 0, -1, false
-	for i := 1; i < len(data); i++ {
-		c := data[i]
-		switch {
-		case inString:
-			switch c {
-			case '\\':
-				i++ // the escaped byte cannot end the string
-			case '"':
-				inString = false
-			}
-			continue
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
-			continue
-		case depth == 0 && (c == ',' || c == ']'):
-			if start >= 0 {
-				if err := f(bytes.TrimSpace(data[start:i])); err != nil {
-					return err
-				}
-			}
-			start = -1
-			continue
-		}
-		if start < 0 {
-			start = i
-		}
-		switch c {
-		case '"':
-			inString = true
-		case '{', '[':
-			depth++
-		case '}', ']':
-			depth--
-		}
 	}
 	return nil
 }

@@ -1,10 +1,12 @@
 package consul
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	gocmp "github.com/google/go-cmp/cmp"
@@ -109,27 +111,7 @@ func TestEntryListReusesKnownEntries(t *testing.T) {
 // one element, with and without the previous list's entries: the watch's cost of an
 // edit, from the bytes encoding/json has already checked (as in a Consul answer).
 func BenchmarkEntryList(b *testing.B) {
-	const n = 5000
-	list := func(changed int) []byte {
-		var sb strings.Builder
-		sb.WriteString("[")
-		for i := range n {
-			if i > 0 {
-				sb.WriteString(",")
-			}
-			index := 10
-			if i == changed {
-				index = 11
-			}
-			fmt.Fprintf(&sb, `{"Kind":"http-route","Name":"route-%d","Parents":[{"Kind":"api-gateway","Name":"gw","SectionName":"http"}],`+
-				`"Rules":[{"Matches":[{"Path":{"Match":"prefix","Value":"/r%d"}}],"Services":[{"Name":"echo-%d","Weight":1}]}],"Hostnames":["r%d.example.com"],`+
-				`"Meta":{"managed-by":"consul-gateway-controller"},"Status":{"Conditions":[{"Type":"Accepted","Status":"True","Reason":"Accepted","Message":"ok","LastTransitionTime":"2026-12-01T00:00:00Z"}]},`+
-				`"CreateIndex":5,"ModifyIndex":%d}`, i, i, i, i, index)
-		}
-		sb.WriteString("]")
-		return []byte(sb.String())
-	}
-	before, after := list(-1), list(n/2)
+	before, after := routeListAnswer(-1), routeListAnswer(5000/2)
 	for _, reuse := range []bool{false, true} {
 		b.Run(fmt.Sprintf("known=%t", reuse), func(b *testing.B) {
 			var known *knownEntries
@@ -154,27 +136,36 @@ func BenchmarkEntryList(b *testing.B) {
 	}
 }
 
-// TestArrayElements: elements end at commas and brackets outside strings and nested
-// values only, escaped quotes included, whatever the whitespace.
-func TestArrayElements(t *testing.T) {
-	data := " [ {\"a\":\"x],\\\"{\"} ,\n[1,[2]], \"s\\\\\" ,3,{\"b\":{\"c\":[]}}\t] "
+// TestStreamArrayElements: elements end at commas and brackets outside strings and
+// nested values only, escaped quotes included, whatever the whitespace and however the
+// answer arrives (here a byte per read); null is no elements; a truncated or foreign
+// answer is an error.
+func TestStreamArrayElements(t *testing.T) {
+	data := " [ {\"a\":\"x],\\\"{ \"} ,\n[1,[2]], \"s\\\\\" ,3,{ \"b\" : {\"c\":[]}}\t] "
 	var got []string
-	err := arrayElements([]byte(strings.TrimSpace(data)), func(raw []byte) error {
+	n, err := streamArrayElements(iotest.OneByteReader(strings.NewReader(data)), func(raw []byte) error {
 		got = append(got, string(raw))
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{`{"a":"x],\"{"}`, `[1,[2]]`, `"s\\"`, `3`, `{"b":{"c":[]}}`}
+	want := []string{`{"a":"x],\"{ "}`, `[1,[2]]`, `"s\\"`, `3`, `{"b":{"c":[]}}`}
 	if diff := gocmp.Diff(want, got); diff != "" {
 		t.Errorf("elements (-want +got):\n%s", diff)
 	}
-	for _, empty := range []string{"[]", "[ \n ]"} {
-		n := 0
-		_ = arrayElements([]byte(empty), func([]byte) error { n++; return nil })
-		if n != 0 {
-			t.Errorf("%q: %d elements, want 0", empty, n)
+	if n != len(strings.TrimRight(data, " ")) {
+		t.Errorf("read %d bytes, want %d (up to the closing bracket)", n, len(strings.TrimRight(data, " ")))
+	}
+	for _, empty := range []string{"[]", "[ \n ]", "null", " null"} {
+		count := 0
+		if _, err := streamArrayElements(strings.NewReader(empty), func([]byte) error { count++; return nil }); err != nil || count != 0 {
+			t.Errorf("%q: %d elements, %v; want 0, no error", empty, count, err)
+		}
+	}
+	for _, bad := range []string{"", "{}", "nul", `[{"a":1}`, `[{"a":1},`, `[1,,2]`} {
+		if _, err := streamArrayElements(strings.NewReader(bad), func([]byte) error { return nil }); err == nil {
+			t.Errorf("%q: no error", bad)
 		}
 	}
 }
@@ -200,4 +191,53 @@ func TestWatchPause(t *testing.T) {
 			t.Errorf("WatchPause(%v, %d) = %v, want %v", tt.busy, tt.size, got, tt.want)
 		}
 	}
+}
+
+// routeListAnswer is Consul's answer to a list of 5,000 http-routes; the route
+// changed, if any, has another ModifyIndex.
+func routeListAnswer(changed int) []byte {
+	const n = 5000
+	var sb strings.Builder
+	sb.WriteString("[")
+	for i := range n {
+		if i > 0 {
+			sb.WriteString(",")
+		}
+		index := 10
+		if i == changed {
+			index = 11
+		}
+		fmt.Fprintf(&sb, `{"Kind":"http-route","Name":"route-%d","Parents":[{"Kind":"api-gateway","Name":"gw","SectionName":"http"}],`+
+			`"Rules":[{"Matches":[{"Path":{"Match":"prefix","Value":"/r%d"}}],"Services":[{"Name":"echo-%d","Weight":1}]}],"Hostnames":["r%d.example.com"],`+
+			`"Meta":{"managed-by":"consul-gateway-controller"},"Status":{"Conditions":[{"Type":"Accepted","Status":"True","Reason":"Accepted","Message":"ok","LastTransitionTime":"2026-12-01T00:00:00Z"}]},`+
+			`"CreateIndex":5,"ModifyIndex":%d}`, i, i, i, i, index)
+	}
+	sb.WriteString("]")
+	return []byte(sb.String())
+}
+
+// BenchmarkListAnswer reads a list of 5,000 http-routes from the answer's body, as
+// consul/api reads it (a json.Decoder holds the whole answer, then the list decodes
+// it) and as the streaming transport reads it (element by element). B/op is the
+// memory each way costs per answer, the decoded entries included.
+func BenchmarkListAnswer(b *testing.B) {
+	answer := routeListAnswer(-1)
+	b.Run("consul-api", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			list := entryList{kind: consulapi.HTTPRoute}
+			if err := json.NewDecoder(bytes.NewReader(answer)).Decode(&list); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("streamed", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			list := entryList{kind: consulapi.HTTPRoute}
+			if err := list.readStream(bytes.NewReader(answer)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

@@ -3,6 +3,7 @@ package options
 import (
 	"fmt"
 	"net"
+	"net/http"
 	"strings"
 
 	consulapi "github.com/hashicorp/consul/api"
@@ -69,12 +70,24 @@ func (c ConsulConnection) Validate() error {
 }
 
 // Client is a Consul client of Config, made only once Validate passes: nothing is
-// sent to a Consul the check refuses.
-func (c ConsulConnection) Client() (*consulapi.Client, error) {
+// sent to a Consul the check refuses. Each wrap wraps the client's transport, in
+// order; a unix:// address gets consul/api's own transport, unwrapped.
+func (c ConsulConnection) Client(wrap ...func(http.RoundTripper) http.RoundTripper) (*consulapi.Client, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	client, err := consulapi.NewClient(c.Config())
+	cfg := c.Config()
+	if len(wrap) > 0 {
+		httpClient, err := consulapi.NewHttpClient(cfg.Transport, cfg.TLSConfig)
+		if err != nil {
+			return nil, fmt.Errorf("create consul client: %w", err)
+		}
+		for _, w := range wrap {
+			httpClient.Transport = w(httpClient.Transport)
+		}
+		cfg.HttpClient = httpClient
+	}
+	client, err := consulapi.NewClient(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("create consul client: %w", err)
 	}
