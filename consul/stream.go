@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	gosync "sync"
 )
 
 // This file decodes Consul's list answers as they arrive. consul/api reads an answer
@@ -66,7 +67,13 @@ func (s listStreamer) RoundTrip(req *http.Request) (*http.Response, error) {
 // closing bracket outside any string and nested value); f's decoding checks the
 // element itself.
 func streamArrayElements(r io.Reader, f func([]byte) error) (int, error) {
-	br := &countingReader{r: bufio.NewReaderSize(r, 64<<10)}
+	buffered := readers.Get().(*bufio.Reader)
+	buffered.Reset(r)
+	defer func() {
+		buffered.Reset(nil) // hold no body
+		readers.Put(buffered)
+	}()
+	br := &countingReader{r: buffered}
 	first, err := br.nextNonSpace()
 	switch {
 	case err != nil:
@@ -127,6 +134,10 @@ func streamArrayElements(r io.Reader, f func([]byte) error) (int, error) {
 		}
 	}
 }
+
+// readers are the buffers lists are read through: the watches list every few
+// milliseconds while entries are written, mostly small answers.
+var readers = gosync.Pool{New: func() any { return bufio.NewReaderSize(nil, 32<<10) }}
 
 // countingReader counts the bytes read through it.
 type countingReader struct {

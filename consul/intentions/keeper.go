@@ -93,9 +93,24 @@ func (k *Keeper) ObserveRoutes(kind string, owned []consulapi.ConfigEntry) {
 		}
 	}
 	k.mu.Lock()
+	previous, listed := k.routes[kind]
+	if listed && sameRoutes(previous, routes) {
+		// Consul's index moves with every config entry written, and each move brings
+		// every kind's list again: most answers at a cold start are of routes
+		// unchanged, and computing the needs of thousands of routes for each cost the
+		// keeper most of its CPU.
+		k.mu.Unlock()
+		return
+	}
 	k.routes[kind] = routes
 	k.mu.Unlock()
 	k.signal()
+}
+
+func sameRoutes(a, b map[translate.EntryKey]Route) bool {
+	return maps.EqualFunc(a, b, func(x, y Route) bool {
+		return slices.Equal(x.Gateways, y.Gateways) && slices.Equal(x.Services, y.Services)
+	})
 }
 
 // ForgetRoutes implements consul.RouteObserver: the syncer's watch of kind restarts,
@@ -275,7 +290,11 @@ func (k *Keeper) listedAll() bool {
 
 // allRoutes lists what every route of ours needs. Callers hold mu.
 func (k *Keeper) allRoutes() []Route {
-	var out []Route
+	n := 0
+	for _, routes := range k.routes {
+		n += len(routes)
+	}
+	out := make([]Route, 0, n)
 	for _, routes := range k.routes {
 		for _, r := range routes {
 			out = append(out, r)

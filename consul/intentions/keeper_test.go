@@ -295,3 +295,38 @@ func (kt *keeperTest) writes() float64 {
 	}
 	return sum
 }
+
+// A list of routes that asks for nothing new does not compute the needs again: at a
+// cold start, Consul's index moves with every entry written and brings each route
+// kind's list again, mostly unchanged. The first list of a kind, and a changed one, do.
+func TestObserveRoutesComputesOnlyWhatChanged(t *testing.T) {
+	k := NewKeeper(Config{Ownership: keeperOwnership})
+	woken := func() bool {
+		select {
+		case <-k.wake:
+			return true
+		default:
+			return false
+		}
+	}
+	steps := []struct {
+		what   string
+		kind   string
+		routes []consulapi.ConfigEntry
+		wakes  bool
+	}{
+		{"the first list of http-routes", consulapi.HTTPRoute, []consulapi.ConfigEntry{httpRoute("a", "gw", "web")}, true},
+		{"the first list of tcp-routes, empty", consulapi.TCPRoute, nil, true},
+		{"the same http-routes, decoded again", consulapi.HTTPRoute, []consulapi.ConfigEntry{httpRoute("a", "gw", "web")}, false},
+		{"no tcp-routes again", consulapi.TCPRoute, nil, false},
+		{"a route sends to another service", consulapi.HTTPRoute, []consulapi.ConfigEntry{httpRoute("a", "gw", "api")}, true},
+		{"a second route", consulapi.HTTPRoute, []consulapi.ConfigEntry{httpRoute("a", "gw", "api"), httpRoute("b", "gw", "api")}, true},
+		{"the route is gone", consulapi.HTTPRoute, []consulapi.ConfigEntry{httpRoute("b", "gw", "api")}, true},
+	}
+	for _, step := range steps {
+		k.ObserveRoutes(step.kind, step.routes)
+		if got := woken(); got != step.wakes {
+			t.Errorf("%s: the needs computed again %v, want %v", step.what, got, step.wakes)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package intentions
 
 import (
 	"context"
+	"maps"
 	"time"
 
 	consulapi "github.com/hashicorp/consul/api"
@@ -23,6 +24,12 @@ func (k *Keeper) observeIntentions(ctx context.Context, entries []consulapi.Conf
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	if k.needs != nil && k.listed != nil && maps.Equal(k.listed, listed) {
+		// The same entries (the lister reuses an unchanged one): what they lack was
+		// queued when they were first listed. Consul's index moves with any entry
+		// written, so at a cold start most answers are these.
+		return
+	}
 	k.listed = listed
 	if k.needs == nil {
 		k.signal() // the needs may be computed now
