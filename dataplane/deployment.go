@@ -62,16 +62,7 @@ func deployment(in Gateway, name string, labels, annotations map[string]string, 
 	if len(annotations) > 0 {
 		d.WithAnnotations(annotations)
 	}
-	return d.WithAnnotations(map[string]string{imageAnnotation: podTemplateImage(podTemplate)})
-}
-
-func podTemplateImage(t *corev1ac.PodTemplateSpecApplyConfiguration) string {
-	for _, c := range t.Spec.Containers {
-		if c.Name != nil && *c.Name == containerName && c.Image != nil {
-			return *c.Image
-		}
-	}
-	return ""
+	return d.WithAnnotations(map[string]string{imageAnnotation: desiredImage(d)})
 }
 
 // replicas is the default number of pods, kept within min and max; unset means 1.
