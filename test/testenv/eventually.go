@@ -20,7 +20,7 @@ const PollInterval = 100 * time.Millisecond
 // returns nil then. When timeout passes or ctx ends first, it returns check's last
 // error: a check cut short by the deadline says nothing, so the one before it is kept.
 // Checks that cannot fail a test (the chaos suite's convergence, the bench) poll with
-// it; Eventually is the form for a test.
+// it; Eventually is the form for a test. A watched server's crash ends it at once.
 func Poll(ctx context.Context, interval, timeout time.Duration, check func(context.Context) error) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -28,6 +28,9 @@ func Poll(ctx context.Context, interval, timeout time.Duration, check func(conte
 	defer tick.Stop()
 	last := errors.New("not checked")
 	for {
+		if msg := crashed(); msg != "" {
+			return errors.New(msg)
+		}
 		err := check(ctx)
 		if err == nil {
 			return nil

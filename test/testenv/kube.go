@@ -54,6 +54,7 @@ func startKubeAPI(dir, logDir string, users []string, extraArgs []string) (*Kube
 		tokens: map[string]string{},
 	}
 	k.etcd = &process{
+		watched: true,
 		name:    "etcd",
 		path:    etcdBin,
 		logPath: filepath.Join(logDir, "etcd.log"),
@@ -73,6 +74,7 @@ func startKubeAPI(dir, logDir string, users []string, extraArgs []string) (*Kube
 		return nil, err
 	}
 	k.apiserver = &process{
+		watched: true,
 		name:    "kube-apiserver",
 		path:    apiserverBin,
 		logPath: filepath.Join(logDir, "kube-apiserver.log"),

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -17,10 +18,50 @@ type process struct {
 	args    []string
 	env     []string
 	logPath string
+	// watched servers are ones every test leans on (Consul, etcd, kube-apiserver): once
+	// ready, an exit that stop did not ask for is a crash, and Poll reports it at once
+	// rather than waiting out its timeout on a server that is gone.
+	watched bool
 
 	cmd    *exec.Cmd
 	log    *os.File
 	exited chan struct{}
+
+	mu       sync.Mutex
+	ready    bool // waitFor saw the server ready since the last start
+	stopping bool // stop asked the server to exit
+}
+
+// crashes holds, for each watched server that exited unasked and has not been
+// stopped since, what Poll reports.
+var crashes = struct {
+	sync.Mutex
+	by map[*process]string
+}{by: map[*process]string{}}
+
+// crashed is the first crash of a watched server that is still current, or "".
+func crashed() string {
+	crashes.Lock()
+	defer crashes.Unlock()
+	for _, msg := range crashes.by {
+		return msg
+	}
+	return ""
+}
+
+// exitedUnasked records a watched, ready server's exit that stop did not ask for.
+func (p *process) exitedUnasked() {
+	p.mu.Lock()
+	crash := p.watched && p.ready && !p.stopping
+	p.mu.Unlock()
+	if !crash {
+		return
+	}
+	msg := fmt.Sprintf("%s exited while in use (log: %s)%s", p.name, p.logPath, logTail(p.logPath))
+	crashes.Lock()
+	crashes.by[p] = msg
+	crashes.Unlock()
+	fmt.Fprintf(os.Stderr, "testenv: %s\n", msg)
 }
 
 func (p *process) start() error {
@@ -43,10 +84,14 @@ func (p *process) start() error {
 		logFile.Close()
 		return fmt.Errorf("start %s: %w", p.name, err)
 	}
+	p.mu.Lock()
+	p.ready, p.stopping = false, false
+	p.mu.Unlock()
 	p.cmd, p.log, p.exited = cmd, logFile, make(chan struct{})
 	go func(exited chan struct{}) {
 		_ = cmd.Wait()
 		close(exited)
+		p.exitedUnasked()
 	}(p.exited)
 	return nil
 }
@@ -56,6 +101,12 @@ func (p *process) stop(grace time.Duration) error {
 	if p.cmd == nil {
 		return nil
 	}
+	p.mu.Lock()
+	p.stopping = true
+	p.mu.Unlock()
+	crashes.Lock()
+	delete(crashes.by, p)
+	crashes.Unlock()
 	pgid := -p.cmd.Process.Pid
 	_ = syscall.Kill(pgid, syscall.SIGTERM)
 	select {
@@ -100,6 +151,9 @@ func (p *process) waitFor(timeout time.Duration, ready func() error) error {
 			return fmt.Errorf("%s: %w before it was ready (log: %s)%s", p.name, errExited, p.logPath, logTail(p.logPath))
 		}
 		if last = ready(); last == nil {
+			p.mu.Lock()
+			p.ready = true
+			p.mu.Unlock()
 			return nil
 		}
 		time.Sleep(100 * time.Millisecond)
