@@ -334,7 +334,8 @@ func (s *Syncer) translate(ctx context.Context) time.Duration {
 
 // pendingChanges are the pending objects as held now, and the Secrets they refer to as
 // the cache holds them now (a route's decision holds what the translation needs of its
-// backends); it empties pending. Callers hold s.mu.
+// backends); it empties pending but for the routes that await a Gateway
+// (awaitsGateway). Callers hold s.mu.
 func (s *Syncer) pendingChanges() translate.Changes {
 	c := translate.Changes(translate.NewSnapshot())
 	for owner := range s.pending {
@@ -352,11 +353,33 @@ func (s *Syncer) pendingChanges() translate.Changes {
 				addReferences(c.Secrets, s.secretsGiven, gatewayapi.CertificateSecretsOf(set.Namespace, set.Spec.Listeners), s.cfg.Secrets.Secrets)
 			}
 		default:
-			c.Routes[owner.kind][owner.key] = s.snapshot.Routes[owner.kind][owner.key]
+			route := s.snapshot.Routes[owner.kind][owner.key]
+			if s.awaitsGateway(route) {
+				continue // stays pending: the Gateway's confirmation wakes the loop
+			}
+			c.Routes[owner.kind][owner.key] = route
+		}
+		delete(s.pending, owner)
+	}
+	return c
+}
+
+// awaitsGateway reports whether a route is accepted on a Gateway that exists but has
+// not been confirmed yet. Translated before it, the route would find none of its
+// listeners written: its entry would be withdrawn and its status would say it is not
+// served, only to be put back a moment later. A new leader confirms objects in no
+// particular order, so this is what its first translations would see. Callers hold
+// s.mu.
+func (s *Syncer) awaitsGateway(route translate.ConfirmedRoute) bool {
+	if route.Route == nil || s.cfg.OwnerExists == nil {
+		return false
+	}
+	for _, a := range route.Decision.Attachments {
+		if !s.confirmed[ownerKey{gatewayapi.GatewayKind, a.Gateway}] && s.cfg.OwnerExists(gatewayapi.GatewayKind, a.Gateway) {
+			return true
 		}
 	}
-	clear(s.pending)
-	return c
+	return false
 }
 
 // addReferences reads keys from a namespaced lister into changes, the zero value for

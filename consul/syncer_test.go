@@ -14,6 +14,8 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/consul-gateway-controller/consul-gateway-controller/consul/translate"
+	"github.com/consul-gateway-controller/consul-gateway-controller/sync/contract"
+	gwdecision "github.com/consul-gateway-controller/consul-gateway-controller/sync/decision"
 )
 
 // checkingQueue runs check on every key as it is queued.
@@ -194,5 +196,51 @@ func TestCreatedEntryStartsWithoutAVerdict(t *testing.T) {
 	}
 	if v := s.Verdict("HTTPRoute", route); v.Known {
 		t.Errorf("right after its entry was created the route's verdict is %+v; want none until Consul judges it", v)
+	}
+}
+
+// A new leader confirms objects in no particular order. A route confirmed before the
+// Gateway it is accepted on waits for it: translated alone, it would find none of its
+// listeners written, lose its entry and be reported as not served (the chaos suite saw
+// ConsulAccepted go False for 40 ms after a restart).
+func TestRouteWaitsForItsGatewaysConfirmation(t *testing.T) {
+	gw := acceptedGateway("infra", "gw")
+	gwKey := cache.MetaObjectToName(gw)
+	s := NewSyncer(Config{
+		Ownership:   testOwnership,
+		Secrets:     corelisters.NewSecretLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
+		OwnerExists: func(kind gatewayv1.Kind, key cache.ObjectName) bool { return kind == "Gateway" && key == gwKey },
+	})
+	port := gatewayv1.PortNumber(8080)
+	route := &gatewayv1.HTTPRoute{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "web", UID: "uid-web", Generation: 1, ResourceVersion: "1"},
+		Spec: gatewayv1.HTTPRouteSpec{Rules: []gatewayv1.HTTPRouteRule{{BackendRefs: []gatewayv1.HTTPBackendRef{{
+			BackendRef: gatewayv1.BackendRef{BackendObjectReference: gatewayv1.BackendObjectReference{Name: "web", Port: &port}},
+		}}}}},
+	}
+	routeKey := cache.MetaObjectToName(route)
+	decision := &gwdecision.Route{
+		Attachments: []gwdecision.Attachment{{Gateway: gwKey, Listeners: []gatewayv1.SectionName{"http"}}},
+		Backends: []gwdecision.Backend{{Resolved: true, Referent: cache.ObjectName{Namespace: "apps", Name: "web"},
+			Consul: "web", Port: 8080, ServiceUID: "uid-svc"}},
+	}
+	entryKey := translate.EntryKey{Kind: consulapi.HTTPRoute, Name: "web.apps"}
+
+	s.Publish(t.Context(), contract.Confirmation{Kind: "HTTPRoute", Key: routeKey, Object: route, Route: decision})
+	s.translate(t.Context())
+	if _, ok := s.desiredEntry(entryKey); ok {
+		t.Error("the route's entry is desired before its Gateway was confirmed")
+	}
+	if v := s.Verdict("HTTPRoute", routeKey); v.Known {
+		t.Errorf("before its Gateway was confirmed the route has a verdict: %+v", v)
+	}
+
+	s.Publish(t.Context(), contract.Confirmation{Kind: "Gateway", Key: gwKey, Object: gw})
+	s.translate(t.Context())
+	if _, ok := s.desiredEntry(entryKey); !ok {
+		t.Error("the route's entry is not desired once its Gateway was confirmed")
+	}
+	if v := s.Verdict("HTTPRoute", routeKey); v.Known && !v.Programmed {
+		t.Errorf("once its Gateway was confirmed the route has a problem: %+v", v)
 	}
 }
