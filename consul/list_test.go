@@ -171,17 +171,18 @@ func TestStreamArrayElements(t *testing.T) {
 }
 
 // TestWatchPause: the pause is ten times the watch's own work or a second per
-// watchPaceBytes of answer, whichever is longer, within 10 ms and 5 s.
+// watchPaceBytes of answer, whichever is longer, within watchMinPause and 5 s.
 func TestWatchPause(t *testing.T) {
 	tests := []struct {
 		busy time.Duration
 		size int
 		want time.Duration
 	}{
-		{time.Millisecond, 0, 10 * time.Millisecond},
-		{20 * time.Millisecond, 1 << 10, 200 * time.Millisecond},
-		{time.Millisecond, watchPaceBytes, time.Second},
-		{time.Millisecond, watchPaceBytes / 2, 500 * time.Millisecond},
+		{time.Millisecond, 0, watchMinPause},
+		{20 * time.Millisecond, 1 << 10, watchMinPause},
+		{150 * time.Millisecond, 1 << 10, 1500 * time.Millisecond},
+		{time.Millisecond, 2 * watchPaceBytes, 2 * time.Second},
+		{time.Millisecond, 3 * watchPaceBytes / 2, 1500 * time.Millisecond},
 		{200 * time.Millisecond, watchPaceBytes, 2 * time.Second},
 		{time.Second, watchPaceBytes, 5 * time.Second},
 		{time.Millisecond, 100 * watchPaceBytes, 5 * time.Second},

@@ -174,11 +174,21 @@ func (s *Syncer) watchKind(ctx context.Context, kind string) {
 // busy to read and compare: ten times busy, so the watch takes about a tenth of a
 // core however many entries there are, and at least a second per watchPaceBytes of
 // answer, for Consul's sake (watchPaceBytes), at the price of seeing a change that
-// much later.
+// much later; never less than watchMinPause.
 func WatchPause(busy time.Duration, size int) time.Duration {
 	pace := time.Duration(float64(time.Second) * float64(size) / watchPaceBytes)
-	return min(max(10*busy, pace, 10*time.Millisecond), 5*time.Second)
+	return min(max(10*busy, pace, watchMinPause), 5*time.Second)
 }
+
+// watchMinPause is the shortest pause between two lists of a kind. Consul answers a
+// blocking list of any kind again after a write of any config entry (its index is
+// the table's), so during a burst of writes a watch whose answers are small asked
+// again after nearly every write. At a cold start of 10,000 routes the api-gateway
+// watch listed 16 times a second and the intentions keeper's service-intentions
+// watch as often; serving lists was a third of a Consul server's CPU, on the core
+// that also judges the entries (CPU profile in docs/performance.md). A verdict or a
+// drift is seen up to this much later.
+const watchMinPause = time.Second
 
 // watchPaceBytes is the answer size the watch waits a second after. Consul encodes
 // (and compresses, for a client that accepts gzip) the whole kind for each answer: at
