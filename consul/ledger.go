@@ -93,10 +93,9 @@ type judgement struct {
 	rejudges  int
 }
 
-// judgingProgress is when an awaited entry was last seen judged, and the latest time at
-// which an entry seen judged had been written.
+// judgingProgress is when an awaited entry was last seen judged.
 type judgingProgress struct {
-	at, written time.Time
+	at time.Time
 }
 
 func newLedger() *ledger {
@@ -287,9 +286,6 @@ func (l *ledger) noteJudgement(key translate.EntryKey, e *entryLine, actual cons
 	}
 	if e.judgement == nil {
 		return false
-	}
-	if e.judgement.writtenAt.After(l.judged.written) {
-		l.judged.written = e.judgement.writtenAt
 	}
 	l.judged.at = now
 	e.judgement = nil

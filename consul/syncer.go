@@ -317,6 +317,7 @@ func (s *Syncer) translate(ctx context.Context) time.Duration {
 	// a key at once must see it, or it would compare against the old state, find
 	// nothing to do, and the change would wait for the next drift check.
 	queue, entries := s.ledger.desire(delta.Entries)
+	inWriteOrder(queue)
 	s.mu.Lock()
 	for _, key := range delta.ReleasedSecrets {
 		delete(s.secretsGiven, key)

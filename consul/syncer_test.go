@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"testing"
 
 	consulapi "github.com/hashicorp/consul/api"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	kworkqueue "k8s.io/client-go/util/workqueue"
@@ -242,5 +244,40 @@ func TestRouteWaitsForItsGatewaysConfirmation(t *testing.T) {
 	}
 	if v := s.Verdict("HTTPRoute", routeKey); v.Known && !v.Programmed {
 		t.Errorf("once its Gateway was confirmed the route has a problem: %+v", v)
+	}
+}
+
+// Consul judges a route against the gateway it names as it is when the route is
+// written: the api-gateway entry of a translation is queued before its routes.
+func TestTranslateQueuesGatewaysBeforeTheirRoutes(t *testing.T) {
+	gw := acceptedGateway("infra", "gw")
+	gwKey := cache.MetaObjectToName(gw)
+	s := NewSyncer(Config{
+		Ownership: testOwnership,
+		Secrets:   corelisters.NewSecretLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
+	})
+	var queued []string
+	s.queue = checkingQueue{TypedRateLimitingInterface: s.queue, check: func(key translate.EntryKey) {
+		queued = append(queued, key.Kind)
+	}}
+	port := gatewayv1.PortNumber(8080)
+	s.Publish(t.Context(), contract.Confirmation{Kind: "Gateway", Key: gwKey, Object: gw})
+	for _, name := range []string{"a", "b", "c", "d", "e", "f"} {
+		route := &gatewayv1.HTTPRoute{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: name, UID: types.UID("uid-" + name), Generation: 1, ResourceVersion: "1"},
+			Spec: gatewayv1.HTTPRouteSpec{Rules: []gatewayv1.HTTPRouteRule{{BackendRefs: []gatewayv1.HTTPBackendRef{{
+				BackendRef: gatewayv1.BackendRef{BackendObjectReference: gatewayv1.BackendObjectReference{Name: "web", Port: &port}},
+			}}}}},
+		}
+		s.Publish(t.Context(), contract.Confirmation{Kind: "HTTPRoute", Key: cache.MetaObjectToName(route), Object: route, Route: &gwdecision.Route{
+			Attachments: []gwdecision.Attachment{{Gateway: gwKey, Listeners: []gatewayv1.SectionName{"http"}}},
+			Backends: []gwdecision.Backend{{Resolved: true, Referent: cache.ObjectName{Namespace: "apps", Name: "web"},
+				Consul: "web", Port: 8080, ServiceUID: "uid-svc"}},
+		}})
+	}
+	s.translate(t.Context())
+	want := []string{consulapi.APIGateway, consulapi.HTTPRoute, consulapi.HTTPRoute, consulapi.HTTPRoute, consulapi.HTTPRoute, consulapi.HTTPRoute, consulapi.HTTPRoute}
+	if !slices.Equal(queued, want) {
+		t.Errorf("queued kinds in the order %v, want %v", queued, want)
 	}
 }
