@@ -201,6 +201,23 @@ func TestCreatedEntryStartsWithoutAVerdict(t *testing.T) {
 	}
 }
 
+// webRouteConfirmation confirms HTTPRoute apps/<name>, accepted on gw's http listener
+// and backed by Service apps/web.
+func webRouteConfirmation(name string, gw cache.ObjectName) contract.Confirmation {
+	port := gatewayv1.PortNumber(8080)
+	route := &gatewayv1.HTTPRoute{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: name, UID: types.UID("uid-" + name), Generation: 1, ResourceVersion: "1"},
+		Spec: gatewayv1.HTTPRouteSpec{Rules: []gatewayv1.HTTPRouteRule{{BackendRefs: []gatewayv1.HTTPBackendRef{{
+			BackendRef: gatewayv1.BackendRef{BackendObjectReference: gatewayv1.BackendObjectReference{Name: "web", Port: &port}},
+		}}}}},
+	}
+	return contract.Confirmation{Kind: "HTTPRoute", Key: cache.MetaObjectToName(route), Object: route, Route: &gwdecision.Route{
+		Attachments: []gwdecision.Attachment{{Gateway: gw, Listeners: []gatewayv1.SectionName{"http"}}},
+		Backends: []gwdecision.Backend{{Resolved: true, Referent: cache.ObjectName{Namespace: "apps", Name: "web"},
+			Consul: "web", Port: 8080, ServiceUID: "uid-svc"}},
+	}}
+}
+
 // A new leader confirms objects in no particular order. A route confirmed before the
 // Gateway it is accepted on waits for it: translated alone, it would find none of its
 // listeners written, lose its entry and be reported as not served (the chaos suite saw
@@ -213,22 +230,11 @@ func TestRouteWaitsForItsGatewaysConfirmation(t *testing.T) {
 		Secrets:     corelisters.NewSecretLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
 		OwnerExists: func(kind gatewayv1.Kind, key cache.ObjectName) bool { return kind == "Gateway" && key == gwKey },
 	})
-	port := gatewayv1.PortNumber(8080)
-	route := &gatewayv1.HTTPRoute{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "web", UID: "uid-web", Generation: 1, ResourceVersion: "1"},
-		Spec: gatewayv1.HTTPRouteSpec{Rules: []gatewayv1.HTTPRouteRule{{BackendRefs: []gatewayv1.HTTPBackendRef{{
-			BackendRef: gatewayv1.BackendRef{BackendObjectReference: gatewayv1.BackendObjectReference{Name: "web", Port: &port}},
-		}}}}},
-	}
-	routeKey := cache.MetaObjectToName(route)
-	decision := &gwdecision.Route{
-		Attachments: []gwdecision.Attachment{{Gateway: gwKey, Listeners: []gatewayv1.SectionName{"http"}}},
-		Backends: []gwdecision.Backend{{Resolved: true, Referent: cache.ObjectName{Namespace: "apps", Name: "web"},
-			Consul: "web", Port: 8080, ServiceUID: "uid-svc"}},
-	}
+	route := webRouteConfirmation("web", gwKey)
+	routeKey := route.Key
 	entryKey := translate.EntryKey{Kind: consulapi.HTTPRoute, Name: "web.apps"}
 
-	s.Publish(t.Context(), contract.Confirmation{Kind: "HTTPRoute", Key: routeKey, Object: route, Route: decision})
+	s.Publish(t.Context(), route)
 	s.translate(t.Context())
 	if _, ok := s.desiredEntry(entryKey); ok {
 		t.Error("the route's entry is desired before its Gateway was confirmed")
@@ -260,20 +266,9 @@ func TestTranslateQueuesGatewaysBeforeTheirRoutes(t *testing.T) {
 	s.queue = checkingQueue{TypedRateLimitingInterface: s.queue, check: func(key translate.EntryKey) {
 		queued = append(queued, key.Kind)
 	}}
-	port := gatewayv1.PortNumber(8080)
 	s.Publish(t.Context(), contract.Confirmation{Kind: "Gateway", Key: gwKey, Object: gw})
 	for _, name := range []string{"a", "b", "c", "d", "e", "f"} {
-		route := &gatewayv1.HTTPRoute{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: name, UID: types.UID("uid-" + name), Generation: 1, ResourceVersion: "1"},
-			Spec: gatewayv1.HTTPRouteSpec{Rules: []gatewayv1.HTTPRouteRule{{BackendRefs: []gatewayv1.HTTPBackendRef{{
-				BackendRef: gatewayv1.BackendRef{BackendObjectReference: gatewayv1.BackendObjectReference{Name: "web", Port: &port}},
-			}}}}},
-		}
-		s.Publish(t.Context(), contract.Confirmation{Kind: "HTTPRoute", Key: cache.MetaObjectToName(route), Object: route, Route: &gwdecision.Route{
-			Attachments: []gwdecision.Attachment{{Gateway: gwKey, Listeners: []gatewayv1.SectionName{"http"}}},
-			Backends: []gwdecision.Backend{{Resolved: true, Referent: cache.ObjectName{Namespace: "apps", Name: "web"},
-				Consul: "web", Port: 8080, ServiceUID: "uid-svc"}},
-		}})
+		s.Publish(t.Context(), webRouteConfirmation(name, gwKey))
 	}
 	s.translate(t.Context())
 	want := []string{consulapi.APIGateway, consulapi.HTTPRoute, consulapi.HTTPRoute, consulapi.HTTPRoute, consulapi.HTTPRoute, consulapi.HTTPRoute, consulapi.HTTPRoute}

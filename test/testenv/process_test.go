@@ -16,25 +16,14 @@ import (
 // harness's back and expects Poll to give up at once with the server's name, where it
 // would otherwise wait out its whole timeout; stopping the server clears the crash.
 func TestPollStopsAtAWatchedServersCrash(t *testing.T) {
-	sleep, err := exec.LookPath("sleep")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &process{watched: true, name: "sleeper", path: sleep, args: []string{"60"}, logPath: filepath.Join(t.TempDir(), "sleeper.log")}
-	if err := p.start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.stop(0) })
-	if err := p.waitFor(5*time.Second, func() error { return nil }); err != nil {
-		t.Fatal(err)
-	}
+	p := startReadySleeper(t)
 	if err := syscall.Kill(p.cmd.Process.Pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	<-p.exited
 
 	start := time.Now()
-	err = Poll(context.Background(), PollInterval, time.Minute, func(context.Context) error { return fmt.Errorf("never") })
+	err := Poll(context.Background(), PollInterval, time.Minute, func(context.Context) error { return fmt.Errorf("never") })
 	if err == nil || !strings.Contains(err.Error(), "sleeper exited while in use") {
 		t.Fatalf("Poll after the crash = %v, want the crash", err)
 	}
@@ -53,17 +42,7 @@ func TestPollStopsAtAWatchedServersCrash(t *testing.T) {
 // TestStopIsNotACrash stops a watched server as chaos tests do and expects Poll to go
 // on as before.
 func TestStopIsNotACrash(t *testing.T) {
-	sleep, err := exec.LookPath("sleep")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &process{watched: true, name: "sleeper", path: sleep, args: []string{"60"}, logPath: filepath.Join(t.TempDir(), "sleeper.log")}
-	if err := p.start(); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.waitFor(5*time.Second, func() error { return nil }); err != nil {
-		t.Fatal(err)
-	}
+	p := startReadySleeper(t)
 	if err := p.kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -103,4 +82,23 @@ func TestFreePortsAreBelowTheEphemeralRange(t *testing.T) {
 		}
 		u.Close()
 	}
+}
+
+// startReadySleeper starts a watched process that sleeps a minute, seen ready at once;
+// the test's end stops it.
+func startReadySleeper(t *testing.T) *process {
+	t.Helper()
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &process{watched: true, name: "sleeper", path: sleep, args: []string{"60"}, logPath: filepath.Join(t.TempDir(), "sleeper.log")}
+	if err := p.start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.stop(0) })
+	if err := p.waitFor(5*time.Second, func() error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
